@@ -1,0 +1,250 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/toquehq/toque/resources"
+)
+
+// FormatVersion is the plan file format this build writes and reads. A file
+// with another major format version is refused.
+const FormatVersion = 1
+
+// Plan is the persisted result of `toque plan`: everything apply needs, with
+// no HCL re-read, and everything a reviewer reads.
+type Plan struct {
+	FormatVersion int       `json:"format_version"`
+	ToqueVersion  string    `json:"toque_version"`
+	CreatedAt     time.Time `json:"created_at"`
+	Host          Host      `json:"host"`
+	// InputsDigest is a sha256 over the recipe files (names and bytes) the
+	// plan was made from.
+	InputsDigest string `json:"inputs_digest"`
+	// LockRevision is the policy lock's revision id in policy mode.
+	LockRevision string `json:"lock_revision,omitempty"`
+	// Salt keys the HMACs that stand in for sensitive live values.
+	Salt string `json:"salt"`
+	// Errored marks a plan that failed part-way; it can be shown, never
+	// applied.
+	Errored bool     `json:"errored,omitempty"`
+	Errors  []string `json:"errors,omitempty"`
+	// Attributes are the merged node attributes, one leaf each, with
+	// provenance.
+	Attributes []Attribute `json:"attributes"`
+	Resources  []*Resource `json:"resources"`
+}
+
+// Host identifies the machine a plan was made on.
+type Host struct {
+	Hostname  string `json:"hostname"`
+	MachineID string `json:"machine_id,omitempty"`
+}
+
+// Attribute is one leaf of the merged node attributes.
+type Attribute struct {
+	// Path is the dotted path below node: "web.port".
+	Path  string          `json:"path"`
+	Value json.RawMessage `json:"value"`
+	// Level is "default" or "override": the level the winning value came from.
+	Level string `json:"level"`
+	// Source is FILE:LINE of the winning write.
+	Source string `json:"source"`
+}
+
+// Range is a source range (file:line:col) kept so output can point at recipes.
+type Range struct {
+	Filename string `json:"filename"`
+	Line     int    `json:"line"`
+	Column   int    `json:"column"`
+}
+
+// Resource is one resource's planned work.
+type Resource struct {
+	Address string `json:"address"` // TYPE[NAME]
+	Type    string `json:"type"`
+	Name    string `json:"name"`
+	Source  Range  `json:"source"`
+	// Action is the action the recipe asked for ("create").
+	Action string `json:"action"`
+	// Kind is what will happen; Reason says why.
+	Kind   resources.Kind `json:"kind"`
+	Reason string         `json:"reason"`
+	// Sensitive marks a resource whose every property is hidden in output.
+	Sensitive     bool `json:"sensitive,omitempty"`
+	IgnoreFailure bool `json:"ignore_failure,omitempty"`
+	// Desired holds the evaluated value of every property the recipe set,
+	// in full (sensitive ones too: only the plan file holds them).
+	Desired map[string]Value `json:"desired"`
+	// Current is the live value read at plan time; nil when it was not read
+	// (a resource skipped by a guard before loading).
+	Current *Current `json:"current,omitempty"`
+	// Changes are the property changes of a create or update, in schema
+	// order.
+	Changes []Change `json:"changes,omitempty"`
+	// Unmanaged lists state properties the recipe did not set and that will
+	// be left as they are, with their live value (for the reviewer).
+	Unmanaged []Unmanaged `json:"unmanaged,omitempty"`
+	// Groups are the converge groups that will run.
+	Groups []string `json:"groups,omitempty"`
+	// Guards are the guard results in evaluation order (issue: guards).
+	Guards []GuardResult `json:"guards,omitempty"`
+	// Notifications are the outgoing notification edges (issue: notifications).
+	Notifications []Notification `json:"notifications,omitempty"`
+	// Fingerprint is a sha256 over everything Load read (absence included).
+	Fingerprint string `json:"fingerprint"`
+}
+
+// Value is a cty value kept with its type; in JSON it is ctyjson's
+// {"value": …, "type": …} form.
+type Value struct {
+	cty.Value
+}
+
+// MarshalJSON encodes the value with its exact type.
+func (v Value) MarshalJSON() ([]byte, error) {
+	ty := v.Value.Type()
+	tb, err := ctyjson.MarshalType(ty)
+	if err != nil {
+		return nil, err
+	}
+	vb, err := ctyjson.Marshal(v.Value, ty)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(struct {
+		Value json.RawMessage `json:"value"`
+		Type  json.RawMessage `json:"type"`
+	}{vb, tb})
+}
+
+// UnmarshalJSON decodes a value and its type.
+func (v *Value) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Value json.RawMessage `json:"value"`
+		Type  json.RawMessage `json:"type"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	if len(raw.Type) == 0 || len(raw.Value) == 0 {
+		return fmt.Errorf("a stored value needs both \"value\" and \"type\"")
+	}
+	ty, err := ctyjson.UnmarshalType(raw.Type)
+	if err != nil {
+		return fmt.Errorf("stored value type: %w", err)
+	}
+	val, err := ctyjson.Unmarshal(raw.Value, ty)
+	if err != nil {
+		return fmt.Errorf("stored value: %w", err)
+	}
+	v.Value = val
+	return nil
+}
+
+// Current is a live reading.
+type Current struct {
+	Exists bool                   `json:"exists"`
+	Values map[string]StoredValue `json:"values,omitempty"`
+	Extra  map[string]string      `json:"extra,omitempty"`
+}
+
+// StoredValue is a live property value as kept in the plan: in full when small
+// and not sensitive, otherwise only its size and digest.
+type StoredValue struct {
+	// Value is present when the value is kept in full.
+	Value *Value `json:"value,omitempty"`
+	// Digest is "sha256:HEX" of the value's canonical JSON, or, for a
+	// sensitive value, "hmac-sha256:HEX" keyed with the plan's salt.
+	Digest string `json:"digest"`
+	// Size is the length in bytes of a string value.
+	Size int64 `json:"size,omitempty"`
+	// Display is how the value is shown ("(sensitive)", "(12 KiB, sha256:…)").
+	Display string `json:"display"`
+}
+
+// Change is one property change, already rendered for reviewers.
+type Change struct {
+	Property string `json:"property"`
+	// Before and After are display forms; Before is empty when there was no
+	// value.
+	Before    string `json:"before,omitempty"`
+	After     string `json:"after"`
+	Default   bool   `json:"default,omitempty"`
+	Sensitive bool   `json:"sensitive,omitempty"`
+	// Diff is a unified diff of text content (absent for binary, huge or
+	// sensitive content; DiffNote says why).
+	Diff     string `json:"diff,omitempty"`
+	DiffNote string `json:"diff_note,omitempty"`
+}
+
+// Unmanaged is a property left as it is because the recipe did not set it.
+type Unmanaged struct {
+	Property string `json:"property"`
+	Current  string `json:"current"`
+}
+
+// GuardResult records one evaluated guard.
+type GuardResult struct {
+	Kind        string            `json:"kind"`    // only_if | not_if
+	Form        string            `json:"form"`    // script | expression
+	Command     string            `json:"command"` // the script, or the expression's source text
+	Interpreter string            `json:"interpreter,omitempty"`
+	Cwd         string            `json:"cwd,omitempty"`
+	Environment map[string]string `json:"environment,omitempty"`
+	User        string            `json:"user,omitempty"`
+	Inherited   []string          `json:"inherited,omitempty"` // parameters inherited from the resource
+	ExitCode    *int              `json:"exit_code,omitempty"`
+	DurationMS  int64             `json:"duration_ms,omitempty"`
+	Output      string            `json:"output,omitempty"`
+	Passed      bool              `json:"passed"` // the condition held (true for only_if means run)
+	Decided     bool              `json:"decided"`
+	Warning     string            `json:"warning,omitempty"`
+}
+
+// Notification is an outgoing notification edge.
+type Notification struct {
+	Target string `json:"target"` // TYPE[NAME]
+	Action string `json:"action"`
+	Timing string `json:"timing"` // delayed | immediately | before
+	// Subscribe is true when the edge was declared by the target's
+	// subscribes block.
+	Subscribe bool `json:"subscribe,omitempty"`
+}
+
+// Counts tallies a plan's resources by kind.
+type Counts struct {
+	Create, Update, Delete, Run, Skip, NoOp int
+}
+
+// Counts tallies p's resources by kind.
+func (p *Plan) Counts() Counts {
+	var c Counts
+	for _, r := range p.Resources {
+		switch r.Kind {
+		case resources.Create:
+			c.Create++
+		case resources.Update:
+			c.Update++
+		case resources.Delete:
+			c.Delete++
+		case resources.Run:
+			c.Run++
+		case resources.Skip:
+			c.Skip++
+		default:
+			c.NoOp++
+		}
+	}
+	return c
+}
+
+// HasChanges reports whether applying p would change anything.
+func (p *Plan) HasChanges() bool {
+	c := p.Counts()
+	return c.Create+c.Update+c.Delete+c.Run > 0
+}

@@ -1,0 +1,235 @@
+package plan
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/toquehq/toque/resources"
+)
+
+// MaxInlineValue is the largest live string value kept in full in a plan;
+// larger ones (and every Content property) are kept as size and digest.
+const MaxInlineValue = 1024
+
+// Sensitive is how hidden values are shown.
+const Sensitive = "(sensitive)"
+
+// DisplayValue renders v in HCL syntax for reviewers ("0644", 3, ["a"]).
+func DisplayValue(v cty.Value) string {
+	if v == cty.NilVal {
+		return ""
+	}
+	if !v.IsKnown() {
+		return "(known after apply)"
+	}
+	if v.IsNull() {
+		return "null"
+	}
+	return strings.TrimSpace(string(hclwrite.TokensForValue(v).Bytes()))
+}
+
+// valueBytes is what a value's digest is taken over: the raw bytes of a
+// string (so a file's digest is its sha256), the typed JSON of anything else.
+func valueBytes(v cty.Value) []byte {
+	if v.IsKnown() && !v.IsNull() && v.Type() == cty.String {
+		return []byte(v.AsString())
+	}
+	b, err := ctyjson.Marshal(v, v.Type())
+	if err != nil {
+		return []byte(v.GoString())
+	}
+	ty, _ := ctyjson.MarshalType(v.Type())
+	return append(append(ty, 0), b...)
+}
+
+// DigestValue returns "sha256:HEX" of v, or "hmac-sha256:HEX" keyed with salt
+// when sensitive.
+func DigestValue(v cty.Value, salt string, sensitive bool) string {
+	b := valueBytes(v)
+	if sensitive {
+		m := hmac.New(sha256.New, []byte(salt))
+		m.Write(b)
+		return "hmac-sha256:" + hex.EncodeToString(m.Sum(nil))
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// ShortDigest shortens "sha256:HEX" for display.
+func ShortDigest(d string) string {
+	if i := strings.IndexByte(d, ':'); i >= 0 && len(d) > i+13 {
+		return d[:i+13] + "…"
+	}
+	return d
+}
+
+// StoreValue turns a live value into its stored form.
+func StoreValue(p *resources.Property, v cty.Value, salt string, sensitive bool) StoredValue {
+	sensitive = sensitive || (p != nil && p.Sensitive)
+	sv := StoredValue{Digest: DigestValue(v, salt, sensitive)}
+	isString := v.IsKnown() && !v.IsNull() && v.Type() == cty.String
+	if isString {
+		sv.Size = int64(len(v.AsString()))
+	}
+	switch {
+	case sensitive:
+		sv.Display = Sensitive
+	case isString && (sv.Size > MaxInlineValue || (p != nil && p.Content)):
+		sv.Display = fmt.Sprintf("(%s, %s)", humanSize(sv.Size), ShortDigest(sv.Digest))
+	default:
+		sv.Value = &Value{v}
+		sv.Display = DisplayValue(v)
+	}
+	return sv
+}
+
+func humanSize(n int64) string {
+	switch {
+	case n == 1:
+		return "1 byte"
+	case n < 1024:
+		return fmt.Sprintf("%d bytes", n)
+	case n < 1024*1024:
+		return fmt.Sprintf("%.1f KiB", float64(n)/1024)
+	default:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1024*1024))
+	}
+}
+
+// StoreCurrent turns a live reading into the form kept in the plan.
+func StoreCurrent(s *resources.Schema, st *resources.State, salt string, sensitive bool) *Current {
+	c := &Current{Exists: st.Exists}
+	if len(st.Values) > 0 {
+		c.Values = make(map[string]StoredValue, len(st.Values))
+		for k, v := range st.Values {
+			if v == cty.NilVal {
+				continue
+			}
+			c.Values[k] = StoreValue(s.Property(k), v, salt, sensitive)
+		}
+	}
+	if len(st.Extra) > 0 {
+		c.Extra = make(map[string]string, len(st.Extra))
+		for k, v := range st.Extra {
+			c.Extra[k] = v
+		}
+	}
+	return c
+}
+
+// Fingerprint is a sha256 over everything a reading holds: existence, each
+// value's digest and each extra fact.
+func (c *Current) Fingerprint() string {
+	h := sha256.New()
+	fmt.Fprintf(h, "exists=%v\n", c.Exists)
+	for _, k := range sortedKeys(c.Values) {
+		fmt.Fprintf(h, "v:%s=%s\n", k, c.Values[k].Digest)
+	}
+	for _, k := range sortedKeys(c.Extra) {
+		fmt.Fprintf(h, "x:%s=%q\n", k, c.Extra[k])
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Difference is one way a live reading differs from the one in the plan.
+type Difference struct {
+	Property string // "exists", a property name, or an extra fact's name
+	Then     string // display form at plan time
+	Now      string // display form now
+}
+
+// CompareCurrent lists how now differs from then, in a stable order.
+func CompareCurrent(then, now *Current) []Difference {
+	var out []Difference
+	if then.Exists != now.Exists {
+		out = append(out, Difference{Property: "exists", Then: existsWord(then.Exists), Now: existsWord(now.Exists)})
+	}
+	keys := map[string]bool{}
+	for k := range then.Values {
+		keys[k] = true
+	}
+	for k := range now.Values {
+		keys[k] = true
+	}
+	for _, k := range sortedKeys(keys) {
+		a, aok := then.Values[k]
+		b, bok := now.Values[k]
+		if aok && bok && a.Digest == b.Digest {
+			continue
+		}
+		d := Difference{Property: k, Then: "(none)", Now: "(none)"}
+		if aok {
+			d.Then = a.Display
+		}
+		if bok {
+			d.Now = b.Display
+		}
+		out = append(out, d)
+	}
+	extras := map[string]bool{}
+	for k := range then.Extra {
+		extras[k] = true
+	}
+	for k := range now.Extra {
+		extras[k] = true
+	}
+	for _, k := range sortedKeys(extras) {
+		if then.Extra[k] != now.Extra[k] {
+			out = append(out, Difference{Property: k, Then: then.Extra[k], Now: now.Extra[k]})
+		}
+	}
+	return out
+}
+
+func existsWord(b bool) string {
+	if b {
+		return "exists"
+	}
+	return "does not exist"
+}
+
+// DesiredResource rebuilds the evaluated resource a plan entry was made from,
+// so apply can load and converge it without re-reading HCL.
+func DesiredResource(reg *resources.Registry, r *Resource) (resources.Type, *resources.Resource, error) {
+	t, ok := reg.Lookup(r.Type)
+	if !ok {
+		return nil, nil, fmt.Errorf("%s: resource type %q is not known to this build of toque", r.Address, r.Type)
+	}
+	vals := make(map[string]cty.Value, len(r.Desired))
+	for k, v := range r.Desired {
+		if t.Schema().Property(k) == nil {
+			return nil, nil, fmt.Errorf("%s: the plan sets property %q, which type %q does not have", r.Address, k, r.Type)
+		}
+		vals[k] = v.Value
+	}
+	return t, resources.NewResource(t.Schema(), r.Name, r.Action, vals), nil
+}
+
+// DesiredValues is the inverse of DesiredResource: the values to store.
+func DesiredValues(r *resources.Resource) map[string]Value {
+	out := make(map[string]Value, len(r.Values))
+	for k, v := range r.Values {
+		if v == cty.NilVal || v.IsNull() {
+			continue
+		}
+		out[k] = Value{v}
+	}
+	return out
+}

@@ -1,0 +1,473 @@
+package resources
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Type is one resource type. Built-in types are Go code; custom types declared
+// in HCL will implement the same interface.
+//
+// The framework calls the methods in this order for each resource:
+// Schema (once, at registration), Load, Plan, and — at apply time, after
+// loading again — Converge with the Step that Plan returned for the live state.
+type Type interface {
+	// Schema describes the type's properties and actions. It must return the
+	// same value every time.
+	Schema() *Schema
+
+	// Load reads the live state of the thing r names. r holds only the
+	// identity and non-state properties of the desired resource (the seed's
+	// "fresh resource"); Load must not read desired-state properties from it.
+	// It returns a State whose Values hold the desired-state properties it
+	// could read, or a State with Exists false. Load must not change the host.
+	// A returned error means the state could not be read (permission denied,
+	// I/O error), not that the thing is absent.
+	Load(ctx context.Context, r *Resource) (*State, error)
+
+	// Plan decides what r's action would do to a host in state current. It
+	// does no I/O beyond what Load already did (it may call pure helpers such
+	// as Diff). It must be deterministic: apply calls it again on a fresh
+	// reading and compares the result with the saved plan.
+	Plan(desired *Resource, current *State) (*Step, error)
+
+	// Converge carries out step, which Plan returned for current. It changes
+	// only what step lists. Writes must be atomic where the platform allows.
+	Converge(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error
+}
+
+// Env is what Converge may use besides the resource itself.
+type Env struct {
+	// StateDir is toque's state directory; backups go under StateDir/backup.
+	StateDir string
+	Logger   hclog.Logger
+}
+
+// Kind is what a planned step does to the host.
+type Kind string
+
+const (
+	NoOp   Kind = "no-op"
+	Create Kind = "create"
+	Update Kind = "update"
+	Delete Kind = "delete"
+	Run    Kind = "run"
+	// Skip is set by the planner (a guard decided), never by a type.
+	Skip Kind = "skip"
+)
+
+// Step is the outcome of Plan: what the action will do, and why.
+type Step struct {
+	Kind Kind
+	// Reason says why, in words a reviewer reads: "does not exist",
+	// "content differs", "already in the desired state".
+	Reason string
+	// Changes lists property changes (empty for delete and run).
+	Changes []Change
+	// Groups names the converge groups that will run, in order.
+	Groups []string
+}
+
+// Change is one property that will change.
+type Change struct {
+	Property string
+	// Before is the live value (cty.NilVal when the thing does not exist or
+	// the property was not readable).
+	Before cty.Value
+	// After is the value it will have.
+	After cty.Value
+	// Default is true when After is the schema default (the recipe did not
+	// set the property and the thing is being created).
+	Default bool
+}
+
+// Groups returns the distinct converge groups of changes, in schema order.
+func (s *Schema) Groups(changes []Change) []string {
+	seen := map[string]bool{}
+	for _, c := range changes {
+		if p := s.Property(c.Property); p != nil {
+			seen[p.GroupName()] = true
+		}
+	}
+	var out []string
+	for _, p := range s.Properties {
+		g := p.GroupName()
+		if seen[g] {
+			out = append(out, g)
+			delete(seen, g)
+		}
+	}
+	return out
+}
+
+// HasGroup reports whether step runs converge group g.
+func (st *Step) HasGroup(g string) bool {
+	for _, x := range st.Groups {
+		if x == g {
+			return true
+		}
+	}
+	return false
+}
+
+// Change returns the change of property name, or nil.
+func (st *Step) Change(name string) *Change {
+	for i := range st.Changes {
+		if st.Changes[i].Property == name {
+			return &st.Changes[i]
+		}
+	}
+	return nil
+}
+
+// State is the live value of a resource, as Load read it.
+type State struct {
+	Exists bool
+	// Values holds the desired-state properties read from the host.
+	Values map[string]cty.Value
+	// Extra holds facts read from the host that are not properties but
+	// that the plan depends on (for example the kind of file found at a
+	// path). They take part in the staleness fingerprint.
+	Extra map[string]string
+}
+
+// Absent is the State of a thing that does not exist.
+func Absent() *State { return &State{Exists: false, Values: map[string]cty.Value{}} }
+
+// Resource is one evaluated resource: its type, name, requested action and
+// the property values the recipe set.
+type Resource struct {
+	Type   string
+	Name   string
+	Action string
+	// Values holds the properties the recipe set (normalised and converted
+	// to their schema types), including the name property, which defaults to
+	// the block label.
+	Values map[string]cty.Value
+	schema *Schema
+}
+
+// NewResource makes a Resource of schema s. values holds the set properties.
+func NewResource(s *Schema, name, action string, values map[string]cty.Value) *Resource {
+	if values == nil {
+		values = map[string]cty.Value{}
+	}
+	return &Resource{Type: s.Name, Name: name, Action: action, Values: values, schema: s}
+}
+
+// Schema returns the resource's schema.
+func (r *Resource) Schema() *Schema { return r.schema }
+
+// Address is TYPE[NAME], how resources are named in output and notifications.
+func (r *Resource) Address() string { return Address(r.Type, r.Name) }
+
+// Address formats TYPE[NAME].
+func Address(typ, name string) string { return fmt.Sprintf("%s[%s]", typ, name) }
+
+// IsSet reports whether the recipe set property name.
+func (r *Resource) IsSet(name string) bool {
+	v, ok := r.Values[name]
+	return ok && v != cty.NilVal && !v.IsNull()
+}
+
+// Get returns the set value of name, or its default, or a null value.
+func (r *Resource) Get(name string) cty.Value {
+	if r.IsSet(name) {
+		return r.Values[name]
+	}
+	if p := r.schema.Property(name); p != nil {
+		if p.Default != cty.NilVal {
+			return p.Default
+		}
+		return cty.NullVal(p.Type)
+	}
+	return cty.DynamicVal
+}
+
+// String returns the string value of name ("" when null).
+func (r *Resource) String(name string) string {
+	v := r.Get(name)
+	if v.IsNull() || !v.IsKnown() || v.Type() != cty.String {
+		return ""
+	}
+	return v.AsString()
+}
+
+// Bool returns the bool value of name (false when null).
+func (r *Resource) Bool(name string) bool {
+	v := r.Get(name)
+	if v.IsNull() || !v.IsKnown() || v.Type() != cty.Bool {
+		return false
+	}
+	return v.True()
+}
+
+// Int returns the number value of name as an int (0 when null).
+func (r *Resource) Int(name string) int {
+	v := r.Get(name)
+	if v.IsNull() || !v.IsKnown() || v.Type() != cty.Number {
+		return 0
+	}
+	i, _ := v.AsBigFloat().Int64()
+	return int(i)
+}
+
+// LoadView is the seed's fresh resource: a copy holding only the identity
+// and non-state properties of r. Load receives it.
+func (r *Resource) LoadView() *Resource {
+	out := NewResource(r.schema, r.Name, r.Action, nil)
+	for k, v := range r.Values {
+		if p := r.schema.Property(k); p != nil && (p.Identity || p.NameProperty || !p.IsDesiredState()) {
+			out.Values[k] = v
+		}
+	}
+	return out
+}
+
+// Schema describes a resource type.
+type Schema struct {
+	// Name is the type name used in recipes: "file".
+	Name string
+	// Properties, in the order they are shown.
+	Properties []*Property
+	// Actions the type accepts; DefaultAction is used when none is given.
+	Actions       []string
+	DefaultAction string
+	// Description is one line for docs and errors.
+	Description string
+
+	index map[string]*Property
+}
+
+// Property returns the named property, or nil.
+func (s *Schema) Property(name string) *Property {
+	if s.index == nil {
+		s.index = make(map[string]*Property, len(s.Properties))
+		for _, p := range s.Properties {
+			s.index[p.Name] = p
+		}
+	}
+	return s.index[name]
+}
+
+// NameProperty returns the property that defaults to the block label, or nil.
+func (s *Schema) NameProperty() *Property {
+	for _, p := range s.Properties {
+		if p.NameProperty {
+			return p
+		}
+	}
+	return nil
+}
+
+// HasAction reports whether a is one of the type's actions ("nothing" is
+// accepted by every type).
+func (s *Schema) HasAction(a string) bool {
+	if a == "nothing" {
+		return true
+	}
+	for _, x := range s.Actions {
+		if x == a {
+			return true
+		}
+	}
+	return false
+}
+
+// Property describes one typed value of a resource.
+type Property struct {
+	Name string
+	// Type is the cty type values are converted to. cty.DynamicPseudoType
+	// accepts any type and leaves conversion to Normalize (mode takes
+	// strings and numbers).
+	Type cty.Type
+	// Identity properties name the thing (path).
+	Identity bool
+	// NameProperty defaults to the block label. It is also an identity.
+	NameProperty bool
+	// NonState marks desired_state = false: how to act, not what to reach
+	// (backup, atomic_update). Non-state properties are never compared.
+	NonState bool
+	Required bool
+	// Default is used when the recipe does not set the property and the
+	// thing is created. cty.NilVal means no default.
+	Default   cty.Value
+	Sensitive bool
+	// Content marks a text property shown as a unified diff and kept in the
+	// plan as size and digest when large (file content).
+	Content bool
+	// Group is the converge group (the seed's compound converge_if_changed);
+	// empty means the property is its own group.
+	Group string
+	// Normalize returns the canonical form used to compare values (mode
+	// "644" → "0644"). It must be pure; it is applied to desired values when
+	// they are decoded and to live values before comparison. nil: identity.
+	Normalize func(cty.Value) (cty.Value, error)
+	// Equal, when set, compares two normalised values (owner "root" equals
+	// owner "0"). It may consult the host's user database. nil: cty equality.
+	Equal func(a, b cty.Value) bool
+	// Validate checks a decoded value without I/O; its error becomes a
+	// diagnostic on the attribute.
+	Validate func(cty.Value) error
+	// Description is one line for docs.
+	Description string
+}
+
+// IsDesiredState reports whether the property is compared and converged.
+func (p *Property) IsDesiredState() bool { return !p.NonState && !p.Identity && !p.NameProperty }
+
+// GroupName is the converge group the property belongs to.
+func (p *Property) GroupName() string {
+	if p.Group != "" {
+		return p.Group
+	}
+	return p.Name
+}
+
+// Equals compares two values of the property after normalisation.
+func (p *Property) Equals(a, b cty.Value) bool {
+	if a == cty.NilVal || b == cty.NilVal {
+		return a == b
+	}
+	if a.IsNull() || b.IsNull() {
+		return a.IsNull() && b.IsNull()
+	}
+	if p.Normalize != nil {
+		if na, err := p.Normalize(a); err == nil {
+			a = na
+		}
+		if nb, err := p.Normalize(b); err == nil {
+			b = nb
+		}
+	}
+	if p.Equal != nil {
+		return p.Equal(a, b)
+	}
+	if !a.Type().Equals(b.Type()) {
+		return false
+	}
+	return a.RawEquals(b)
+}
+
+// Diff is converge_if_changed: the set desired-state properties whose
+// desired value differs from the live one. Properties the recipe did not set
+// keep their live value and never appear.
+func Diff(desired *Resource, current *State) []Change {
+	s := desired.schema
+	var out []Change
+	for _, p := range s.Properties {
+		if !p.IsDesiredState() || !desired.IsSet(p.Name) {
+			continue
+		}
+		want := desired.Values[p.Name]
+		have, ok := current.Values[p.Name]
+		if ok && have != cty.NilVal && p.Equals(want, have) {
+			continue
+		}
+		before := cty.NilVal
+		if ok {
+			before = have
+		}
+		out = append(out, Change{Property: p.Name, Before: before, After: want})
+	}
+	return out
+}
+
+// CreateDiff lists what creating desired sets: every set desired-state
+// property, and each default it will use (marked Default).
+func CreateDiff(desired *Resource) []Change {
+	s := desired.schema
+	var out []Change
+	for _, p := range s.Properties {
+		if !p.IsDesiredState() {
+			continue
+		}
+		if desired.IsSet(p.Name) {
+			out = append(out, Change{Property: p.Name, Before: cty.NilVal, After: desired.Values[p.Name]})
+		} else if p.Default != cty.NilVal && !p.Default.IsNull() {
+			out = append(out, Change{Property: p.Name, Before: cty.NilVal, After: p.Default, Default: true})
+		}
+	}
+	return out
+}
+
+// ConvergeIfChanged is the common Plan for a "create" action: create when
+// absent, update the changed set properties when present, no-op otherwise.
+func ConvergeIfChanged(desired *Resource, current *State) *Step {
+	s := desired.schema
+	if !current.Exists {
+		ch := CreateDiff(desired)
+		return &Step{Kind: Create, Reason: "does not exist", Changes: ch, Groups: s.Groups(ch)}
+	}
+	ch := Diff(desired, current)
+	if len(ch) == 0 {
+		return &Step{Kind: NoOp, Reason: "already in the desired state"}
+	}
+	names := make([]string, len(ch))
+	for i, c := range ch {
+		names[i] = c.Property
+	}
+	return &Step{Kind: Update, Reason: joinWords(names) + " differ" + pluralS(len(names)), Changes: ch, Groups: s.Groups(ch)}
+}
+
+func pluralS(n int) string {
+	if n == 1 {
+		return "s"
+	}
+	return ""
+}
+
+func joinWords(xs []string) string {
+	switch len(xs) {
+	case 0:
+		return ""
+	case 1:
+		return xs[0]
+	}
+	out := ""
+	for i, x := range xs {
+		switch {
+		case i == 0:
+			out = x
+		case i == len(xs)-1:
+			out += " and " + x
+		default:
+			out += ", " + x
+		}
+	}
+	return out
+}
+
+// Registry maps type names to types.
+type Registry struct {
+	types map[string]Type
+}
+
+// NewRegistry makes a registry of the given types.
+func NewRegistry(types ...Type) *Registry {
+	r := &Registry{types: map[string]Type{}}
+	for _, t := range types {
+		r.types[t.Schema().Name] = t
+	}
+	return r
+}
+
+// Lookup returns the type called name.
+func (r *Registry) Lookup(name string) (Type, bool) {
+	t, ok := r.types[name]
+	return t, ok
+}
+
+// Names lists the registered type names, sorted.
+func (r *Registry) Names() []string {
+	out := make([]string, 0, len(r.types))
+	for n := range r.types {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
