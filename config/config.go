@@ -21,6 +21,10 @@ type Config struct {
 	Attributes *Attributes
 	// Resources is the resource collection, in declaration order.
 	Resources []*ResourceBlock
+
+	// attrBlocks are the default/override blocks in load order, kept so
+	// that Compile can write them again with the host's facts.
+	attrBlocks []*attributeBlock
 }
 
 // ResourceBlock is one `TYPE "NAME" { … }` block, kept unevaluated.

@@ -3,6 +3,18 @@
 // collects resource blocks unevaluated, and decodes a resource's body against
 // its type's schema when the planner asks (Evaluate).
 //
+// The phases, in order:
+//
+//	cfg, diags := config.LoadDir(dir, reg)      // parse, collect, write attributes (host unknown)
+//	scope, diags := cfg.Scope(facts.Value())    // write attributes again with the host's facts
+//	insts, diags := cfg.Evaluate(reg, scope)    // decode every resource against its schema
+//
+// Validate skips the host: it evaluates with
+// &Scope{Node: cfg.Attributes.Node(), Host: host.Unknown()}, so values that
+// depend on the host stay unknown while types and names are still checked.
+//
 // It is not the planner: it never reads the host beyond the recipe files and
-// never changes it.
+// the files recipes name (file, templatefile), and never changes it. Guards
+// and notifications are kept unevaluated in Meta for the packages that own
+// them.
 package config

@@ -80,6 +80,9 @@ type Resource struct {
 	// Desired holds the evaluated value of every property the recipe set,
 	// in full (sensitive ones too: only the plan file holds them).
 	Desired map[string]Value `json:"desired"`
+	// SensitiveProperties names the set properties whose type marks them
+	// sensitive (every property is, besides, when Sensitive is set).
+	SensitiveProperties []string `json:"sensitive_properties,omitempty"`
 	// Current is the live value read at plan time; nil when it was not read
 	// (a resource skipped by a guard before loading).
 	Current *Current `json:"current,omitempty"`

@@ -217,11 +217,11 @@ func (r *Resource) Int(name string) int {
 }
 
 // LoadView is the seed's fresh resource: a copy holding only the identity
-// and non-state properties of r. Load receives it.
+// and non-state properties of r (plus any marked LoadInput). Load receives it.
 func (r *Resource) LoadView() *Resource {
 	out := NewResource(r.schema, r.Name, r.Action, nil)
 	for k, v := range r.Values {
-		if p := r.schema.Property(k); p != nil && (p.Identity || p.NameProperty || !p.IsDesiredState()) {
+		if p := r.schema.Property(k); p != nil && (p.Identity || p.NameProperty || !p.IsDesiredState() || p.LoadInput) {
 			out.Values[k] = v
 		}
 	}
@@ -313,6 +313,13 @@ type Property struct {
 	// Validate checks a decoded value without I/O; its error becomes a
 	// diagnostic on the attribute.
 	Validate func(cty.Value) error
+	// LoadInput marks a desired-state property that Load also receives in
+	// LoadView, because the live state can only be read relative to it (the
+	// seed passes load_current_value the desired resource "in case it is
+	// needed"): link's `to`, without which a hard link cannot be told from a
+	// plain file. The property is still compared and converged; Load must
+	// never copy it into the State without checking the host.
+	LoadInput bool
 	// Description is one line for docs.
 	Description string
 }

@@ -1,0 +1,497 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/toquehq/toque/plan"
+	"github.com/toquehq/toque/resources"
+)
+
+// DefaultHeartbeat is the heartbeat interval when Applier.Heartbeat is 0.
+const DefaultHeartbeat = 10 * time.Second
+
+// Applier carries out saved plans. The zero values of the optional fields
+// are usable defaults; Registry and StateDir are required.
+type Applier struct {
+	// Registry holds the resource types the plan's resources are rebuilt
+	// with.
+	Registry *resources.Registry
+	// StateDir holds the apply lock, the reports and the backups. It is
+	// created (0700) if missing.
+	StateDir string
+	// Logger receives traces; nil discards them.
+	Logger hclog.Logger
+	// Hooks receives progress; nil means NopHooks.
+	Hooks Hooks
+	// LockTimeout is how long to wait for a held apply lock; 0 fails at
+	// once.
+	LockTimeout time.Duration
+	// Heartbeat is how often Hooks.Heartbeat is called while a resource
+	// runs; 0 means DefaultHeartbeat.
+	Heartbeat time.Duration
+	// Stop is closed on the first SIGINT: the resource in hand finishes,
+	// then the run stops and reports. nil never stops.
+	Stop <-chan struct{}
+	// Now gives the time for timestamps; nil means time.Now.
+	Now func() time.Time
+	// PlanDigest is the verified plan file's digest, recorded in the lock
+	// file and the report.
+	PlanDigest string
+}
+
+// run is one Apply call's state.
+type run struct {
+	a       *Applier
+	p       *plan.Plan
+	hooks   Hooks
+	logger  hclog.Logger
+	now     func() time.Time
+	heart   time.Duration
+	entries []*entry
+}
+
+// entry is one plan resource being applied.
+type entry struct {
+	pr      *plan.Resource
+	typ     resources.Type
+	desired *resources.Resource
+	// planned is the fingerprint of the plan's reading, "" when the plan
+	// read nothing.
+	planned string
+	// alreadyDone is set by pre-flight: planned work, but the live state
+	// is already the planned one.
+	alreadyDone bool
+}
+
+// Apply carries out p: it takes the apply lock, runs the pre-flight and
+// converges each resource in plan order. Cancelling ctx (the second SIGINT)
+// aborts at once; closing Applier.Stop (the first) stops between
+// resources.
+//
+// It returns a nil report with a *LockHeldError, a *StaleError or another
+// error when nothing was changed; once convergence has started it returns
+// the report (also written to the state directory) and, when the run did not
+// complete, an *InterruptedError or a *ResourceError. See the package doc for
+// the exit codes.
+func (a *Applier) Apply(ctx context.Context, p *plan.Plan) (*Report, error) {
+	if p == nil {
+		return nil, errors.New("no plan to apply")
+	}
+	if p.Errored {
+		return nil, errors.New("the plan is marked errored: planning failed part-way, so it can be shown but never applied; fix the errors it lists and run toque plan again")
+	}
+	if a.Registry == nil {
+		return nil, errors.New("apply: no resource type registry")
+	}
+	if a.StateDir == "" {
+		return nil, errors.New("apply: no state directory")
+	}
+	r := &run{a: a, p: p, hooks: a.Hooks, logger: a.Logger, now: a.Now, heart: a.Heartbeat}
+	if r.hooks == nil {
+		r.hooks = NopHooks{}
+	}
+	if r.logger == nil {
+		r.logger = hclog.NewNullLogger()
+	}
+	r.logger = r.logger.Named("apply")
+	if r.now == nil {
+		r.now = time.Now
+	}
+	if r.heart <= 0 {
+		r.heart = DefaultHeartbeat
+	}
+	started := r.now()
+
+	lock, err := acquireLock(ctx, a.StateDir, max(a.LockTimeout, 0), a.Stop, r.now, a.PlanDigest)
+	if err != nil {
+		var ie *InterruptedError
+		if errors.As(err, &ie) {
+			ie.NotStarted = countWork(p)
+		}
+		return nil, err
+	}
+	defer lock.release()
+	r.logger.Debug("apply lock taken", "path", lock.f.Name())
+
+	if err := r.preflight(ctx); err != nil {
+		return nil, err
+	}
+	return r.converge(ctx, started)
+}
+
+func hasWork(k resources.Kind) bool {
+	switch k {
+	case resources.Create, resources.Update, resources.Delete, resources.Run:
+		return true
+	}
+	return false
+}
+
+func countWork(p *plan.Plan) int {
+	n := 0
+	for _, r := range p.Resources {
+		if hasWork(r.Kind) {
+			n++
+		}
+	}
+	return n
+}
+
+// plannedFingerprint is the fingerprint of the plan's reading of r.
+func plannedFingerprint(r *plan.Resource) string {
+	if r.Fingerprint != "" {
+		return r.Fingerprint
+	}
+	if r.Current != nil {
+		return r.Current.Fingerprint()
+	}
+	return ""
+}
+
+// preflight reads every resource again before anything changes. It fills
+// r.entries, marks resources already in their planned state, and returns a
+// *StaleError when any other resource changed since the plan was made.
+func (r *run) preflight(ctx context.Context) error {
+	var errs []error
+	var stale []StaleResource
+	for _, pr := range r.p.Resources {
+		if err := ctx.Err(); err != nil {
+			return &InterruptedError{Aborted: true, NotStarted: countWork(r.p), Err: err}
+		}
+		e := &entry{pr: pr, planned: plannedFingerprint(pr)}
+		r.entries = append(r.entries, e)
+		switch pr.Kind {
+		case resources.Skip:
+			// Seam (issue: guards): the guards of a skipped resource are
+			// evaluated again here; a different verdict makes the plan
+			// stale. Until then a skipped resource is not read.
+			continue
+		case resources.NoOp, resources.Create, resources.Update, resources.Delete, resources.Run:
+		default:
+			errs = append(errs, &ResourceError{Address: pr.Address, Err: fmt.Errorf("the plan holds an unknown kind of step %q", pr.Kind)})
+			continue
+		}
+		t, d, err := plan.DesiredResource(r.a.Registry, pr)
+		if err != nil {
+			errs = append(errs, &ResourceError{Address: pr.Address, Err: err})
+			continue
+		}
+		e.typ, e.desired = t, d
+		st, cur, err := r.read(ctx, e)
+		if err != nil {
+			errs = append(errs, &ResourceError{Address: pr.Address, Err: err})
+			continue
+		}
+		if e.planned != "" && cur.Fingerprint() == e.planned {
+			continue
+		}
+		step, err := r.plan(e, st)
+		if err != nil {
+			errs = append(errs, &ResourceError{Address: pr.Address, Err: err})
+			continue
+		}
+		switch {
+		case step.Kind == resources.NoOp && hasWork(pr.Kind):
+			r.logger.Debug("already in the planned state", "resource", pr.Address)
+			e.alreadyDone = true
+			continue
+		case step.Kind == resources.NoOp:
+			// Planned no-op and still nothing to do: what changed is state
+			// the recipe does not manage.
+			continue
+		case e.planned == "" && step.Kind == pr.Kind:
+			continue
+		}
+		sr := StaleResource{Address: pr.Address, Planned: pr.Kind, Now: step.Kind}
+		if pr.Current != nil {
+			sr.Differences = plan.CompareCurrent(pr.Current, cur)
+			if len(sr.Differences) == 0 {
+				sr.Differences = []plan.Difference{{Property: "fingerprint", Then: e.planned, Now: cur.Fingerprint()}}
+			}
+		}
+		stale = append(stale, sr)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("pre-flight: could not check %d resource%s against the plan; nothing was changed: %w", len(errs), plural(len(errs)), errors.Join(errs...))
+	}
+	if len(stale) > 0 {
+		return &StaleError{Resources: stale}
+	}
+	return nil
+}
+
+// read loads e's live state and its stored form.
+func (r *run) read(ctx context.Context, e *entry) (*resources.State, *plan.Current, error) {
+	var st *resources.State
+	err := r.protect(e, "Load", func() error {
+		var err error
+		st, err = e.typ.Load(ctx, e.desired.LoadView())
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("read the live state: %w", err)
+	}
+	if st == nil {
+		return nil, nil, fmt.Errorf("read the live state: resource type %q returned no state", e.pr.Type)
+	}
+	return st, plan.StoreCurrent(e.typ.Schema(), st, r.p.Salt, e.pr.Sensitive), nil
+}
+
+// plan asks e's type what it would do from live state st.
+func (r *run) plan(e *entry, st *resources.State) (*resources.Step, error) {
+	var step *resources.Step
+	err := r.protect(e, "Plan", func() error {
+		var err error
+		step, err = e.typ.Plan(e.desired, st)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("plan from the live state: %w", err)
+	}
+	if step == nil {
+		return nil, fmt.Errorf("plan from the live state: resource type %q returned no step", e.pr.Type)
+	}
+	return step, nil
+}
+
+// protect runs f, turning a panic into an error so one broken resource type
+// cannot take down the apply.
+func (r *run) protect(e *entry, method string, f func() error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			r.logger.Error("resource type panicked", "resource", e.pr.Address, "method", method, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			err = fmt.Errorf("resource type %q panicked in %s: %v", e.pr.Type, method, v)
+		}
+	}()
+	return f()
+}
+
+func stopped(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// converge runs every resource with planned work in plan order and writes
+// the report.
+func (r *run) converge(ctx context.Context, started time.Time) (*Report, error) {
+	rep := &Report{PlanDigest: r.a.PlanDigest, Host: r.p.Host.Hostname, Started: started}
+	rep.Resources = make([]ResourceReport, len(r.entries))
+	for i, e := range r.entries {
+		rep.Resources[i] = ResourceReport{Address: e.pr.Address, Kind: e.pr.Kind, Outcome: OutcomeNotStarted, Reason: e.pr.Reason}
+	}
+	var runErr error
+	last := ""
+	for i, e := range r.entries {
+		rr := &rep.Resources[i]
+		switch {
+		case e.pr.Kind == resources.Skip:
+			rr.Outcome = OutcomeSkipped
+			continue
+		case !hasWork(e.pr.Kind):
+			rr.Outcome = OutcomeUnchanged
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			runErr = &InterruptedError{After: last, Aborted: true, Err: err}
+			break
+		}
+		if stopped(r.a.Stop) {
+			r.logger.Info("stop requested: not starting further resources", "next", e.pr.Address)
+			runErr = &InterruptedError{After: last}
+			break
+		}
+		last = e.pr.Address
+		err := r.convergeOne(ctx, e, rr)
+		if err == nil {
+			// Seam (issue: notifications): an "immediately" notification
+			// runs its target here when rr.Outcome is "changed", a
+			// "before" one runs before convergeOne when the resource is
+			// about to change, and "delayed" ones are queued,
+			// de-duplicated and run after this loop; their runs go to
+			// rep.Notified.
+			continue
+		}
+		if ctx.Err() != nil {
+			runErr = &InterruptedError{After: last, Aborted: true, Err: err}
+			break
+		}
+		if e.pr.IgnoreFailure {
+			r.logger.Warn("resource failed; ignore_failure is set, continuing", "resource", e.pr.Address, "error", err)
+			continue
+		}
+		runErr = err
+		break
+	}
+	var ie *InterruptedError
+	if errors.As(runErr, &ie) {
+		rep.Interrupted = true
+		for i, e := range r.entries {
+			if rep.Resources[i].Outcome == OutcomeNotStarted && hasWork(e.pr.Kind) {
+				ie.NotStarted++
+			}
+		}
+	}
+	rep.Finished = r.now()
+	rep.tally()
+	if err := rep.write(r.a.StateDir); err != nil {
+		r.logger.Error("could not write the apply report", "error", err)
+		runErr = errors.Join(runErr, err)
+	}
+	return rep, runErr
+}
+
+// convergeOne reads e again and converges it toward the live reading within
+// what the plan showed. It fills rr and returns the resource's error.
+func (r *run) convergeOne(ctx context.Context, e *entry, rr *ResourceReport) error {
+	var st *resources.State
+	var cur *plan.Current
+	var step *resources.Step
+	if e.alreadyDone {
+		// Read again: an earlier resource in this run may have undone it.
+		var err error
+		st, cur, err = r.read(ctx, e)
+		if err == nil {
+			step, err = r.plan(e, st)
+		}
+		if err == nil && step.Kind == resources.NoOp {
+			rr.Outcome = OutcomeAlreadyDone
+			rr.Reason = "already in the planned state (" + e.pr.Reason + " at plan time)"
+			r.hooks.AlreadyDone(e.pr)
+			return nil
+		}
+		if err != nil {
+			st, cur, step = nil, nil, nil // read again below, and report it
+		}
+	}
+
+	r.hooks.PreApply(e.pr)
+	start := time.Now()
+	err := r.convergeStep(ctx, e, rr, st, cur, step)
+	rr.DurationMS = time.Since(start).Milliseconds()
+	if err != nil {
+		err = &ResourceError{Address: e.pr.Address, Err: err}
+		rr.Error = err.Error()
+		rr.Outcome = OutcomeFailed
+		if e.pr.IgnoreFailure {
+			rr.Outcome = OutcomeFailedIgnored
+		}
+	}
+	r.hooks.PostApply(e.pr, *rr)
+	return err
+}
+
+func (r *run) convergeStep(ctx context.Context, e *entry, rr *ResourceReport, st *resources.State, cur *plan.Current, step *resources.Step) error {
+	var err error
+	if st == nil {
+		if st, cur, err = r.read(ctx, e); err != nil {
+			return err
+		}
+		if step, err = r.plan(e, st); err != nil {
+			return err
+		}
+	}
+	if e.planned != "" && cur.Fingerprint() != e.planned {
+		rr.DiffersFromPlan = describeDifferences(e.pr.Current, cur)
+		r.logger.Info("live state differs from the plan because of an earlier change in this run", "resource", e.pr.Address, "differences", rr.DiffersFromPlan)
+	}
+	if step.Kind == resources.NoOp {
+		rr.Outcome = OutcomeUnchanged
+		rr.Reason = "already in the planned state"
+		if rr.DiffersFromPlan != "" {
+			rr.Reason += ": an earlier resource in this run brought it there"
+		}
+		return nil
+	}
+	if err := allowed(e.pr, step); err != nil {
+		return err
+	}
+	if step.Reason != "" && step.Reason != e.pr.Reason {
+		rr.Reason = step.Reason
+	}
+
+	env := &resources.Env{StateDir: r.a.StateDir, Logger: r.logger.Named(e.pr.Address)}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	start := time.Now()
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(r.heart)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				r.hooks.Heartbeat(e.pr, time.Since(start))
+			}
+		}
+	}()
+	err = r.protect(e, "Converge", func() error {
+		return e.typ.Converge(ctx, env, e.desired, st, step)
+	})
+	close(done)
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	rr.Outcome = OutcomeChanged
+	return nil
+}
+
+// allowed checks that step, planned from a reading taken in this run, does
+// no more than the plan showed: the same kind of step (or an update instead
+// of a planned create), changing only properties the plan listed.
+func allowed(pr *plan.Resource, step *resources.Step) error {
+	planned, now := pr.Kind, step.Kind
+	if planned != now && !(planned == resources.Create && now == resources.Update) {
+		return fmt.Errorf("refused to %s: the plan showed %s, and an earlier change in this run means the resource now needs %s, which nobody reviewed; run toque plan again", now, planned, now)
+	}
+	if now != resources.Create && now != resources.Update {
+		return nil
+	}
+	shown := map[string]bool{}
+	for _, c := range pr.Changes {
+		shown[c.Property] = true
+	}
+	var extra []string
+	for _, c := range step.Changes {
+		if !shown[c.Property] {
+			extra = append(extra, c.Property)
+		}
+	}
+	if len(extra) > 0 {
+		sort.Strings(extra)
+		return fmt.Errorf("refused to %s: after an earlier change in this run it would also change %s, which the plan did not show as changing; run toque plan again", now, strings.Join(extra, ", "))
+	}
+	return nil
+}
+
+// describeDifferences says how a reading differs from the plan's.
+func describeDifferences(then, now *plan.Current) string {
+	if then == nil {
+		return "not read at plan time"
+	}
+	ds := plan.CompareCurrent(then, now)
+	if len(ds) == 0 {
+		return "the live state's fingerprint differs from the plan's"
+	}
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = fmt.Sprintf("%s: %s at plan time, now %s", d.Property, orNone(d.Then), orNone(d.Now))
+	}
+	return strings.Join(parts, "; ")
+}

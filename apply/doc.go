@@ -1,0 +1,50 @@
+// Package apply executes a saved Plan on the host it was made for: it takes
+// the apply lock, runs the staleness pre-flight, converges each resource in
+// plan order, and writes a JSON report to the state directory.
+//
+// The steps follow design §8:
+//
+//  1. A plan marked errored is refused. (The command verifies the plan file's
+//     checksum, format version and host before calling Apply.)
+//  2. The apply lock, {StateDir}/apply.lock, is held with flock for the whole
+//     run: one apply per host at a time. A second apply fails fast with a
+//     *LockHeldError naming the holder, or waits up to Applier.LockTimeout.
+//  3. Pre-flight: every resource the plan read is read again before anything
+//     changes. A reading identical to the plan's is fine; a resource already
+//     in the planned state counts as "already done" (so re-running a plan
+//     after an interruption is safe); any other difference makes the plan
+//     stale: Apply returns a *StaleError listing every difference and the
+//     host is untouched.
+//  4. Converge in plan order. Right before each resource it is read again; a
+//     difference from the plan at that point was caused by this run (an
+//     earlier resource), so the resource converges toward the live reading
+//     and its report says how it differed — but only within what the plan
+//     showed: a step that would change a property the plan did not list, or
+//     do more than the planned kind of step, fails that resource instead.
+//     A panicking resource type fails only its resource.
+//  5. Notifications are a later issue (see the seam in converge).
+//  6. A Report is written as JSON to {StateDir}/reports/ once convergence has
+//     started, also when the run failed or was interrupted.
+//
+// Progress reaches the user through the Hooks interface, which the command
+// implements; this package never prints.
+//
+// # Errors and exit codes
+//
+// The command maps Apply's error to an exit status with errors.As, checking
+// in this order:
+//
+//	nil                      0  done (failures of ignore_failure resources included)
+//	*StaleError              3  the plan no longer matches the host; nothing was changed
+//	*LockHeldError           4  another apply holds the lock; nothing was changed
+//	*InterruptedError        5  the first SIGINT stopped the run between resources,
+//	                            or the second aborted it (Aborted)
+//	anything else            1  error: an errored plan, a pre-flight read failure,
+//	                            a failed resource (*ResourceError), a report
+//	                            that could not be written
+//
+// Package apply is not the planner, the plan file reader or the renderer
+// (package plan), and not the CLI (package command): it does not verify plan
+// files, read HCL, print, or handle signals itself — the caller turns the
+// first SIGINT into Applier.Stop and the second into cancelling ctx.
+package apply

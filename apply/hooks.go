@@ -1,0 +1,36 @@
+package apply
+
+import (
+	"time"
+
+	"github.com/toquehq/toque/plan"
+)
+
+// Hooks is how progress reaches the user: the command implements it to
+// print "file[/x]: Creating…", "Creation complete after 0s", "Still
+// creating… [10s elapsed]". Apply calls the hooks from one goroutine at a
+// time: Heartbeat runs on a timer goroutine, but only between PreApply and
+// PostApply of the same resource, and never after PostApply started.
+type Hooks interface {
+	// PreApply is called right before a resource with planned work is read
+	// again and converged.
+	PreApply(r *plan.Resource)
+	// PostApply is called after every resource PreApply was called for,
+	// with its outcome ("changed", "unchanged", "failed", "failed
+	// (ignored)") and duration.
+	PostApply(r *plan.Resource, rr ResourceReport)
+	// Heartbeat is called every Applier.Heartbeat while a resource runs.
+	Heartbeat(r *plan.Resource, elapsed time.Duration)
+	// AlreadyDone is called, in plan order and instead of PreApply and
+	// PostApply, for a resource with planned work that was found already in
+	// the planned state (an earlier, interrupted run of the plan did it).
+	AlreadyDone(r *plan.Resource)
+}
+
+// NopHooks ignores every call.
+type NopHooks struct{}
+
+func (NopHooks) PreApply(*plan.Resource)                  {}
+func (NopHooks) PostApply(*plan.Resource, ResourceReport) {}
+func (NopHooks) Heartbeat(*plan.Resource, time.Duration)  {}
+func (NopHooks) AlreadyDone(*plan.Resource)               {}

@@ -1,0 +1,142 @@
+package command
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/toquehq/toque/config"
+	"github.com/toquehq/toque/internal/host"
+	"github.com/toquehq/toque/plan"
+)
+
+// PlanCommand is `toque plan`.
+type PlanCommand struct {
+	*Base
+}
+
+// planArgs are plan's flags.
+type planArgs struct {
+	out              string
+	json             bool
+	detailedExitCode bool
+	parallelism      int
+	color            colorFlags
+}
+
+func (a *planArgs) register(fs *flag.FlagSet) {
+	fs.StringVar(&a.out, "out", "", "Write the plan to this file, for `toque apply FILE`.")
+	fs.BoolVar(&a.json, "json", false, "Print the plan as JSON (the format of `show -json`).")
+	fs.BoolVar(&a.detailedExitCode, "detailed-exitcode", false, "Exit 0 with no changes, 1 on error, 2 with changes.")
+	fs.IntVar(&a.parallelism, "parallelism", 10, "Read at most N resources at once.")
+	a.color.register(fs)
+}
+
+func (c *PlanCommand) Synopsis() string { return "Show what toque would change, and save it for apply" }
+
+func (c *PlanCommand) Help() string {
+	return `
+Usage: toque [-chdir=DIR] plan [options]
+
+  Reads the recipes in the working directory (every *.hcl and *.hcl.json
+  file, in lexical order), reads the live state of every resource they
+  declare, and shows what apply would change. Nothing on the host is changed.
+
+  With -out=FILE the plan is saved; 'toque apply FILE' then carries out
+  exactly that plan, and refuses it if the host no longer matches.
+
+Options:
+
+  -out=FILE            Save the plan to FILE (mode 0600). An empty plan is
+                       saved too, so an old file cannot be applied by mistake.
+  -json                Print the plan in the JSON format of 'show -json'.
+  -detailed-exitcode   Exit 0 when nothing would change, 1 on error, 2 when
+                       the plan has changes.
+  -parallelism=N       Read at most N resources at once (default 10).
+  -no-color            No colour (also NO_COLOR=1). Colour is only used on a
+                       terminal.
+`
+}
+
+func (c *PlanCommand) Run(args []string) int {
+	var a planArgs
+	fs := c.newFlagSet("plan", c.Help)
+	a.register(fs)
+	if st := c.parseFlags(fs, args, c.Help); st >= 0 {
+		return st
+	}
+	if fs.NArg() > 0 {
+		c.errorf("plan takes no arguments (got %q); use -chdir=DIR to plan another directory", strings.Join(fs.Args(), " "))
+		return ExitError
+	}
+	if a.parallelism < 1 {
+		c.errorf("-parallelism must be at least 1")
+		return ExitError
+	}
+	color := a.color.enabled(c.Streams.Stdout)
+
+	p, files, diags := c.makePlan(a.parallelism)
+	c.showDiags(diags, files, a.color.enabled(c.Streams.Stderr))
+	if p == nil {
+		return ExitError
+	}
+	if a.json {
+		b, err := plan.JSONView(p)
+		if err != nil {
+			c.errorf("%s", err)
+			return ExitError
+		}
+		fmt.Fprintln(c.Streams.Stdout, string(b))
+	} else if !p.Errored {
+		plan.RenderText(c.Streams.Stdout, p, plan.RenderOptions{Color: color, SavedTo: a.out})
+	}
+	if a.out != "" {
+		// An errored plan is written too (apply refuses it), so an older
+		// plan file at the same path cannot be applied by mistake.
+		if err := plan.Write(c.path(a.out), p); err != nil {
+			c.errorf("cannot save the plan: %s", err)
+			return ExitError
+		}
+	}
+	if p.Errored || diags.HasErrors() {
+		return ExitError
+	}
+	if a.detailedExitCode && p.HasChanges() {
+		return ExitChanges
+	}
+	return ExitOK
+}
+
+// makePlan loads the recipes and plans them against this host. It returns
+// the plan (nil when nothing could be planned), the parsed files for
+// rendering diagnostics, and the diagnostics.
+func (b *Base) makePlan(parallelism int) (*plan.Plan, map[string]*hcl.File, hcl.Diagnostics) {
+	cfg, diags := config.LoadDir(b.workDir(), b.Registry)
+	var files map[string]*hcl.File
+	if cfg != nil && cfg.Parser != nil {
+		files = cfg.Parser.Files()
+	}
+	if diags.HasErrors() || cfg == nil {
+		return nil, files, diags
+	}
+	facts, err := host.Detect(b.Ctx)
+	if err != nil {
+		return nil, files, append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Cannot read the host's facts",
+			Detail:   err.Error(),
+		})
+	}
+	planner := &plan.Planner{
+		Registry:    b.Registry,
+		Parallelism: parallelism,
+		Logger:      b.Logger.Named("plan"),
+		Host:        facts,
+		Version:     Version,
+	}
+	p, pdiags := planner.Plan(b.Ctx, cfg)
+	diags = append(diags, pdiags...)
+	return p, files, diags
+}

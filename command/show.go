@@ -1,0 +1,60 @@
+package command
+
+import (
+	"fmt"
+
+	"github.com/toquehq/toque/plan"
+)
+
+// ShowCommand is `toque show PLANFILE`.
+type ShowCommand struct {
+	*Base
+}
+
+func (c *ShowCommand) Synopsis() string { return "Show a saved plan" }
+
+func (c *ShowCommand) Help() string {
+	return `
+Usage: toque [-chdir=DIR] show [options] PLANFILE
+
+  Shows a plan saved by 'toque plan -out=PLANFILE', as plan printed it, with
+  the plan's digest. It needs only the file, not the host it was made on.
+
+Options:
+
+  -json       Print the documented machine-readable form (docs/plan-json.md).
+              Sensitive values are never included.
+  -no-color   No colour (also NO_COLOR=1).
+`
+}
+
+func (c *ShowCommand) Run(args []string) int {
+	var asJSON bool
+	var col colorFlags
+	fs := c.newFlagSet("show", c.Help)
+	fs.BoolVar(&asJSON, "json", false, "")
+	col.register(fs)
+	if st := c.parseFlags(fs, args, c.Help); st >= 0 {
+		return st
+	}
+	if fs.NArg() != 1 {
+		c.errorf("show needs exactly one argument, the plan file: toque show PLANFILE")
+		return ExitError
+	}
+	p, err := plan.Read(c.path(fs.Arg(0)))
+	if err != nil {
+		c.errorf("%s", err)
+		return ExitError
+	}
+	if asJSON {
+		b, err := plan.JSONView(p)
+		if err != nil {
+			c.errorf("%s", err)
+			return ExitError
+		}
+		fmt.Fprintln(c.Streams.Stdout, string(b))
+		return ExitOK
+	}
+	plan.RenderText(c.Streams.Stdout, p, plan.RenderOptions{Color: col.enabled(c.Streams.Stdout)})
+	return ExitOK
+}

@@ -1,0 +1,33 @@
+package command
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/toquehq/toque/plan"
+)
+
+// VersionCommand is `toque version`.
+type VersionCommand struct {
+	*Base
+}
+
+func (c *VersionCommand) Synopsis() string { return "Print toque's version" }
+
+func (c *VersionCommand) Help() string {
+	return `
+Usage: toque version
+
+  Prints toque's version, the plan file format it reads and writes, and the
+  Go version and platform it was built for.
+`
+}
+
+func (c *VersionCommand) Run(args []string) int {
+	fs := c.newFlagSet("version", c.Help)
+	if st := c.parseFlags(fs, args, c.Help); st >= 0 {
+		return st
+	}
+	fmt.Fprintf(c.Streams.Stdout, "toque v%s\nplan format %d\n%s %s/%s\n", Version, plan.FormatVersion, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return ExitOK
+}

@@ -1,0 +1,255 @@
+package config
+
+import (
+	"sort"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// levels lists the attribute levels in increasing precedence.
+var levels = []string{LevelDefault, LevelOverride}
+
+// Attributes holds node attribute writes, one tree per level. Writes are
+// made at compile time and read (Node, Leaves) at plan time.
+//
+// Objects and maps merge key by key; every other value (lists and tuples
+// included) is a leaf. Within a level the last writer wins, also when the
+// shape changes (a map where a scalar was, or the reverse). Across levels
+// override beats default whatever the order of the writes: an override
+// leaf replaces the default leaf or subtree at its path.
+type Attributes struct {
+	trees map[string]*attrNode
+}
+
+// attrNode is a map (children non-nil) or a leaf.
+type attrNode struct {
+	children map[string]*attrNode
+	value    cty.Value
+	level    string
+	rng      hcl.Range
+}
+
+// Leaf is one leaf of the merged attributes with its provenance.
+type Leaf struct {
+	Path  []string
+	Value cty.Value
+	// Level is the level whose write won: "default" or "override".
+	Level string
+	// Range is where the winning value was written.
+	Range hcl.Range
+}
+
+// NewAttributes returns empty attributes.
+func NewAttributes() *Attributes {
+	return &Attributes{trees: map[string]*attrNode{}}
+}
+
+func newMapNode() *attrNode { return &attrNode{children: map[string]*attrNode{}} }
+
+func isMapLike(v cty.Value) bool {
+	if v == cty.NilVal || !v.IsKnown() || v.IsNull() {
+		return false
+	}
+	t := v.Type()
+	return t.IsObjectType() || t.IsMapType()
+}
+
+// Write sets path to v at level ("default" or "override"; other levels
+// are ignored) as written at rng. Object and map values are merged key by
+// key into what is there.
+func (a *Attributes) Write(level string, path []string, v cty.Value, rng hcl.Range) {
+	if a.trees == nil {
+		a.trees = map[string]*attrNode{}
+	}
+	known := false
+	for _, l := range levels {
+		known = known || l == level
+	}
+	if !known || v == cty.NilVal {
+		return
+	}
+	root := a.trees[level]
+	if root == nil {
+		root = newMapNode()
+		a.trees[level] = root
+	}
+	if len(path) == 0 {
+		// The root stays an object: only maps can be written there.
+		if isMapLike(v) {
+			setValue(root, v, level, rng)
+		}
+		return
+	}
+	n := root
+	for _, k := range path[:len(path)-1] {
+		c := n.children[k]
+		if c == nil || c.children == nil {
+			c = newMapNode()
+			n.children[k] = c
+		}
+		n = c
+	}
+	last := path[len(path)-1]
+	if isMapLike(v) {
+		c := n.children[last]
+		if c == nil || c.children == nil {
+			c = newMapNode()
+			n.children[last] = c
+		}
+		setValue(c, v, level, rng)
+		return
+	}
+	n.children[last] = &attrNode{value: v, level: level, rng: rng}
+}
+
+// setValue merges map-like v into map node n.
+func setValue(n *attrNode, v cty.Value, level string, rng hcl.Range) {
+	for it := v.ElementIterator(); it.Next(); {
+		k, ev := it.Element()
+		key := k.AsString()
+		if isMapLike(ev) {
+			c := n.children[key]
+			if c == nil || c.children == nil {
+				c = newMapNode()
+				n.children[key] = c
+			}
+			setValue(c, ev, level, rng)
+			continue
+		}
+		n.children[key] = &attrNode{value: ev, level: level, rng: rng}
+	}
+}
+
+// merged is the deep merge of every level, higher levels winning.
+func (a *Attributes) merged() *attrNode {
+	out := newMapNode()
+	if a == nil {
+		return out
+	}
+	for _, l := range levels {
+		if t := a.trees[l]; t != nil {
+			mergeInto(out, t)
+		}
+	}
+	return out
+}
+
+func mergeInto(dst, src *attrNode) {
+	for k, s := range src.children {
+		if s.children != nil {
+			d := dst.children[k]
+			if d == nil || d.children == nil {
+				d = newMapNode()
+				dst.children[k] = d
+			}
+			mergeInto(d, s)
+			continue
+		}
+		dst.children[k] = s
+	}
+}
+
+// Node returns the merged attributes as an object (an empty object when
+// nothing was written).
+func (a *Attributes) Node() cty.Value {
+	return a.merged().toValue()
+}
+
+func (n *attrNode) toValue() cty.Value {
+	if n.children == nil {
+		return n.value
+	}
+	if len(n.children) == 0 {
+		return cty.EmptyObjectVal
+	}
+	m := make(map[string]cty.Value, len(n.children))
+	for k, c := range n.children {
+		m[k] = c.toValue()
+	}
+	return cty.ObjectVal(m)
+}
+
+// Leaves lists every leaf of Node, sorted by path, with the level and
+// range of the write that won.
+func (a *Attributes) Leaves() []Leaf {
+	var out []Leaf
+	var walk func(n *attrNode, path []string)
+	walk = func(n *attrNode, path []string) {
+		keys := make([]string, 0, len(n.children))
+		for k := range n.children {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			c := n.children[k]
+			p := append(append([]string(nil), path...), k)
+			if c.children != nil {
+				walk(c, p)
+				continue
+			}
+			out = append(out, Leaf{Path: p, Value: c.value, Level: c.level, Range: c.rng})
+		}
+	}
+	walk(a.merged(), nil)
+	return out
+}
+
+// compileAttributes evaluates attribute blocks in order and writes them.
+// Expressions see host and the function library, not node.
+func compileAttributes(blocks []*attributeBlock, host cty.Value) (*Attributes, hcl.Diagnostics) {
+	attrs := NewAttributes()
+	var diags hcl.Diagnostics
+	if host == cty.NilVal {
+		host = cty.DynamicVal
+	}
+	ctxs := map[string]*hcl.EvalContext{}
+	for _, b := range blocks {
+		ctx := ctxs[b.Dir]
+		if ctx == nil {
+			ctx = &hcl.EvalContext{
+				Variables: map[string]cty.Value{"host": host},
+				Functions: Functions(b.Dir),
+			}
+			ctxs[b.Dir] = ctx
+		}
+		as, d := b.Body.JustAttributes()
+		diags = append(diags, d...)
+		list := make([]*hcl.Attribute, 0, len(as))
+		for _, a := range as {
+			list = append(list, a)
+		}
+		sort.Slice(list, func(i, j int) bool { return list[i].Range.Start.Byte < list[j].Range.Start.Byte })
+		for _, a := range list {
+			if d := nodeReferences(a.Expr); len(d) > 0 {
+				diags = append(diags, d...)
+				continue
+			}
+			v, d := a.Expr.Value(ctx)
+			diags = append(diags, d...)
+			if d.HasErrors() {
+				continue
+			}
+			attrs.Write(b.Level, []string{b.Name, a.Name}, v, a.Range)
+		}
+	}
+	return attrs, diags
+}
+
+// nodeReferences reports every reference to node in an attribute block.
+func nodeReferences(expr hcl.Expression) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, tr := range expr.Variables() {
+		if tr.RootName() != "node" {
+			continue
+		}
+		diags = diags.Append(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Node attributes cannot be read here",
+			Detail: "Attribute blocks are written at compile time, and node attributes are read at plan time, once every recipe has written them. " +
+				"Set a literal value or one computed from host.… here, and read node.… in resource properties and guards instead.",
+			Subject: tr.SourceRange().Ptr(),
+		})
+	}
+	return diags
+}

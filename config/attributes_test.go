@@ -1,0 +1,225 @@
+package config
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+)
+
+type write struct {
+	level string
+	path  string // dotted
+	v     cty.Value
+	line  int
+}
+
+func TestAttributesMerge(t *testing.T) {
+	obj := func(m map[string]cty.Value) cty.Value { return cty.ObjectVal(m) }
+	cases := []struct {
+		name   string
+		writes []write
+		want   cty.Value
+		// leaves: dotted path → level@line
+		leaves map[string]string
+	}{
+		{
+			name: "nothing written",
+			want: cty.EmptyObjectVal,
+		},
+		{
+			name: "objects merge key by key",
+			writes: []write{
+				{"default", "web.port", cty.NumberIntVal(8080), 1},
+				{"default", "web.tls", obj(map[string]cty.Value{"enabled": cty.True}), 2},
+				{"default", "web.tls", obj(map[string]cty.Value{"port": cty.NumberIntVal(443)}), 3},
+			},
+			want: obj(map[string]cty.Value{"web": obj(map[string]cty.Value{
+				"port": cty.NumberIntVal(8080),
+				"tls":  obj(map[string]cty.Value{"enabled": cty.True, "port": cty.NumberIntVal(443)}),
+			})}),
+			leaves: map[string]string{"web.port": "default@1", "web.tls.enabled": "default@2", "web.tls.port": "default@3"},
+		},
+		{
+			name: "override beats default whatever the order",
+			writes: []write{
+				{"override", "web.port", cty.NumberIntVal(9090), 1},
+				{"default", "web.port", cty.NumberIntVal(8080), 2},
+				{"default", "web.root", cty.StringVal("/srv"), 3},
+			},
+			want:   obj(map[string]cty.Value{"web": obj(map[string]cty.Value{"port": cty.NumberIntVal(9090), "root": cty.StringVal("/srv")})}),
+			leaves: map[string]string{"web.port": "override@1", "web.root": "default@3"},
+		},
+		{
+			name: "last writer wins within a level",
+			writes: []write{
+				{"default", "web.port", cty.NumberIntVal(1), 1},
+				{"default", "web.port", cty.NumberIntVal(2), 2},
+			},
+			want:   obj(map[string]cty.Value{"web": obj(map[string]cty.Value{"port": cty.NumberIntVal(2)})}),
+			leaves: map[string]string{"web.port": "default@2"},
+		},
+		{
+			name: "lists are leaves",
+			writes: []write{
+				{"default", "web.hosts", cty.TupleVal([]cty.Value{cty.StringVal("a"), cty.StringVal("b")}), 1},
+				{"default", "web.hosts", cty.TupleVal([]cty.Value{cty.StringVal("c")}), 2},
+			},
+			want:   obj(map[string]cty.Value{"web": obj(map[string]cty.Value{"hosts": cty.TupleVal([]cty.Value{cty.StringVal("c")})})}),
+			leaves: map[string]string{"web.hosts": "default@2"},
+		},
+		{
+			name: "scalar replaces map within a level",
+			writes: []write{
+				{"default", "web.tls", obj(map[string]cty.Value{"enabled": cty.True}), 1},
+				{"default", "web.tls", cty.StringVal("off"), 2},
+			},
+			want:   obj(map[string]cty.Value{"web": obj(map[string]cty.Value{"tls": cty.StringVal("off")})}),
+			leaves: map[string]string{"web.tls": "default@2"},
+		},
+		{
+			name: "map replaces scalar within a level",
+			writes: []write{
+				{"default", "web.tls", cty.StringVal("off"), 1},
+				{"default", "web.tls.enabled", cty.True, 2},
+			},
+			want:   obj(map[string]cty.Value{"web": obj(map[string]cty.Value{"tls": obj(map[string]cty.Value{"enabled": cty.True})})}),
+			leaves: map[string]string{"web.tls.enabled": "default@2"},
+		},
+		{
+			name: "override leaf replaces a default subtree",
+			writes: []write{
+				{"default", "web.tls", obj(map[string]cty.Value{"enabled": cty.True, "port": cty.NumberIntVal(443)}), 1},
+				{"override", "web.tls", cty.False, 2},
+			},
+			want:   obj(map[string]cty.Value{"web": obj(map[string]cty.Value{"tls": cty.False})}),
+			leaves: map[string]string{"web.tls": "override@2"},
+		},
+		{
+			name: "override subtree merges into default subtree",
+			writes: []write{
+				{"override", "web.tls", obj(map[string]cty.Value{"port": cty.NumberIntVal(8443)}), 1},
+				{"default", "web.tls", obj(map[string]cty.Value{"enabled": cty.True, "port": cty.NumberIntVal(443)}), 2},
+			},
+			want:   obj(map[string]cty.Value{"web": obj(map[string]cty.Value{"tls": obj(map[string]cty.Value{"enabled": cty.True, "port": cty.NumberIntVal(8443)})})}),
+			leaves: map[string]string{"web.tls.enabled": "default@2", "web.tls.port": "override@1"},
+		},
+		{
+			name: "override map replaces a default scalar",
+			writes: []write{
+				{"default", "web.tls", cty.False, 1},
+				{"override", "web.tls.enabled", cty.True, 2},
+			},
+			want:   obj(map[string]cty.Value{"web": obj(map[string]cty.Value{"tls": obj(map[string]cty.Value{"enabled": cty.True})})}),
+			leaves: map[string]string{"web.tls.enabled": "override@2"},
+		},
+		{
+			name:   "empty object creates the key",
+			writes: []write{{"default", "web", cty.EmptyObjectVal, 1}},
+			want:   obj(map[string]cty.Value{"web": cty.EmptyObjectVal}),
+		},
+		{
+			name:   "unknown level ignored",
+			writes: []write{{"normal", "web.port", cty.NumberIntVal(1), 1}},
+			want:   cty.EmptyObjectVal,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := NewAttributes()
+			for _, w := range tc.writes {
+				a.Write(w.level, strings.Split(w.path, "."), w.v, hcl.Range{Filename: "r.hcl", Start: hcl.Pos{Line: w.line}})
+			}
+			if got := a.Node(); !got.RawEquals(tc.want) {
+				t.Errorf("Node() = %#v\nwant %#v", got, tc.want)
+			}
+			leaves := a.Leaves()
+			if len(leaves) != len(tc.leaves) {
+				t.Fatalf("got %d leaves, want %d: %v", len(leaves), len(tc.leaves), leaves)
+			}
+			prev := ""
+			for _, l := range leaves {
+				p := strings.Join(l.Path, ".")
+				if p < prev {
+					t.Errorf("leaves not sorted: %s after %s", p, prev)
+				}
+				prev = p
+				want, ok := tc.leaves[p]
+				got := l.Level + "@" + strconv.Itoa(l.Range.Start.Line)
+				if !ok || got != want {
+					t.Errorf("leaf %s = %s, want %s", p, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadAttributes(t *testing.T) {
+	dir := writeDir(t, map[string]string{
+		"10-base.hcl": `
+default "web" {
+  port = 8080
+  tls  = { enabled = true, port = 443 }
+  name = "web on ${host.hostname}"
+}
+override "web" {
+  port = 9090
+}
+`,
+		"20-site.hcl": `
+default "web" {
+  port = 1111
+  cpus = host.cpus * 2
+}
+override "web" {
+  tls = { port = 8443 }
+}
+`,
+	})
+	reg := testRegistry()
+	cfg, diags := LoadDir(dir, reg)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	// Without the host, host-based values are unknown.
+	if v := cfg.Attributes.Node().GetAttr("web").GetAttr("name"); v.IsKnown() {
+		t.Errorf("name before Compile = %#v, want unknown", v)
+	}
+	if diags := cfg.Compile(testHost()); diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	web := cfg.Attributes.Node().GetAttr("web")
+	checks := map[string]cty.Value{
+		"port": cty.NumberIntVal(9090),
+		"name": cty.StringVal("web on web-01"),
+		"cpus": cty.NumberIntVal(4),
+	}
+	for k, want := range checks {
+		if got := web.GetAttr(k); !got.RawEquals(want) {
+			t.Errorf("web.%s = %#v, want %#v", k, got, want)
+		}
+	}
+	tls := web.GetAttr("tls")
+	if !tls.GetAttr("enabled").RawEquals(cty.True) || !tls.GetAttr("port").RawEquals(cty.NumberIntVal(8443)) {
+		t.Errorf("web.tls = %#v", tls)
+	}
+	want := map[string]string{
+		"web.cpus":        "default 20-site.hcl:4",
+		"web.name":        "default 10-base.hcl:5",
+		"web.port":        "override 10-base.hcl:8",
+		"web.tls.enabled": "default 10-base.hcl:4",
+		"web.tls.port":    "override 20-site.hcl:7",
+	}
+	leaves := cfg.Attributes.Leaves()
+	if len(leaves) != len(want) {
+		t.Fatalf("leaves = %v", leaves)
+	}
+	for _, l := range leaves {
+		got := l.Level + " " + rangeAt(t, &hcl.Diagnostic{Subject: &l.Range})
+		if p := strings.Join(l.Path, "."); want[p] != got {
+			t.Errorf("%s: %s, want %s", p, got, want[p])
+		}
+	}
+}

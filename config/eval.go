@@ -1,0 +1,381 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/toquehq/toque/resources"
+)
+
+// EvalContext is the plan-time evaluation context: node and host, and the
+// function library with files resolved against baseDir.
+func (s *Scope) EvalContext(baseDir string) *hcl.EvalContext {
+	node, h := cty.EmptyObjectVal, cty.DynamicVal
+	if s != nil {
+		if s.Node != cty.NilVal {
+			node = s.Node
+		}
+		if s.Host != cty.NilVal {
+			h = s.Host
+		}
+	}
+	return &hcl.EvalContext{
+		Variables: map[string]cty.Value{"node": node, "host": h},
+		Functions: Functions(baseDir),
+	}
+}
+
+// HasGuards reports whether the resource has an only_if or not_if.
+func (m *Meta) HasGuards() bool { return m.OnlyIf != nil || m.NotIf != nil }
+
+// Evaluate decodes every resource block, in collection order, against its
+// type's schema. It keeps going to report every error; the instances
+// returned are those that evaluated without error, so callers must check
+// the diagnostics before using them.
+func (c *Config) Evaluate(reg *resources.Registry, scope *Scope) ([]*Instance, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	var out []*Instance
+	ctxs := map[string]*hcl.EvalContext{}
+	for _, b := range c.Resources {
+		t, ok := reg.Lookup(b.Type)
+		if !ok {
+			diags = diags.Append(unknownTypeDiag(b.Type, b.TypeRange, reg))
+			continue
+		}
+		ctx := ctxs[b.Dir]
+		if ctx == nil {
+			ctx = scope.EvalContext(b.Dir)
+			ctxs[b.Dir] = ctx
+		}
+		inst, d, templates := evaluateBlock(b, t, ctx)
+		diags = append(diags, d...)
+		for _, te := range templates {
+			// Let the diagnostic writer show snippets of the template.
+			if c.Parser != nil {
+				if _, ok := c.Parser.Files()[te.Filename]; !ok {
+					c.Parser.AddFile(te.Filename, &hcl.File{Body: hcl.EmptyBody(), Bytes: te.Src})
+				}
+			}
+		}
+		if inst != nil {
+			out = append(out, inst)
+		}
+	}
+	return out, diags
+}
+
+// EvaluateBlock decodes b's body against t's schema in scope. It returns
+// nil and the diagnostics when anything is wrong.
+func EvaluateBlock(b *ResourceBlock, t resources.Type, scope *Scope) (*Instance, hcl.Diagnostics) {
+	inst, diags, _ := evaluateBlock(b, t, scope.EvalContext(b.Dir))
+	return inst, diags
+}
+
+func evaluateBlock(b *ResourceBlock, t resources.Type, ctx *hcl.EvalContext) (*Instance, hcl.Diagnostics, []*TemplateError) {
+	s := t.Schema()
+	ev := &evaluator{ctx: ctx}
+	var diags hcl.Diagnostics
+	values := map[string]cty.Value{}
+
+	var attrs hcl.Attributes
+	if b.Body != nil {
+		var d hcl.Diagnostics
+		attrs, d = bodyAttributes(b.Body)
+		diags = append(diags, d...)
+	}
+	list := make([]*hcl.Attribute, 0, len(attrs))
+	for _, a := range attrs {
+		list = append(list, a)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Range.Start.Byte < list[j].Range.Start.Byte })
+
+	propNames := make([]string, len(s.Properties))
+	for i, p := range s.Properties {
+		propNames[i] = p.Name
+	}
+	metaNames := []string{"action", "only_if", "not_if", "guard_interpreter", "ignore_failure", "sensitive", "notifies", "subscribes"}
+
+	errored := map[string]bool{}
+	for _, a := range list {
+		p := s.Property(a.Name)
+		if p == nil {
+			diags = diags.Append(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Unknown property",
+				Detail: fmt.Sprintf("The resource type %q has no property %q.%s Its properties are %s, and every resource takes %s.",
+					s.Name, a.Name, didYouMean(a.Name, append(append([]string(nil), propNames...), metaNames...)), quotedList(propNames), quotedList(metaNames)),
+				Subject: a.NameRange.Ptr(),
+			})
+			continue
+		}
+		v, d := ev.value(a.Expr)
+		diags = append(diags, d...)
+		if d.HasErrors() {
+			errored[p.Name] = true
+			continue
+		}
+		v, d = decodeProperty(s, p, v, a.Expr.Range())
+		diags = append(diags, d...)
+		errored[p.Name] = d.HasErrors()
+		if !d.HasErrors() && v != cty.NilVal {
+			values[p.Name] = v
+		}
+	}
+
+	if np := s.NameProperty(); np != nil {
+		if v, ok := values[np.Name]; !ok || v.IsNull() {
+			v, d := decodeProperty(s, np, cty.StringVal(b.Name), b.LabelRange)
+			diags = append(diags, d...)
+			if !d.HasErrors() && v != cty.NilVal {
+				values[np.Name] = v
+			}
+		}
+	}
+
+	for _, p := range s.Properties {
+		if !p.Required {
+			continue
+		}
+		if _, ok := values[p.Name]; !ok && !errored[p.Name] {
+			diags = diags.Append(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Missing required property",
+				Detail:   fmt.Sprintf("The resource type %q requires the property %q. Set it in %s.", s.Name, p.Name, b.Address()),
+				Subject:  b.DeclRange.Ptr(),
+			})
+		}
+	}
+
+	action, d := ev.action(b.Meta.Action, s)
+	diags = append(diags, d...)
+	sensitive, d := ev.boolean(b.Meta.Sensitive, "sensitive")
+	diags = append(diags, d...)
+	ignore, d := ev.boolean(b.Meta.IgnoreFailure, "ignore_failure")
+	diags = append(diags, d...)
+
+	if diags.HasErrors() {
+		return nil, diags, ev.templates
+	}
+	return &Instance{
+		Block:         b,
+		Type:          t,
+		Resource:      resources.NewResource(s, b.Name, action, values),
+		Sensitive:     sensitive,
+		IgnoreFailure: ignore,
+	}, diags, ev.templates
+}
+
+// decodeProperty converts v to p's type, then normalises and validates it
+// when it is known. A null v is returned as cty.NilVal: not set.
+func decodeProperty(s *resources.Schema, p *resources.Property, v cty.Value, rng hcl.Range) (cty.Value, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	if v.IsNull() {
+		return cty.NilVal, nil
+	}
+	if p.Type != cty.NilType && p.Type != cty.DynamicPseudoType {
+		cv, err := convert.Convert(v, p.Type)
+		if err != nil {
+			return cty.NilVal, diags.Append(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Wrong type for property",
+				Detail:   fmt.Sprintf("The property %q of %s must be %s: %s.", p.Name, s.Name, p.Type.FriendlyName(), err),
+				Subject:  rng.Ptr(),
+			})
+		}
+		v = cv
+	}
+	if !v.IsWhollyKnown() {
+		return v, nil
+	}
+	if p.Normalize != nil {
+		nv, err := safeCall(func() (cty.Value, error) { return p.Normalize(v) })
+		if err != nil {
+			return cty.NilVal, diags.Append(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid value for property",
+				Detail:   fmt.Sprintf("The property %q of %s: %s.", p.Name, s.Name, err),
+				Subject:  rng.Ptr(),
+			})
+		}
+		v = nv
+	}
+	if p.Validate != nil {
+		_, err := safeCall(func() (cty.Value, error) { return cty.NilVal, p.Validate(v) })
+		if err != nil {
+			return cty.NilVal, diags.Append(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid value for property",
+				Detail:   fmt.Sprintf("The property %q of %s: %s.", p.Name, s.Name, err),
+				Subject:  rng.Ptr(),
+			})
+		}
+	}
+	return v, diags
+}
+
+// safeCall runs a type's Normalize or Validate, turning a panic into an
+// error: a broken type must not take toque down.
+func safeCall(f func() (cty.Value, error)) (v cty.Value, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			v, err = cty.NilVal, fmt.Errorf("internal error in the resource type: %v", r)
+		}
+	}()
+	return f()
+}
+
+// evaluator evaluates expressions and collects template errors.
+type evaluator struct {
+	ctx       *hcl.EvalContext
+	templates []*TemplateError
+}
+
+// value evaluates expr, replacing a templatefile failure with the
+// template's own diagnostics (which point into the template file).
+func (ev *evaluator) value(expr hcl.Expression) (cty.Value, hcl.Diagnostics) {
+	v, diags := expr.Value(ev.ctx)
+	if !diags.HasErrors() {
+		return v, diags
+	}
+	out := make(hcl.Diagnostics, 0, len(diags))
+	for _, d := range diags {
+		extra, ok := hcl.DiagnosticExtra[hclsyntax.FunctionCallDiagExtra](d)
+		var te *TemplateError
+		if !ok || !errors.As(extra.FunctionCallError(), &te) {
+			out = append(out, d)
+			continue
+		}
+		ev.templates = append(ev.templates, te)
+		call := ""
+		if d.Subject != nil {
+			call = fmt.Sprintf(" The template was rendered by templatefile at %s:%d.", d.Subject.Filename, d.Subject.Start.Line)
+		}
+		for _, td := range te.Diags {
+			c := *td
+			c.Detail = strings.TrimSpace(c.Detail + call)
+			c.Expression, c.EvalContext = nil, nil
+			out = append(out, &c)
+		}
+	}
+	return v, out
+}
+
+// action evaluates the action meta-argument: a string, or a list with
+// exactly one string.
+func (ev *evaluator) action(expr hcl.Expression, s *resources.Schema) (string, hcl.Diagnostics) {
+	if expr == nil {
+		return s.DefaultAction, nil
+	}
+	v, diags := ev.value(expr)
+	if diags.HasErrors() {
+		return "", diags
+	}
+	rng := expr.Range()
+	bad := func(summary, detail string) (string, hcl.Diagnostics) {
+		return "", diags.Append(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: rng.Ptr()})
+	}
+	if v.IsNull() {
+		return s.DefaultAction, diags
+	}
+	if !v.IsKnown() {
+		// Validate without the host: the action cannot be checked yet.
+		return s.DefaultAction, diags
+	}
+	t := v.Type()
+	if t.IsListType() || t.IsTupleType() || t.IsSetType() {
+		switch n := v.LengthInt(); {
+		case n == 0:
+			return bad("No action given", "The action list is empty. Give one action, or leave action out to use the type's default ("+s.DefaultAction+").")
+		case n > 1:
+			return bad("One action per resource for now", "toque runs one action per resource. Declare one resource per action, with different names.")
+		}
+		it := v.ElementIterator()
+		it.Next()
+		_, v = it.Element()
+		if v.IsNull() {
+			return s.DefaultAction, diags
+		}
+		if !v.IsKnown() {
+			return s.DefaultAction, diags
+		}
+		t = v.Type()
+	}
+	if t != cty.String {
+		return bad("Wrong type for action", fmt.Sprintf("The action must be a string, or a list of one string, not %s.", t.FriendlyName()))
+	}
+	a := v.AsString()
+	if !s.HasAction(a) {
+		valid := append(append([]string(nil), s.Actions...), "nothing")
+		return bad("Unsupported action", fmt.Sprintf("The resource type %q has no action %q.%s Its actions are %s.", s.Name, a, didYouMean(a, valid), quotedList(valid)))
+	}
+	return a, diags
+}
+
+// boolean evaluates a bool meta-argument (absent, null or unknown: false).
+func (ev *evaluator) boolean(expr hcl.Expression, name string) (bool, hcl.Diagnostics) {
+	if expr == nil {
+		return false, nil
+	}
+	v, diags := ev.value(expr)
+	if diags.HasErrors() || v.IsNull() || !v.IsKnown() {
+		return false, diags
+	}
+	bv, err := convert.Convert(v, cty.Bool)
+	if err != nil {
+		rng := expr.Range()
+		return false, diags.Append(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Wrong type for " + name,
+			Detail:   fmt.Sprintf("%s must be true or false, not %s.", name, v.Type().FriendlyName()),
+			Subject:  rng.Ptr(),
+		})
+	}
+	if !bv.IsKnown() || bv.IsNull() {
+		return false, diags
+	}
+	return bv.True(), diags
+}
+
+// bodyAttributes returns the type-specific attributes of a resource body
+// (the remainder after the meta-arguments were taken). hclsyntax's
+// JustAttributes would complain about the notifies blocks Meta took, so
+// native bodies are read directly.
+func bodyAttributes(body hcl.Body) (hcl.Attributes, hcl.Diagnostics) {
+	sb, ok := body.(*hclsyntax.Body)
+	if !ok {
+		return body.JustAttributes()
+	}
+	var diags hcl.Diagnostics
+	isMeta := map[string]bool{}
+	for _, a := range metaSchema.Attributes {
+		isMeta[a.Name] = true
+	}
+	for _, b := range metaSchema.Blocks {
+		isMeta[b.Type] = true
+	}
+	attrs := hcl.Attributes{}
+	for name, a := range sb.Attributes {
+		if !isMeta[name] {
+			attrs[name] = a.AsHCLAttribute()
+		}
+	}
+	for _, blk := range sb.Blocks {
+		if isMeta[blk.Type] {
+			continue
+		}
+		diags = diags.Append(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Unexpected block",
+			Detail:   fmt.Sprintf("A resource takes no %q block; only notifies and subscribes blocks are allowed. To set a map or object property, write %s = { … }.", blk.Type, blk.Type),
+			Subject:  blk.TypeRange.Ptr(),
+		})
+	}
+	return attrs, diags
+}

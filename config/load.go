@@ -1,0 +1,330 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/toquehq/toque/internal/host"
+	"github.com/toquehq/toque/resources"
+)
+
+// Attribute levels, in increasing precedence.
+const (
+	LevelDefault  = "default"
+	LevelOverride = "override"
+)
+
+// attributeBlock is one `default "NAME" { … }` or `override "NAME" { … }`.
+type attributeBlock struct {
+	Level     string
+	Name      string
+	Body      hcl.Body
+	Dir       string
+	DeclRange hcl.Range
+}
+
+// metaSchema is the part of a resource body common to every type.
+var metaSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "action"},
+		{Name: "only_if"},
+		{Name: "not_if"},
+		{Name: "guard_interpreter"},
+		{Name: "ignore_failure"},
+		{Name: "sensitive"},
+	},
+	Blocks: []hcl.BlockHeaderSchema{
+		{Type: "notifies", LabelNames: []string{"action"}},
+		{Type: "subscribes", LabelNames: []string{"action"}},
+	},
+}
+
+var notifySchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "resource", Required: true},
+		{Name: "timing"},
+	},
+}
+
+// IsRecipeFile reports whether name (a base name) is read in directory mode:
+// *.hcl or *.hcl.json, not a dotfile.
+func IsRecipeFile(name string) bool {
+	if strings.HasPrefix(name, ".") {
+		return false
+	}
+	return strings.HasSuffix(name, ".hcl") || strings.HasSuffix(name, ".hcl.json")
+}
+
+// LoadDir loads every recipe file directly in dir (*.hcl and *.hcl.json, not
+// recursive, dotfiles skipped) in lexical order: attribute blocks are
+// written and resource blocks collected, unevaluated.
+//
+// Attribute blocks may read host.…; LoadDir does not read the host, so
+// values that depend on it are unknown (host.Unknown) until Compile or
+// Scope is called with the host's facts. The planner must call one of them;
+// validate need not.
+func LoadDir(dir string, reg *resources.Registry) (*Config, hcl.Diagnostics) {
+	c := &Config{
+		Dir:        dir,
+		Parser:     hclparse.NewParser(),
+		Attributes: NewAttributes(),
+	}
+	var diags hcl.Diagnostics
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return c, diags.Append(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Cannot read the recipe directory",
+			Detail:   fmt.Sprintf("Reading %s failed: %s.", dir, err),
+		})
+	}
+	var names []string
+	for _, e := range entries {
+		if !IsRecipeFile(e.Name()) {
+			continue
+		}
+		if !e.Type().IsRegular() {
+			// Follow symlinks, skip directories and devices.
+			fi, err := os.Stat(filepath.Join(dir, e.Name()))
+			if err != nil || !fi.Mode().IsRegular() {
+				continue
+			}
+		}
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		return c, diags.Append(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "No recipe files",
+			Detail:   fmt.Sprintf("The directory %s has no *.hcl or *.hcl.json files. Write a recipe there, or point toque at the directory that holds your recipes (-chdir).", dir),
+		})
+	}
+
+	seen := map[string]*ResourceBlock{}
+	for _, name := range names {
+		path := filepath.Join(dir, name)
+		var f *hcl.File
+		var d hcl.Diagnostics
+		if strings.HasSuffix(name, ".hcl.json") {
+			f, d = c.Parser.ParseJSONFile(path)
+		} else {
+			f, d = c.Parser.ParseHCLFile(path)
+		}
+		diags = append(diags, d...)
+		c.Files = append(c.Files, path)
+		if f == nil || f.Body == nil {
+			continue
+		}
+		diags = append(diags, c.collect(f.Body, filepath.Dir(path), reg, seen)...)
+	}
+	diags = append(diags, c.Compile(host.Unknown())...)
+	return c, diags
+}
+
+// Compile writes the attribute blocks again with hostFacts (host.Facts'
+// Value, or host.Unknown() / cty.DynamicVal when the host must not be read)
+// and replaces c.Attributes.
+func (c *Config) Compile(hostFacts cty.Value) hcl.Diagnostics {
+	attrs, diags := compileAttributes(c.attrBlocks, hostFacts)
+	c.Attributes = attrs
+	return diags
+}
+
+// Scope compiles the attributes with hostFacts and returns the plan-time scope:
+// the merged node attributes and the host facts.
+func (c *Config) Scope(hostFacts cty.Value) (*Scope, hcl.Diagnostics) {
+	diags := c.Compile(hostFacts)
+	return &Scope{Node: c.Attributes.Node(), Host: hostFacts}, diags
+}
+
+// collect reads one file's top-level body: blocks only.
+func (c *Config) collect(body hcl.Body, dir string, reg *resources.Registry, seen map[string]*ResourceBlock) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	var blocks []*hcl.Block
+
+	isKnown := func(typ string) bool {
+		if typ == LevelDefault || typ == LevelOverride {
+			return true
+		}
+		_, ok := reg.Lookup(typ)
+		return ok
+	}
+
+	if sb, ok := body.(*hclsyntax.Body); ok {
+		attrs := make([]*hclsyntax.Attribute, 0, len(sb.Attributes))
+		for _, a := range sb.Attributes {
+			attrs = append(attrs, a)
+		}
+		sort.Slice(attrs, func(i, j int) bool { return attrs[i].SrcRange.Start.Byte < attrs[j].SrcRange.Start.Byte })
+		for _, a := range attrs {
+			diags = diags.Append(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Unexpected attribute",
+				Detail:   fmt.Sprintf("A recipe holds only blocks: resources (TYPE \"NAME\" { … }) and attribute blocks (default \"NAME\" { … }, override \"NAME\" { … }). To set a node attribute, write it inside a default or override block, for example: default \"app\" { %s = … }.", a.Name),
+				Subject:  a.NameRange.Ptr(),
+			})
+		}
+		for _, b := range sb.Blocks {
+			if !isKnown(b.Type) {
+				diags = diags.Append(unknownTypeDiag(b.Type, b.TypeRange, reg))
+				continue
+			}
+			blocks = append(blocks, b.AsHCLBlock())
+		}
+	} else {
+		schema := &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
+			{Type: LevelDefault, LabelNames: []string{"name"}},
+			{Type: LevelOverride, LabelNames: []string{"name"}},
+		}}
+		for _, n := range reg.Names() {
+			schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: n, LabelNames: []string{"name"}})
+		}
+		content, rest, d := body.PartialContent(schema)
+		diags = append(diags, d...)
+		if content != nil {
+			blocks = append(blocks, content.Blocks...)
+		}
+		// JSON cannot tell blocks from attributes: every key left over is
+		// taken as an unknown resource type.
+		if rest != nil {
+			left, _ := rest.JustAttributes()
+			keys := make([]*hcl.Attribute, 0, len(left))
+			for _, a := range left {
+				keys = append(keys, a)
+			}
+			sort.Slice(keys, func(i, j int) bool { return keys[i].NameRange.Start.Byte < keys[j].NameRange.Start.Byte })
+			for _, a := range keys {
+				diags = diags.Append(unknownTypeDiag(a.Name, a.NameRange, reg))
+			}
+		}
+		// JSON bodies return blocks grouped by type; restore source order.
+		sort.SliceStable(blocks, func(i, j int) bool { return blocks[i].DefRange.Start.Byte < blocks[j].DefRange.Start.Byte })
+	}
+
+	for _, b := range blocks {
+		diags = append(diags, c.addBlock(b, dir, seen)...)
+	}
+	return diags
+}
+
+func unknownTypeDiag(typ string, rng hcl.Range, reg *resources.Registry) *hcl.Diagnostic {
+	names := reg.Names()
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Unknown resource type",
+		Detail: fmt.Sprintf("There is no resource type %q.%s The resource types are %s; default and override blocks set node attributes.",
+			typ, didYouMean(typ, append(names, LevelDefault, LevelOverride)), quotedList(names)),
+		Subject: rng.Ptr(),
+	}
+}
+
+func (c *Config) addBlock(b *hcl.Block, dir string, seen map[string]*ResourceBlock) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	isAttr := b.Type == LevelDefault || b.Type == LevelOverride
+	if len(b.Labels) != 1 {
+		what := fmt.Sprintf("A %s block takes exactly one label, the resource's name: %s \"NAME\" { … }.", b.Type, b.Type)
+		if isAttr {
+			what = fmt.Sprintf("A %s block takes exactly one label, the top-level attribute it writes: %s \"NAME\" { … }.", b.Type, b.Type)
+		}
+		rng := b.DefRange
+		if len(b.LabelRanges) > 1 {
+			rng = b.LabelRanges[1]
+		}
+		return diags.Append(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Wrong number of block labels",
+			Detail:   what,
+			Subject:  rng.Ptr(),
+		})
+	}
+	name := b.Labels[0]
+	if name == "" {
+		return diags.Append(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Empty block label",
+			Detail:   fmt.Sprintf("The label of a %s block must not be empty.", b.Type),
+			Subject:  b.LabelRanges[0].Ptr(),
+		})
+	}
+	if isAttr {
+		c.attrBlocks = append(c.attrBlocks, &attributeBlock{Level: b.Type, Name: name, Body: b.Body, Dir: dir, DeclRange: b.DefRange})
+		return diags
+	}
+
+	rb := &ResourceBlock{
+		Type:       b.Type,
+		Name:       name,
+		Dir:        dir,
+		DeclRange:  b.DefRange,
+		TypeRange:  b.TypeRange,
+		LabelRange: b.LabelRanges[0],
+	}
+	addr := rb.Address()
+	if first, dup := seen[addr]; dup {
+		return diags.Append(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Duplicate resource",
+			Detail: fmt.Sprintf("The resource %s is already declared at %s:%d. Each resource is declared once; merge the two blocks, or give one of them another name.",
+				addr, first.DeclRange.Filename, first.DeclRange.Start.Line),
+			Subject: rb.DeclRange.Ptr(),
+		})
+	}
+	seen[addr] = rb
+
+	content, rest, d := b.Body.PartialContent(metaSchema)
+	diags = append(diags, d...)
+	rb.Body = rest
+	if content != nil {
+		m := &rb.Meta
+		for name, dst := range map[string]*hcl.Expression{
+			"action":            &m.Action,
+			"only_if":           &m.OnlyIf,
+			"not_if":            &m.NotIf,
+			"guard_interpreter": &m.GuardInterpreter,
+			"ignore_failure":    &m.IgnoreFailure,
+			"sensitive":         &m.Sensitive,
+		} {
+			if a, ok := content.Attributes[name]; ok {
+				*dst = a.Expr
+			}
+		}
+		for _, nb := range content.Blocks {
+			n, d := decodeNotify(nb)
+			diags = append(diags, d...)
+			if n == nil {
+				continue
+			}
+			if nb.Type == "notifies" {
+				m.Notifies = append(m.Notifies, n)
+			} else {
+				m.Subscribes = append(m.Subscribes, n)
+			}
+		}
+	}
+	c.Resources = append(c.Resources, rb)
+	return diags
+}
+
+func decodeNotify(b *hcl.Block) (*NotifyBlock, hcl.Diagnostics) {
+	content, diags := b.Body.Content(notifySchema)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	n := &NotifyBlock{Action: b.Labels[0], DeclRange: b.DefRange}
+	if a, ok := content.Attributes["resource"]; ok {
+		n.Resource = a.Expr
+	}
+	if a, ok := content.Attributes["timing"]; ok {
+		n.Timing = a.Expr
+	}
+	return n, diags
+}

@@ -1,0 +1,44 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/agext/levenshtein"
+)
+
+// nameSuggestion returns the candidate closest to given, or "" when none is
+// close enough to be a likely typo.
+func nameSuggestion(given string, candidates []string) string {
+	best, bestDist := "", 0
+	for _, c := range candidates {
+		d := levenshtein.Distance(given, c, nil)
+		if d < 3 && (best == "" || d < bestDist) {
+			best, bestDist = c, d
+		}
+	}
+	return best
+}
+
+// didYouMean is " Did you mean "x"?" or "".
+func didYouMean(given string, candidates []string) string {
+	if s := nameSuggestion(given, candidates); s != "" {
+		return fmt.Sprintf(" Did you mean %q?", s)
+	}
+	return ""
+}
+
+// quotedList formats names as "a", "b" and "c".
+func quotedList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	switch len(q) {
+	case 0:
+		return "(none)"
+	case 1:
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " and " + q[len(q)-1]
+}

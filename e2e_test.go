@@ -1,0 +1,390 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// toqueBin is the binary built once for every end-to-end test.
+var toqueBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "toque-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	toqueBin = filepath.Join(dir, "toque")
+	cmd := exec.Command("go", "build", "-o", toqueBin, ".")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building toque:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// env is one end-to-end scenario: a recipe dir, a scratch root the recipes
+// write under, and a state dir.
+type env struct {
+	t     *testing.T
+	dir   string // recipes
+	root  string // where the recipes' resources live
+	state string
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	base := t.TempDir()
+	e := &env{t: t, dir: filepath.Join(base, "recipes"), root: filepath.Join(base, "root"), state: filepath.Join(base, "state")}
+	for _, d := range []string{e.dir, e.root} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return e
+}
+
+// recipe writes a recipe file; ROOT in src is replaced with e.root.
+func (e *env) recipe(name, src string) {
+	e.t.Helper()
+	src = strings.ReplaceAll(src, "ROOT", e.root)
+	if err := os.WriteFile(filepath.Join(e.dir, name), []byte(src), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\n--- stdout\n%s--- stderr\n%s", r.code, r.stdout, r.stderr)
+}
+
+// run runs toque with -chdir set to the recipe dir.
+func (e *env) run(args ...string) result {
+	e.t.Helper()
+	return e.runCmd(exec.Command(toqueBin, append([]string{"-chdir=" + e.dir}, args...)...))
+}
+
+func (e *env) runCmd(cmd *exec.Cmd) result {
+	e.t.Helper()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.Env = append(os.Environ(), "TOQUE_STATE_DIR="+e.state, "NO_COLOR=1")
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			e.t.Fatalf("running %v: %v", cmd.Args, err)
+		}
+		code = ee.ExitCode()
+	}
+	return result{code, out.String(), errb.String()}
+}
+
+func (e *env) must(want int, args ...string) result {
+	e.t.Helper()
+	r := e.run(args...)
+	if r.code != want {
+		e.t.Fatalf("toque %s: want exit %d, got %s", strings.Join(args, " "), want, r)
+	}
+	return r
+}
+
+func (e *env) read(rel string) string {
+	e.t.Helper()
+	b, err := os.ReadFile(filepath.Join(e.root, rel))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return string(b)
+}
+
+func (e *env) write(rel, content string, mode os.FileMode) {
+	e.t.Helper()
+	p := filepath.Join(e.root, rel)
+	if err := os.WriteFile(p, []byte(content), mode); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) mode(rel string) os.FileMode {
+	e.t.Helper()
+	st, err := os.Lstat(filepath.Join(e.root, rel))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return st.Mode().Perm()
+}
+
+// snapshot records every file under root (path → mode and content) so a
+// test can prove the host was left exactly as it was.
+func (e *env) snapshot() map[string]string {
+	e.t.Helper()
+	out := map[string]string{}
+	filepath.Walk(e.root, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		v := info.Mode().String()
+		if info.Mode().IsRegular() {
+			b, _ := os.ReadFile(p)
+			v += " " + string(b)
+		}
+		if info.Mode()&os.ModeSymlink != 0 {
+			l, _ := os.Readlink(p)
+			v += " -> " + l
+		}
+		out[p] = v
+		return nil
+	})
+	return out
+}
+
+func sameSnapshot(t *testing.T, a, b map[string]string) {
+	t.Helper()
+	ab, _ := json.Marshal(a)
+	bb, _ := json.Marshal(b)
+	if !bytes.Equal(ab, bb) {
+		t.Fatalf("the host changed:\nbefore %s\nafter  %s", ab, bb)
+	}
+}
+
+const siteRecipe = `
+default "site" {
+  greeting = "hello"
+}
+
+directory "www" {
+  path = "ROOT/www"
+  mode = "0755"
+}
+
+file "ROOT/www/index.html" {
+  content = "<h1>${node.site.greeting}</h1>\n"
+  mode    = "0644"
+}
+
+link "ROOT/current" {
+  to = "ROOT/www"
+}
+`
+
+func TestE2ECreateFromNothingThenNoChanges(t *testing.T) {
+	e := newEnv(t)
+	e.recipe("site.hcl", siteRecipe)
+
+	r := e.must(2, "plan", "-detailed-exitcode", "-out=plan.out")
+	for _, want := range []string{
+		`+ directory "www"`,
+		`+ file "` + e.root + `/www/index.html"`,
+		`Plan: 3 to create, 0 to update, 0 to delete`,
+		"Plan digest: sha256:",
+		"toque apply plan.out",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("plan output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	st, err := os.Stat(filepath.Join(e.dir, "plan.out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("plan file mode = %o, want 0600", st.Mode().Perm())
+	}
+	if _, err := os.Stat(filepath.Join(e.root, "www")); !os.IsNotExist(err) {
+		t.Fatal("plan changed the host")
+	}
+
+	e.must(0, "show", "plan.out")
+	r = e.must(0, "apply", "plan.out")
+	if !strings.Contains(r.stdout, "Apply complete!") {
+		t.Errorf("apply output:\n%s", r.stdout)
+	}
+	if got := e.read("www/index.html"); got != "<h1>hello</h1>\n" {
+		t.Errorf("index.html = %q", got)
+	}
+	if m := e.mode("www/index.html"); m != 0o644 {
+		t.Errorf("mode = %o", m)
+	}
+	if l, err := os.Readlink(filepath.Join(e.root, "current")); err != nil || l != filepath.Join(e.root, "www") {
+		t.Errorf("link = %q, %v", l, err)
+	}
+	reports, _ := filepath.Glob(filepath.Join(e.state, "reports", "*.json"))
+	if len(reports) == 0 {
+		t.Error("apply wrote no report in the state directory")
+	}
+
+	r = e.must(0, "plan", "-detailed-exitcode")
+	if !strings.Contains(r.stdout, "No changes.") {
+		t.Errorf("second plan:\n%s", r.stdout)
+	}
+}
+
+func TestE2EUnsetModeIsLeftAlone(t *testing.T) {
+	e := newEnv(t)
+	e.write("motd", "old\n", 0o600)
+	e.recipe("motd.hcl", `file "ROOT/motd" { content = "new\n" }`)
+
+	r := e.must(2, "plan", "-detailed-exitcode", "-out=plan.out")
+	for _, want := range []string{"-old", "+new", "mode: not set in the recipe, left as it is", "0600"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("plan lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	e.must(0, "apply", "plan.out")
+	if got := e.read("motd"); got != "new\n" {
+		t.Errorf("content = %q", got)
+	}
+	if m := e.mode("motd"); m != 0o600 {
+		t.Errorf("mode changed to %o; an unset mode must be left alone", m)
+	}
+	backups, _ := filepath.Glob(filepath.Join(e.state, "backup", "*"))
+	if len(backups) != 1 {
+		t.Errorf("want 1 backup of the replaced file, got %v", backups)
+	}
+}
+
+func TestE2EStalePlanIsRefusedAndChangesNothing(t *testing.T) {
+	e := newEnv(t)
+	e.write("a.conf", "a-old\n", 0o644)
+	e.write("b.conf", "b-old\n", 0o644)
+	e.recipe("conf.hcl", `
+file "ROOT/a.conf" { content = "a-new\n" }
+file "ROOT/b.conf" { content = "b-new\n" }
+file "ROOT/c.conf" { content = "c\n" }
+`)
+	e.must(0, "plan", "-out=plan.out")
+	e.write("b.conf", "someone else\n", 0o644)
+	before := e.snapshot()
+
+	r := e.must(3, "apply", "plan.out")
+	if !strings.Contains(r.stderr, "file["+e.root+"/b.conf]") || !strings.Contains(r.stderr, "content") {
+		t.Errorf("stale error does not name the resource and property:\n%s", r)
+	}
+	sameSnapshot(t, before, e.snapshot())
+}
+
+func TestE2EResourceAlreadyInPlannedStateCountsAsDone(t *testing.T) {
+	e := newEnv(t)
+	e.recipe("conf.hcl", `
+file "ROOT/a.conf" { content = "a\n" }
+file "ROOT/b.conf" { content = "b\n" }
+`)
+	e.must(0, "plan", "-out=plan.out")
+	// As if an interrupted apply had written a.conf already.
+	e.write("a.conf", "a\n", 0o644)
+	r := e.must(0, "apply", "plan.out")
+	if !strings.Contains(r.stdout, "already") {
+		t.Errorf("apply did not say a.conf was already done:\n%s", r.stdout)
+	}
+	if e.read("b.conf") != "b\n" {
+		t.Error("b.conf not written")
+	}
+}
+
+func TestE2EEditedPlanIsRefused(t *testing.T) {
+	e := newEnv(t)
+	e.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
+	e.must(0, "plan", "-out=plan.out")
+	p := filepath.Join(e.dir, "plan.out")
+	b, _ := os.ReadFile(p)
+	edited := bytes.Replace(b, []byte(`a\\n`), []byte(`b\\n`), 1)
+	if bytes.Equal(edited, b) {
+		edited = bytes.Replace(b, []byte("a.conf"), []byte("b.conf"), 1)
+	}
+	if err := os.WriteFile(p, edited, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := e.must(1, "apply", "plan.out")
+	if !strings.Contains(strings.ToLower(r.stderr), "checksum") {
+		t.Errorf("want a checksum error:\n%s", r)
+	}
+	if _, err := os.Stat(filepath.Join(e.root, "a.conf")); !os.IsNotExist(err) {
+		t.Error("an edited plan changed the host")
+	}
+
+	// Truncated, and not a plan at all.
+	os.WriteFile(p, b[:len(b)/2], 0o600)
+	e.must(1, "apply", "plan.out")
+	e.must(1, "show", "plan.out")
+	os.WriteFile(p, []byte("hello"), 0o600)
+	e.must(1, "apply", "plan.out")
+}
+
+func TestE2EPlanFromAnotherHostIsRefused(t *testing.T) {
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("unshare is not installed: cannot fake another hostname")
+	}
+	if err := exec.Command("unshare", "--uts", "true").Run(); err != nil {
+		t.Skipf("unshare --uts does not work here (%v): cannot fake another hostname", err)
+	}
+	e := newEnv(t)
+	e.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
+	e.must(0, "plan", "-out=plan.out")
+	cmd := exec.Command("unshare", "--uts", "sh", "-c", `hostname toque-elsewhere && exec "$@"`, "sh",
+		toqueBin, "-chdir="+e.dir, "apply", "plan.out")
+	r := e.runCmd(cmd)
+	if r.code != 1 || !strings.Contains(r.stderr, "toque-elsewhere") {
+		t.Fatalf("want the other host refused by name, got %s", r)
+	}
+	if _, err := os.Stat(filepath.Join(e.root, "a.conf")); !os.IsNotExist(err) {
+		t.Error("a plan from another host changed this one")
+	}
+}
+
+func TestE2EBadInput(t *testing.T) {
+	cases := []struct {
+		name, src, want string
+	}{
+		{"syntax", "file \"/x\" {\n  content = \n}\n", "bad.hcl:2"},
+		{"unknown type", "fiel \"/x\" {}\n", "bad.hcl:1"},
+		{"unknown property", "file \"/x\" {\n  contents = \"a\"\n}\n", "bad.hcl:2"},
+		{"wrong type", "file \"/x\" {\n  content = [1, 2]\n}\n", "bad.hcl:2"},
+		{"missing attribute", "file \"/x\" {\n  content = node.nope.x\n}\n", "bad.hcl:2"},
+		{"duplicate", "file \"/x\" {}\nfile \"/x\" {}\n", "bad.hcl:2"},
+		{"bad mode", "file \"/x\" {\n  mode = \"999\"\n}\n", "bad.hcl:2"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.recipe("bad.hcl", c.src)
+			for _, cmd := range [][]string{{"plan"}, {"validate"}} {
+				r := e.must(1, cmd...)
+				if !strings.Contains(r.stderr, c.want) {
+					t.Errorf("%s: stderr lacks %q:\n%s", cmd[0], c.want, r)
+				}
+				if strings.Contains(r.stderr, "panic") {
+					t.Errorf("%s panicked:\n%s", cmd[0], r)
+				}
+			}
+		})
+	}
+}
+
+func TestE2EFmtCheck(t *testing.T) {
+	e := newEnv(t)
+	e.recipe("ugly.hcl", "file \"/x\" {\ncontent=\"a\"\n    mode = \"0644\"\n}\n")
+	r := e.must(3, "fmt", "-check")
+	if !strings.Contains(r.stdout, "ugly.hcl") {
+		t.Errorf("fmt -check did not list the file:\n%s", r)
+	}
+	e.must(0, "fmt")
+	e.must(0, "fmt", "-check")
+}

@@ -1,0 +1,133 @@
+// Command benchrun times whole toque processes on generated recipe sets:
+// the plan from nothing, the apply, and the no-op plan after it, with peak
+// memory, as medians over several runs. `make bench` runs it.
+//
+// It is a measuring tool, not part of toque.
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type sample struct {
+	wall   time.Duration
+	maxRSS int64 // KiB
+}
+
+func main() {
+	ns := flag.String("n", "1000,10000", "comma-separated resource counts")
+	runs := flag.Int("runs", 5, "runs per measurement (the median is reported)")
+	par := flag.Int("parallelism", 10, "toque -parallelism")
+	flag.Parse()
+
+	work, err := os.MkdirTemp("", "toque-bench-")
+	check(err)
+	defer os.RemoveAll(work)
+	bin := filepath.Join(work, "toque")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Stderr = os.Stderr
+	check(build.Run())
+
+	fmt.Printf("toque whole-process timings: median of %d runs, -parallelism=%d, %d CPUs\n", *runs, *par, numCPU())
+	fmt.Printf("%-8s %-22s %12s %12s\n", "N", "phase", "median", "peak RSS")
+	for _, f := range strings.Split(*ns, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		check(err)
+		var planS, applyS, noopS []sample
+		for r := 0; r < *runs; r++ {
+			dir := filepath.Join(work, fmt.Sprintf("n%d-r%d", n, r))
+			recipes, root, state := filepath.Join(dir, "recipes"), filepath.Join(dir, "root"), filepath.Join(dir, "state")
+			check(os.MkdirAll(recipes, 0o755))
+			check(os.MkdirAll(root, 0o755))
+			generate(recipes, root, n)
+			env := append(os.Environ(), "TOQUE_STATE_DIR="+state, "NO_COLOR=1")
+			planFile := filepath.Join(dir, "plan.out")
+			planS = append(planS, timed(env, bin, "-chdir="+recipes, "plan", "-parallelism="+strconv.Itoa(*par), "-out="+planFile))
+			applyS = append(applyS, timed(env, bin, "apply", planFile))
+			noopS = append(noopS, timed(env, bin, "-chdir="+recipes, "plan", "-parallelism="+strconv.Itoa(*par), "-detailed-exitcode"))
+			os.RemoveAll(dir)
+		}
+		report(n, "plan (from nothing)", planS)
+		report(n, "apply", applyS)
+		report(n, "plan (no-op)", noopS)
+	}
+}
+
+// generate writes n file resources, spread over 10 recipe files, whose
+// targets live in 100 directories under root.
+func generate(recipes, root string, n int) {
+	const files = 10
+	bufs := make([]bytes.Buffer, files)
+	for d := 0; d < 100 && d < n; d++ {
+		dir := filepath.Join(root, fmt.Sprintf("d%02d", d))
+		fmt.Fprintf(&bufs[0], "directory %q {\n  mode = \"0755\"\n}\n\n", dir)
+	}
+	for i := 0; i < n; i++ {
+		p := filepath.Join(root, fmt.Sprintf("d%02d", i%100), fmt.Sprintf("f%05d.conf", i))
+		fmt.Fprintf(&bufs[i%files], "file %q {\n  content = \"setting_%d = ${node.bench.value}\\n\"\n  mode    = \"0644\"\n}\n\n", p, i)
+	}
+	fmt.Fprintf(&bufs[0], "default \"bench\" {\n  value = 42\n}\n")
+	for i := range bufs {
+		check(os.WriteFile(filepath.Join(recipes, fmt.Sprintf("r%02d.hcl", i)), bufs[i].Bytes(), 0o644))
+	}
+}
+
+func timed(env []string, bin string, args ...string) sample {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	var errb bytes.Buffer
+	cmd.Stdout = nil
+	cmd.Stderr = &errb
+	start := time.Now()
+	err := cmd.Run()
+	wall := time.Since(start)
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() > 2 || ee.ExitCode() == 1 {
+			fmt.Fprintf(os.Stderr, "toque %s: %v\n%s", strings.Join(args, " "), err, errb.String())
+			os.Exit(1)
+		}
+	}
+	var rss int64
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rss = ru.Maxrss
+	}
+	return sample{wall: wall, maxRSS: rss}
+}
+
+func report(n int, phase string, s []sample) {
+	sort.Slice(s, func(i, j int) bool { return s[i].wall < s[j].wall })
+	med := s[len(s)/2].wall
+	var peak int64
+	for _, x := range s {
+		if x.maxRSS > peak {
+			peak = x.maxRSS
+		}
+	}
+	fmt.Printf("%-8d %-22s %12s %9.1f MB\n", n, phase, med.Round(time.Millisecond), float64(peak)/1024)
+}
+
+func numCPU() int {
+	out, err := exec.Command("nproc").Output()
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(out)))
+	return n
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchrun:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,246 @@
+package plan
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/toquehq/toque/internal/host"
+)
+
+// The plan file is one JSON document, the envelope
+//
+//	{"toque_plan": 1, "checksum": "sha256:HEX", "plan": {…}}
+//
+// where checksum is the sha256 of the exact bytes of the "plan" member, which
+// are the plan's canonical JSON (encoding/json of Plan). Digest is the same
+// sha256: what a reviewer approves is what the file holds.
+
+// ErrNotPlan is returned by Read for a file that is not a toque plan file
+// (not JSON, or not the plan envelope).
+var ErrNotPlan = errors.New("not a toque plan file")
+
+// ErrChecksum is returned by Read for a plan file whose content does not
+// match its checksum: it was edited, truncated or damaged.
+var ErrChecksum = errors.New("the plan file does not match its checksum")
+
+// ErrErrored is returned by Applicable for a plan that failed part-way.
+var ErrErrored = errors.New("the plan is errored")
+
+// VersionError is returned by Read for a plan file written in a format this
+// build cannot read.
+type VersionError struct {
+	Path      string
+	Got, Want int
+}
+
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("%s was made by an incompatible version of toque (plan format %d; this build reads format %d): make a new plan with this build", e.Path, e.Got, e.Want)
+}
+
+// HostError is returned by VerifyHost for a plan made on another host.
+type HostError struct {
+	// Plan is the host the plan was made on; Here is this host.
+	Plan, Here Host
+}
+
+func (e *HostError) Error() string {
+	return fmt.Sprintf("the plan was made on %s, but this host is %s: a plan can only be applied on the host it was made on",
+		describeHost(e.Plan), describeHost(e.Here))
+}
+
+func describeHost(h Host) string {
+	name := strconv.Quote(h.Hostname)
+	if h.MachineID != "" {
+		return fmt.Sprintf("%s (machine id %s)", name, h.MachineID)
+	}
+	return name
+}
+
+// envelopeKey is the member that marks a JSON document as a plan file.
+const envelopeKey = "toque_plan"
+
+// canonical is the plan's canonical JSON: the bytes its checksum and digest
+// cover.
+func (p *Plan) canonical() ([]byte, error) {
+	return json.Marshal(p)
+}
+
+func digestOf(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// Digest is "sha256:HEX" over the plan's canonical JSON, the same bytes the
+// plan file's checksum covers. It is what reviewers approve, and it is the
+// same before writing and after reading the file back.
+func (p *Plan) Digest() string {
+	b, err := p.canonical()
+	if err != nil {
+		// A plan that cannot be encoded cannot be written either; its
+		// digest says so rather than colliding with a real one.
+		return "sha256:(unencodable plan: " + err.Error() + ")"
+	}
+	return digestOf(b)
+}
+
+// Write writes p to path atomically: a temporary file in the same
+// directory, mode 0600, synced, then renamed over path. An empty plan is
+// written too, so an old plan file cannot be applied by mistake.
+func Write(path string, p *Plan) error {
+	if p == nil {
+		return fmt.Errorf("write plan %s: no plan", path)
+	}
+	body, err := p.canonical()
+	if err != nil {
+		return fmt.Errorf("encode plan: %w", err)
+	}
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "{%q:%d,\"checksum\":%q,\"plan\":", envelopeKey, p.FormatVersion, digestOf(body))
+	buf.Write(body)
+	buf.WriteString("}\n")
+
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write plan %s: %w", path, err)
+	}
+	tmpName := tmp.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			tmp.Close()
+			os.Remove(tmpName)
+		}
+	}()
+	if err := tmp.Chmod(0o600); err != nil {
+		return fmt.Errorf("write plan %s: %w", path, err)
+	}
+	if _, err := tmp.Write(buf.Bytes()); err != nil {
+		return fmt.Errorf("write plan %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("write plan %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write plan %s: %w", path, err)
+	}
+	if err := os.Rename(tmpName, path); err != nil {
+		return fmt.Errorf("write plan %s: %w", path, err)
+	}
+	ok = true
+	// Make the rename durable; a directory that cannot be synced (some
+	// file systems) does not make the write fail.
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// Read reads and verifies a plan file: the envelope, the format version and
+// the checksum. Its errors can be told apart with errors.Is (ErrNotPlan,
+// ErrChecksum, fs errors such as fs.ErrNotExist) and errors.As
+// (*VersionError). It never panics, whatever the file holds.
+func Read(path string) (*Plan, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read plan: %w", err)
+	}
+	return decode(path, data)
+}
+
+func decode(path string, data []byte) (*Plan, error) {
+	var env struct {
+		Version  json.RawMessage `json:"toque_plan"`
+		Checksum *string         `json:"checksum"`
+		Plan     json.RawMessage `json:"plan"`
+	}
+	if err := json.Unmarshal(data, &env); err != nil {
+		if looksLikePlan(data) {
+			return nil, fmt.Errorf("%w: %s is damaged or truncated (%v)", ErrChecksum, path, err)
+		}
+		return nil, fmt.Errorf("%w: %s is not a JSON document of the plan format (%v)", ErrNotPlan, path, err)
+	}
+	if len(env.Version) == 0 {
+		return nil, fmt.Errorf("%w: %s has no %q member", ErrNotPlan, path, envelopeKey)
+	}
+	var version int
+	if err := json.Unmarshal(env.Version, &version); err != nil {
+		return nil, fmt.Errorf("%w: %s has a %q member that is not a format version: %s", ErrNotPlan, path, envelopeKey, truncate(string(env.Version), 40))
+	}
+	if version != FormatVersion {
+		return nil, &VersionError{Path: path, Got: version, Want: FormatVersion}
+	}
+	if env.Checksum == nil || len(env.Plan) == 0 {
+		return nil, fmt.Errorf("%w: %s has no checksum or no plan", ErrChecksum, path)
+	}
+	if got := digestOf(env.Plan); got != *env.Checksum {
+		return nil, fmt.Errorf("%w: %s was edited or damaged after it was written (checksum %s, content %s)", ErrChecksum, path, truncate(*env.Checksum, 80), got)
+	}
+	var p Plan
+	if err := json.Unmarshal(env.Plan, &p); err != nil {
+		return nil, fmt.Errorf("%w: %s holds a plan this build cannot decode: %v", ErrNotPlan, path, err)
+	}
+	if p.FormatVersion != version {
+		return nil, &VersionError{Path: path, Got: p.FormatVersion, Want: FormatVersion}
+	}
+	for i, r := range p.Resources {
+		if r == nil {
+			return nil, fmt.Errorf("%w: %s: resource %d is null", ErrNotPlan, path, i)
+		}
+	}
+	return &p, nil
+}
+
+// looksLikePlan reports whether data starts like a plan file's envelope.
+func looksLikePlan(data []byte) bool {
+	head := data
+	if len(head) > 64 {
+		head = head[:64]
+	}
+	return bytes.Contains(head, []byte(`"`+envelopeKey+`"`))
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}
+
+// VerifyHost checks that p was made on the host id names. Hostnames must be
+// equal; machine ids too when both sides have one.
+func VerifyHost(p *Plan, id host.Identity) error {
+	here := Host{Hostname: id.Hostname, MachineID: id.MachineID}
+	same := p.Host.Hostname == here.Hostname
+	if same && p.Host.MachineID != "" && here.MachineID != "" {
+		same = p.Host.MachineID == here.MachineID
+	}
+	if !same {
+		return &HostError{Plan: p.Host, Here: here}
+	}
+	return nil
+}
+
+// Applicable reports whether p may be applied: an errored plan is refused
+// with its errors.
+func Applicable(p *Plan) error {
+	if p == nil {
+		return fmt.Errorf("%w: no plan", ErrErrored)
+	}
+	if p.Errored {
+		if len(p.Errors) == 0 {
+			return fmt.Errorf("%w: planning failed, so it cannot be applied; fix the errors and make a new plan", ErrErrored)
+		}
+		return fmt.Errorf("%w: planning failed, so it cannot be applied; fix the errors and make a new plan:\n  %s", ErrErrored, strings.Join(p.Errors, "\n  "))
+	}
+	return nil
+}

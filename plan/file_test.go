@@ -1,0 +1,303 @@
+package plan
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/toquehq/toque/config"
+	"github.com/toquehq/toque/internal/host"
+)
+
+// samplePlan is a plan with every kind of resource, made by the planner.
+func samplePlan(t testing.TB) *Plan {
+	t.Helper()
+	f := newFakeType()
+	f.set("/etc/old", map[string]cty.Value{"content": str("<h1>old</h1>\n"), "mode": str("0600")})
+	f.set("/etc/gone", map[string]cty.Value{"content": str("x")})
+	f.set("/etc/key", map[string]cty.Value{"content": str("k\n"), "secret": str("hunter1")})
+	exit1 := 1
+	p := fixedPlanner(f, 4)
+	p.Guards = &fakeGuards{
+		results: map[string][]GuardResult{"/etc/skip": {{Kind: "only_if", Form: "script", Command: "test -d /opt", ExitCode: &exit1, Decided: true}}},
+		skip:    map[string]bool{"/etc/skip": true},
+	}
+	pl, diags := p.PlanInstances(context.Background(), []*config.Instance{
+		f.inst("/etc/new", "create", 1, map[string]cty.Value{"content": str("hello <world> & \"friends\"\n"), "backup": cty.True}),
+		f.inst("/etc/old", "create", 5, map[string]cty.Value{"content": str("<h1>web-01</h1>\n")}),
+		f.inst("/etc/gone", "delete", 9, nil),
+		f.inst("/etc/cmd", "run", 13, nil),
+		f.inst("/etc/key", "create", 17, map[string]cty.Value{"secret": str("hunter2")}),
+		guarded(f.inst("/etc/skip", "create", 21, map[string]cty.Value{"mode": cty.StringVal("0755")})),
+		f.inst("/etc/later", "nothing", 25, nil),
+	})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	pl.Attributes = []Attribute{{Path: "web.port", Value: []byte(`{"value":9090,"type":"number"}`), Level: "override", Source: "recipes/default.hcl:7"}}
+	pl.InputsDigest = "sha256:" + strings.Repeat("0", 64)
+	return pl
+}
+
+func TestWriteReadRoundTrip(t *testing.T) {
+	pl := samplePlan(t)
+	path := filepath.Join(t.TempDir(), "plan.out")
+	if err := Write(path, pl); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("plan file mode %v, want 0600", fi.Mode().Perm())
+	}
+	got, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Digest() != pl.Digest() {
+		t.Errorf("digest changed across a round trip: %s → %s", pl.Digest(), got.Digest())
+	}
+	a, _ := pl.canonical()
+	b, _ := got.canonical()
+	if !bytes.Equal(a, b) {
+		t.Errorf("canonical JSON changed across a round trip:\n%s\n%s", a, b)
+	}
+	raw, _ := os.ReadFile(path)
+	if !bytes.Contains(raw, []byte(`"checksum":"`+pl.Digest()+`"`)) {
+		t.Errorf("the file's checksum is not the plan's digest")
+	}
+	if !got.CreatedAt.Equal(pl.CreatedAt) || got.Host != pl.Host || len(got.Resources) != len(pl.Resources) {
+		t.Errorf("read back %+v", got)
+	}
+	if v := got.Resources[0].Desired["backup"].Value; !v.RawEquals(cty.True) {
+		t.Errorf("desired backup %#v", v)
+	}
+	// No temporary files are left next to the plan.
+	entries, _ := os.ReadDir(filepath.Dir(path))
+	if len(entries) != 1 {
+		t.Errorf("directory holds %d entries after Write", len(entries))
+	}
+	// A second write replaces the file.
+	pl.ToqueVersion = "0.2.0"
+	if err := Write(path, pl); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Read(path); err != nil || got.ToqueVersion != "0.2.0" {
+		t.Errorf("rewrite: %v %v", got, err)
+	}
+}
+
+func TestWriteEmptyPlan(t *testing.T) {
+	f := newFakeType()
+	pl, diags := fixedPlanner(f, 1).PlanInstances(context.Background(), nil)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	path := filepath.Join(t.TempDir(), "empty.plan")
+	if err := Write(path, pl); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Resources) != 0 || got.HasChanges() || got.Digest() != pl.Digest() {
+		t.Errorf("empty plan read back as %+v", got)
+	}
+}
+
+func TestReadRefuses(t *testing.T) {
+	pl := samplePlan(t)
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.plan")
+	if err := Write(good, pl); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name    string
+		content []byte
+		check   func(error) bool
+	}{
+		{"edited byte", bytes.Replace(raw, []byte(`"hostname":"web-01"`), []byte(`"hostname":"web-02"`), 1), isErr(ErrChecksum)},
+		{"edited value inside a string", bytes.Replace(raw, []byte(`test -d /opt`), []byte(`test -d /opX`), 1), isErr(ErrChecksum)},
+		{"truncated", raw[:len(raw)/2], isErr(ErrChecksum)},
+		{"checksum edited", bytes.Replace(raw, []byte(`"checksum":"sha256:`), []byte(`"checksum":"sha256:0`), 1), isErr(ErrChecksum)},
+		{"no checksum", bytes.Replace(raw, []byte(`"checksum"`), []byte(`"checksun"`), 1), isErr(ErrChecksum)},
+		{"newer format", bytes.Replace(raw, []byte(`{"toque_plan":1,`), []byte(`{"toque_plan":2,`), 1), isVersion(2)},
+		{"not JSON", []byte("terraform plan\x00\x01"), isErr(ErrNotPlan)},
+		{"other JSON", []byte(`{"format_version":"1.0","resources":[]}`), isErr(ErrNotPlan)},
+		{"version not a number", []byte(`{"toque_plan":"one","checksum":"x","plan":{}}`), isErr(ErrNotPlan)},
+		{"empty", nil, isErr(ErrNotPlan)},
+		{"JSON null", []byte(`null`), isErr(ErrNotPlan)},
+		{"JSON array", []byte(`[1,2]`), isErr(ErrNotPlan)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if bytes.Equal(tc.content, raw) {
+				t.Fatal("the case did not change the file")
+			}
+			path := filepath.Join(t.TempDir(), "plan.out")
+			if err := os.WriteFile(path, tc.content, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			got, err := Read(path)
+			if err == nil || got != nil {
+				t.Fatalf("Read accepted the file: %+v", got)
+			}
+			if !tc.check(err) {
+				t.Errorf("wrong error: %v", err)
+			}
+		})
+	}
+	t.Run("missing file", func(t *testing.T) {
+		_, err := Read(filepath.Join(dir, "nope"))
+		if !errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrNotPlan) {
+			t.Errorf("got %v", err)
+		}
+	})
+}
+
+func isErr(target error) func(error) bool {
+	return func(err error) bool { return errors.Is(err, target) }
+}
+
+func isVersion(got int) func(error) bool {
+	return func(err error) bool {
+		var ve *VersionError
+		return errors.As(err, &ve) && ve.Got == got && ve.Want == FormatVersion && strings.Contains(err.Error(), "incompatible")
+	}
+}
+
+func TestVerifyHost(t *testing.T) {
+	pl := &Plan{Host: Host{Hostname: "web-01", MachineID: "aaaa"}}
+	cases := []struct {
+		name string
+		id   host.Identity
+		ok   bool
+	}{
+		{"same host", host.Identity{Hostname: "web-01", MachineID: "aaaa"}, true},
+		{"no machine id here", host.Identity{Hostname: "web-01"}, true},
+		{"other hostname", host.Identity{Hostname: "web-02", MachineID: "aaaa"}, false},
+		{"same name, other machine", host.Identity{Hostname: "web-01", MachineID: "bbbb"}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := VerifyHost(pl, tc.id)
+			if tc.ok {
+				if err != nil {
+					t.Errorf("refused: %v", err)
+				}
+				return
+			}
+			var he *HostError
+			if !errors.As(err, &he) {
+				t.Fatalf("got %v, want a HostError", err)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, `"web-01"`) || !strings.Contains(msg, `"`+tc.id.Hostname+`"`) || !strings.Contains(msg, tc.id.MachineID) {
+				t.Errorf("message does not name both hosts: %s", msg)
+			}
+		})
+	}
+	t.Run("plan without machine id", func(t *testing.T) {
+		p := &Plan{Host: Host{Hostname: "web-01"}}
+		if err := VerifyHost(p, host.Identity{Hostname: "web-01", MachineID: "cccc"}); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+func TestApplicable(t *testing.T) {
+	if err := Applicable(&Plan{}); err != nil {
+		t.Error(err)
+	}
+	err := Applicable(&Plan{Errored: true, Errors: []string{"default.hcl:3: Cannot read file[/x]: permission denied"}})
+	if !errors.Is(err, ErrErrored) || !strings.Contains(err.Error(), "permission denied") {
+		t.Errorf("got %v", err)
+	}
+}
+
+func FuzzRead(f *testing.F) {
+	pl := samplePlan(f)
+	path := filepath.Join(f.TempDir(), "seed.plan")
+	if err := Write(path, pl); err != nil {
+		f.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(raw)
+	f.Add(raw[:len(raw)-10])
+	f.Add([]byte(`{"toque_plan":1,"checksum":"sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a","plan":{}}`))
+	f.Add([]byte(`{"toque_plan":1}`))
+	f.Add([]byte(`{"toque_plan":99999999999999999999}`))
+	f.Add([]byte(``))
+	f.Add([]byte(`{"toque_plan":1,"checksum":"","plan":{"resources":[null]}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "plan.out")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, err := Read(path)
+		if err != nil {
+			return
+		}
+		// Anything Read accepts can be digested, rendered and viewed.
+		_ = got.Digest()
+		RenderText(&bytes.Buffer{}, got, RenderOptions{})
+		if _, err := JSONView(got); err != nil {
+			t.Logf("JSONView: %v", err)
+		}
+	})
+}
+
+// FuzzReadPlanMember wraps the fuzz bytes in a valid envelope (with the
+// right checksum), so the fuzzer reaches the plan decoder and the
+// renderers of whatever it accepts.
+func FuzzReadPlanMember(f *testing.F) {
+	pl := samplePlan(f)
+	body, err := pl.canonical()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(body)
+	f.Add([]byte(`{"format_version":1,"resources":[{"desired":{"x":{"value":1,"type":"number"}},"current":{"exists":true,"values":{"a":{"value":{"value":"x","type":["list","string"]}}}}}]}`))
+	f.Add([]byte(`{"format_version":1,"attributes":[{"path":"a","value":{"value":[1],"type":["tuple",["number"]]}}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var buf bytes.Buffer
+		buf.WriteString(`{"toque_plan":1,"checksum":"` + digestOf(body) + `","plan":`)
+		buf.Write(body)
+		buf.WriteString(`}`)
+		path := filepath.Join(t.TempDir(), "plan.out")
+		if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, err := Read(path)
+		if err != nil {
+			return
+		}
+		_ = got.Digest()
+		RenderText(&bytes.Buffer{}, got, RenderOptions{Color: true})
+		_, _ = JSONView(got)
+		for _, r := range got.Resources {
+			if r.Current != nil {
+				_ = r.Current.Fingerprint()
+				_ = CompareCurrent(r.Current, r.Current)
+			}
+		}
+	})
+}

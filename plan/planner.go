@@ -1,0 +1,564 @@
+package plan
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aymanbagabas/go-udiff"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/toquehq/toque/config"
+	"github.com/toquehq/toque/internal/host"
+	"github.com/toquehq/toque/resources"
+)
+
+// DefaultParallelism is how many resources are read at once when
+// Planner.Parallelism is not set (Terraform's default).
+const DefaultParallelism = 10
+
+// MaxDiffSize is the largest content (either side) shown as a unified diff;
+// larger content is summarised by size and digest only.
+const MaxDiffSize = 1 << 20
+
+// Reasons the planner gives in words (types give their own).
+const (
+	ReasonNothing = "action is nothing: runs only when notified"
+)
+
+// GuardEvaluator evaluates a resource's only_if / not_if guards at plan
+// time. It is the seam to the guard package: the planner calls it, before
+// loading, for every resource that has guards and whose action is not
+// "nothing". skip reports that a guard decided the resource is skipped; the
+// deciding result is the one with Decided set. Diagnostics with errors fail
+// the resource (a guard that cannot run is an error, never a silent verdict).
+type GuardEvaluator interface {
+	Evaluate(ctx context.Context, inst *config.Instance, scope *config.Scope) (results []GuardResult, skip bool, diags hcl.Diagnostics)
+}
+
+// Planner turns evaluated resources into a Plan: it reads each resource's
+// live state (in parallel), asks its type what the action would do, and
+// records the result in the form reviewers read and apply replays.
+type Planner struct {
+	Registry *resources.Registry
+	// Parallelism bounds how many resources are read at once;
+	// DefaultParallelism when <= 0.
+	Parallelism int
+	Logger      hclog.Logger
+	// Host is the facts of the host being planned; its identity is
+	// recorded in the plan and its value is `host` in expressions.
+	Host *host.Facts
+	// Version is toque's version, recorded in the plan.
+	Version string
+	// Now returns the creation time; nil means time.Now.
+	Now func() time.Time
+	// Guards evaluates only_if / not_if. When nil, a resource with guards
+	// is an error ("not supported by this build").
+	Guards GuardEvaluator
+	// Rand is the source of the plan's salt; nil means crypto/rand.
+	Rand io.Reader
+}
+
+// Plan compiles cfg's node attributes with the host facts, evaluates its
+// resources against them, then plans them (PlanInstancesInScope). It records the node
+// attributes with provenance and the inputs digest. On errors it still
+// returns the partial plan, marked Errored, with the diagnostics; the caller
+// decides whether to show or write it.
+func (p *Planner) Plan(ctx context.Context, cfg *config.Config) (*Plan, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	if cfg == nil {
+		return nil, diags.Append(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "No configuration to plan",
+			Detail:   "The planner was given no configuration. This is a bug in toque.",
+		})
+	}
+	if p.Host == nil {
+		return nil, diags.Append(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "No host facts",
+			Detail:   "A plan is made for one host, but no host facts were detected. This is a bug in toque.",
+		})
+	}
+	// Attribute blocks may read host.…: write them again with the facts.
+	scope, evalDiags := cfg.Scope(p.Host.Value())
+	insts, d := cfg.Evaluate(p.Registry, scope)
+	evalDiags = append(evalDiags, d...)
+	diags = append(diags, evalDiags...)
+
+	pl, planDiags := p.PlanInstancesInScope(ctx, insts, scope)
+	diags = append(diags, planDiags...)
+	if pl == nil {
+		return nil, diags
+	}
+	pl.InputsDigest = cfg.InputsDigest()
+	if cfg.Attributes != nil {
+		attrs, err := attributesOf(cfg.Attributes.Leaves())
+		if err != nil {
+			evalDiags = evalDiags.Append(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Cannot record node attributes",
+				Detail:   fmt.Sprintf("A node attribute could not be stored in the plan: %s.", err),
+			})
+			diags = append(diags, evalDiags[len(evalDiags)-1])
+		}
+		pl.Attributes = attrs
+	}
+	// The planning diagnostics are recorded already; add the evaluation's.
+	markErrored(pl, evalDiags)
+	return pl, diags
+}
+
+// markErrored marks pl Errored and records the error diagnostics not already
+// recorded.
+func markErrored(pl *Plan, diags hcl.Diagnostics) {
+	for _, d := range diags {
+		if d.Severity != hcl.DiagError {
+			continue
+		}
+		pl.Errored = true
+		msg := d.Summary
+		if d.Detail != "" {
+			msg += ": " + d.Detail
+		}
+		if d.Subject != nil {
+			msg = fmt.Sprintf("%s:%d: %s", d.Subject.Filename, d.Subject.Start.Line, msg)
+		}
+		pl.Errors = append(pl.Errors, msg)
+	}
+}
+
+func attributesOf(leaves []config.Leaf) ([]Attribute, error) {
+	out := make([]Attribute, 0, len(leaves))
+	var firstErr error
+	for _, l := range leaves {
+		a := Attribute{
+			Path:   strings.Join(l.Path, "."),
+			Level:  l.Level,
+			Source: fmt.Sprintf("%s:%d", l.Range.Filename, l.Range.Start.Line),
+		}
+		if l.Value == cty.NilVal {
+			a.Value = []byte(`null`)
+		} else if b, err := (Value{l.Value}).MarshalJSON(); err != nil {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("node.%s: %w", a.Path, err)
+			}
+			a.Value = []byte(`null`)
+		} else {
+			a.Value = b
+		}
+		out = append(out, a)
+	}
+	return out, firstErr
+}
+
+// PlanInstances plans already-evaluated resources. Guards, when any, see
+// the host facts and an empty node; use PlanInstancesInScope to give them
+// the merged node attributes.
+func (p *Planner) PlanInstances(ctx context.Context, insts []*config.Instance) (*Plan, hcl.Diagnostics) {
+	scope := &config.Scope{Node: cty.EmptyObjectVal, Host: cty.DynamicVal}
+	if p.Host != nil {
+		scope.Host = p.Host.Value()
+	}
+	return p.PlanInstancesInScope(ctx, insts, scope)
+}
+
+// PlanInstancesInScope plans already-evaluated resources; scope is what
+// expression guards see. Resources are read in parallel (bounded by
+// Parallelism) and the plan keeps the collection's order. A resource that
+// cannot be read or planned is left out of the plan, which is then marked
+// Errored; the diagnostics say why, pointing at the resource's block.
+func (p *Planner) PlanInstancesInScope(ctx context.Context, insts []*config.Instance, scope *config.Scope) (*Plan, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	salt, err := p.salt()
+	if err != nil {
+		return nil, diags.Append(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Cannot make the plan's salt",
+			Detail:   fmt.Sprintf("Reading random bytes failed: %s.", err),
+		})
+	}
+	now := time.Now
+	if p.Now != nil {
+		now = p.Now
+	}
+	pl := &Plan{
+		FormatVersion: FormatVersion,
+		ToqueVersion:  p.Version,
+		CreatedAt:     now().UTC(),
+		Salt:          salt,
+		Attributes:    []Attribute{},
+		Resources:     []*Resource{},
+	}
+	if p.Host != nil {
+		pl.Host = Host{Hostname: p.Host.Identity.Hostname, MachineID: p.Host.Identity.MachineID}
+	}
+
+	logger := p.logger()
+	par := p.Parallelism
+	if par <= 0 {
+		par = DefaultParallelism
+	}
+	type outcome struct {
+		res   *Resource
+		diags hcl.Diagnostics
+	}
+	results := make([]outcome, len(insts))
+	sem := make(chan struct{}, par)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i, inst := range insts {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			results[i].diags = interrupted(inst, ctx.Err())
+			continue
+		}
+		wg.Add(1)
+		go func(i int, inst *config.Instance) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			res, d := p.planOne(ctx, logger, inst, scope, salt)
+			results[i] = outcome{res, d}
+		}(i, inst)
+	}
+	wg.Wait()
+
+	for _, o := range results {
+		diags = append(diags, o.diags...)
+		if o.res != nil {
+			pl.Resources = append(pl.Resources, o.res)
+		}
+	}
+	markErrored(pl, diags)
+	logger.Debug("planned resources", "count", len(insts), "parallelism", par, "errored", pl.Errored, "duration", time.Since(start))
+	return pl, diags
+}
+
+func (p *Planner) logger() hclog.Logger {
+	if p.Logger == nil {
+		return hclog.NewNullLogger()
+	}
+	return p.Logger
+}
+
+func (p *Planner) salt() (string, error) {
+	r := p.Rand
+	if r == nil {
+		r = rand.Reader
+	}
+	b := make([]byte, 16)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+func interrupted(inst *config.Instance, err error) hcl.Diagnostics {
+	return hcl.Diagnostics{{
+		Severity: hcl.DiagError,
+		Summary:  "Planning interrupted",
+		Detail:   fmt.Sprintf("%s was not planned: %s.", instAddress(inst), err),
+		Subject:  declRange(inst),
+	}}
+}
+
+func instAddress(inst *config.Instance) string {
+	switch {
+	case inst == nil:
+		return "(nil resource)"
+	case inst.Resource != nil:
+		return inst.Resource.Address()
+	case inst.Block != nil:
+		return inst.Block.Address()
+	}
+	return "(unnamed resource)"
+}
+
+func declRange(inst *config.Instance) *hcl.Range {
+	if inst == nil || inst.Block == nil {
+		return nil
+	}
+	r := inst.Block.DeclRange
+	return &r
+}
+
+func hasGuards(inst *config.Instance) bool {
+	return inst.Block != nil && inst.Block.Meta.HasGuards()
+}
+
+// planOne plans one resource. It never panics: a panicking type becomes an
+// error diagnostic.
+func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *config.Instance, scope *config.Scope, salt string) (res *Resource, diags hcl.Diagnostics) {
+	addr := instAddress(inst)
+	defer func() {
+		if v := recover(); v != nil {
+			logger.Error("resource type panicked while planning", "resource", addr, "panic", v, "stack", string(debug.Stack()))
+			res = nil
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Resource type failed while planning " + addr,
+				Detail:   fmt.Sprintf("The resource type panicked: %v. This is a bug in the resource type; please report it.", v),
+				Subject:  declRange(inst),
+			})
+		}
+	}()
+	if inst == nil || inst.Resource == nil || inst.Type == nil || inst.Resource.Schema() == nil {
+		return nil, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Cannot plan " + addr,
+			Detail:   "The resource was not evaluated against a known resource type. This is a bug in toque.",
+			Subject:  declRange(inst),
+		}}
+	}
+	desired := inst.Resource
+	schema := desired.Schema()
+	log := logger.With("resource", addr)
+
+	res = &Resource{
+		Address:       desired.Address(),
+		Type:          desired.Type,
+		Name:          desired.Name,
+		Action:        desired.Action,
+		Sensitive:     inst.Sensitive,
+		IgnoreFailure: inst.IgnoreFailure,
+		Desired:       DesiredValues(desired),
+	}
+	if res.Action == "" {
+		res.Action = schema.DefaultAction
+	}
+	for _, prop := range schema.Properties {
+		if _, set := res.Desired[prop.Name]; set && prop.Sensitive {
+			res.SensitiveProperties = append(res.SensitiveProperties, prop.Name)
+		}
+	}
+	if inst.Block != nil {
+		r := inst.Block.DeclRange
+		res.Source = Range{Filename: r.Filename, Line: r.Start.Line, Column: r.Start.Column}
+	}
+
+	if res.Action == "nothing" {
+		res.Kind = resources.NoOp
+		res.Reason = ReasonNothing
+		log.Debug("planned resource", "kind", res.Kind, "reason", res.Reason)
+		return res, nil
+	}
+
+	if hasGuards(inst) {
+		if p.Guards == nil {
+			return nil, hcl.Diagnostics{{
+				Severity: hcl.DiagError,
+				Summary:  "Guards are not supported yet",
+				Detail:   fmt.Sprintf("%s has only_if or not_if, which this build of toque cannot evaluate yet. Remove the guard or use a newer toque.", addr),
+				Subject:  declRange(inst),
+			}}
+		}
+		t0 := time.Now()
+		results, skip, gd := p.Guards.Evaluate(ctx, inst, scope)
+		diags = append(diags, gd...)
+		log.Debug("evaluated guards", "count", len(results), "skip", skip, "duration", time.Since(t0))
+		if gd.HasErrors() {
+			return nil, diags
+		}
+		res.Guards = results
+		if skip {
+			res.Kind = resources.Skip
+			res.Reason = skipReason(results)
+			log.Debug("planned resource", "kind", res.Kind, "reason", res.Reason)
+			return res, diags
+		}
+	}
+
+	t0 := time.Now()
+	state, err := inst.Type.Load(ctx, desired.LoadView())
+	loadDur := time.Since(t0)
+	if err == nil && state == nil {
+		err = fmt.Errorf("the resource type returned no state")
+	}
+	if err != nil {
+		log.Debug("loading failed", "error", err, "duration", loadDur)
+		return nil, append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Cannot read " + addr,
+			Detail:   fmt.Sprintf("Reading the current state failed: %s.", err),
+			Subject:  declRange(inst),
+		})
+	}
+	if state.Values == nil {
+		state.Values = map[string]cty.Value{}
+	}
+
+	t1 := time.Now()
+	step, err := inst.Type.Plan(desired, state)
+	planDur := time.Since(t1)
+	if err == nil && (step == nil || step.Kind == "") {
+		err = fmt.Errorf("the resource type returned no step")
+	}
+	if err != nil {
+		log.Debug("planning failed", "error", err, "load", loadDur, "plan", planDur)
+		return nil, append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Cannot plan " + addr,
+			Detail:   fmt.Sprintf("Deciding what the %s action would do failed: %s.", res.Action, err),
+			Subject:  declRange(inst),
+		})
+	}
+
+	res.Kind = step.Kind
+	res.Reason = step.Reason
+	res.Groups = step.Groups
+	res.Current = StoreCurrent(schema, state, salt, inst.Sensitive)
+	res.Fingerprint = res.Current.Fingerprint()
+	res.Changes = buildChanges(schema, step.Changes, state, salt, inst.Sensitive)
+	if state.Exists && (step.Kind == resources.Update || step.Kind == resources.NoOp) {
+		res.Unmanaged = unmanaged(schema, desired, res.Current)
+	}
+	log.Debug("planned resource", "kind", res.Kind, "reason", res.Reason, "changes", len(res.Changes), "load", loadDur, "plan", planDur)
+	return res, diags
+}
+
+// skipReason words the verdict of the guard that decided to skip.
+func skipReason(results []GuardResult) string {
+	for _, g := range results {
+		if g.Decided {
+			return GuardVerdict(g)
+		}
+	}
+	return "skipped by a guard"
+}
+
+// GuardVerdict words one guard result: "only_if `test -f x` failed (exit
+// 1)", "not_if node.web.enabled is true". Passed is the guard's condition
+// (exit status in returns, or the expression's value), for both kinds.
+func GuardVerdict(g GuardResult) string {
+	if g.Form == "expression" {
+		verdict := "is false"
+		if g.Passed {
+			verdict = "is true"
+		}
+		return fmt.Sprintf("%s %s %s", g.Kind, g.Command, verdict)
+	}
+	verdict := "failed"
+	if g.Passed {
+		verdict = "succeeded"
+	}
+	s := fmt.Sprintf("%s `%s` %s", g.Kind, g.Command, verdict)
+	if g.ExitCode != nil {
+		s += fmt.Sprintf(" (exit %d)", *g.ExitCode)
+	}
+	return s
+}
+
+// buildChanges turns a step's changes into their display forms.
+func buildChanges(s *resources.Schema, changes []resources.Change, state *resources.State, salt string, sensitiveRes bool) []Change {
+	if len(changes) == 0 {
+		return nil
+	}
+	out := make([]Change, 0, len(changes))
+	for _, c := range changes {
+		prop := s.Property(c.Property)
+		sensitive := sensitiveRes || (prop != nil && prop.Sensitive)
+		isContent := prop != nil && prop.Content
+		ch := Change{Property: c.Property, Default: c.Default, Sensitive: sensitive}
+		hasBefore := c.Before != cty.NilVal
+		switch {
+		case sensitive:
+			if hasBefore {
+				ch.Before = Sensitive
+			}
+			ch.After = Sensitive
+			if isContent {
+				ch.DiffNote = "sensitive content is not shown"
+			}
+		default:
+			if hasBefore {
+				ch.Before = StoreValue(prop, c.Before, salt, false).Display
+			}
+			ch.After = StoreValue(prop, c.After, salt, false).Display
+			if isContent {
+				before, bok := stringOf(state.Values[c.Property])
+				if !bok {
+					before, bok = stringOf(c.Before)
+				}
+				after, aok := stringOf(c.After)
+				if !bok {
+					before, bok = "", true
+				}
+				if aok && bok {
+					ch.Diff, ch.DiffNote = ContentDiff(before, after)
+				} else {
+					ch.DiffNote = "content is not text: no diff shown"
+				}
+			}
+		}
+		out = append(out, ch)
+	}
+	return out
+}
+
+// stringOf returns v's string when v is a known, non-null string.
+func stringOf(v cty.Value) (string, bool) {
+	if v == cty.NilVal || !v.IsKnown() || v.IsNull() || !v.Type().Equals(cty.String) {
+		return "", false
+	}
+	return v.AsString(), true
+}
+
+// ContentDiff is the unified diff (hunks only, without the ---/+++ header)
+// from before to after, or, when either side is binary (a NUL byte or
+// invalid UTF-8) or larger than MaxDiffSize, no diff and a note saying why.
+func ContentDiff(before, after string) (diff, note string) {
+	if isBinary(before) || isBinary(after) {
+		return "", "binary content: no diff shown"
+	}
+	if len(before) > MaxDiffSize || len(after) > MaxDiffSize {
+		return "", "content larger than 1 MiB: no diff shown"
+	}
+	if before == after {
+		return "", ""
+	}
+	u, err := udiff.ToUnified("current", "planned", before, udiff.Lines(before, after), udiff.DefaultContextLines)
+	if err != nil {
+		return "", "no diff: " + err.Error()
+	}
+	// Drop the two header lines: the plan names the resource already.
+	for range 2 {
+		if strings.HasPrefix(u, "--- ") || strings.HasPrefix(u, "+++ ") {
+			if i := strings.IndexByte(u, '\n'); i >= 0 {
+				u = u[i+1:]
+			}
+		}
+	}
+	return u, ""
+}
+
+func isBinary(s string) bool {
+	return strings.IndexByte(s, 0) >= 0 || !utf8.ValidString(s)
+}
+
+// unmanaged lists the desired-state properties the recipe did not set that
+// the live reading has, with their display form (already redacted by
+// StoreCurrent when sensitive).
+func unmanaged(s *resources.Schema, desired *resources.Resource, cur *Current) []Unmanaged {
+	var out []Unmanaged
+	for _, prop := range s.Properties {
+		if !prop.IsDesiredState() || desired.IsSet(prop.Name) {
+			continue
+		}
+		sv, ok := cur.Values[prop.Name]
+		if !ok {
+			continue
+		}
+		out = append(out, Unmanaged{Property: prop.Name, Current: sv.Display})
+	}
+	return out
+}

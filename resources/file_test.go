@@ -1,0 +1,425 @@
+package resources
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+)
+
+func TestFileLoad(t *testing.T) {
+	dir := t.TempDir()
+	ft := FileType()
+
+	t.Run("absent", func(t *testing.T) {
+		st := load(t, ft, newRes(t, ft, "", map[string]any{"path": filepath.Join(dir, "nope")}))
+		if st.Exists {
+			t.Fatalf("want absent, got %+v", st)
+		}
+	})
+	t.Run("present", func(t *testing.T) {
+		p := filepath.Join(dir, "present")
+		writeFile(t, p, "hello\n", 0o640)
+		st := load(t, ft, newRes(t, ft, "", map[string]any{"path": p, "content": "ignored"}))
+		if !st.Exists || st.Extra["kind"] != "file" {
+			t.Fatalf("want an existing file, got %+v", st)
+		}
+		want := map[string]cty.Value{
+			"content": cty.StringVal("hello\n"),
+			"mode":    cty.StringVal("0640"),
+		}
+		for k, v := range want {
+			if !st.Values[k].RawEquals(v) {
+				t.Errorf("%s = %#v, want %#v", k, st.Values[k], v)
+			}
+		}
+		if os.Geteuid() == 0 && (st.Values["owner"].AsString() != "root" || st.Values["group"].AsString() != "root") {
+			t.Errorf("owner/group = %#v/%#v, want root/root", st.Values["owner"], st.Values["group"])
+		}
+	})
+	t.Run("load view hides desired state", func(t *testing.T) {
+		r := newRes(t, ft, "", map[string]any{"path": "/x", "content": "c", "mode": "600", "backup": 2})
+		v := r.LoadView()
+		if v.IsSet("content") || v.IsSet("mode") || !v.IsSet("path") || !v.IsSet("backup") {
+			t.Fatalf("LoadView values = %v", v.Values)
+		}
+	})
+}
+
+func TestFilePlan(t *testing.T) {
+	dir := t.TempDir()
+	ft := FileType()
+	existing := filepath.Join(dir, "existing")
+	writeFile(t, existing, "old\n", 0o600)
+
+	cases := []struct {
+		name    string
+		path    string
+		action  string
+		vals    map[string]any
+		kind    Kind
+		changes []string
+		groups  []string
+		reason  string
+	}{
+		{"create absent", filepath.Join(dir, "new"), "", map[string]any{"content": "x"}, Create, []string{"content", "mode"}, []string{"content", "mode"}, "does not exist"},
+		{"update content", existing, "create", map[string]any{"content": "new\n"}, Update, []string{"content"}, []string{"content"}, "content differs"},
+		{"no-op", existing, "create", map[string]any{"content": "old\n"}, NoOp, nil, nil, "already in the desired state"},
+		{"unset mode left alone", existing, "create", map[string]any{"content": "old\n", "owner": "root"}, NoOp, nil, nil, ""},
+		{"mode 600 equals 0600", existing, "create", map[string]any{"mode": "600"}, NoOp, nil, nil, ""},
+		{"mode 384 equals 0600", existing, "create", map[string]any{"mode": 384}, NoOp, nil, nil, ""},
+		{"mode differs", existing, "create", map[string]any{"mode": "0644"}, Update, []string{"mode"}, []string{"mode"}, "mode differs"},
+		{"owner by id equals root", existing, "create", map[string]any{"owner": "0", "group": "root"}, NoOp, nil, nil, ""},
+		{"owner differs", existing, "create", map[string]any{"owner": "65534"}, Update, []string{"owner"}, []string{"owner"}, ""},
+		{"content and mode", existing, "create", map[string]any{"content": "n", "mode": "0644"}, Update, []string{"content", "mode"}, []string{"content", "mode"}, "content and mode differ"},
+		{"create_if_missing exists", existing, "create_if_missing", map[string]any{"content": "other"}, NoOp, nil, nil, "exists; create_if_missing leaves it as it is"},
+		{"create_if_missing absent", filepath.Join(dir, "new"), "create_if_missing", map[string]any{}, Create, []string{"mode"}, []string{"mode"}, ""},
+		{"delete existing", existing, "delete", map[string]any{}, Delete, nil, nil, ""},
+		{"delete absent", filepath.Join(dir, "new"), "delete", map[string]any{}, NoOp, nil, nil, "does not exist"},
+		{"touch existing", existing, "touch", map[string]any{}, Update, nil, []string{"touch"}, "touch updates the modification time"},
+		{"touch absent", filepath.Join(dir, "new"), "touch", map[string]any{}, Create, []string{"mode"}, []string{"mode"}, ""},
+		{"nothing", existing, "nothing", map[string]any{"content": "x"}, NoOp, nil, nil, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.vals["path"] = c.path
+			_, step := plan(t, ft, newRes(t, ft, c.action, c.vals))
+			if step.Kind != c.kind {
+				t.Fatalf("kind = %s (%s), want %s", step.Kind, step.Reason, c.kind)
+			}
+			if got := changedProps(step); !slices.Equal(got, c.changes) {
+				t.Errorf("changes = %v, want %v", got, c.changes)
+			}
+			if !slices.Equal(step.Groups, c.groups) {
+				t.Errorf("groups = %v, want %v", step.Groups, c.groups)
+			}
+			if c.reason != "" && step.Reason != c.reason {
+				t.Errorf("reason = %q, want %q", step.Reason, c.reason)
+			}
+		})
+	}
+
+	t.Run("create marks the default mode", func(t *testing.T) {
+		_, step := plan(t, ft, newRes(t, ft, "", map[string]any{"path": filepath.Join(dir, "new")}))
+		c := step.Change("mode")
+		if c == nil || !c.Default || !c.After.RawEquals(cty.StringVal("0644")) {
+			t.Fatalf("mode change = %+v, want default 0644", c)
+		}
+	})
+	t.Run("plan is deterministic", func(t *testing.T) {
+		r := newRes(t, ft, "", map[string]any{"path": existing, "content": "new", "mode": "0644"})
+		st := load(t, ft, r)
+		a, _ := ft.Plan(r, st)
+		b, _ := ft.Plan(r, st)
+		if a.Kind != b.Kind || a.Reason != b.Reason || !slices.Equal(changedProps(a), changedProps(b)) || !slices.Equal(a.Groups, b.Groups) {
+			t.Fatalf("two plans differ: %+v vs %+v", a, b)
+		}
+	})
+	t.Run("unknown action", func(t *testing.T) {
+		planErr(t, ft, newRes(t, ft, "explode", map[string]any{"path": existing}), `no action "explode"`)
+	})
+}
+
+func TestFileOnOtherKinds(t *testing.T) {
+	dir := t.TempDir()
+	ft := FileType()
+	sub := filepath.Join(dir, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dangling := filepath.Join(dir, "dangling")
+	if err := os.Symlink(filepath.Join(dir, "missing"), dangling); err != nil {
+		t.Fatal(err)
+	}
+	toDir := filepath.Join(dir, "todir")
+	if err := os.Symlink(sub, toDir); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, path, action, want string
+	}{
+		{"directory create", sub, "create", "cannot manage a directory at " + sub},
+		{"directory delete", sub, "delete", "cannot manage a directory"},
+		{"directory touch", sub, "touch", "cannot manage a directory"},
+		{"dangling link", dangling, "create", "dangling link"},
+		{"link to directory", toDir, "create", "which is a directory"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			planErr(t, ft, newRes(t, ft, c.action, map[string]any{"path": c.path, "content": "x"}), c.want)
+		})
+	}
+	t.Run("delete removes a dangling link, not its target", func(t *testing.T) {
+		apply(t, ft, testEnv(t), newRes(t, ft, "delete", map[string]any{"path": dangling}), Delete)
+		if _, err := os.Lstat(dangling); !os.IsNotExist(err) {
+			t.Fatalf("link still there: %v", err)
+		}
+	})
+}
+
+func TestFileConverge(t *testing.T) {
+	ft := FileType()
+
+	t.Run("create writes content and default mode", func(t *testing.T) {
+		dir := t.TempDir()
+		p := filepath.Join(dir, "motd")
+		apply(t, ft, testEnv(t), newRes(t, ft, "", map[string]any{"path": p, "content": "hello\n"}), Create)
+		if got := readFile(t, p); got != "hello\n" {
+			t.Errorf("content = %q", got)
+		}
+		if got := permOf(t, p); got != 0o644 {
+			t.Errorf("mode = %04o, want 0644", got)
+		}
+		noTempFiles(t, dir)
+	})
+	t.Run("create ignores the umask", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "open")
+		apply(t, ft, testEnv(t), newRes(t, ft, "", map[string]any{"path": p, "mode": "0666"}), Create)
+		if got := permOf(t, p); got != 0o666 {
+			t.Errorf("mode = %04o, want 0666", got)
+		}
+	})
+	t.Run("setuid survives chown", func(t *testing.T) {
+		requireRoot(t)
+		p := filepath.Join(t.TempDir(), "suid")
+		apply(t, ft, testEnv(t), newRes(t, ft, "", map[string]any{"path": p, "mode": "4755", "owner": "65534"}), Create)
+		if got := permOf(t, p); got != 0o4755 {
+			t.Errorf("mode = %04o, want 4755", got)
+		}
+	})
+	t.Run("atomic update replaces the inode and keeps mode and owner", func(t *testing.T) {
+		requireRoot(t)
+		dir := t.TempDir()
+		p := filepath.Join(dir, "f")
+		writeFile(t, p, "old", 0o600)
+		if err := os.Chown(p, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		before := inodeOf(t, p)
+		apply(t, ft, testEnv(t), newRes(t, ft, "", map[string]any{"path": p, "content": "new"}), Update)
+		if readFile(t, p) != "new" {
+			t.Fatal("content not written")
+		}
+		if inodeOf(t, p) == before {
+			t.Error("atomic update kept the inode; want a rename over it")
+		}
+		if got := permOf(t, p); got != 0o600 {
+			t.Errorf("mode = %04o, want the old 0600", got)
+		}
+		fi, _ := os.Stat(p)
+		if uid := newStatInfo(fi).uid; uid != 65534 {
+			t.Errorf("owner = %d, want the old 65534", uid)
+		}
+		noTempFiles(t, dir)
+	})
+	t.Run("in-place update keeps the inode", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "f")
+		writeFile(t, p, "old content", 0o640)
+		before := inodeOf(t, p)
+		apply(t, ft, testEnv(t), newRes(t, ft, "", map[string]any{"path": p, "content": "new", "atomic_update": false}), Update)
+		if readFile(t, p) != "new" || inodeOf(t, p) != before || permOf(t, p) != 0o640 {
+			t.Fatalf("content %q inode kept %v mode %04o", readFile(t, p), inodeOf(t, p) == before, permOf(t, p))
+		}
+	})
+	t.Run("in-place create", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "f")
+		apply(t, ft, testEnv(t), newRes(t, ft, "", map[string]any{"path": p, "content": "c", "mode": "0600", "atomic_update": false}), Create)
+		if readFile(t, p) != "c" || permOf(t, p) != 0o600 {
+			t.Fatalf("content %q mode %04o", readFile(t, p), permOf(t, p))
+		}
+	})
+	t.Run("binary content is replaced", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "f")
+		writeFile(t, p, "\xff\xfe\x00", 0o644)
+		apply(t, ft, testEnv(t), newRes(t, ft, "", map[string]any{"path": p, "content": "text"}), Update)
+		if readFile(t, p) != "text" {
+			t.Fatalf("content = %q", readFile(t, p))
+		}
+	})
+	t.Run("mode only is a chmod", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "f")
+		writeFile(t, p, "same", 0o600)
+		before := inodeOf(t, p)
+		env := testEnv(t)
+		apply(t, ft, env, newRes(t, ft, "", map[string]any{"path": p, "mode": 420}), Update)
+		if permOf(t, p) != 0o644 || inodeOf(t, p) != before {
+			t.Fatalf("mode %04o, inode kept %v", permOf(t, p), inodeOf(t, p) == before)
+		}
+		if names, _ := listBackups(BackupDir(env.StateDir), backupKey(p)); len(names) != 0 {
+			t.Errorf("a chmod made backups: %v", names)
+		}
+	})
+	t.Run("owner by name", func(t *testing.T) {
+		requireRoot(t)
+		p := filepath.Join(t.TempDir(), "f")
+		writeFile(t, p, "x", 0o644)
+		apply(t, ft, testEnv(t), newRes(t, ft, "", map[string]any{"path": p, "owner": "65534", "group": "65534"}), Update)
+		apply(t, ft, testEnv(t), newRes(t, ft, "", map[string]any{"path": p, "owner": "root", "group": "0"}), Update)
+		fi, _ := os.Stat(p)
+		if si := newStatInfo(fi); si.uid != 0 || si.gid != 0 {
+			t.Fatalf("owner %d:%d, want 0:0", si.uid, si.gid)
+		}
+	})
+	t.Run("unknown owner is an error naming it", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "f")
+		convergeErr(t, ft, testEnv(t), newRes(t, ft, "", map[string]any{"path": p, "owner": "no-such-user-xyz"}), `user "no-such-user-xyz" does not exist`)
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Error("the file was created although its owner is unknown")
+		}
+	})
+	t.Run("missing parent", func(t *testing.T) {
+		parent := filepath.Join(t.TempDir(), "x", "y")
+		convergeErr(t, ft, testEnv(t), newRes(t, ft, "", map[string]any{"path": filepath.Join(parent, "f"), "content": "c"}),
+			"parent directory "+parent+" does not exist; create it with a directory resource")
+	})
+	t.Run("through a symlink", func(t *testing.T) {
+		dir := t.TempDir()
+		real := filepath.Join(dir, "real")
+		link := filepath.Join(dir, "link")
+		writeFile(t, real, "old", 0o644)
+		if err := os.Symlink("real", link); err != nil {
+			t.Fatal(err)
+		}
+		st, _ := plan(t, ft, newRes(t, ft, "", map[string]any{"path": link}))
+		if st.Extra["kind"] != "symlink" || st.Extra["link_target"] != "real" || st.Extra["resolved_path"] != real {
+			t.Fatalf("extra = %v", st.Extra)
+		}
+		apply(t, ft, testEnv(t), newRes(t, ft, "", map[string]any{"path": link, "content": "new", "mode": "0600"}), Update)
+		if target, err := os.Readlink(link); err != nil || target != "real" {
+			t.Fatalf("the link was replaced: %q, %v", target, err)
+		}
+		if readFile(t, real) != "new" || permOf(t, real) != 0o600 {
+			t.Fatalf("real file: %q %04o", readFile(t, real), permOf(t, real))
+		}
+	})
+	t.Run("bytes that are not NFC text still differ", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "f")
+		writeFile(t, p, "e\u0301", 0o644) // decomposed; cty normalises it to "é"
+		apply(t, ft, testEnv(t), newRes(t, ft, "", map[string]any{"path": p, "content": "\u00e9"}), Update)
+		if readFile(t, p) != "\u00e9" {
+			t.Fatalf("content = %q", readFile(t, p))
+		}
+	})
+}
+
+func TestFileBackups(t *testing.T) {
+	ft := FileType()
+	t.Run("rotation keeps the newest N", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "etc", "app.conf")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, p, "v0", 0o640)
+		env := testEnv(t)
+		for i := 1; i <= 4; i++ {
+			apply(t, ft, env, newRes(t, ft, "", map[string]any{"path": p, "content": "v" + string(rune('0'+i)), "backup": 2}), Update)
+		}
+		dir := BackupDir(env.StateDir)
+		names, err := listBackups(dir, backupKey(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(names) != 2 {
+			t.Fatalf("backups = %v, want 2", names)
+		}
+		if got := readFile(t, filepath.Join(dir, names[0])); got != "v3" {
+			t.Errorf("newest backup = %q, want v3", got)
+		}
+		if got := readFile(t, filepath.Join(dir, names[1])); got != "v2" {
+			t.Errorf("older backup = %q, want v2", got)
+		}
+		if got := permOf(t, filepath.Join(dir, names[0])); got != 0o640 {
+			t.Errorf("backup mode = %04o, want the file's 0640", got)
+		}
+		wantPrefix := strings.ReplaceAll(strings.TrimPrefix(p, "/"), "/", "_") + "."
+		if !strings.HasPrefix(names[0], wantPrefix) {
+			t.Errorf("backup name %q does not start with %q", names[0], wantPrefix)
+		}
+		stamp := strings.TrimPrefix(names[0], wantPrefix)
+		if _, err := time.Parse(backupStamp, stamp); err != nil {
+			t.Errorf("backup stamp %q: %v", stamp, err)
+		}
+	})
+	t.Run("backup 0 keeps none", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "f")
+		writeFile(t, p, "old", 0o644)
+		env := testEnv(t)
+		apply(t, ft, env, newRes(t, ft, "", map[string]any{"path": p, "content": "new", "backup": 0}), Update)
+		if names, _ := listBackups(BackupDir(env.StateDir), backupKey(p)); len(names) != 0 {
+			t.Fatalf("backups = %v", names)
+		}
+	})
+	t.Run("no state dir keeps none", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "f")
+		writeFile(t, p, "old", 0o644)
+		apply(t, ft, &Env{}, newRes(t, ft, "", map[string]any{"path": p, "content": "new"}), Update)
+	})
+	t.Run("similar names are not pruned", func(t *testing.T) {
+		env := testEnv(t)
+		dir := BackupDir(env.StateDir)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		other := filepath.Join(dir, "a_b.conf.20200101000000.000000000")
+		writeFile(t, other, "x", 0o600)
+		if err := pruneBackups(dir, "a_b", 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(other); err != nil {
+			t.Fatalf("backup of another path was pruned: %v", err)
+		}
+	})
+}
+
+func TestFileDeleteAndTouch(t *testing.T) {
+	ft := FileType()
+	t.Run("delete backs up and removes", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "f")
+		writeFile(t, p, "keep me", 0o644)
+		env := testEnv(t)
+		apply(t, ft, env, newRes(t, ft, "delete", map[string]any{"path": p}), Delete)
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Fatalf("still there: %v", err)
+		}
+		names, _ := listBackups(BackupDir(env.StateDir), backupKey(p))
+		if len(names) != 1 || readFile(t, filepath.Join(BackupDir(env.StateDir), names[0])) != "keep me" {
+			t.Fatalf("backups = %v", names)
+		}
+	})
+	t.Run("touch updates mtime only", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "f")
+		writeFile(t, p, "x", 0o600)
+		old := time.Now().Add(-48 * time.Hour)
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+		apply(t, ft, testEnv(t), newRes(t, ft, "touch", map[string]any{"path": p}), Update)
+		fi, _ := os.Stat(p)
+		if time.Since(fi.ModTime()) > time.Minute {
+			t.Errorf("mtime %v not updated", fi.ModTime())
+		}
+		if readFile(t, p) != "x" || permOf(t, p) != 0o600 {
+			t.Errorf("touch changed more than the time")
+		}
+	})
+	t.Run("touch creates", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "f")
+		apply(t, ft, testEnv(t), newRes(t, ft, "touch", map[string]any{"path": p}), Create)
+		if readFile(t, p) != "" {
+			t.Error("want an empty file")
+		}
+	})
+	t.Run("cancelled context", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		r := newRes(t, ft, "", map[string]any{"path": filepath.Join(t.TempDir(), "f")})
+		if _, err := ft.Load(ctx, r.LoadView()); err == nil {
+			t.Fatal("Load with a cancelled context succeeded")
+		}
+	})
+}

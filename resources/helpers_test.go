@@ -1,0 +1,202 @@
+package resources
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// newRes builds a resource the way the config loader would: Go values are
+// converted to cty, then each set property is normalised and validated.
+func newRes(t *testing.T, typ Type, action string, vals map[string]any) *Resource {
+	t.Helper()
+	s := typ.Schema()
+	out := map[string]cty.Value{}
+	for k, v := range vals {
+		p := s.Property(k)
+		if p == nil {
+			t.Fatalf("type %s has no property %q", s.Name, k)
+		}
+		var cv cty.Value
+		switch x := v.(type) {
+		case cty.Value:
+			cv = x
+		case string:
+			cv = cty.StringVal(x)
+		case int:
+			cv = cty.NumberIntVal(int64(x))
+		case float64:
+			cv = cty.NumberFloatVal(x)
+		case bool:
+			cv = cty.BoolVal(x)
+		default:
+			t.Fatalf("newRes: unsupported value %T", v)
+		}
+		if p.Normalize != nil {
+			n, err := p.Normalize(cv)
+			if err != nil {
+				t.Fatalf("normalising %s: %v", k, err)
+			}
+			cv = n
+		}
+		if p.Validate != nil {
+			if err := p.Validate(cv); err != nil {
+				t.Fatalf("validating %s: %v", k, err)
+			}
+		}
+		out[k] = cv
+	}
+	name := ""
+	if np := s.NameProperty(); np != nil {
+		if v, ok := out[np.Name]; ok {
+			name = v.AsString()
+		}
+	}
+	return NewResource(s, name, action, out)
+}
+
+// testEnv is an Env with a state directory in a temp dir.
+func testEnv(t *testing.T) *Env {
+	t.Helper()
+	return &Env{StateDir: t.TempDir(), Logger: hclog.NewNullLogger()}
+}
+
+// load reads r's live state from its LoadView, as the planner does.
+func load(t *testing.T, typ Type, r *Resource) *State {
+	t.Helper()
+	st, err := typ.Load(context.Background(), r.LoadView())
+	if err != nil {
+		t.Fatalf("Load %s: %v", r.Address(), err)
+	}
+	return st
+}
+
+// plan loads and plans r, failing the test on error.
+func plan(t *testing.T, typ Type, r *Resource) (*State, *Step) {
+	t.Helper()
+	st := load(t, typ, r)
+	step, err := typ.Plan(r, st)
+	if err != nil {
+		t.Fatalf("Plan %s: %v", r.Address(), err)
+	}
+	return st, step
+}
+
+// planErr loads and plans r, expecting a Plan error containing want.
+func planErr(t *testing.T, typ Type, r *Resource, want string) {
+	t.Helper()
+	st := load(t, typ, r)
+	step, err := typ.Plan(r, st)
+	if err == nil {
+		t.Fatalf("Plan %s: want an error containing %q, got step %+v", r.Address(), want, step)
+	}
+	if !strings.Contains(err.Error(), want) {
+		t.Fatalf("Plan %s: error %q does not contain %q", r.Address(), err, want)
+	}
+}
+
+// apply loads, plans and converges r, checks the step's kind, and then
+// checks that a fresh plan is a no-op (idempotence).
+func apply(t *testing.T, typ Type, env *Env, r *Resource, want Kind) *Step {
+	t.Helper()
+	st, step := plan(t, typ, r)
+	if step.Kind != want {
+		t.Fatalf("%s: planned %s (%s), want %s", r.Address(), step.Kind, step.Reason, want)
+	}
+	if err := typ.Converge(context.Background(), env, r, st, step); err != nil {
+		t.Fatalf("Converge %s: %v", r.Address(), err)
+	}
+	if effectiveAction(r) == "touch" {
+		return step
+	}
+	if _, again := plan(t, typ, r); again.Kind != NoOp {
+		t.Fatalf("%s: after converging, planned %s (%s) with changes %v; want no-op", r.Address(), again.Kind, again.Reason, again.Changes)
+	}
+	return step
+}
+
+// convergeErr loads, plans and converges r, expecting a Converge error
+// containing want.
+func convergeErr(t *testing.T, typ Type, env *Env, r *Resource, want string) {
+	t.Helper()
+	st, step := plan(t, typ, r)
+	err := typ.Converge(context.Background(), env, r, st, step)
+	if err == nil {
+		t.Fatalf("Converge %s: want an error containing %q", r.Address(), want)
+	}
+	if !strings.Contains(err.Error(), want) {
+		t.Fatalf("Converge %s: error %q does not contain %q", r.Address(), err, want)
+	}
+}
+
+func changedProps(step *Step) []string {
+	var out []string
+	for _, c := range step.Changes {
+		out = append(out, c.Property)
+	}
+	return out
+}
+
+func writeFile(t *testing.T, path, content string, mode os.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// permOf returns the permission bits (with setuid, setgid, sticky) of path.
+func permOf(t *testing.T, path string) uint32 {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Mode & 07777
+}
+
+func inodeOf(t *testing.T, path string) uint64 {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Lstat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Ino
+}
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to own files as another user")
+	}
+}
+
+func noTempFiles(t *testing.T, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.Contains(e.Name(), ".toque-") {
+			t.Errorf("temporary file left behind: %s", filepath.Join(dir, e.Name()))
+		}
+	}
+}

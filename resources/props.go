@@ -1,0 +1,485 @@
+package resources
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/big"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/zclconf/go-cty/cty"
+)
+
+// This file holds the property helpers the built-in types share: mode,
+// owner and group, and small readers of the host that Load methods use.
+
+// MaxMode is the largest permission value a mode may have (setuid, setgid,
+// sticky and rwx for user, group and others).
+const MaxMode = 07777
+
+// ModeProperty returns a "mode" property whose value is used when the thing
+// is created and the recipe does not set one (def is canonical, "0644").
+func ModeProperty(def, description string) *Property {
+	p := &Property{
+		Name:        "mode",
+		Type:        cty.DynamicPseudoType,
+		Normalize:   NormalizeMode,
+		Description: description,
+	}
+	if def != "" {
+		p.Default = cty.StringVal(def)
+	}
+	return p
+}
+
+// OwnerProperty returns an "owner" property in converge group "owner".
+func OwnerProperty(description string) *Property {
+	return &Property{
+		Name:        "owner",
+		Type:        cty.String,
+		Group:       "owner",
+		Validate:    validateNonEmpty("owner"),
+		Equal:       EqualOwner,
+		Description: description,
+	}
+}
+
+// GroupProperty returns a "group" property in converge group "owner".
+func GroupProperty(description string) *Property {
+	return &Property{
+		Name:        "group",
+		Type:        cty.String,
+		Group:       "owner",
+		Validate:    validateNonEmpty("group"),
+		Equal:       EqualGroup,
+		Description: description,
+	}
+}
+
+func validateNonEmpty(name string) func(cty.Value) error {
+	return func(v cty.Value) error {
+		if !v.IsKnown() || v.IsNull() || v.Type() != cty.String {
+			return nil
+		}
+		if strings.TrimSpace(v.AsString()) == "" {
+			return fmt.Errorf("%s must not be empty", name)
+		}
+		return nil
+	}
+}
+
+// NormalizeMode turns a mode into its canonical form, a four-digit octal
+// string: "644", "0644", "0o644" and the number 420 all become "0644". A
+// number is taken as the numeric mode value (HCL has no octal literals, so
+// `mode = 644` means 0o1204: write modes as strings). Values above 07777,
+// negative or fractional numbers, and strings that are not octal digits are
+// errors. Null and unknown values are returned as they are.
+func NormalizeMode(v cty.Value) (cty.Value, error) {
+	if v == cty.NilVal || !v.IsKnown() || v.IsNull() {
+		return v, nil
+	}
+	switch v.Type() {
+	case cty.String:
+		s := strings.TrimSpace(v.AsString())
+		digits := s
+		if len(digits) > 2 && (digits[:2] == "0o" || digits[:2] == "0O") {
+			digits = digits[2:]
+		}
+		if digits == "" || strings.Trim(digits, "01234567") != "" {
+			return cty.NilVal, fmt.Errorf("mode %q is not an octal number such as \"0644\"", s)
+		}
+		digits = strings.TrimLeft(digits, "0")
+		if len(digits) > 4 {
+			return cty.NilVal, fmt.Errorf("mode %q is larger than 07777", s)
+		}
+		var n uint64
+		if digits != "" {
+			var err error
+			if n, err = strconv.ParseUint(digits, 8, 32); err != nil {
+				return cty.NilVal, fmt.Errorf("mode %q is not an octal number such as \"0644\"", s)
+			}
+		}
+		if n > MaxMode {
+			return cty.NilVal, fmt.Errorf("mode %q is larger than 07777", s)
+		}
+		return ModeValue(uint32(n)), nil
+	case cty.Number:
+		bf := v.AsBigFloat()
+		if !bf.IsInt() {
+			return cty.NilVal, fmt.Errorf("mode %s is not a whole number", bf.Text('g', -1))
+		}
+		if bf.Sign() < 0 || bf.Cmp(big.NewFloat(MaxMode)) > 0 {
+			return cty.NilVal, fmt.Errorf("mode %s is out of range: it must be between 0 and 4095 (07777); write modes as octal strings such as \"0644\"", bf.Text('f', 0))
+		}
+		n, _ := bf.Uint64()
+		return ModeValue(uint32(n)), nil
+	default:
+		return cty.NilVal, fmt.Errorf("mode must be an octal string such as \"0644\" or a number, not %s", v.Type().FriendlyName())
+	}
+}
+
+// ModeValue is the canonical mode value of the permission bits m.
+func ModeValue(m uint32) cty.Value { return cty.StringVal(fmt.Sprintf("%04o", m&MaxMode)) }
+
+// modeBits returns the permission bits of a normalised mode value, and
+// whether it was set.
+func modeBits(v cty.Value) (uint32, bool, error) {
+	if v == cty.NilVal || !v.IsKnown() || v.IsNull() {
+		return 0, false, nil
+	}
+	nv, err := NormalizeMode(v)
+	if err != nil {
+		return 0, false, err
+	}
+	n, err := strconv.ParseUint(nv.AsString(), 8, 32)
+	if err != nil {
+		return 0, false, err
+	}
+	return uint32(n), true, nil
+}
+
+// EqualOwner compares two owner values by user id: "root" equals "0".
+func EqualOwner(a, b cty.Value) bool { return equalIDs(a, b, LookupUID) }
+
+// EqualGroup compares two group values by group id: "root" equals "0".
+func EqualGroup(a, b cty.Value) bool { return equalIDs(a, b, LookupGID) }
+
+func equalIDs(a, b cty.Value, lookup func(string) (int, error)) bool {
+	if !a.IsKnown() || !b.IsKnown() || a.IsNull() || b.IsNull() ||
+		a.Type() != cty.String || b.Type() != cty.String {
+		return a.RawEquals(b)
+	}
+	as, bs := strings.TrimSpace(a.AsString()), strings.TrimSpace(b.AsString())
+	if as == bs {
+		return true
+	}
+	ai, aerr := lookup(as)
+	bi, berr := lookup(bs)
+	if aerr != nil || berr != nil {
+		return false
+	}
+	return ai == bi
+}
+
+// LookupUID resolves a user name or numeric id to a uid. An unknown name is
+// an error that names it; a numeric id is accepted as it is.
+func LookupUID(s string) (int, error) {
+	s = strings.TrimSpace(s)
+	if id, err := strconv.Atoi(s); err == nil && id >= 0 {
+		return id, nil
+	}
+	u, err := user.Lookup(s)
+	if err != nil {
+		var unknown user.UnknownUserError
+		if errors.As(err, &unknown) {
+			return 0, fmt.Errorf("user %q does not exist on this host", s)
+		}
+		return 0, fmt.Errorf("looking up user %q: %w", s, err)
+	}
+	id, err := strconv.Atoi(u.Uid)
+	if err != nil {
+		return 0, fmt.Errorf("user %q has a non-numeric uid %q", s, u.Uid)
+	}
+	return id, nil
+}
+
+// LookupGID resolves a group name or numeric id to a gid. An unknown name is
+// an error that names it; a numeric id is accepted as it is.
+func LookupGID(s string) (int, error) {
+	s = strings.TrimSpace(s)
+	if id, err := strconv.Atoi(s); err == nil && id >= 0 {
+		return id, nil
+	}
+	g, err := user.LookupGroup(s)
+	if err != nil {
+		var unknown user.UnknownGroupError
+		if errors.As(err, &unknown) {
+			return 0, fmt.Errorf("group %q does not exist on this host", s)
+		}
+		return 0, fmt.Errorf("looking up group %q: %w", s, err)
+	}
+	id, err := strconv.Atoi(g.Gid)
+	if err != nil {
+		return 0, fmt.Errorf("group %q has a non-numeric gid %q", s, g.Gid)
+	}
+	return id, nil
+}
+
+// ownerName is how Load reports a uid: the user name when the host knows
+// it, else the id.
+func ownerName(uid uint32) string {
+	id := strconv.FormatUint(uint64(uid), 10)
+	if u, err := user.LookupId(id); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return id
+}
+
+// groupName is how Load reports a gid: the group name when the host knows
+// it, else the id.
+func groupName(gid uint32) string {
+	id := strconv.FormatUint(uint64(gid), 10)
+	if g, err := user.LookupGroupId(id); err == nil && g.Name != "" {
+		return g.Name
+	}
+	return id
+}
+
+// ownership is the uid and gid a converge sets; -1 leaves one as it is.
+type ownership struct{ uid, gid int }
+
+// desiredOwnership resolves the set owner and group of r to ids. Unset ones
+// are -1.
+func desiredOwnership(r *Resource) (ownership, error) {
+	o := ownership{uid: -1, gid: -1}
+	var err error
+	if r.IsSet("owner") {
+		if o.uid, err = LookupUID(r.String("owner")); err != nil {
+			return o, err
+		}
+	}
+	if r.IsSet("group") {
+		if o.gid, err = LookupGID(r.String("group")); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
+}
+
+func (o ownership) none() bool { return o.uid < 0 && o.gid < 0 }
+
+// statInfo is what the built-in types read about one path.
+type statInfo struct {
+	fi    os.FileInfo
+	mode  uint32 // permission bits incl. setuid, setgid, sticky
+	uid   uint32
+	gid   uint32
+	dev   uint64
+	ino   uint64
+	nlink uint64
+}
+
+func newStatInfo(fi os.FileInfo) statInfo {
+	si := statInfo{fi: fi, mode: uint32(fi.Mode().Perm())}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		si.mode = uint32(st.Mode) & MaxMode
+		si.uid, si.gid = st.Uid, st.Gid
+		si.dev, si.ino, si.nlink = uint64(st.Dev), uint64(st.Ino), uint64(st.Nlink)
+	}
+	return si
+}
+
+// fileKind names what is at a path, for State.Extra["kind"].
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "file"
+	case m.IsDir():
+		return "directory"
+	case m&os.ModeSymlink != 0:
+		return "symlink"
+	case m&os.ModeNamedPipe != 0:
+		return "fifo"
+	case m&os.ModeSocket != 0:
+		return "socket"
+	case m&os.ModeCharDevice != 0:
+		return "character device"
+	case m&os.ModeDevice != 0:
+		return "block device"
+	default:
+		return "special file"
+	}
+}
+
+// article returns "a" or "an" for kind.
+func article(kind string) string {
+	if kind != "" && strings.ContainsRune("aeiou", rune(kind[0])) {
+		return "an " + kind
+	}
+	return "a " + kind
+}
+
+// lstat reads path without following a final symlink; absent reports
+// whether nothing is there.
+func lstat(path string) (si statInfo, absent bool, err error) {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return si, true, nil
+	}
+	if err != nil {
+		return si, false, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return newStatInfo(fi), false, nil
+}
+
+// ownerValues are the live mode, owner and group of si.
+func ownerValues(si statInfo, withMode bool) map[string]cty.Value {
+	v := map[string]cty.Value{
+		"owner": cty.StringVal(ownerName(si.uid)),
+		"group": cty.StringVal(groupName(si.gid)),
+	}
+	if withMode {
+		v["mode"] = ModeValue(si.mode)
+	}
+	return v
+}
+
+// parentDir is the directory path is in.
+func parentDir(path string) string { return filepath.Dir(filepath.Clean(path)) }
+
+// PathProperty returns the name property of a file-system type: an absolute
+// path.
+func PathProperty(name, description string) *Property {
+	return &Property{
+		Name:         name,
+		Type:         cty.String,
+		NameProperty: true,
+		Identity:     true,
+		Required:     true,
+		Validate:     validateAbsPath(name),
+		Description:  description,
+	}
+}
+
+func validateAbsPath(name string) func(cty.Value) error {
+	return func(v cty.Value) error {
+		if !v.IsKnown() || v.IsNull() || v.Type() != cty.String {
+			return nil
+		}
+		s := v.AsString()
+		switch {
+		case s == "":
+			return fmt.Errorf("%s must not be empty", name)
+		case strings.ContainsRune(s, 0):
+			return fmt.Errorf("%s must not contain a NUL byte", name)
+		case !filepath.IsAbs(s):
+			return fmt.Errorf("%s %q is not an absolute path; toque does not resolve paths against its working directory", name, s)
+		case filepath.Clean(s) == "/":
+			return fmt.Errorf("%s must not be the root directory", name)
+		}
+		return nil
+	}
+}
+
+// nonNegativeInt validates a whole number >= 0.
+func nonNegativeInt(name string) func(cty.Value) error {
+	return func(v cty.Value) error {
+		if !v.IsKnown() || v.IsNull() || v.Type() != cty.Number {
+			return nil
+		}
+		bf := v.AsBigFloat()
+		if !bf.IsInt() || bf.Sign() < 0 {
+			return fmt.Errorf("%s must be a whole number of 0 or more, not %s", name, bf.Text('g', -1))
+		}
+		return nil
+	}
+}
+
+// oneOf validates a string against a fixed set.
+func oneOf(name string, allowed ...string) func(cty.Value) error {
+	return func(v cty.Value) error {
+		if !v.IsKnown() || v.IsNull() || v.Type() != cty.String {
+			return nil
+		}
+		for _, a := range allowed {
+			if v.AsString() == a {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s must be one of %s, not %q", name, strings.Join(quoteAll(allowed), ", "), v.AsString())
+	}
+}
+
+func quoteAll(xs []string) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = strconv.Quote(x)
+	}
+	return out
+}
+
+// checkParent returns a clear error when the directory path would be
+// created in does not exist or is not a directory.
+func checkParent(path, hint string) error {
+	parent := parentDir(path)
+	fi, err := os.Stat(parent)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("parent directory %s does not exist; %s", parent, hint)
+	}
+	if err != nil {
+		return fmt.Errorf("reading parent directory of %s: %w", path, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("parent of %s, %s, is not a directory", path, parent)
+	}
+	return nil
+}
+
+// syncDir fsyncs a directory so a rename in it survives a crash.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("opening directory %s to sync it: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+		return fmt.Errorf("syncing directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// chmodPath sets the permission bits (including setuid, setgid and sticky,
+// which os.Chmod would drop) of path.
+func chmodPath(path string, mode uint32) error {
+	if err := syscall.Chmod(path, mode); err != nil {
+		return fmt.Errorf("setting the mode of %s to %04o: %w", path, mode, err)
+	}
+	return nil
+}
+
+// chownPath sets the owner and group of path (not following a final
+// symlink when nofollow). Unset ids (-1) are left as they are.
+func chownPath(path string, o ownership, nofollow bool) error {
+	if o.none() {
+		return nil
+	}
+	var err error
+	if nofollow {
+		err = os.Lchown(path, o.uid, o.gid)
+	} else {
+		err = os.Chown(path, o.uid, o.gid)
+	}
+	if err != nil {
+		return fmt.Errorf("setting the owner of %s: %w", path, err)
+	}
+	return nil
+}
+
+// ctxErr is a cancelled context's error, wrapped to name what stopped.
+func ctxErr(ctx context.Context, what string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// nothingStep is the plan of the "nothing" action, which every type accepts.
+func nothingStep() *Step { return &Step{Kind: NoOp, Reason: "action nothing does nothing"} }
+
+// unknownAction is Plan's error for an action the schema does not list.
+func unknownAction(s *Schema, action string) error {
+	return fmt.Errorf("%s has no action %q; its actions are %s", s.Name, action, strings.Join(s.Actions, ", "))
+}
+
+// effectiveAction is r's action, or the type's default.
+func effectiveAction(r *Resource) string {
+	if r.Action != "" {
+		return r.Action
+	}
+	return r.Schema().DefaultAction
+}

@@ -1,0 +1,200 @@
+package resources
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/zclconf/go-cty/cty"
+)
+
+func TestNormalizeMode(t *testing.T) {
+	cases := []struct {
+		name string
+		in   cty.Value
+		want string // "" means an error is expected
+	}{
+		{"three digits", cty.StringVal("644"), "0644"},
+		{"four digits", cty.StringVal("0644"), "0644"},
+		{"0o prefix", cty.StringVal("0o644"), "0644"},
+		{"extra leading zeros", cty.StringVal("000644"), "0644"},
+		{"setuid", cty.StringVal("4755"), "4755"},
+		{"zero", cty.StringVal("0"), "0000"},
+		{"max", cty.StringVal("7777"), "7777"},
+		{"spaces", cty.StringVal(" 755 "), "0755"},
+		{"number 420", cty.NumberIntVal(420), "0644"},
+		{"number 0", cty.NumberIntVal(0), "0000"},
+		{"number 4095", cty.NumberIntVal(4095), "7777"},
+		{"not octal", cty.StringVal("0648"), ""},
+		{"letters", cty.StringVal("rw-r--r--"), ""},
+		{"empty", cty.StringVal(""), ""},
+		{"prefix only", cty.StringVal("0o"), ""},
+		{"too large string", cty.StringVal("10000"), ""},
+		{"too large number", cty.NumberIntVal(4096), ""},
+		{"negative", cty.NumberIntVal(-1), ""},
+		{"fraction", cty.NumberFloatVal(420.5), ""},
+		{"bool", cty.True, ""},
+		{"very long", cty.StringVal(strings.Repeat("7", 40)), ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := NormalizeMode(c.in)
+			if c.want == "" {
+				if err == nil {
+					t.Fatalf("NormalizeMode(%#v) = %#v, want an error", c.in, got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("NormalizeMode(%#v): %v", c.in, err)
+			}
+			if !got.RawEquals(cty.StringVal(c.want)) {
+				t.Fatalf("NormalizeMode(%#v) = %#v, want %q", c.in, got, c.want)
+			}
+		})
+	}
+	t.Run("null passes through", func(t *testing.T) {
+		got, err := NormalizeMode(cty.NullVal(cty.String))
+		if err != nil || !got.IsNull() {
+			t.Fatalf("got %#v, %v", got, err)
+		}
+	})
+}
+
+func TestModeEquality(t *testing.T) {
+	p := ModeProperty("", "")
+	forms := []cty.Value{cty.StringVal("644"), cty.StringVal("0644"), cty.StringVal("0o644"), cty.NumberIntVal(420)}
+	for _, a := range forms {
+		for _, b := range forms {
+			if !p.Equals(a, b) {
+				t.Errorf("%#v should equal %#v", a, b)
+			}
+		}
+	}
+	if p.Equals(cty.StringVal("0644"), cty.StringVal("0600")) {
+		t.Error("0644 should not equal 0600")
+	}
+}
+
+func TestOwnerGroupEquality(t *testing.T) {
+	owner, group := OwnerProperty(""), GroupProperty("")
+	cases := []struct {
+		name string
+		p    *Property
+		a, b string
+		want bool
+	}{
+		{"owner root by name and id", owner, "root", "0", true},
+		{"owner same id", owner, "0", "0", true},
+		{"owner different ids", owner, "0", "1", false},
+		{"owner root vs other id", owner, "root", "65533", false},
+		{"owner unknown names differ", owner, "no-such-user-a", "no-such-user-b", false},
+		{"group root by name and id", group, "root", "0", true},
+		{"group different ids", group, "root", "12345", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := c.p.Equals(cty.StringVal(c.a), cty.StringVal(c.b)); got != c.want {
+				t.Fatalf("Equals(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+			}
+		})
+	}
+}
+
+func TestLookupIDs(t *testing.T) {
+	if id, err := LookupUID("root"); err != nil || id != 0 {
+		t.Fatalf("LookupUID(root) = %d, %v", id, err)
+	}
+	if id, err := LookupGID("4242"); err != nil || id != 4242 {
+		t.Fatalf("LookupGID(4242) = %d, %v", id, err)
+	}
+	if _, err := LookupUID("no-such-user-xyz"); err == nil || !strings.Contains(err.Error(), `"no-such-user-xyz"`) {
+		t.Fatalf("LookupUID of an unknown user: %v, want an error naming it", err)
+	}
+	if _, err := LookupGID("no-such-group-xyz"); err == nil || !strings.Contains(err.Error(), `"no-such-group-xyz"`) {
+		t.Fatalf("LookupGID of an unknown group: %v, want an error naming it", err)
+	}
+}
+
+func TestValidators(t *testing.T) {
+	cases := []struct {
+		name string
+		fn   func(cty.Value) error
+		v    cty.Value
+		ok   bool
+	}{
+		{"absolute path", validateAbsPath("path"), cty.StringVal("/etc/motd"), true},
+		{"relative path", validateAbsPath("path"), cty.StringVal("etc/motd"), false},
+		{"root path", validateAbsPath("path"), cty.StringVal("/"), false},
+		{"empty path", validateAbsPath("path"), cty.StringVal(""), false},
+		{"backup 0", nonNegativeInt("backup"), cty.NumberIntVal(0), true},
+		{"backup -1", nonNegativeInt("backup"), cty.NumberIntVal(-1), false},
+		{"backup 1.5", nonNegativeInt("backup"), cty.NumberFloatVal(1.5), false},
+		{"link_type hard", oneOf("link_type", "symbolic", "hard"), cty.StringVal("hard"), true},
+		{"link_type soft", oneOf("link_type", "symbolic", "hard"), cty.StringVal("soft"), false},
+		{"empty owner", validateNonEmpty("owner"), cty.StringVal(" "), false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if err := c.fn(c.v); (err == nil) != c.ok {
+				t.Fatalf("validate(%#v) = %v, want ok=%v", c.v, err, c.ok)
+			}
+		})
+	}
+}
+
+func TestBuiltin(t *testing.T) {
+	reg := Builtin()
+	if got := strings.Join(reg.Names(), ","); got != "directory,file,link" {
+		t.Fatalf("Builtin().Names() = %s", got)
+	}
+	for _, n := range reg.Names() {
+		typ, _ := reg.Lookup(n)
+		s := typ.Schema()
+		if s != typ.Schema() {
+			t.Errorf("%s: Schema() returns a different value each call", n)
+		}
+		if s.NameProperty() == nil || !s.HasAction(s.DefaultAction) {
+			t.Errorf("%s: needs a name property and a valid default action", n)
+		}
+		for _, p := range s.Properties {
+			if p.Description == "" || strings.Contains(p.Description, "\n") {
+				t.Errorf("%s.%s: description must be one line", n, p.Name)
+			}
+		}
+	}
+}
+
+// TestBuiltinDocs keeps docs/resource-authors.md in step with the schemas:
+// each built-in type's section has a row for every property and action.
+func TestBuiltinDocs(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "docs", "resource-authors.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, typ := range BuiltinTypes() {
+		s := typ.Schema()
+		t.Run(s.Name, func(t *testing.T) {
+			start := strings.Index(doc, "\n### "+s.Name+"\n")
+			if start < 0 {
+				t.Fatalf("no section for %s", s.Name)
+			}
+			section := doc[start+1:]
+			if end := strings.Index(section[4:], "\n### "); end >= 0 {
+				section = section[:end+4]
+			}
+			for _, p := range s.Properties {
+				if !strings.Contains(section, "| `"+p.Name+"` |") {
+					t.Errorf("property %s is not documented", p.Name)
+				}
+			}
+			for _, a := range s.Actions {
+				if !strings.Contains(section, "| `"+a+"`") {
+					t.Errorf("action %s is not documented", a)
+				}
+			}
+		})
+	}
+}
