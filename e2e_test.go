@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -387,4 +388,95 @@ func TestE2EFmtCheck(t *testing.T) {
 	}
 	e.must(0, "fmt")
 	e.must(0, "fmt", "-check")
+}
+
+func TestE2ESecondConcurrentApplyFailsNamingTheHolder(t *testing.T) {
+	e := newEnv(t)
+	first, out, firstErr := e.startLongApply()
+	second := e.run("apply", "plan.out")
+	go io.Copy(io.Discard, out)
+	if err := first.Wait(); err != nil {
+		t.Fatalf("first apply: %v\n%s", err, firstErr.String())
+	}
+	if second.code != 4 {
+		t.Fatalf("second apply: want exit 4 (lock held), got %s", second)
+	}
+	if !strings.Contains(second.stderr, fmt.Sprintf("pid %d", first.Process.Pid)) {
+		t.Errorf("second apply does not name the holder's pid %d:\n%s", first.Process.Pid, second.stderr)
+	}
+}
+
+// startLongApply plans 1,000 files and starts applying them (each write is
+// fsynced, so this takes a while), returning once the apply is converging.
+func (e *env) startLongApply() (*exec.Cmd, io.Reader, *bytes.Buffer) {
+	e.t.Helper()
+	var src strings.Builder
+	for i := 0; i < 1000; i++ {
+		fmt.Fprintf(&src, "file \"ROOT/f%04d\" {\n  content = \"%d\\n\"\n}\n", i, i)
+	}
+	e.recipe("many.hcl", src.String())
+	e.must(0, "plan", "-out=plan.out")
+
+	cmd := exec.Command(toqueBin, "-chdir="+e.dir, "apply", "plan.out")
+	cmd.Env = append(os.Environ(), "TOQUE_STATE_DIR="+e.state, "NO_COLOR=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	var seen bytes.Buffer
+	for !bytes.Contains(seen.Bytes(), []byte("Creating")) {
+		n, err := out.Read(buf)
+		if err != nil {
+			e.t.Fatalf("apply ended before converging: %v\n%s%s", err, seen.String(), stderr.String())
+		}
+		seen.Write(buf[:n])
+	}
+	return cmd, out, &stderr
+}
+
+func TestE2EFirstInterruptFinishesTheResourceThenStops(t *testing.T) {
+	e := newEnv(t)
+	cmd, out, stderr := e.startLongApply()
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := io.ReadAll(out)
+	err := cmd.Wait()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 5 {
+		t.Fatalf("want exit 5 (interrupted), got %v\n%s%s", err, rest, stderr.String())
+	}
+	if !strings.Contains(string(rest), "Apply interrupted!") {
+		t.Errorf("no interrupted summary:\n%s", rest)
+	}
+	// Every file is either absent or whole: the resource in hand finished.
+	written := 0
+	for i := 0; i < 1000; i++ {
+		b, err := os.ReadFile(filepath.Join(e.root, fmt.Sprintf("f%04d", i)))
+		if err == nil {
+			written++
+			if string(b) != fmt.Sprintf("%d\n", i) {
+				t.Fatalf("f%04d is partial: %q", i, b)
+			}
+		}
+	}
+	if written == 0 || written == 1000 {
+		t.Errorf("%d of 1000 files written; the stop should land mid-run", written)
+	}
+	var rep struct {
+		Interrupted bool `json:"interrupted"`
+	}
+	b, err := os.ReadFile(filepath.Join(e.state, "reports", "last.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &rep); err != nil || !rep.Interrupted {
+		t.Errorf("report does not say interrupted (%v): %s", err, b[:min(len(b), 300)])
+	}
 }
