@@ -69,8 +69,8 @@ type Planner struct {
 }
 
 // Plan compiles cfg's node attributes with the host facts, evaluates its
-// resources against them, then plans them (PlanInstancesInScope). It records the node
-// attributes with provenance and the inputs digest. On errors it still
+// resources against them, then plans them (PlanInstancesInScope). It
+// records the node attributes with provenance and the inputs digest. On errors it still
 // returns the partial plan, marked Errored, with the diagnostics; the caller
 // decides whether to show or write it.
 func (p *Planner) Plan(ctx context.Context, cfg *config.Config) (*Plan, hcl.Diagnostics) {
@@ -80,6 +80,13 @@ func (p *Planner) Plan(ctx context.Context, cfg *config.Config) (*Plan, hcl.Diag
 			Severity: hcl.DiagError,
 			Summary:  "No configuration to plan",
 			Detail:   "The planner was given no configuration. This is a bug in toque.",
+		})
+	}
+	if p.Registry == nil {
+		return nil, diags.Append(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "No resource types",
+			Detail:   "The planner was given no resource type registry. This is a bug in toque.",
 		})
 	}
 	if p.Host == nil {
@@ -113,8 +120,11 @@ func (p *Planner) Plan(ctx context.Context, cfg *config.Config) (*Plan, hcl.Diag
 		}
 		pl.Attributes = attrs
 	}
-	// The planning diagnostics are recorded already; add the evaluation's.
+	// The planning errors are recorded already; the evaluation's go first.
+	planErrs := pl.Errors
+	pl.Errors = nil
 	markErrored(pl, evalDiags)
+	pl.Errors = append(pl.Errors, planErrs...)
 	return pl, diags
 }
 
@@ -211,6 +221,13 @@ func (p *Planner) PlanInstancesInScope(ctx context.Context, insts []*config.Inst
 	type outcome struct {
 		res   *Resource
 		diags hcl.Diagnostics
+	}
+	// Schema.Property builds its index on first use, which is not safe
+	// to do from several goroutines: build every index here first.
+	for _, inst := range insts {
+		if inst != nil && inst.Resource != nil && inst.Resource.Schema() != nil {
+			inst.Resource.Schema().Property("")
+		}
 	}
 	results := make([]outcome, len(insts))
 	sem := make(chan struct{}, par)

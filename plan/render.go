@@ -171,7 +171,18 @@ func renderResource(bw *errWriter, pt painter, r *Resource) {
 		bw.printf("  %s\n", pt.faint("#   (sensitive resource: every value is hidden)"))
 	}
 	for _, g := range r.Guards {
-		bw.printf("  %s\n", pt.faint("#   "+guardLine(g)))
+		verdict, details := guardLine(g)
+		if r.Kind == resources.Skip && g.Decided {
+			// The headline already gives the deciding guard's verdict.
+			if details != "" {
+				bw.printf("  %s\n", pt.faint("#   "+details))
+			}
+			continue
+		}
+		if details != "" {
+			verdict += " " + details
+		}
+		bw.printf("  %s\n", pt.faint("#   "+verdict))
 	}
 	for _, n := range r.Notifications {
 		verb := "notifies"
@@ -196,7 +207,11 @@ func renderResource(bw *errWriter, pt painter, r *Resource) {
 		renderChange(bw, pt, r.Kind, c, width)
 	}
 	for _, u := range r.Unmanaged {
-		bw.printf("        %s\n", pt.faint(fmt.Sprintf("# %s: not set in the recipe, left as it is (%s)", u.Property, unquote(u.Current))))
+		cur := unquote(u.Current)
+		if !strings.HasPrefix(cur, "(") || !strings.HasSuffix(cur, ")") {
+			cur = "(" + cur + ")"
+		}
+		bw.printf("        %s\n", pt.faint(fmt.Sprintf("# %s: not set in the recipe, left as it is %s", u.Property, cur)))
 	}
 	bw.printf("    }\n")
 }
@@ -254,8 +269,10 @@ func diffLine(pt painter, line string) string {
 	return line
 }
 
-// guardLine words one guard result with what a reviewer needs to trust it.
-func guardLine(g GuardResult) string {
+// guardLine words one guard result: its verdict, and the details a
+// reviewer needs to trust it ("(bash; cwd /opt (inherited); exit 0 in 4
+// ms)"), empty when there are none.
+func guardLine(g GuardResult) (verdict, details string) {
 	var parts []string
 	if g.Interpreter != "" {
 		parts = append(parts, g.Interpreter)
@@ -280,17 +297,21 @@ func guardLine(g GuardResult) string {
 		keys := sortedKeys(g.Environment)
 		parts = append(parts, "environment "+strings.Join(keys, ", ")+from("environment"))
 	}
+	verdict = GuardVerdict(g)
 	if g.ExitCode != nil {
-		parts = append(parts, fmt.Sprintf("exit %d in %d ms", *g.ExitCode, g.DurationMS))
-	}
-	s := GuardVerdict(g)
-	if len(parts) > 0 {
-		s += " (" + strings.Join(parts, "; ") + ")"
+		// The exit code goes with the duration in the details.
+		code := *g.ExitCode
+		g.ExitCode = nil
+		verdict = GuardVerdict(g)
+		parts = append(parts, fmt.Sprintf("exit %d in %d ms", code, g.DurationMS))
 	}
 	if g.Warning != "" {
-		s += "; warning: " + g.Warning
+		parts = append(parts, "warning: "+g.Warning)
 	}
-	return s
+	if len(parts) > 0 {
+		details = "(" + strings.Join(parts, "; ") + ")"
+	}
+	return verdict, details
 }
 
 func renderSummary(bw *errWriter, pt painter, p *Plan, width int) {

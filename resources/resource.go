@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/zclconf/go-cty/cty"
@@ -240,17 +241,19 @@ type Schema struct {
 	// Description is one line for docs and errors.
 	Description string
 
-	index map[string]*Property
+	indexOnce sync.Once
+	index     map[string]*Property
 }
 
-// Property returns the named property, or nil.
+// Property returns the named property, or nil. It is safe for concurrent
+// use (the planner loads resources in parallel).
 func (s *Schema) Property(name string) *Property {
-	if s.index == nil {
+	s.indexOnce.Do(func() {
 		s.index = make(map[string]*Property, len(s.Properties))
 		for _, p := range s.Properties {
 			s.index[p.Name] = p
 		}
-	}
+	})
 	return s.index[name]
 }
 
