@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/toquehq/toque/internal/shellexec"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -480,4 +481,15 @@ func (r *Registry) Names() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Runner is implemented by types whose action runs a process: execute and
+// the script family (bash, sh, csh, python, perl, powershell_script,
+// script). Guard interpreters build a resource of such a type, with the
+// guard string as its code, and run it.
+type Runner interface {
+	Type
+	// CommandSpec is the process r runs. It does no I/O; the caller adds
+	// a logger and runs it with shellexec.Run.
+	CommandSpec(r *Resource) (shellexec.Spec, error)
 }
