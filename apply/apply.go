@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/toquehq/toque/guard"
 	"github.com/toquehq/toque/plan"
 	"github.com/toquehq/toque/resources"
 )
@@ -169,11 +170,21 @@ func (r *run) preflight(ctx context.Context) error {
 		}
 		e := &entry{pr: pr, planned: plannedFingerprint(pr)}
 		r.entries = append(r.entries, e)
+		if len(pr.GuardSpecs) > 0 && (pr.Kind == resources.Skip || hasWork(pr.Kind)) {
+			// The guards again: a different verdict makes the plan stale.
+			sr, err := r.guardsStale(ctx, pr)
+			if err != nil {
+				errs = append(errs, &ResourceError{Address: pr.Address, Err: err})
+				continue
+			}
+			if sr != nil {
+				stale = append(stale, *sr)
+				continue
+			}
+		}
 		switch pr.Kind {
 		case resources.Skip:
-			// Seam (issue: guards): the guards of a skipped resource are
-			// evaluated again here; a different verdict makes the plan
-			// stale. Until then a skipped resource is not read.
+			// Skipped by a guard at plan time, and still: not read.
 			continue
 		case resources.NoOp, resources.Create, resources.Update, resources.Delete, resources.Run:
 		default:
@@ -356,6 +367,31 @@ func (r *run) converge(ctx context.Context, started time.Time) (*Report, error) 
 // convergeOne reads e again and converges it toward the live reading within
 // what the plan showed. It fills rr and returns the resource's error.
 func (r *run) convergeOne(ctx context.Context, e *entry, rr *ResourceReport) error {
+	if len(e.pr.GuardSpecs) > 0 {
+		// The guards once more, right before converging: an earlier
+		// change of this run may have flipped one. A resource that would
+		// now be skipped is skipped; the opposite cannot happen here, as
+		// a resource skipped at plan time is never converged.
+		why, err := r.guardsSkipNow(ctx, e.pr)
+		if err != nil || why != "" {
+			r.hooks.PreApply(e.pr)
+			if err != nil {
+				err = &ResourceError{Address: e.pr.Address, Err: err}
+				rr.Error = err.Error()
+				rr.Outcome = OutcomeFailed
+				if e.pr.IgnoreFailure {
+					rr.Outcome = OutcomeFailedIgnored
+				}
+			} else {
+				rr.Outcome = OutcomeSkipped
+				rr.Reason = "skipped: " + why
+				rr.DiffersFromPlan = why
+				r.logger.Info("guard flipped by an earlier change in this run: skipping", "resource", e.pr.Address, "guard", why)
+			}
+			r.hooks.PostApply(e.pr, *rr)
+			return err
+		}
+	}
 	var st *resources.State
 	var cur *plan.Current
 	var step *resources.Step
@@ -450,6 +486,73 @@ func (r *run) convergeStep(ctx context.Context, e *entry, rr *ResourceReport, st
 	}
 	rr.Outcome = OutcomeChanged
 	return nil
+}
+
+// guardsStale evaluates pr's guards again at pre-flight. It returns the
+// stale entry when the verdict (skip or not) is not the plan's.
+func (r *run) guardsStale(ctx context.Context, pr *plan.Resource) (*StaleResource, error) {
+	outs, skip, _, err := guard.EvaluateAll(ctx, r.a.Registry, pr.GuardSpecs, r.logger.Named("guard"))
+	if err != nil {
+		return nil, fmt.Errorf("evaluating its guards again: %w", err)
+	}
+	plannedSkip := pr.Kind == resources.Skip
+	if skip == plannedSkip {
+		return nil, nil
+	}
+	sr := &StaleResource{Address: pr.Address, Planned: pr.Kind}
+	if skip {
+		sr.Now = resources.Skip
+	}
+	for i, o := range outs {
+		then := "not evaluated"
+		if i < len(pr.Guards) {
+			if pr.Guards[i].Passed == o.Condition {
+				continue
+			}
+			then = conditionWord(o.Spec, pr.Guards[i].Passed, false)
+		}
+		sr.Differences = append(sr.Differences, plan.Difference{
+			Property: "guard " + o.Spec.Describe(),
+			Then:     then,
+			Now:      conditionWord(o.Spec, o.Condition, true),
+		})
+	}
+	return sr, nil
+}
+
+// guardsSkipNow evaluates pr's guards again right before it converges and
+// returns, when one now decides to skip it, how it differs from the plan:
+// "not_if `test -f x` now true".
+func (r *run) guardsSkipNow(ctx context.Context, pr *plan.Resource) (string, error) {
+	outs, skip, by, err := guard.EvaluateAll(ctx, r.a.Registry, pr.GuardSpecs, r.logger.Named("guard"))
+	if err != nil {
+		return "", fmt.Errorf("evaluating its guards again: %w", err)
+	}
+	if !skip {
+		return "", nil
+	}
+	o := outs[by]
+	return o.Spec.Describe() + " now " + conditionWord(o.Spec, o.Condition, true), nil
+}
+
+// conditionWord words a guard's condition: "passed"/"failed" for an
+// only_if script ("passes"/"fails" now), "true"/"false" otherwise.
+func conditionWord(s *guard.Spec, c, now bool) string {
+	if s.Kind == guard.OnlyIf && s.Form == guard.Script {
+		switch {
+		case c && now:
+			return "passes"
+		case c:
+			return "passed"
+		case now:
+			return "fails"
+		}
+		return "failed"
+	}
+	if c {
+		return "true"
+	}
+	return "false"
 }
 
 // allowed checks that step, planned from a reading taken in this run, does

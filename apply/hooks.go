@@ -17,7 +17,8 @@ type Hooks interface {
 	PreApply(r *plan.Resource)
 	// PostApply is called after every resource PreApply was called for,
 	// with its outcome ("changed", "unchanged", "failed", "failed
-	// (ignored)") and duration.
+	// (ignored)", or "skipped" when a guard that an earlier change of this
+	// run flipped now skips it: DiffersFromPlan says which) and duration.
 	PostApply(r *plan.Resource, rr ResourceReport)
 	// Heartbeat is called every Applier.Heartbeat while a resource runs.
 	Heartbeat(r *plan.Resource, elapsed time.Duration)

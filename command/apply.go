@@ -28,6 +28,9 @@ type applyArgs struct {
 	lockTimeout time.Duration
 	parallelism int
 	color       colorFlags
+	// expectDigest and json only apply with a plan file.
+	expectDigest string
+	json         bool
 }
 
 func (c *ApplyCommand) Synopsis() string {
@@ -59,6 +62,11 @@ Options:
   -parallelism=N       Read at most N resources at once while planning
                        (only without PLANFILE).
   -no-color            No colour (also NO_COLOR=1).
+  -expect-digest=HEX   Refuse the plan file unless its digest is HEX
+                       ("sha256:HEX" or the 64 hex digits 'toque show'
+                       prints): the plan applied is the plan reviewed.
+  -json                Print progress as JSON events, one object per line
+                       (docs/apply-json.md), instead of text. Needs PLANFILE.
 
 Exit status: 0 done, 1 error, 3 stale plan (nothing changed), 4 the apply
 lock is held by another toque, 5 interrupted (the report says what ran).
@@ -72,6 +80,8 @@ func (c *ApplyCommand) Run(args []string) int {
 	fs.StringVar(&a.stateDir, "state-dir", "", "")
 	fs.DurationVar(&a.lockTimeout, "lock-timeout", 0, "")
 	fs.IntVar(&a.parallelism, "parallelism", 10, "")
+	fs.StringVar(&a.expectDigest, "expect-digest", "", "")
+	fs.BoolVar(&a.json, "json", false, "")
 	a.color.register(fs)
 	if st := c.parseFlags(fs, args, c.Help); st >= 0 {
 		return st
@@ -79,6 +89,10 @@ func (c *ApplyCommand) Run(args []string) int {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	outColor := a.color.enabled(c.Streams.Stdout)
+	ev, wantDigest, err := c.checkPlanFileFlags(a, set, fs.NArg())
+	if err != nil {
+		return c.fail(ev, apply.ErrorKindUsage, ExitError, err)
+	}
 
 	var p *plan.Plan
 	switch fs.NArg() {
@@ -102,33 +116,48 @@ func (c *ApplyCommand) Run(args []string) int {
 		var err error
 		p, err = c.readVerifiedPlan(c.path(fs.Arg(0)))
 		if err != nil {
-			c.errorf("%s", err)
-			return ExitError
+			return c.fail(ev, apply.ErrorKindPlanRefused, ExitError, err)
 		}
 	default:
-		c.errorf("apply takes at most one argument, the plan file (got %q)", strings.Join(fs.Args(), " "))
-		return ExitError
+		return c.fail(ev, apply.ErrorKindUsage, ExitError, fmt.Errorf("apply takes at most one argument, the plan file (got %q)", strings.Join(fs.Args(), " ")))
 	}
-	if !p.HasChanges() {
+	digest := p.Digest()
+	if wantDigest != "" && digest != wantDigest {
+		return c.fail(ev, apply.ErrorKindDigestMismatch, ExitError, fmt.Errorf(
+			"the plan's digest is %s, but -expect-digest wants %s: this is not the plan that was reviewed, so nothing was applied. Apply the reviewed plan file, or review this one", digest, wantDigest))
+	}
+	if !p.HasChanges() && ev == nil {
 		fmt.Fprintf(c.Streams.Stdout, "No changes. %s already matches the plan.\n", p.Host.Hostname)
 	}
 
 	view := &applyView{w: c.Streams.Stdout, color: outColor}
+	var hooks apply.Hooks = view
+	if ev != nil {
+		hooks = ev
+		ev.Start(p, digest)
+	}
 	applier := &apply.Applier{
 		Registry:    c.Registry,
 		StateDir:    stateDir(a.stateDir),
 		Logger:      c.Logger.Named("apply"),
-		Hooks:       view,
+		Hooks:       hooks,
 		LockTimeout: a.lockTimeout,
 		Stop:        c.Stop,
-		PlanDigest:  p.Digest(),
+		PlanDigest:  digest,
 	}
 	report, err := applier.Apply(c.Ctx, p)
 	if report != nil {
-		view.summary(report)
+		if ev != nil {
+			ev.Summary(report)
+		} else {
+			view.summary(report)
+		}
 	}
 	if err == nil {
 		return ExitOK
+	}
+	if ev != nil {
+		ev.Error("", err, exitCodeOf(err))
 	}
 	var stale *apply.StaleError
 	var held *apply.LockHeldError
@@ -239,6 +268,8 @@ func (v *applyView) PostApply(r *plan.Resource, rr apply.ResourceReport) {
 		fmt.Fprintf(v.w, "%s: %s after %s: %s\n", v.paint(color.FgRed, r.Address), rr.Outcome, roundDur(d), rr.Error)
 	case apply.OutcomeUnchanged:
 		fmt.Fprintf(v.w, "%s: already in the planned state, nothing to do\n", r.Address)
+	case apply.OutcomeSkipped:
+		fmt.Fprintf(v.w, "%s: skipped, a guard decided (see the note)\n", v.paint(color.FgMagenta, r.Address))
 	default:
 		fmt.Fprintf(v.w, "%s: %s after %s\n", v.paint(color.FgGreen, r.Address), done, roundDur(d))
 	}

@@ -102,6 +102,9 @@ func Run(ctx context.Context, stop <-chan struct{}, args []string, streams Strea
 			"validate": func() (cli.Command, error) { return &ValidateCommand{Base: base}, nil },
 			"fmt":      func() (cli.Command, error) { return &FmtCommand{Base: base}, nil },
 			"version":  func() (cli.Command, error) { return &VersionCommand{Base: base}, nil },
+			"install":  func() (cli.Command, error) { return &InstallCommand{Base: base}, nil },
+			"update":   func() (cli.Command, error) { return &UpdateCommand{Base: base}, nil },
+			"export":   func() (cli.Command, error) { return &ExportCommand{Base: base}, nil },
 		},
 		HelpFunc: cli.BasicHelpFunc("toque"),
 	}

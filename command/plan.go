@@ -7,7 +7,6 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/toquehq/toque/config"
 	"github.com/toquehq/toque/internal/host"
 	"github.com/toquehq/toque/plan"
 )
@@ -24,6 +23,7 @@ type planArgs struct {
 	detailedExitCode bool
 	parallelism      int
 	color            colorFlags
+	md               markdownFlags
 }
 
 func (a *planArgs) register(fs *flag.FlagSet) {
@@ -32,6 +32,7 @@ func (a *planArgs) register(fs *flag.FlagSet) {
 	fs.BoolVar(&a.detailedExitCode, "detailed-exitcode", false, "Exit 0 with no changes, 1 on error, 2 with changes.")
 	fs.IntVar(&a.parallelism, "parallelism", 10, "Read at most N resources at once.")
 	a.color.register(fs)
+	a.md.register(fs)
 }
 
 func (c *PlanCommand) Synopsis() string { return "Show what toque would change, and save it for apply" }
@@ -52,6 +53,9 @@ Options:
   -out=FILE            Save the plan to FILE (mode 0600). An empty plan is
                        saved too, so an old file cannot be applied by mistake.
   -json                Print the plan in the JSON format of 'show -json'.
+  -markdown            Print the plan as Markdown for a pull-request comment
+                       (see 'toque show -help'); with -changes-only and
+                       -max-bytes=N (default 60000).
   -detailed-exitcode   Exit 0 when nothing would change, 1 on error, 2 when
                        the plan has changes.
   -parallelism=N       Read at most N resources at once (default 10).
@@ -75,6 +79,10 @@ func (c *PlanCommand) Run(args []string) int {
 		c.errorf("-parallelism must be at least 1")
 		return ExitError
 	}
+	if err := a.md.check(fs, a.json); err != nil {
+		c.errorf("%s", err)
+		return ExitError
+	}
 	color := a.color.enabled(c.Streams.Stdout)
 
 	p, files, diags := c.makePlan(a.parallelism)
@@ -82,6 +90,12 @@ func (c *PlanCommand) Run(args []string) int {
 	if p == nil {
 		return ExitError
 	}
+	enc, err := p.Encode()
+	if err != nil {
+		c.errorf("%s", err)
+		return ExitError
+	}
+	mdFailed := false
 	if a.json {
 		b, err := plan.JSONView(p)
 		if err != nil {
@@ -89,18 +103,21 @@ func (c *PlanCommand) Run(args []string) int {
 			return ExitError
 		}
 		fmt.Fprintln(c.Streams.Stdout, string(b))
+	} else if a.md.markdown {
+		// Rendered before the file is written, which happens anyway.
+		mdFailed = !c.writeMarkdown(p, a.md, a.out, enc.Digest)
 	} else if !p.Errored {
-		plan.RenderText(c.Streams.Stdout, p, plan.RenderOptions{Color: color, SavedTo: a.out})
+		plan.RenderText(c.Streams.Stdout, p, plan.RenderOptions{Color: color, SavedTo: a.out, Digest: enc.Digest})
 	}
 	if a.out != "" {
 		// An errored plan is written too (apply refuses it), so an older
 		// plan file at the same path cannot be applied by mistake.
-		if err := plan.Write(c.path(a.out), p); err != nil {
+		if err := plan.WriteEncoded(c.path(a.out), enc); err != nil {
 			c.errorf("cannot save the plan: %s", err)
 			return ExitError
 		}
 	}
-	if p.Errored || diags.HasErrors() {
+	if p.Errored || diags.HasErrors() || mdFailed {
 		return ExitError
 	}
 	if a.detailedExitCode && p.HasChanges() {
@@ -113,11 +130,8 @@ func (c *PlanCommand) Run(args []string) int {
 // the plan (nil when nothing could be planned), the parsed files for
 // rendering diagnostics, and the diagnostics.
 func (b *Base) makePlan(parallelism int) (*plan.Plan, map[string]*hcl.File, hcl.Diagnostics) {
-	cfg, diags := config.LoadDir(b.workDir(), b.Registry)
-	var files map[string]*hcl.File
-	if cfg != nil && cfg.Parser != nil {
-		files = cfg.Parser.Files()
-	}
+	cfg, pol, diags := b.loadConfig() // policy mode when policy.hcl is present
+	files := pol.files(cfg)
 	if diags.HasErrors() || cfg == nil {
 		return nil, files, diags
 	}
@@ -137,6 +151,7 @@ func (b *Base) makePlan(parallelism int) (*plan.Plan, map[string]*hcl.File, hcl.
 		Version:     Version,
 	}
 	p, pdiags := planner.Plan(b.Ctx, cfg)
+	pol.stamp(p)
 	diags = append(diags, pdiags...)
 	return p, files, diags
 }

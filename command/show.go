@@ -24,6 +24,15 @@ Options:
 
   -json       Print the documented machine-readable form (docs/plan-json.md).
               Sensitive values are never included.
+  -markdown   Print Markdown for a pull-request comment (docs/markdown.md):
+              a title, the summary, the addresses by action, the digest,
+              and one collapsible section per resource.
+  -changes-only
+              With -markdown: leave out unchanged and skipped resources.
+  -max-bytes=N
+              With -markdown: keep the output under N bytes (default
+              60000) by leaving out whole resource sections from the end,
+              and say so. A limit too small for the summary is an error.
   -no-color   No colour (also NO_COLOR=1).
 `
 }
@@ -31,11 +40,17 @@ Options:
 func (c *ShowCommand) Run(args []string) int {
 	var asJSON bool
 	var col colorFlags
+	var md markdownFlags
 	fs := c.newFlagSet("show", c.Help)
 	fs.BoolVar(&asJSON, "json", false, "")
 	col.register(fs)
+	md.register(fs)
 	if st := c.parseFlags(fs, args, c.Help); st >= 0 {
 		return st
+	}
+	if err := md.check(fs, asJSON); err != nil {
+		c.errorf("%s", err)
+		return ExitError
 	}
 	if fs.NArg() != 1 {
 		c.errorf("show needs exactly one argument, the plan file: toque show PLANFILE")
@@ -53,6 +68,12 @@ func (c *ShowCommand) Run(args []string) int {
 			return ExitError
 		}
 		fmt.Fprintln(c.Streams.Stdout, string(b))
+		return ExitOK
+	}
+	if md.markdown {
+		if !c.writeMarkdown(p, md, fs.Arg(0), "") {
+			return ExitError
+		}
 		return ExitOK
 	}
 	plan.RenderText(c.Streams.Stdout, p, plan.RenderOptions{Color: col.enabled(c.Streams.Stdout)})

@@ -47,11 +47,8 @@ func (c *ValidateCommand) Run(args []string) int {
 		c.errorf("validate takes no arguments; use -chdir=DIR to validate another directory")
 		return ExitError
 	}
-	cfg, diags := config.LoadDir(c.workDir(), c.Registry)
-	var files map[string]*hcl.File
-	if cfg != nil && cfg.Parser != nil {
-		files = cfg.Parser.Files()
-	}
+	cfg, pol, diags := c.loadConfig() // policy mode when policy.hcl is present
+	files := pol.files(cfg)
 	if cfg != nil && !diags.HasErrors() {
 		_, ediags := cfg.Evaluate(c.Registry, &config.Scope{Node: cfg.Attributes.Node(), Host: host.Unknown()})
 		diags = append(diags, ediags...)

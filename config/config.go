@@ -5,6 +5,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/toquehq/toque/guard"
 	"github.com/toquehq/toque/resources"
 )
 
@@ -25,6 +26,9 @@ type Config struct {
 	// attrBlocks are the default/override blocks in load order, kept so
 	// that Compile can write them again with the host's facts.
 	attrBlocks []*attributeBlock
+	// fixedWrites are written after attrBlocks on every Compile (policy
+	// attributes in policy mode; see LoadPolicy).
+	fixedWrites []AttributeWrite
 }
 
 // ResourceBlock is one `TYPE "NAME" { … }` block, kept unevaluated.
@@ -74,6 +78,10 @@ type Instance struct {
 	Resource      *resources.Resource
 	Sensitive     bool
 	IgnoreFailure bool
+	// Guards are the resource's only_if / not_if, decoded and resolved
+	// (guard.Decode), in evaluation order; none when the action is
+	// "nothing".
+	Guards []*guard.Spec
 }
 
 // Scope is what expressions can see at plan time.

@@ -11,6 +11,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 
+	"github.com/toquehq/toque/guard"
 	"github.com/toquehq/toque/resources"
 )
 
@@ -54,7 +55,7 @@ func (c *Config) Evaluate(reg *resources.Registry, scope *Scope) ([]*Instance, h
 			ctx = scope.EvalContext(b.Dir)
 			ctxs[b.Dir] = ctx
 		}
-		inst, d, templates := evaluateBlock(b, t, ctx)
+		inst, d, templates := evaluateBlock(b, t, ctx, reg, c.sourceText)
 		diags = append(diags, d...)
 		for _, te := range templates {
 			// Let the diagnostic writer show snippets of the template.
@@ -72,13 +73,26 @@ func (c *Config) Evaluate(reg *resources.Registry, scope *Scope) ([]*Instance, h
 }
 
 // EvaluateBlock decodes b's body against t's schema in scope. It returns
-// nil and the diagnostics when anything is wrong.
+// nil and the diagnostics when anything is wrong. Guard interpreters are
+// resolved against the built-in types.
 func EvaluateBlock(b *ResourceBlock, t resources.Type, scope *Scope) (*Instance, hcl.Diagnostics) {
-	inst, diags, _ := evaluateBlock(b, t, scope.EvalContext(b.Dir))
+	inst, diags, _ := evaluateBlock(b, t, scope.EvalContext(b.Dir), resources.Builtin(), nil)
 	return inst, diags
 }
 
-func evaluateBlock(b *ResourceBlock, t resources.Type, ctx *hcl.EvalContext) (*Instance, hcl.Diagnostics, []*TemplateError) {
+// sourceText is the recipe text of rng, "" when the file is not known.
+func (c *Config) sourceText(rng hcl.Range) string {
+	if c.Parser == nil {
+		return ""
+	}
+	f, ok := c.Parser.Files()[rng.Filename]
+	if !ok || f == nil || rng.End.Byte > len(f.Bytes) || rng.Start.Byte > rng.End.Byte {
+		return ""
+	}
+	return string(rng.SliceBytes(f.Bytes))
+}
+
+func evaluateBlock(b *ResourceBlock, t resources.Type, ctx *hcl.EvalContext, reg *resources.Registry, source func(hcl.Range) string) (*Instance, hcl.Diagnostics, []*TemplateError) {
 	s := t.Schema()
 	ev := &evaluator{ctx: ctx}
 	var diags hcl.Diagnostics
@@ -160,15 +174,28 @@ func evaluateBlock(b *ResourceBlock, t resources.Type, ctx *hcl.EvalContext) (*I
 	ignore, d := ev.boolean(b.Meta.IgnoreFailure, "ignore_failure")
 	diags = append(diags, d...)
 
+	res := resources.NewResource(s, b.Name, action, values)
+	guards, d := guard.Decode(guard.Input{
+		OnlyIf:           b.Meta.OnlyIf,
+		NotIf:            b.Meta.NotIf,
+		GuardInterpreter: b.Meta.GuardInterpreter,
+		Parent:           res,
+		Ctx:              ctx,
+		Registry:         reg,
+		Source:           source,
+	})
+	diags = append(diags, d...)
+
 	if diags.HasErrors() {
 		return nil, diags, ev.templates
 	}
 	return &Instance{
 		Block:         b,
 		Type:          t,
-		Resource:      resources.NewResource(s, b.Name, action, values),
+		Resource:      res,
 		Sensitive:     sensitive,
 		IgnoreFailure: ignore,
+		Guards:        guards,
 	}, diags, ev.templates
 }
 

@@ -122,7 +122,7 @@ func (f *fakeType) Plan(desired *resources.Resource, current *resources.State) (
 		}
 		return &resources.Step{Kind: resources.Delete, Reason: "exists"}, nil
 	case "run":
-		return &resources.Step{Kind: resources.Run, Reason: "runs every time: no guard or creates"}, nil
+		return &resources.Step{Kind: resources.Run, Reason: resources.NoGuardReason}, nil
 	}
 	return resources.ConvergeIfChanged(desired, current), nil
 }

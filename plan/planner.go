@@ -18,6 +18,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/config"
+	"github.com/toquehq/toque/guard"
 	"github.com/toquehq/toque/internal/host"
 	"github.com/toquehq/toque/resources"
 )
@@ -36,13 +37,73 @@ const (
 )
 
 // GuardEvaluator evaluates a resource's only_if / not_if guards at plan
-// time. It is the seam to the guard package: the planner calls it, before
-// loading, for every resource that has guards and whose action is not
-// "nothing". skip reports that a guard decided the resource is skipped; the
-// deciding result is the one with Decided set. Diagnostics with errors fail
-// the resource (a guard that cannot run is an error, never a silent verdict).
+// time. The planner calls it, before loading, for every resource that has
+// guards and whose action is not "nothing". skip reports that a guard
+// decided the resource is skipped; the deciding result is the one with
+// Decided set. Diagnostics with errors fail the resource (a guard that
+// cannot run is an error, never a silent verdict). The planner's own
+// evaluator runs guard.EvaluateAll on the guards config decoded
+// (Instance.Guards); tests substitute a table.
 type GuardEvaluator interface {
 	Evaluate(ctx context.Context, inst *config.Instance, scope *config.Scope) (results []GuardResult, skip bool, diags hcl.Diagnostics)
+}
+
+// guardRunner is the planner's GuardEvaluator: it runs the decoded guards.
+type guardRunner struct {
+	reg    *resources.Registry
+	logger hclog.Logger
+}
+
+func (g guardRunner) Evaluate(ctx context.Context, inst *config.Instance, _ *config.Scope) ([]GuardResult, bool, hcl.Diagnostics) {
+	outs, skip, by, err := guard.EvaluateAll(ctx, g.reg, inst.Guards, g.logger)
+	results := GuardResults(outs, by)
+	if err != nil {
+		var subject *hcl.Range
+		if n := len(outs); n > 0 && outs[n-1].Spec != nil && outs[n-1].Spec.Range.Filename != "" {
+			r := outs[n-1].Spec.Range
+			subject = &r
+		} else {
+			subject = declRange(inst)
+		}
+		return results, false, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Guard cannot run",
+			Detail:   fmt.Sprintf("%s: %s. A guard that cannot run fails the plan; toque never guesses its verdict.", instAddress(inst), err),
+			Subject:  subject,
+		}}
+	}
+	return results, skip, nil
+}
+
+// GuardResults records evaluated guards; decidedBy is the index of the
+// guard that decided to skip, -1 for none. An outcome with an error is
+// left out.
+func GuardResults(outs []guard.Outcome, decidedBy int) []GuardResult {
+	var out []GuardResult
+	for i, o := range outs {
+		if o.Err != nil || o.Spec == nil {
+			continue
+		}
+		s := o.Spec
+		g := GuardResult{
+			Kind:        string(s.Kind),
+			Form:        string(s.Form),
+			Command:     s.Source,
+			Interpreter: s.Interpreter,
+			Cwd:         o.Cwd,
+			Environment: o.Environment,
+			User:        o.User,
+			Inherited:   s.Inherited,
+			ExitCode:    o.ExitCode,
+			DurationMS:  o.Duration.Milliseconds(),
+			Output:      o.Output,
+			Passed:      o.Condition,
+			Decided:     i == decidedBy,
+			Warning:     o.Warning,
+		}
+		out = append(out, g)
+	}
+	return out
 }
 
 // Planner turns evaluated resources into a Plan: it reads each resource's
@@ -61,8 +122,8 @@ type Planner struct {
 	Version string
 	// Now returns the creation time; nil means time.Now.
 	Now func() time.Time
-	// Guards evaluates only_if / not_if. When nil, a resource with guards
-	// is an error ("not supported by this build").
+	// Guards evaluates only_if / not_if; nil means the planner's own
+	// (guard.EvaluateAll on Instance.Guards).
 	Guards GuardEvaluator
 	// Rand is the source of the plan's salt; nil means crypto/rand.
 	Rand io.Reader
@@ -310,7 +371,7 @@ func declRange(inst *config.Instance) *hcl.Range {
 }
 
 func hasGuards(inst *config.Instance) bool {
-	return inst.Block != nil && inst.Block.Meta.HasGuards()
+	return len(inst.Guards) > 0 || (inst.Block != nil && inst.Block.Meta.HasGuards())
 }
 
 // planOne plans one resource. It never panics: a panicking type becomes an
@@ -371,16 +432,13 @@ func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *config
 	}
 
 	if hasGuards(inst) {
-		if p.Guards == nil {
-			return nil, hcl.Diagnostics{{
-				Severity: hcl.DiagError,
-				Summary:  "Guards are not supported yet",
-				Detail:   fmt.Sprintf("%s has only_if or not_if, which this build of toque cannot evaluate yet. Remove the guard or use a newer toque.", addr),
-				Subject:  declRange(inst),
-			}}
+		ev := p.Guards
+		if ev == nil {
+			ev = guardRunner{reg: p.Registry, logger: log}
 		}
+		res.GuardSpecs = inst.Guards
 		t0 := time.Now()
-		results, skip, gd := p.Guards.Evaluate(ctx, inst, scope)
+		results, skip, gd := ev.Evaluate(ctx, inst, scope)
 		diags = append(diags, gd...)
 		log.Debug("evaluated guards", "count", len(results), "skip", skip, "duration", time.Since(t0))
 		if gd.HasErrors() {
@@ -432,6 +490,9 @@ func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *config
 
 	res.Kind = step.Kind
 	res.Reason = step.Reason
+	if step.Kind == resources.Run && len(res.Guards) > 0 {
+		res.Reason = RunReason(step.Reason, res.Guards)
+	}
 	res.Groups = step.Groups
 	res.Current = StoreCurrent(schema, state, salt, inst.Sensitive)
 	res.Fingerprint = res.Current.Fingerprint()
@@ -453,26 +514,27 @@ func skipReason(results []GuardResult) string {
 	return "skipped by a guard"
 }
 
-// GuardVerdict words one guard result: "only_if `test -f x` failed (exit
-// 1)", "not_if node.web.enabled is true". Passed is the guard's condition
-// (exit status in returns, or the expression's value), for both kinds.
+// GuardVerdict words one guard result: "only_if `test -f x` passed",
+// "only_if `test -f x` failed", "not_if `test -f x` is true", "only_if
+// node.web.enabled is false". Passed is the guard's condition (exit status
+// in returns, or the expression's value), for both kinds.
 func GuardVerdict(g GuardResult) string {
-	if g.Form == "expression" {
-		verdict := "is false"
-		if g.Passed {
-			verdict = "is true"
-		}
-		return fmt.Sprintf("%s %s %s", g.Kind, g.Command, verdict)
+	return guard.VerdictOf(g.Kind, g.Form, g.Command, g.Passed)
+}
+
+// RunReason is the reason of a run step whose guards let it run: the
+// guards' verdicts instead of the type's "no guard: runs every time", or
+// after the type's own reason ("creates … does not exist").
+func RunReason(typeReason string, guards []GuardResult) string {
+	vs := make([]string, len(guards))
+	for i, g := range guards {
+		vs[i] = GuardVerdict(g)
 	}
-	verdict := "failed"
-	if g.Passed {
-		verdict = "succeeded"
+	v := strings.Join(vs, ", ")
+	if typeReason == "" || typeReason == resources.NoGuardReason {
+		return v
 	}
-	s := fmt.Sprintf("%s `%s` %s", g.Kind, g.Command, verdict)
-	if g.ExitCode != nil {
-		s += fmt.Sprintf(" (exit %d)", *g.ExitCode)
-	}
-	return s
+	return typeReason + "; " + v
 }
 
 // buildChanges turns a step's changes into their display forms.

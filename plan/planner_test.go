@@ -11,8 +11,18 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/config"
+	"github.com/toquehq/toque/guard"
 	"github.com/toquehq/toque/resources"
 )
+
+// cannotRun gives i a script guard whose working directory is missing.
+func cannotRun(i *config.Instance) *config.Instance {
+	i.Guards = []*guard.Spec{{
+		Kind: guard.OnlyIf, Form: guard.Script, Source: "true", Interpreter: guard.Default,
+		Values: map[string]guard.Value{"command": {Value: cty.StringVal("true")}, "cwd": {Value: cty.StringVal("/no/such/dir")}},
+	}}
+	return i
+}
 
 func TestPlanInstancesKinds(t *testing.T) {
 	f := newFakeType()
@@ -132,14 +142,14 @@ func TestPlanInstancesErrors(t *testing.T) {
 		f.inst("/etc/unreadable", "create", 4, map[string]cty.Value{"content": str("x")}),
 		f.inst("/etc/unplannable", "create", 7, map[string]cty.Value{"content": str("x")}),
 		f.inst("/etc/boom", "create", 10, map[string]cty.Value{"content": str("x")}),
-		guarded(f.inst("/etc/guarded", "create", 13, map[string]cty.Value{"content": str("x")})),
+		cannotRun(f.inst("/etc/guarded", "create", 13, map[string]cty.Value{"content": str("x")})),
 	}
 	pl, diags := fixedPlanner(f, 2).PlanInstances(context.Background(), insts)
 	wantSummaries := []string{
 		"Cannot read fake_file[/etc/unreadable]",
 		"Cannot plan fake_file[/etc/unplannable]",
 		"Resource type failed while planning fake_file[/etc/boom]",
-		"Guards are not supported yet",
+		"Guard cannot run",
 	}
 	if len(diags) != len(wantSummaries) {
 		t.Fatalf("got %d diagnostics, want %d: %v", len(diags), len(wantSummaries), diags)
@@ -350,7 +360,7 @@ func TestPlanInstancesGuards(t *testing.T) {
 		t.Fatalf("resources %d", len(pl.Resources))
 	}
 	skip := pl.Resources[0]
-	if skip.Kind != resources.Skip || skip.Reason != "only_if `test -d /opt` failed (exit 1)" || skip.Current != nil || len(skip.Guards) != 1 {
+	if skip.Kind != resources.Skip || skip.Reason != "only_if `test -d /opt` failed" || skip.Current != nil || len(skip.Guards) != 1 {
 		t.Errorf("skipped: %+v", skip)
 	}
 	run := pl.Resources[1]

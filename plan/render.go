@@ -21,6 +21,9 @@ type RenderOptions struct {
 	SavedTo string
 	// Width wraps the summary's address lists; 0 means 80.
 	Width int
+	// Digest is the plan's digest when the caller has it already (from
+	// Encode); empty means compute it.
+	Digest string
 }
 
 // painter colours text when enabled, and is the identity otherwise.
@@ -119,7 +122,11 @@ func RenderText(w io.Writer, p *Plan, o RenderOptions) {
 
 	bw.printf("\n")
 	renderSummary(bw, pt, p, o.Width)
-	bw.printf("\nPlan digest: %s\n", p.Digest())
+	digest := o.Digest
+	if digest == "" {
+		digest = p.Digest()
+	}
+	bw.printf("\nPlan digest: %s\n", digest)
 	if o.SavedTo != "" {
 		bw.printf("Saved the plan to %s. To apply exactly this plan: toque apply %s\n", o.SavedTo, shellQuote(o.SavedTo))
 	}
@@ -172,8 +179,8 @@ func renderResource(bw *errWriter, pt painter, r *Resource) {
 	}
 	for _, g := range r.Guards {
 		verdict, details := guardLine(g)
-		if r.Kind == resources.Skip && g.Decided {
-			// The headline already gives the deciding guard's verdict.
+		if strings.Contains(r.Reason, verdict) && (len(r.Guards) == 1 || (r.Kind == resources.Skip && g.Decided)) {
+			// The headline already gives this guard's verdict.
 			if details != "" {
 				bw.printf("  %s\n", pt.faint("#   "+details))
 			}
@@ -270,11 +277,18 @@ func diffLine(pt painter, line string) string {
 }
 
 // guardLine words one guard result: its verdict, and the details a
-// reviewer needs to trust it ("(bash; cwd /opt (inherited); exit 0 in 4
-// ms)"), empty when there are none.
+// reviewer needs to trust it — "(bash; cwd /opt from the guard, JAVA_HOME
+// inherited; exit 0 in 4 ms)" — empty when there are none (expressions).
 func guardLine(g GuardResult) (verdict, details string) {
+	verdict = GuardVerdict(g)
+	if g.Form == "expression" {
+		return verdict, ""
+	}
 	var parts []string
-	if g.Interpreter != "" {
+	switch g.Interpreter {
+	case "", "default":
+		parts = append(parts, "/bin/sh")
+	default:
 		parts = append(parts, g.Interpreter)
 	}
 	inherited := map[string]bool{}
@@ -283,35 +297,35 @@ func guardLine(g GuardResult) (verdict, details string) {
 	}
 	from := func(k string) string {
 		if inherited[k] {
-			return " (inherited)"
+			return " inherited"
 		}
-		return ""
+		return " from the guard"
 	}
+	var settings []string
 	if g.Cwd != "" {
-		parts = append(parts, "cwd "+g.Cwd+from("cwd"))
-	}
-	if g.User != "" {
-		parts = append(parts, "user "+g.User+from("user"))
+		settings = append(settings, "cwd "+g.Cwd+from("cwd"))
 	}
 	if len(g.Environment) > 0 {
-		keys := sortedKeys(g.Environment)
-		parts = append(parts, "environment "+strings.Join(keys, ", ")+from("environment"))
+		settings = append(settings, strings.Join(sortedKeys(g.Environment), " ")+from("environment"))
 	}
-	verdict = GuardVerdict(g)
+	if g.User != "" {
+		settings = append(settings, "user "+g.User+from("user"))
+	}
+	for _, k := range []string{"group", "path", "umask", "architecture", "interpreter"} {
+		if inherited[k] {
+			settings = append(settings, k+" inherited")
+		}
+	}
+	if len(settings) > 0 {
+		parts = append(parts, strings.Join(settings, ", "))
+	}
 	if g.ExitCode != nil {
-		// The exit code goes with the duration in the details.
-		code := *g.ExitCode
-		g.ExitCode = nil
-		verdict = GuardVerdict(g)
-		parts = append(parts, fmt.Sprintf("exit %d in %d ms", code, g.DurationMS))
+		parts = append(parts, fmt.Sprintf("exit %d in %d ms", *g.ExitCode, g.DurationMS))
 	}
 	if g.Warning != "" {
 		parts = append(parts, "warning: "+g.Warning)
 	}
-	if len(parts) > 0 {
-		details = "(" + strings.Join(parts, "; ") + ")"
-	}
-	return verdict, details
+	return verdict, "(" + strings.Join(parts, "; ") + ")"
 }
 
 func renderSummary(bw *errWriter, pt painter, p *Plan, width int) {

@@ -1,7 +1,8 @@
 package resources
 
 // Builtin returns a registry of toque's built-in resource types: file,
-// directory and link. Callers add further types by building their own
+// directory, link, execute and the script family (script, bash, sh, csh,
+// python, perl, powershell_script). Callers add further types by building their own
 // registry; nothing registers itself.
 func Builtin() *Registry {
 	return NewRegistry(BuiltinTypes()...)
@@ -9,5 +10,8 @@ func Builtin() *Registry {
 
 // BuiltinTypes lists the built-in types, in the order they are documented.
 func BuiltinTypes() []Type {
-	return []Type{FileType(), DirectoryType(), LinkType()}
+	return []Type{
+		FileType(), DirectoryType(), LinkType(),
+		ExecuteType(), ScriptType(), BashType(), ShType(), CshType(), PythonType(), PerlType(), PowerShellScriptType(),
+	}
 }

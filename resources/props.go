@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/zclconf/go-cty/cty"
@@ -210,24 +211,42 @@ func LookupGID(s string) (int, error) {
 	return id, nil
 }
 
+// Load reports owners by name, and a plan of many files owned by a handful
+// of users would otherwise ask the user database (a cgo call through NSS)
+// once per file. The caches live for the process: one plan or apply.
+var (
+	ownerNames sync.Map // uint32 → string
+	groupNames sync.Map // uint32 → string
+)
+
 // ownerName is how Load reports a uid: the user name when the host knows
 // it, else the id.
 func ownerName(uid uint32) string {
-	id := strconv.FormatUint(uint64(uid), 10)
-	if u, err := user.LookupId(id); err == nil && u.Username != "" {
-		return u.Username
+	if v, ok := ownerNames.Load(uid); ok {
+		return v.(string)
 	}
-	return id
+	id := strconv.FormatUint(uint64(uid), 10)
+	name := id
+	if u, err := user.LookupId(id); err == nil && u.Username != "" {
+		name = u.Username
+	}
+	ownerNames.Store(uid, name)
+	return name
 }
 
 // groupName is how Load reports a gid: the group name when the host knows
 // it, else the id.
 func groupName(gid uint32) string {
-	id := strconv.FormatUint(uint64(gid), 10)
-	if g, err := user.LookupGroupId(id); err == nil && g.Name != "" {
-		return g.Name
+	if v, ok := groupNames.Load(gid); ok {
+		return v.(string)
 	}
-	return id
+	id := strconv.FormatUint(uint64(gid), 10)
+	name := id
+	if g, err := user.LookupGroupId(id); err == nil && g.Name != "" {
+		name = g.Name
+	}
+	groupNames.Store(gid, name)
+	return name
 }
 
 // ownership is the uid and gid a converge sets; -1 leaves one as it is.

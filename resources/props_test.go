@@ -146,7 +146,7 @@ func TestValidators(t *testing.T) {
 
 func TestBuiltin(t *testing.T) {
 	reg := Builtin()
-	if got := strings.Join(reg.Names(), ","); got != "directory,file,link" {
+	if got := strings.Join(reg.Names(), ","); got != "bash,csh,directory,execute,file,link,perl,powershell_script,python,script,sh" {
 		t.Fatalf("Builtin().Names() = %s", got)
 	}
 	for _, n := range reg.Names() {
@@ -155,7 +155,10 @@ func TestBuiltin(t *testing.T) {
 		if s != typ.Schema() {
 			t.Errorf("%s: Schema() returns a different value each call", n)
 		}
-		if s.NameProperty() == nil || !s.HasAction(s.DefaultAction) {
+		// Script types have no name property: as in Chef, their label only
+		// names the resource.
+		_, runner := typ.(Runner)
+		if (s.NameProperty() == nil && (!runner || n == "execute")) || !s.HasAction(s.DefaultAction) {
 			t.Errorf("%s: needs a name property and a valid default action", n)
 		}
 		for _, p := range s.Properties {

@@ -28,6 +28,7 @@ func main() {
 	ns := flag.String("n", "1000,10000", "comma-separated resource counts")
 	runs := flag.Int("runs", 5, "runs per measurement (the median is reported)")
 	par := flag.Int("parallelism", 10, "toque -parallelism")
+	guards := flag.Int("guards", 0, "instead: time the plan of this many execute resources with a not_if script guard (see guards.go)")
 	flag.Parse()
 
 	work, err := os.MkdirTemp("", "toque-bench-")
@@ -37,6 +38,10 @@ func main() {
 	build := exec.Command("go", "build", "-o", bin, ".")
 	build.Stderr = os.Stderr
 	check(build.Run())
+	if *guards > 0 {
+		benchGuards(work, bin, *guards, *runs, *par)
+		return
+	}
 
 	fmt.Printf("toque whole-process timings: median of %d runs, -parallelism=%d, %d CPUs\n", *runs, *par, numCPU())
 	fmt.Printf("%-8s %-22s %12s %12s\n", "N", "phase", "median", "peak RSS")

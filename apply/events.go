@@ -1,0 +1,316 @@
+package apply
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/toquehq/toque/plan"
+	"github.com/toquehq/toque/resources"
+)
+
+// EventsFormatVersion is the version of the JSON event stream written by
+// EventWriter (`toque apply -json`), documented in docs/apply-json.md.
+const EventsFormatVersion = "1.0"
+
+// Event types of the JSON event stream.
+const (
+	EventApplyStart        = "apply_start"
+	EventResourceStart     = "resource_start"
+	EventResourceEnd       = "resource_end"
+	EventAlreadyDone       = "already_done"
+	EventDiffersFromPlan   = "differs_from_plan"
+	EventHeartbeat         = "heartbeat"
+	EventNotificationFired = "notification_fired"
+	EventSummary           = "summary"
+	EventError             = "error"
+)
+
+// Error kinds of the "error" event.
+const (
+	ErrorKindStale          = "stale"
+	ErrorKindLockHeld       = "lock_held"
+	ErrorKindInterrupted    = "interrupted"
+	ErrorKindResourceFailed = "resource_failed"
+	ErrorKindDigestMismatch = "digest_mismatch"
+	ErrorKindPlanRefused    = "plan_refused"
+	ErrorKindUsage          = "usage"
+	ErrorKindOther          = "error"
+)
+
+// EventWriter is a Hooks that writes apply's progress as a stream of JSON
+// objects, one per line, for CI to render (`toque apply -json`). Besides
+// the hooks, the caller writes the first event with Start and the last one
+// with Summary or Error. It is safe for concurrent use: Heartbeat comes
+// from a timer goroutine.
+//
+// Sensitive values never appear: the events carry addresses, kinds,
+// outcomes and the already redacted display forms of the report.
+type EventWriter struct {
+	mu  sync.Mutex
+	w   io.Writer
+	now func() time.Time
+	err error
+}
+
+var _ Hooks = (*EventWriter)(nil)
+
+// NewEventWriter writes events to w, timestamped with now (nil means
+// time.Now).
+func NewEventWriter(w io.Writer, now func() time.Time) *EventWriter {
+	if now == nil {
+		now = time.Now
+	}
+	return &EventWriter{w: w, now: now}
+}
+
+// Err is the first write error, if any; later events are dropped after it.
+func (e *EventWriter) Err() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.err
+}
+
+// head is the two fields every event starts with.
+type head struct {
+	Type string `json:"type"`
+	Time string `json:"time"`
+}
+
+// emit writes one event. build gets the head to embed, so every event
+// starts with "type" and "time".
+func (e *EventWriter) emit(typ string, build func(h head) any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.err != nil {
+		return
+	}
+	h := head{Type: typ, Time: e.now().UTC().Format(time.RFC3339Nano)}
+	b, err := json.Marshal(build(h))
+	if err != nil {
+		e.err = err
+		return
+	}
+	b = append(b, '\n')
+	_, e.err = e.w.Write(b)
+}
+
+// PlannedCounts are a plan's resources by kind, in apply_start.
+type PlannedCounts struct {
+	Create    int `json:"create"`
+	Update    int `json:"update"`
+	Delete    int `json:"delete"`
+	Run       int `json:"run"`
+	Skip      int `json:"skip"`
+	Unchanged int `json:"unchanged"`
+}
+
+// Start writes apply_start for plan p with the given digest.
+func (e *EventWriter) Start(p *plan.Plan, digest string) {
+	c := p.Counts()
+	e.emit(EventApplyStart, func(h head) any {
+		return struct {
+			head
+			FormatVersion string        `json:"format_version"`
+			Host          string        `json:"host"`
+			PlanDigest    string        `json:"plan_digest"`
+			Resources     int           `json:"resources"`
+			Planned       PlannedCounts `json:"planned"`
+		}{h, EventsFormatVersion, p.Host.Hostname, digest, len(p.Resources),
+			PlannedCounts{c.Create, c.Update, c.Delete, c.Run, c.Skip, c.NoOp}}
+	})
+}
+
+type resourceHead struct {
+	Address string         `json:"address"`
+	Kind    resources.Kind `json:"kind"`
+}
+
+// PreApply writes resource_start.
+func (e *EventWriter) PreApply(r *plan.Resource) {
+	e.emit(EventResourceStart, func(h head) any {
+		return struct {
+			head
+			resourceHead
+			Action string `json:"action"`
+			Reason string `json:"reason"`
+		}{h, resourceHead{r.Address, r.Kind}, r.Action, r.Reason}
+	})
+}
+
+// PostApply writes differs_from_plan when the live state differed from
+// the plan's reading, then resource_end.
+func (e *EventWriter) PostApply(r *plan.Resource, rr ResourceReport) {
+	if rr.DiffersFromPlan != "" {
+		e.emit(EventDiffersFromPlan, func(h head) any {
+			return struct {
+				head
+				resourceHead
+				Differences string `json:"differences"`
+			}{h, resourceHead{r.Address, r.Kind}, rr.DiffersFromPlan}
+		})
+	}
+	e.emit(EventResourceEnd, func(h head) any { return resourceEnd(h, rr) })
+}
+
+type resourceEndEvent struct {
+	head
+	resourceHead
+	Outcome         string `json:"outcome"`
+	DurationMS      int64  `json:"duration_ms"`
+	Reason          string `json:"reason"`
+	Error           string `json:"error"`
+	DiffersFromPlan string `json:"differs_from_plan"`
+}
+
+func resourceEnd(h head, rr ResourceReport) resourceEndEvent {
+	return resourceEndEvent{h, resourceHead{rr.Address, rr.Kind}, rr.Outcome, rr.DurationMS, rr.Reason, rr.Error, rr.DiffersFromPlan}
+}
+
+// Heartbeat writes heartbeat.
+func (e *EventWriter) Heartbeat(r *plan.Resource, elapsed time.Duration) {
+	e.emit(EventHeartbeat, func(h head) any {
+		return struct {
+			head
+			resourceHead
+			ElapsedMS int64 `json:"elapsed_ms"`
+		}{h, resourceHead{r.Address, r.Kind}, elapsed.Milliseconds()}
+	})
+}
+
+// AlreadyDone writes already_done.
+func (e *EventWriter) AlreadyDone(r *plan.Resource) {
+	e.emit(EventAlreadyDone, func(h head) any {
+		return struct {
+			head
+			resourceHead
+			Reason string `json:"reason"`
+		}{h, resourceHead{r.Address, r.Kind}, "already in the planned state (" + r.Reason + " at plan time)"}
+	})
+}
+
+// Summary writes one notification_fired per run of a notification target
+// in rep.Notified, then summary. rep may be nil when nothing ran.
+func (e *EventWriter) Summary(rep *Report) {
+	if rep == nil {
+		return
+	}
+	for _, n := range rep.Notified {
+		e.emit(EventNotificationFired, func(h head) any { return resourceEnd(h, n) })
+	}
+	outcome := "complete"
+	switch {
+	case rep.Interrupted:
+		outcome = "interrupted"
+	case rep.Failed > 0:
+		outcome = "failed"
+	}
+	var dur int64
+	if !rep.Finished.IsZero() && !rep.Started.IsZero() {
+		dur = rep.Finished.Sub(rep.Started).Milliseconds()
+	}
+	e.emit(EventSummary, func(h head) any {
+		return struct {
+			head
+			Outcome     string `json:"outcome"`
+			PlanDigest  string `json:"plan_digest"`
+			Changed     int    `json:"changed"`
+			Unchanged   int    `json:"unchanged"`
+			AlreadyDone int    `json:"already_done"`
+			Failed      int    `json:"failed"`
+			Skipped     int    `json:"skipped"`
+			NotStarted  int    `json:"not_started"`
+			Notified    int    `json:"notified"`
+			Interrupted bool   `json:"interrupted"`
+			DurationMS  int64  `json:"duration_ms"`
+			Report      string `json:"report"`
+		}{h, outcome, rep.PlanDigest, rep.Changed, rep.Unchanged, rep.AlreadyDone, rep.Failed, rep.Skipped, rep.NotStarted,
+			len(rep.Notified), rep.Interrupted, dur, rep.Path}
+	})
+}
+
+// ErrorKind classifies an error Apply returned: ErrorKindStale,
+// ErrorKindLockHeld, ErrorKindInterrupted, ErrorKindResourceFailed or
+// ErrorKindOther.
+func ErrorKind(err error) string {
+	var stale *StaleError
+	var held *LockHeldError
+	var intr *InterruptedError
+	var rerr *ResourceError
+	switch {
+	case errors.As(err, &stale):
+		return ErrorKindStale
+	case errors.As(err, &held):
+		return ErrorKindLockHeld
+	case errors.As(err, &intr):
+		return ErrorKindInterrupted
+	case errors.As(err, &rerr):
+		return ErrorKindResourceFailed
+	}
+	return ErrorKindOther
+}
+
+// StaleEntry is one difference in an error event of kind "stale".
+type StaleEntry struct {
+	Address  string         `json:"address"`
+	Property string         `json:"property"`
+	Then     string         `json:"then"`
+	Now      string         `json:"now"`
+	Planned  resources.Kind `json:"planned"`
+	Needed   resources.Kind `json:"needed"`
+}
+
+// LockHolder describes the holder in an error event of kind "lock_held".
+type LockHolder struct {
+	PID      int    `json:"pid"`
+	User     string `json:"user"`
+	Hostname string `json:"hostname"`
+	Since    string `json:"since"`
+	Path     string `json:"path"`
+}
+
+// Error writes the final error event: kind (ErrorKind(err) when ""), the
+// message, the exit status the command ends with, and for a stale plan
+// every difference, for a held lock its holder.
+func (e *EventWriter) Error(kind string, err error, exitCode int) {
+	if kind == "" {
+		kind = ErrorKind(err)
+	}
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	var staleList []StaleEntry
+	var holder *LockHolder
+	var stale *StaleError
+	var held *LockHeldError
+	if errors.As(err, &stale) {
+		staleList = []StaleEntry{}
+		for _, r := range stale.Resources {
+			if len(r.Differences) == 0 {
+				staleList = append(staleList, StaleEntry{Address: r.Address, Planned: r.Planned, Needed: r.Now})
+			}
+			for _, d := range r.Differences {
+				staleList = append(staleList, StaleEntry{r.Address, d.Property, d.Then, d.Now, r.Planned, r.Now})
+			}
+		}
+	}
+	if errors.As(err, &held) {
+		holder = &LockHolder{PID: held.PID, User: held.User, Hostname: held.Hostname, Path: held.Path}
+		if !held.Since.IsZero() {
+			holder.Since = held.Since.UTC().Format(time.RFC3339)
+		}
+	}
+	e.emit(EventError, func(h head) any {
+		return struct {
+			head
+			Kind       string       `json:"error_kind"`
+			Message    string       `json:"message"`
+			ExitCode   int          `json:"exit_code"`
+			Stale      []StaleEntry `json:"stale,omitempty"`
+			LockHolder *LockHolder  `json:"lock_holder,omitempty"`
+		}{h, kind, msg, exitCode, staleList, holder}
+	})
+}

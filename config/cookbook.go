@@ -1,0 +1,272 @@
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclparse"
+)
+
+// Cookbook is a folder of recipes (recipes/*.hcl), attribute files
+// (attributes/*.hcl), templates (templates/) and files (files/), named and
+// versioned by its metadata.hcl.
+type Cookbook struct {
+	Name        string
+	Version     string
+	Description string
+	// Dir is the cookbook's root directory.
+	Dir string
+	// NameRange is where metadata.hcl sets the name.
+	NameRange hcl.Range
+}
+
+// cookbookMetadata is the shape of metadata.hcl.
+type cookbookMetadata struct {
+	Name        string  `hcl:"name"`
+	Version     string  `hcl:"version"`
+	Description *string `hcl:"description,optional"`
+}
+
+var (
+	cookbookNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+	versionRe      = regexp.MustCompile(`^[0-9]+(\.[0-9]+){0,2}$`)
+)
+
+// ValidCookbookName reports whether s may name a cookbook (and a recipe):
+// letters, digits, '_', '-', '.', not starting with a punctuation mark.
+func ValidCookbookName(s string) bool {
+	return cookbookNameRe.MatchString(s) && !strings.Contains(s, "..")
+}
+
+// ReadCookbook reads dir/metadata.hcl. The parser keeps the file for
+// diagnostics; pass nil for a fresh one.
+func ReadCookbook(dir string, parser *hclparse.Parser) (*Cookbook, hcl.Diagnostics) {
+	if parser == nil {
+		parser = hclparse.NewParser()
+	}
+	var diags hcl.Diagnostics
+	mdPath := filepath.Join(dir, "metadata.hcl")
+	if _, err := os.Stat(mdPath); err != nil {
+		return nil, diags.Append(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Not a cookbook",
+			Detail:   fmt.Sprintf("A cookbook is a directory with a metadata.hcl file (name = \"…\", version = \"…\"), but %s: %s.", mdPath, err),
+		})
+	}
+	f, d := parser.ParseHCLFile(mdPath)
+	diags = append(diags, d...)
+	if f == nil || d.HasErrors() {
+		return nil, diags
+	}
+	// Decode with an explicit schema first so unknown keys get precise errors.
+	content, d := f.Body.Content(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+		{Name: "name", Required: true}, {Name: "version", Required: true}, {Name: "description"},
+	}})
+	diags = append(diags, d...)
+	if d.HasErrors() {
+		return nil, diags
+	}
+	var md cookbookMetadata
+	d = gohcl.DecodeBody(f.Body, nil, &md)
+	diags = append(diags, d...)
+	if d.HasErrors() {
+		return nil, diags
+	}
+	cb := &Cookbook{Name: md.Name, Version: md.Version, Dir: dir, NameRange: content.Attributes["name"].Expr.Range()}
+	if md.Description != nil {
+		cb.Description = *md.Description
+	}
+	if !ValidCookbookName(md.Name) {
+		diags = diags.Append(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid cookbook name",
+			Detail:   fmt.Sprintf("%q is not a cookbook name: use letters, digits, '_', '-' and '.', starting with a letter or digit.", md.Name),
+			Subject:  cb.NameRange.Ptr(),
+		})
+	}
+	if !versionRe.MatchString(md.Version) {
+		diags = diags.Append(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid cookbook version",
+			Detail:   fmt.Sprintf("%q is not a version: write MAJOR.MINOR.PATCH, for example \"1.2.0\".", md.Version),
+			Subject:  content.Attributes["version"].Expr.Range().Ptr(),
+		})
+	}
+	return cb, diags
+}
+
+// RecipePath returns the file of recipe (a name below recipes/, without
+// extension) in the cookbook: recipes/NAME.hcl or recipes/NAME.hcl.json.
+func (cb *Cookbook) RecipePath(recipe string) (string, error) {
+	if !ValidCookbookName(recipe) {
+		return "", fmt.Errorf("%q is not a recipe name", recipe)
+	}
+	for _, ext := range []string{".hcl", ".hcl.json"} {
+		p := filepath.Join(cb.Dir, "recipes", recipe+ext)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("cookbook %s has no recipe %q (no recipes/%s.hcl)", cb.Name, recipe, recipe)
+}
+
+// AttributeFiles lists attributes/*.hcl and *.hcl.json in lexical order.
+func (cb *Cookbook) AttributeFiles() ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(cb.Dir, "attributes"))
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading the attribute files of cookbook %s: %w", cb.Name, err)
+	}
+	var out []string
+	for _, e := range entries {
+		if IsRecipeFile(e.Name()) && e.Type().IsRegular() {
+			out = append(out, filepath.Join(cb.Dir, "attributes", e.Name()))
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// CookbookFile is one file of a cookbook: its slash-separated path below
+// the cookbook's root and the hex sha256 of its bytes.
+type CookbookFile struct {
+	Path     string `json:"path"`
+	Checksum string `json:"checksum"`
+}
+
+// CookbookFiles lists a cookbook's files sorted by path, with checksums.
+// Entries whose name starts with '.' (.git, editor files) are skipped.
+// Symbolic links and other non-regular files are errors: a cookbook holds
+// regular files and directories only, so it cannot point outside itself.
+func CookbookFiles(dir string) ([]CookbookFile, error) {
+	var out []CookbookFile
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == dir {
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s: a cookbook holds regular files and directories only", filepath.ToSlash(rel))
+		}
+		sum, err := fileSHA256(p)
+		if err != nil {
+			return err
+		}
+		out = append(out, CookbookFile{Path: filepath.ToSlash(rel), Checksum: sum})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading cookbook %s: %w", dir, err)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+func fileSHA256(p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// FilesIdentifier is the content identifier of a cookbook with these files:
+// the hex sha256 over "PATH\x00CHECKSUM\n" for each file, sorted by path.
+func FilesIdentifier(files []CookbookFile) string {
+	sorted := append([]CookbookFile(nil), files...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Path < sorted[j].Path })
+	h := sha256.New()
+	for _, f := range sorted {
+		io.WriteString(h, f.Path)
+		h.Write([]byte{0})
+		io.WriteString(h, f.Checksum)
+		h.Write([]byte{'\n'})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// CookbookIdentifier is the content identifier of the cookbook in dir.
+func CookbookIdentifier(dir string) (string, error) {
+	files, err := CookbookFiles(dir)
+	if err != nil {
+		return "", err
+	}
+	return FilesIdentifier(files), nil
+}
+
+// CleanCookbookPath checks that p (slash-separated, relative) stays inside
+// the directory it is relative to and returns it cleaned.
+func CleanCookbookPath(p string) (string, error) {
+	if p == "" {
+		return "", fmt.Errorf("empty path")
+	}
+	if strings.Contains(p, "\\") || path.IsAbs(p) || filepath.IsAbs(p) {
+		return "", fmt.Errorf("%q must be a relative, slash-separated path", p)
+	}
+	c := path.Clean(p)
+	if c == ".." || strings.HasPrefix(c, "../") {
+		return "", fmt.Errorf("%q leaves the directory it is relative to", p)
+	}
+	return c, nil
+}
+
+// RunListItem is one run-list entry: a cookbook and one of its recipes.
+type RunListItem struct {
+	Cookbook string
+	Recipe   string
+}
+
+// String is the normalised form, recipe[COOKBOOK::RECIPE].
+func (r RunListItem) String() string { return "recipe[" + r.Cookbook + "::" + r.Recipe + "]" }
+
+// ParseRunListItem accepts "cb", "cb::recipe", "recipe[cb]" and
+// "recipe[cb::recipe]".
+func ParseRunListItem(s string) (RunListItem, error) {
+	in := s
+	if strings.HasPrefix(s, "recipe[") && strings.HasSuffix(s, "]") {
+		s = s[len("recipe[") : len(s)-1]
+	} else if strings.Contains(s, "[") {
+		return RunListItem{}, fmt.Errorf("%q is not a run-list item: write \"COOKBOOK\", \"COOKBOOK::RECIPE\" or \"recipe[COOKBOOK::RECIPE]\" (roles are not supported)", in)
+	}
+	cb, recipe, found := strings.Cut(s, "::")
+	if !found {
+		recipe = "default"
+	}
+	if !ValidCookbookName(cb) || !ValidCookbookName(recipe) {
+		return RunListItem{}, fmt.Errorf("%q is not a run-list item: write \"COOKBOOK\", \"COOKBOOK::RECIPE\" or \"recipe[COOKBOOK::RECIPE]\"", in)
+	}
+	return RunListItem{Cookbook: cb, Recipe: recipe}, nil
+}

@@ -1,0 +1,2 @@
+name    = "mycookbook"
+version = "1.7.0"

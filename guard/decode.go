@@ -1,0 +1,665 @@
+package guard
+
+import (
+	"fmt"
+	"math/big"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/toquehq/toque/internal/shellexec"
+	"github.com/toquehq/toque/resources"
+)
+
+// Input is what Decode needs about one resource.
+type Input struct {
+	// OnlyIf, NotIf and GuardInterpreter are the resource's meta-arguments;
+	// nil when absent.
+	OnlyIf, NotIf, GuardInterpreter hcl.Expression
+	// Parent is the evaluated resource the guards belong to.
+	Parent *resources.Resource
+	// Ctx evaluates the expressions (node, host, functions).
+	Ctx *hcl.EvalContext
+	// Registry resolves guard interpreter types.
+	Registry *resources.Registry
+	// Source returns the source text of a range (for an expression guard's
+	// text); nil or "" falls back to "the expression at FILE:LINE".
+	Source func(hcl.Range) string
+}
+
+// DefaultInterpreter is the guard interpreter of a resource of type typ
+// that sets no guard_interpreter: its own type when it runs a process
+// (execute and the script family), "default" otherwise.
+func DefaultInterpreter(reg *resources.Registry, typ string) string {
+	if reg != nil {
+		if t, ok := reg.Lookup(typ); ok {
+			if _, ok := t.(resources.Runner); ok {
+				return typ
+			}
+		}
+	}
+	return Default
+}
+
+// Decode reads a resource's guards and resolves each script guard down to
+// what runs; expression guards are evaluated. The result is in Chef's
+// order: every only_if in declaration order, then every not_if. A resource
+// whose action is "nothing" is not guarded: Decode still checks its guards
+// but returns none. Every problem is a diagnostic with a range; values not
+// known yet (validate, without the host) are left unchecked.
+func Decode(in Input) ([]*Spec, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	if in.OnlyIf == nil && in.NotIf == nil && in.GuardInterpreter == nil {
+		return nil, nil
+	}
+	d := &decoder{in: in}
+	interp, known := d.interpreter()
+	diags = append(diags, d.diags...)
+	d.diags = nil
+
+	var specs []*Spec
+	for _, g := range []struct {
+		kind Kind
+		expr hcl.Expression
+	}{{OnlyIf, in.OnlyIf}, {NotIf, in.NotIf}} {
+		if g.expr == nil {
+			continue
+		}
+		for _, raw := range d.values(g.kind, g.expr) {
+			if s := d.resolve(raw, interp, known); s != nil {
+				specs = append(specs, s)
+			}
+		}
+	}
+	diags = append(diags, d.diags...)
+	if in.Parent != nil && in.Parent.Action == "nothing" {
+		return nil, diags
+	}
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	return specs, diags
+}
+
+type decoder struct {
+	in    Input
+	diags hcl.Diagnostics
+}
+
+func (d *decoder) errorf(rng hcl.Range, summary, format string, a ...any) {
+	d.diags = d.diags.Append(&hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  summary,
+		Detail:   fmt.Sprintf(format, a...),
+		Subject:  rng.Ptr(),
+	})
+}
+
+func (d *decoder) parentType() string {
+	if d.in.Parent == nil {
+		return ""
+	}
+	return d.in.Parent.Type
+}
+
+// interpreters lists the valid guard_interpreter values.
+func (d *decoder) interpreters() []string {
+	out := []string{Default}
+	if d.in.Registry == nil {
+		return out
+	}
+	for _, n := range d.in.Registry.Names() {
+		t, _ := d.in.Registry.Lookup(n)
+		if _, ok := t.(resources.Runner); ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// interpreter evaluates guard_interpreter; known is false when its value is
+// not known yet.
+func (d *decoder) interpreter() (string, bool) {
+	def := DefaultInterpreter(d.in.Registry, d.parentType())
+	expr := d.in.GuardInterpreter
+	if expr == nil {
+		return def, true
+	}
+	v, diags := expr.Value(d.in.Ctx)
+	d.diags = append(d.diags, diags...)
+	if diags.HasErrors() {
+		return "", false
+	}
+	if v.IsNull() {
+		return def, true
+	}
+	if !v.IsKnown() {
+		return "", false
+	}
+	if v.Type() != cty.String {
+		d.errorf(expr.Range(), "Wrong type for guard_interpreter",
+			"guard_interpreter must be a string naming the interpreter of script guards (%s), not %s.", list(d.interpreters()), v.Type().FriendlyName())
+		return "", false
+	}
+	name := v.AsString()
+	if name == Default {
+		return name, true
+	}
+	if d.in.Registry != nil {
+		if t, ok := d.in.Registry.Lookup(name); ok {
+			if _, ok := t.(resources.Runner); !ok {
+				d.errorf(expr.Range(), "Not a guard interpreter",
+					"The resource type %q does not run a process, so it cannot evaluate script guards. Use one of %s.", name, list(d.interpreters()))
+				return "", false
+			}
+			return name, true
+		}
+	}
+	d.errorf(expr.Range(), "Unknown guard interpreter",
+		"There is no guard interpreter %q. Use one of %s: \"default\" runs the guard with /bin/sh -c, the others run it as a resource of that type.", name, list(d.interpreters()))
+	return "", false
+}
+
+// raw is one guard as written, before it is resolved.
+type raw struct {
+	kind   Kind
+	form   Form
+	rng    hcl.Range
+	expr   hcl.Expression // the guard's own expression, when it has one
+	source string
+	value  *bool
+	// params holds the guard object's values (command included).
+	params map[string]cty.Value
+}
+
+// values splits a guard attribute's value into guards: a string, a bool, an
+// object, or a list of these.
+func (d *decoder) values(kind Kind, expr hcl.Expression) []raw {
+	v, diags := expr.Value(d.in.Ctx)
+	d.diags = append(d.diags, diags...)
+	if diags.HasErrors() {
+		return nil
+	}
+	if v.IsNull() {
+		d.errorf(expr.Range(), "Null guard",
+			"%s is null. A guard must be a string (a command), a bool (an expression), an object { command = …, cwd = …, … }, or a list of these; remove %s to leave the resource unguarded.", kind, kind)
+		return nil
+	}
+	if !v.IsKnown() {
+		return nil
+	}
+	t := v.Type()
+	if t.IsListType() || t.IsTupleType() || t.IsSetType() {
+		var out []raw
+		elems := elementExprs(expr)
+		i := 0
+		for it := v.ElementIterator(); it.Next(); i++ {
+			_, ev := it.Element()
+			var eexpr hcl.Expression
+			if i < len(elems) {
+				eexpr = elems[i]
+			}
+			rng := expr.Range()
+			if eexpr != nil {
+				rng = eexpr.Range()
+			}
+			if ev.IsNull() {
+				d.errorf(rng, "Null guard", "Element %d of %s is null. Each guard in a list must be a string, a bool or an object.", i+1, kind)
+				continue
+			}
+			et := ev.Type()
+			if et.IsListType() || et.IsTupleType() || et.IsSetType() {
+				d.errorf(rng, "Nested guard list", "Element %d of %s is a list. A guard list holds strings, bools and objects; write one flat list.", i+1, kind)
+				continue
+			}
+			if r, ok := d.single(kind, eexpr, rng, ev); ok {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	if r, ok := d.single(kind, expr, expr.Range(), v); ok {
+		return []raw{r}
+	}
+	return nil
+}
+
+// single reads one guard value. expr may be nil (an element of a list that
+// is not a literal list).
+func (d *decoder) single(kind Kind, expr hcl.Expression, rng hcl.Range, v cty.Value) (raw, bool) {
+	r := raw{kind: kind, rng: rng, expr: expr}
+	if !v.IsKnown() {
+		if v.Type() == cty.Bool {
+			r.form = Expression
+			r.source = d.sourceText(rng)
+			return r, true
+		}
+		return r, false
+	}
+	t := v.Type()
+	switch {
+	case t == cty.String:
+		r.form = Script
+		r.source = v.AsString()
+		if strings.TrimSpace(r.source) == "" {
+			d.errorf(rng, "Empty guard command", "%s is an empty string. Give a command to run, or remove the guard.", kind)
+			return r, false
+		}
+		return r, true
+	case t == cty.Bool:
+		r.form = Expression
+		r.source = d.sourceText(rng)
+		b := v.True()
+		r.value = &b
+		return r, true
+	case t.IsObjectType() || t.IsMapType():
+		r.form = Script
+		r.params = map[string]cty.Value{}
+		for it := v.ElementIterator(); it.Next(); {
+			k, ev := it.Element()
+			key := k.AsString()
+			if key != "command" && !slices.Contains(Params, key) {
+				krng, _ := itemRanges(expr, key, rng)
+				d.errorf(krng, "Unknown guard parameter",
+					"A guard object takes command and the guard parameters %s; %q is none of these.", list(Params), key)
+				continue
+			}
+			if ev.IsNull() {
+				continue
+			}
+			r.params[key] = ev
+		}
+		cmd, ok := r.params["command"]
+		switch {
+		case !ok:
+			d.errorf(rng, "Missing guard command", "A guard object needs command = \"…\", the script to run.")
+			return r, false
+		case !cmd.IsKnown():
+			r.source = ""
+		case cmd.Type() != cty.String:
+			_, vrng := itemRanges(expr, "command", rng)
+			d.errorf(vrng, "Wrong type for guard command", "command must be a string, not %s.", cmd.Type().FriendlyName())
+			return r, false
+		default:
+			r.source = cmd.AsString()
+			if strings.TrimSpace(r.source) == "" {
+				_, vrng := itemRanges(expr, "command", rng)
+				d.errorf(vrng, "Empty guard command", "The guard's command is an empty string. Give a command to run, or remove the guard.")
+				return r, false
+			}
+		}
+		delete(r.params, "command")
+		return r, true
+	}
+	d.errorf(rng, "Wrong type for guard",
+		"%s must be a string (a command), a bool (an expression), an object { command = …, cwd = …, … }, or a list of these, not %s.", kind, t.FriendlyName())
+	return r, false
+}
+
+func (d *decoder) sourceText(rng hcl.Range) string {
+	if d.in.Source != nil {
+		if s := strings.TrimSpace(d.in.Source(rng)); s != "" {
+			return strings.Join(strings.Fields(s), " ")
+		}
+	}
+	return fmt.Sprintf("(the expression at %s:%d)", rng.Filename, rng.Start.Line)
+}
+
+// elementExprs returns the element expressions of a literal list.
+func elementExprs(expr hcl.Expression) []hcl.Expression {
+	if t, ok := expr.(*hclsyntax.TupleConsExpr); ok {
+		out := make([]hcl.Expression, len(t.Exprs))
+		for i, e := range t.Exprs {
+			out[i] = e
+		}
+		return out
+	}
+	return nil
+}
+
+// itemRanges finds the key and value ranges of key in a literal object,
+// falling back to def.
+func itemRanges(expr hcl.Expression, key string, def hcl.Range) (keyRange, valueRange hcl.Range) {
+	o, ok := expr.(*hclsyntax.ObjectConsExpr)
+	if !ok {
+		return def, def
+	}
+	for _, it := range o.Items {
+		k := hcl.ExprAsKeyword(it.KeyExpr)
+		if k == "" {
+			if kv, diags := it.KeyExpr.Value(nil); !diags.HasErrors() && kv.Type() == cty.String && kv.IsKnown() && !kv.IsNull() {
+				k = kv.AsString()
+			}
+		}
+		if k == key {
+			return it.KeyExpr.Range(), it.ValueExpr.Range()
+		}
+	}
+	return def, def
+}
+
+// resolve turns a raw guard into a Spec, checking its parameters against
+// the interpreter.
+func (d *decoder) resolve(r raw, interp string, known bool) *Spec {
+	s := &Spec{Kind: r.kind, Form: r.form, Source: r.source, ExprValue: r.value, Range: r.rng}
+	if r.form == Expression {
+		return s
+	}
+	s.Interpreter = interp
+	params, ok := d.params(r)
+	if !ok || !known {
+		return s
+	}
+	vals := map[string]Value{}
+	if interp == Default {
+		for _, k := range []string{"flags", "architecture"} {
+			if _, ok := params[k]; ok {
+				_, vrng := itemRanges(r.expr, k, r.rng)
+				d.errorf(vrng, "Guard parameter needs a guard interpreter",
+					"%s applies to a guard interpreter that takes it (a script type); the default interpreter runs the guard with /bin/sh -c. Set guard_interpreter, or remove %s.", k, k)
+				return s
+			}
+		}
+		vals["command"] = Value{cty.StringVal(r.source)}
+		for k, v := range params {
+			vals[k] = Value{v}
+		}
+		if _, ok := vals["timeout"]; !ok {
+			vals["timeout"] = Value{cty.NumberIntVal(int64(DefaultTimeout.Seconds()))}
+		}
+		s.Values = vals
+		return s
+	}
+
+	t, _ := d.in.Registry.Lookup(interp)
+	schema := t.Schema()
+	codeKey := "code"
+	if schema.Property(codeKey) == nil {
+		codeKey = "command"
+	}
+	if schema.Property(codeKey) == nil {
+		d.errorf(r.rng, "Guard interpreter cannot take a script",
+			"The resource type %q has neither code nor command, so it cannot run a guard string. Use another guard_interpreter.", interp)
+		return s
+	}
+	cv, err := convertProp(schema.Property(codeKey), cty.StringVal(r.source))
+	if err != nil {
+		d.errorf(r.rng, "Invalid guard command", "As the %s of a %s guard: %s.", codeKey, interp, err)
+		return s
+	}
+	vals[codeKey] = Value{cv}
+
+	// Inheritance: only from a parent that itself runs a process.
+	parent := d.in.Parent
+	inheritable := append([]string(nil), InheritedParams...)
+	if interp == "powershell_script" {
+		inheritable = append(inheritable, "architecture")
+	}
+	if schema.Property("interpreter") != nil {
+		inheritable = append(inheritable, "interpreter")
+	}
+	if parent != nil && DefaultInterpreter(d.in.Registry, parent.Type) != Default {
+		for _, k := range inheritable {
+			if !parent.IsSet(k) || schema.Property(k) == nil {
+				continue
+			}
+			if _, given := params[k]; given {
+				s.Overridden = append(s.Overridden, k)
+				continue
+			}
+			v := parent.Values[k]
+			if v.IsWhollyKnown() {
+				cv, err := convertProp(schema.Property(k), v)
+				if err != nil {
+					d.errorf(r.rng, "Cannot inherit guard parameter", "The guard cannot inherit %s from %s: %s. Give %s as a guard parameter.", k, parent.Address(), err, k)
+					continue
+				}
+				v = cv
+			}
+			vals[k] = Value{v}
+			s.Inherited = append(s.Inherited, k)
+		}
+	}
+	keys := make([]string, 0, len(params))
+	for k := range params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		_, vrng := itemRanges(r.expr, k, r.rng)
+		p := schema.Property(k)
+		if p == nil {
+			d.errorf(vrng, "Guard parameter not supported",
+				"The guard interpreter %q has no property %q, so the guard cannot set it.", interp, k)
+			continue
+		}
+		v := params[k]
+		if k == "umask" && v.IsKnown() && v.Type() == cty.String {
+			// The canonical form, whatever the type writes.
+			if u, err := shellexec.ParseUmask(v.AsString()); err == nil {
+				v = cty.StringVal(fmt.Sprintf("%04o", u))
+			}
+		}
+		cv, err := convertProp(p, v)
+		if err != nil {
+			d.errorf(vrng, "Invalid guard parameter", "The guard parameter %s for a %s guard: %s.", k, interp, err)
+			continue
+		}
+		vals[k] = Value{cv}
+	}
+	if _, ok := vals["timeout"]; !ok {
+		if p := schema.Property("timeout"); p != nil {
+			if cv, err := convertProp(p, cty.NumberIntVal(int64(DefaultTimeout.Seconds()))); err == nil {
+				vals["timeout"] = Value{cv}
+			}
+		}
+	}
+	if interp == "powershell_script" {
+		if p := schema.Property("convert_boolean_return"); p != nil {
+			vals["convert_boolean_return"] = Value{cty.True}
+		}
+	}
+	for _, p := range schema.Properties {
+		if _, ok := vals[p.Name]; p.Required && !ok {
+			d.errorf(r.rng, "Guard interpreter needs a property",
+				"A %s guard needs %s, which the guard does not give and the resource does not pass on. Give it as a guard parameter: { command = …, %s = … }.", interp, p.Name, p.Name)
+		}
+	}
+	s.Values = vals
+	return s
+}
+
+// convertProp converts v to p's type, then normalises and validates it,
+// like a resource's own property. Unknown values pass unchecked.
+func convertProp(p *resources.Property, v cty.Value) (out cty.Value, err error) {
+	defer func() {
+		if x := recover(); x != nil {
+			out, err = cty.NilVal, fmt.Errorf("internal error in the resource type: %v", x)
+		}
+	}()
+	if p.Type != cty.NilType && p.Type != cty.DynamicPseudoType {
+		cv, err := convert.Convert(v, p.Type)
+		if err != nil {
+			return cty.NilVal, fmt.Errorf("must be %s: %s", p.Type.FriendlyName(), err)
+		}
+		v = cv
+	}
+	if !v.IsWhollyKnown() {
+		return v, nil
+	}
+	if p.Normalize != nil {
+		nv, err := p.Normalize(v)
+		if err != nil {
+			return cty.NilVal, err
+		}
+		v = nv
+	}
+	if p.Validate != nil {
+		if err := p.Validate(v); err != nil {
+			return cty.NilVal, err
+		}
+	}
+	return v, nil
+}
+
+// params checks the guard parameters whatever the interpreter, and returns
+// them in canonical form: cwd, user, group strings; environment a map of
+// strings; umask "0022"; path a list of strings; timeout a positive number
+// of seconds; returns a list of exit codes.
+func (d *decoder) params(r raw) (map[string]cty.Value, bool) {
+	out := map[string]cty.Value{}
+	ok := true
+	keys := make([]string, 0, len(r.params))
+	for k := range r.params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := r.params[k]
+		_, vrng := itemRanges(r.expr, k, r.rng)
+		bad := func(format string, a ...any) {
+			d.errorf(vrng, "Invalid guard parameter", "The guard parameter "+k+" "+format, a...)
+			ok = false
+		}
+		if !v.IsWhollyKnown() {
+			out[k] = v
+			continue
+		}
+		switch k {
+		case "cwd", "architecture":
+			sv, err := convert.Convert(v, cty.String)
+			if err != nil {
+				bad("must be a string, not %s.", v.Type().FriendlyName())
+				continue
+			}
+			if k == "cwd" && !filepath.IsAbs(sv.AsString()) {
+				bad("must be an absolute path, not %q.", sv.AsString())
+				continue
+			}
+			out[k] = sv
+		case "user", "group":
+			sv, err := convert.Convert(v, cty.String)
+			if err != nil || sv.AsString() == "" {
+				bad("must be a name or a numeric id, not %s.", friendly(v))
+				continue
+			}
+			out[k] = sv
+		case "environment":
+			mv, err := convert.Convert(v, cty.Map(cty.String))
+			if err != nil {
+				bad("must be a map of strings, such as { JAVA_HOME = \"/usr/lib/jvm\" }: %s.", err)
+				continue
+			}
+			for name := range mv.AsValueMap() {
+				if name == "" || strings.ContainsAny(name, "=\x00") {
+					bad("has an invalid variable name %q.", name)
+				}
+			}
+			out[k] = mv
+		case "umask":
+			var u int
+			var err error
+			switch v.Type() {
+			case cty.String:
+				u, err = shellexec.ParseUmask(v.AsString())
+			case cty.Number:
+				f, _ := v.AsBigFloat().Float64()
+				u, err = shellexec.ParseUmask(f)
+			default:
+				err = fmt.Errorf("want an octal string such as \"022\", not %s", v.Type().FriendlyName())
+			}
+			if err != nil {
+				bad("is not a valid umask: %s.", err)
+				continue
+			}
+			out[k] = cty.StringVal(fmt.Sprintf("%04o", u))
+		case "path":
+			if v.Type() == cty.String {
+				v = cty.ListVal([]cty.Value{v})
+			}
+			lv, err := convert.Convert(v, cty.List(cty.String))
+			if err != nil || lv.LengthInt() == 0 {
+				bad("must be a directory or a non-empty list of directories.")
+				continue
+			}
+			for _, e := range lv.AsValueSlice() {
+				if e.AsString() == "" || strings.ContainsAny(e.AsString(), ":\x00") {
+					bad("has an invalid directory %q: it must be non-empty and contain no ':'.", e.AsString())
+				}
+			}
+			out[k] = lv
+		case "timeout":
+			nv, err := convert.Convert(v, cty.Number)
+			if err != nil {
+				bad("must be a number of seconds, not %s.", v.Type().FriendlyName())
+				continue
+			}
+			if nv.AsBigFloat().Sign() <= 0 {
+				bad("must be a positive number of seconds, not %s.", nv.AsBigFloat().Text('g', -1))
+				continue
+			}
+			out[k] = nv
+		case "returns":
+			if v.Type() == cty.Number {
+				v = cty.ListVal([]cty.Value{v})
+			}
+			lv, err := convert.Convert(v, cty.List(cty.Number))
+			if err != nil || lv.LengthInt() == 0 {
+				bad("must be an exit code or a non-empty list of exit codes.")
+				continue
+			}
+			good := true
+			for _, e := range lv.AsValueSlice() {
+				f := e.AsBigFloat()
+				if !f.IsInt() || f.Cmp(big.NewFloat(0)) < 0 || f.Cmp(big.NewFloat(255)) > 0 {
+					bad("has %s, which is not an exit code: exit codes are whole numbers from 0 to 255.", f.Text('g', -1))
+					good = false
+					break
+				}
+			}
+			if good {
+				out[k] = lv
+			}
+		case "flags":
+			if v.Type() == cty.String {
+				out[k] = v
+				continue
+			}
+			lv, err := convert.Convert(v, cty.List(cty.String))
+			if err != nil {
+				bad("must be a string or a list of strings.")
+				continue
+			}
+			out[k] = lv
+		}
+	}
+	return out, ok
+}
+
+func friendly(v cty.Value) string {
+	if v.Type() == cty.String {
+		return "an empty string"
+	}
+	return v.Type().FriendlyName()
+}
+
+// list formats names as "a", "b" and "c".
+func list(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	switch len(q) {
+	case 0:
+		return "(none)"
+	case 1:
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " and " + q[len(q)-1]
+}

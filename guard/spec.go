@@ -1,0 +1,177 @@
+package guard
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+)
+
+// Kind is only_if or not_if.
+type Kind string
+
+const (
+	OnlyIf Kind = "only_if"
+	NotIf  Kind = "not_if"
+)
+
+// Form is how a guard is written: a script to run, or an expression.
+type Form string
+
+const (
+	Script     Form = "script"
+	Expression Form = "expression"
+)
+
+// Default is the guard interpreter that runs a script guard with
+// `/bin/sh -c`, with only the guard's own parameters.
+const Default = "default"
+
+// DefaultTimeout bounds a script guard that sets no timeout.
+const DefaultTimeout = 60 * time.Second
+
+// InheritedParams are the parameters a guard interpreter inherits from the
+// parent resource when the parent sets them (the RFC's list);
+// powershell_script also inherits architecture.
+var InheritedParams = []string{"cwd", "environment", "group", "path", "user", "umask"}
+
+// Params are the keys a guard object may hold besides command.
+var Params = []string{"cwd", "environment", "user", "group", "umask", "path", "timeout", "returns", "flags", "architecture"}
+
+// Spec is one guard, decoded and resolved down to what runs. It is stored
+// in the plan file so apply can run the guard again without HCL.
+type Spec struct {
+	Kind Kind `json:"kind"`
+	Form Form `json:"form"`
+	// Source is the command string of a script guard, or the source text of
+	// an expression guard.
+	Source string `json:"source"`
+	// ExprValue is an expression guard's value, computed at decode time
+	// with the final node attributes and host facts; nil when it was not
+	// known (validate).
+	ExprValue *bool `json:"expr_value,omitempty"`
+	// Interpreter is "default" or the name of the resources.Runner type the
+	// guard runs as ("bash", "execute"…); empty for expressions.
+	Interpreter string `json:"interpreter,omitempty"`
+	// Values are what runs. For "default": command, and the guard
+	// parameters given. For a type: the guard resource's property values
+	// (code or command, what was inherited, the guard parameters, timeout).
+	Values map[string]Value `json:"values,omitempty"`
+	// Inherited names the parameters taken from the parent resource;
+	// Overridden those the parent set but a guard parameter replaced.
+	Inherited  []string `json:"inherited,omitempty"`
+	Overridden []string `json:"overridden,omitempty"`
+	// Range is where the guard is written.
+	Range hcl.Range `json:"range"`
+}
+
+// Describe is the guard as reviewers read it: "only_if `test -f x`",
+// "not_if node.web.enabled".
+func (s *Spec) Describe() string {
+	if s.Form == Expression {
+		return fmt.Sprintf("%s %s", s.Kind, s.Source)
+	}
+	return fmt.Sprintf("%s %s", s.Kind, quoteCommand(s.Source))
+}
+
+// quoteCommand puts a command in backticks, on one line.
+func quoteCommand(c string) string {
+	c = strings.TrimSpace(c)
+	if i := strings.IndexByte(c, '\n'); i >= 0 {
+		c = strings.TrimSpace(c[:i]) + " …"
+	}
+	return "`" + strings.ReplaceAll(c, "`", "'") + "`"
+}
+
+// Verdict words a guard's condition: "only_if `x` passed", "only_if `x`
+// failed", "not_if `x` is true", "only_if node.a is false".
+func (s *Spec) Verdict(condition bool) string {
+	return s.Describe() + " " + conditionWord(s.Kind, s.Form, condition)
+}
+
+// VerdictOf words a guard's condition from its parts, for callers that
+// hold a stored result rather than a Spec.
+func VerdictOf(kind, form, source string, condition bool) string {
+	s := &Spec{Kind: Kind(kind), Form: Form(form), Source: source}
+	return s.Verdict(condition)
+}
+
+func conditionWord(k Kind, f Form, c bool) string {
+	if f == Script && k == OnlyIf {
+		if c {
+			return "passed"
+		}
+		return "failed"
+	}
+	if c {
+		return "is true"
+	}
+	return "is false"
+}
+
+// Skips reports whether a guard of kind k whose condition is c skips the
+// resource: a false only_if or a true not_if.
+func Skips(k Kind, c bool) bool {
+	if k == NotIf {
+		return c
+	}
+	return !c
+}
+
+// Value is a cty value kept with its exact type; in JSON it is ctyjson's
+// {"value": …, "type": …} form.
+type Value struct {
+	cty.Value
+}
+
+// MarshalJSON encodes the value with its type.
+func (v Value) MarshalJSON() ([]byte, error) {
+	if v.Value == cty.NilVal {
+		return []byte(`null`), nil
+	}
+	ty := v.Value.Type()
+	tb, err := ctyjson.MarshalType(ty)
+	if err != nil {
+		return nil, err
+	}
+	vb, err := ctyjson.Marshal(v.Value, ty)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(struct {
+		Value json.RawMessage `json:"value"`
+		Type  json.RawMessage `json:"type"`
+	}{vb, tb})
+}
+
+// UnmarshalJSON decodes a value and its type.
+func (v *Value) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		v.Value = cty.NilVal
+		return nil
+	}
+	var raw struct {
+		Value json.RawMessage `json:"value"`
+		Type  json.RawMessage `json:"type"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	if len(raw.Type) == 0 || len(raw.Value) == 0 {
+		return fmt.Errorf("a stored guard value needs both \"value\" and \"type\"")
+	}
+	ty, err := ctyjson.UnmarshalType(raw.Type)
+	if err != nil {
+		return fmt.Errorf("stored guard value type: %w", err)
+	}
+	val, err := ctyjson.Unmarshal(raw.Value, ty)
+	if err != nil {
+		return fmt.Errorf("stored guard value: %w", err)
+	}
+	v.Value = val
+	return nil
+}
