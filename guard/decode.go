@@ -556,9 +556,11 @@ func (d *decoder) params(r raw) (map[string]cty.Value, bool) {
 				bad("must be a map of strings, such as { JAVA_HOME = \"/usr/lib/jvm\" }: %s.", err)
 				continue
 			}
-			for name := range mv.AsValueMap() {
+			for name, e := range mv.AsValueMap() {
 				if name == "" || strings.ContainsAny(name, "=\x00") {
 					bad("has an invalid variable name %q.", name)
+				} else if e.IsNull() {
+					bad("sets %s to null; give it a string or leave it out.", name)
 				}
 			}
 			out[k] = mv
@@ -589,7 +591,10 @@ func (d *decoder) params(r raw) (map[string]cty.Value, bool) {
 				continue
 			}
 			for _, e := range lv.AsValueSlice() {
-				if e.AsString() == "" || strings.ContainsAny(e.AsString(), ":\x00") {
+				if e.IsNull() || e.AsString() == "" || strings.ContainsAny(e.AsString(), ":\x00") {
+					if e.IsNull() {
+						e = cty.StringVal("")
+					}
 					bad("has an invalid directory %q: it must be non-empty and contain no ':'.", e.AsString())
 				}
 			}
@@ -598,6 +603,10 @@ func (d *decoder) params(r raw) (map[string]cty.Value, bool) {
 			nv, err := convert.Convert(v, cty.Number)
 			if err != nil {
 				bad("must be a number of seconds, not %s.", v.Type().FriendlyName())
+				continue
+			}
+			if f, _ := nv.AsBigFloat().Float64(); f > 365*24*3600 {
+				bad("must be at most a year (%d seconds), not %s.", 365*24*3600, nv.AsBigFloat().Text('g', -1))
 				continue
 			}
 			if nv.AsBigFloat().Sign() <= 0 {
@@ -616,6 +625,11 @@ func (d *decoder) params(r raw) (map[string]cty.Value, bool) {
 			}
 			good := true
 			for _, e := range lv.AsValueSlice() {
+				if e.IsNull() {
+					bad("has a null exit code.")
+					good = false
+					break
+				}
 				f := e.AsBigFloat()
 				if !f.IsInt() || f.Cmp(big.NewFloat(0)) < 0 || f.Cmp(big.NewFloat(255)) > 0 {
 					bad("has %s, which is not an exit code: exit codes are whole numbers from 0 to 255.", f.Text('g', -1))

@@ -51,8 +51,14 @@ func (o *Outcome) Skips() bool { return o.Err == nil && Skips(o.Spec.Kind, o.Con
 // Run evaluates one guard. It never returns a verdict for a guard that
 // could not run: interpreter, command, working directory or user missing,
 // timeout, cancellation — those are Outcome.Err.
-func Run(ctx context.Context, reg *resources.Registry, s *Spec, logger hclog.Logger) Outcome {
-	o := Outcome{Spec: s}
+func Run(ctx context.Context, reg *resources.Registry, s *Spec, logger hclog.Logger) (o Outcome) {
+	o = Outcome{Spec: s}
+	defer func() {
+		// A malformed stored guard must not take toque down.
+		if v := recover(); v != nil {
+			o.Condition, o.Err = false, fmt.Errorf("%s cannot run: malformed guard: %v", o.Spec.Describe(), v)
+		}
+	}()
 	if s == nil {
 		o.Spec = &Spec{}
 		o.Err = errors.New("no guard to evaluate")

@@ -225,3 +225,12 @@ func TestDefaultInterpreterIsPOSIXSh(t *testing.T) {
 		t.Fatalf("[[ passed under /bin/sh (%s): %s", link, out)
 	}
 }
+
+func TestRunMalformedSpecIsAnError(t *testing.T) {
+	s := &Spec{Kind: OnlyIf, Form: Script, Source: "true", Interpreter: Default,
+		Values: map[string]Value{"cwd": {Value: cty.NumberIntVal(1)}}}
+	o := Run(context.Background(), testRegistry(), s, nil)
+	if o.Err == nil || o.Skips() {
+		t.Fatalf("outcome %+v", o)
+	}
+}

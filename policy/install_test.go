@@ -243,3 +243,37 @@ func TestUpdateUnknownName(t *testing.T) {
 	basePolicy(t, dir, "p", "c", "1.0.0", "")
 	assertDiags(t, installErr(t, ws(t, dir, filepath.Join(dir, ".cache")), InstallOptions{Update: true, Names: []string{"nope"}}), []string{"Nothing to update"})
 }
+
+func TestBadLocks(t *testing.T) {
+	for _, tc := range []struct{ name, src, want string }{
+		{"not json", "{", "not a policy lock"},
+		{"no name", `{"revision_id": "x"}`, "no name"},
+		{"null cookbook", `{"name": "p", "cookbook_locks": {"a": null}}`, "null"},
+		{"null include", `{"name": "p", "included_policy_locks": [null]}`, "null"},
+		{"scalar attributes", `{"name": "p", "default_attributes": 5}`, "not a policy lock"},
+		{"null origin is dropped", `{"name": "p", "attribute_origins": [null]}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := ParseLock([]byte(tc.src))
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := l.Marshal(); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want %q", err, tc.want)
+			}
+		})
+	}
+	t.Run("plan refuses a lock whose run list names no locked cookbook", func(t *testing.T) {
+		dir := t.TempDir()
+		writeFile(t, filepath.Join(dir, "policy.hcl"), "name = \"p\"\n")
+		writeFile(t, filepath.Join(dir, LockFileName), `{"name": "p", "run_list": ["recipe[x::default]"]}`)
+		_, _, diags := ws(t, dir, filepath.Join(dir, ".cache")).LoadLock(context.Background())
+		assertDiags(t, diags, []string{"Run-list cookbook not locked"})
+	})
+}

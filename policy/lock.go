@@ -192,6 +192,7 @@ func (l *Lock) Marshal() ([]byte, error) {
 	if c.IncludedPolicyLocks == nil {
 		c.IncludedPolicyLocks = []*IncludedLock{}
 	}
+	c.AttributeOrigins = append([]*AttributeOrigin(nil), c.AttributeOrigins...)
 	sort.Slice(c.AttributeOrigins, func(i, j int) bool {
 		a, b := c.AttributeOrigins[i], c.AttributeOrigins[j]
 		if a.Level != b.Level {
@@ -233,6 +234,13 @@ func ParseLock(b []byte) (*Lock, error) {
 			return nil, fmt.Errorf("included_policy_locks holds a null")
 		}
 	}
+	origins := l.AttributeOrigins[:0]
+	for _, o := range l.AttributeOrigins {
+		if o != nil {
+			origins = append(origins, o)
+		}
+	}
+	l.AttributeOrigins = origins
 	return &l, nil
 }
 

@@ -312,6 +312,35 @@ func BenchmarkScriptGuardShape(b *testing.B) {
 	b.Run("floor-exec-bash-c-true", floor("bash"))
 	b.Run("sh", guard(ShType()))
 	b.Run("bash", guard(BashType()))
+	// Interleaved, so that load from elsewhere falls on both alike: the
+	// metric x-floor is the per-guard cost over the floor's.
+	for _, c := range []struct {
+		name  string
+		typ   Type
+		shell string
+	}{{"ratio-sh", ShType(), "sh"}, {"ratio-bash", BashType(), "bash"}} {
+		r := NewResource(c.typ.Schema(), "guard", "", map[string]cty.Value{"code": cty.StringVal("true"), "timeout": cty.NumberIntVal(60)})
+		b.Run(c.name, func(b *testing.B) {
+			var guardTime, floorTime time.Duration
+			for b.Loop() {
+				start := time.Now()
+				if err := exec.Command(c.shell, "-c", "true").Run(); err != nil {
+					b.Fatal(err)
+				}
+				floorTime += time.Since(start)
+				start = time.Now()
+				spec, err := c.typ.(Runner).CommandSpec(r)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := shellexec.Run(ctx, spec); err != nil {
+					b.Fatal(err)
+				}
+				guardTime += time.Since(start)
+			}
+			b.ReportMetric(float64(guardTime)/float64(floorTime), "x-floor")
+		})
+	}
 	b.Run("sh-tempfile", func(b *testing.B) {
 		for b.Loop() {
 			spec := shellexec.Spec{Interpreter: []string{"sh"}, Script: "true", Timeout: time.Minute}

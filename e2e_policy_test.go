@@ -1,0 +1,174 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// isolatedGit points git (ours and toque's) at a temporary HOME with no
+// system or global config and a fixed identity and dates.
+func isolatedGit(t *testing.T) {
+	t.Helper()
+	home := t.TempDir()
+	for k, v := range map[string]string{
+		"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, ".config"),
+		"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
+		"GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.com",
+		"GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.com",
+		"GIT_AUTHOR_DATE": "2024-01-02T03:04:05Z", "GIT_COMMITTER_DATE": "2024-01-02T03:04:05Z",
+		"TOQUE_CACHE_DIR": filepath.Join(home, "cache"),
+	} {
+		t.Setenv(k, v)
+	}
+}
+
+func gitIn(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func writeAll(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for p, c := range files {
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestE2EPolicyIncludeFromGit(t *testing.T) {
+	isolatedGit(t)
+	e := newEnv(t)
+	base := t.TempDir()
+	bare, work := filepath.Join(base, "policies.git"), filepath.Join(base, "work")
+	gitIn(t, base, "init", "--quiet", "--bare", "-b", "main", bare)
+	gitIn(t, base, "init", "--quiet", "-b", "main", work)
+
+	// The core team's base policy, locked and pushed.
+	writeAll(t, work, map[string]string{
+		"base/policy.hcl": `name = "base"
+run_list = ["base"]
+cookbook "base" {
+  path = "cookbooks/base"
+}
+default_attributes = { base = { motd = "managed by toque" } }
+`,
+		"base/cookbooks/base/metadata.hcl":        "name = \"base\"\nversion = \"0.1.0\"\n",
+		"base/cookbooks/base/attributes/root.hcl": "default \"paths\" {\n  root = \"" + e.root + "\"\n}\n",
+		"base/cookbooks/base/templates/motd.tpl":  "${motd}\n",
+		"base/cookbooks/base/recipes/default.hcl": `file "motd" {
+  path    = "${node.paths.root}/motd"
+  content = templatefile("templates/motd.tpl", { motd = node.base.motd })
+  mode    = "0644"
+}
+`,
+	})
+	r := e.runCmd(exec.Command(toqueBin, "-chdir="+filepath.Join(work, "base"), "install"))
+	if r.code != 0 {
+		t.Fatalf("base install: %s", r)
+	}
+	gitIn(t, work, "add", "-A")
+	gitIn(t, work, "commit", "--quiet", "-m", "base")
+	gitIn(t, work, "push", "--quiet", bare, "main")
+	commit := gitIn(t, work, "rev-parse", "HEAD")
+
+	// The app team's policy includes it from git.
+	writeAll(t, e.dir, map[string]string{
+		"policy.hcl": `name = "app"
+run_list = ["app::default"]
+cookbook "app" {
+  path = "cookbooks/app"
+}
+default_attributes = { app = { name = "shop" } }
+include_policy "base" {
+  git  = "file://` + bare + `"
+  path = "base/policy.lock.json"
+  ref  = "main"
+}
+`,
+		"cookbooks/app/metadata.hcl":        "name = \"app\"\nversion = \"1.0.0\"\n",
+		"cookbooks/app/recipes/default.hcl": "file \"app\" {\n  path    = \"${node.paths.root}/app.txt\"\n  content = \"${node.app.name}: ${node.base.motd}\\n\"\n}\n",
+	})
+
+	r = e.must(1, "plan")
+	if !strings.Contains(r.stderr, "No policy lock") || !strings.Contains(r.stderr, "toque install") {
+		t.Fatalf("plan without a lock: %s", r)
+	}
+	r = e.must(0, "install")
+	if !strings.Contains(r.stdout, "include base: policy base revision") || !strings.Contains(r.stdout, commit) {
+		t.Fatalf("install output: %s", r)
+	}
+	var lock struct {
+		RevisionID string   `json:"revision_id"`
+		RunList    []string `json:"run_list"`
+	}
+	b, err := os.ReadFile(filepath.Join(e.dir, "policy.lock.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &lock); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(lock.RunList, ",") != "recipe[base::default],recipe[app::default]" {
+		t.Fatalf("run list %v", lock.RunList)
+	}
+
+	e.must(0, "validate")
+	r = e.must(2, "plan", "-detailed-exitcode", "-out=plan.out")
+	if !strings.Contains(r.stdout, "Plan: 2 to create") {
+		t.Fatalf("plan: %s", r)
+	}
+	r = e.must(0, "show", "-json", "plan.out")
+	var shown struct {
+		LockRevision string `json:"lock_revision"`
+		Attributes   []struct {
+			Path   string `json:"path"`
+			Source string `json:"source"`
+		} `json:"attributes"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &shown); err != nil {
+		t.Fatal(err)
+	}
+	if shown.LockRevision != lock.RevisionID {
+		t.Errorf("plan lock_revision %q, want %q", shown.LockRevision, lock.RevisionID)
+	}
+	sources := map[string]string{}
+	for _, a := range shown.Attributes {
+		sources[a.Path] = a.Source
+	}
+	if !strings.HasPrefix(sources["base.motd"], `include_policy "base" (revision `) || !strings.HasSuffix(sources["app.name"], "policy.hcl:6") ||
+		!strings.HasSuffix(sources["paths.root"], "attributes/root.hcl:2") {
+		t.Errorf("attribute provenance %v", sources)
+	}
+	e.must(0, "apply", "plan.out")
+	if got := e.read("motd"); got != "managed by toque\n" {
+		t.Errorf("motd %q", got)
+	}
+	if got := e.read("app.txt"); got != "shop: managed by toque\n" {
+		t.Errorf("app.txt %q", got)
+	}
+	e.must(0, "plan", "-detailed-exitcode")
+
+	// A local cookbook changed since install: plan refuses the stale lock.
+	writeAll(t, e.dir, map[string]string{"cookbooks/app/recipes/extra.hcl": "# new\n"})
+	r = e.must(1, "plan")
+	if !strings.Contains(r.stderr, "The policy lock is stale") || !strings.Contains(r.stderr, `the cookbook "app" (cookbooks/app) changed`) || !strings.Contains(r.stderr, "toque install") {
+		t.Fatalf("stale plan: %s", r)
+	}
+	e.must(0, "install")
+	e.must(0, "plan", "-detailed-exitcode")
+}
