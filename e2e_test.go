@@ -480,3 +480,42 @@ func TestE2EFirstInterruptFinishesTheResourceThenStops(t *testing.T) {
 		t.Errorf("report does not say interrupted (%v): %s", err, b[:min(len(b), 300)])
 	}
 }
+
+func TestE2EMissingParentFailsTheApplyClearly(t *testing.T) {
+	e := newEnv(t)
+	e.recipe("conf.hcl", `
+file "ROOT/a.conf" { content = "a\n" }
+file "ROOT/no/such/dir/b.conf" { content = "b\n" }
+file "ROOT/c.conf" { content = "c\n" }
+`)
+	e.must(0, "plan", "-out=plan.out")
+	r := e.must(1, "apply", "plan.out")
+	if !strings.Contains(r.stderr+r.stdout, e.root+"/no/such/dir") {
+		t.Errorf("the error does not name the missing parent:\n%s", r)
+	}
+	if strings.Contains(r.stderr, "panic") {
+		t.Fatalf("apply panicked:\n%s", r)
+	}
+	// Resources before the failure converged; the ones after did not start.
+	if e.read("a.conf") != "a\n" {
+		t.Error("a.conf, before the failure, was not written")
+	}
+	if _, err := os.Stat(filepath.Join(e.root, "c.conf")); !os.IsNotExist(err) {
+		t.Error("c.conf, after the failure, was written")
+	}
+}
+
+func TestE2EMissingOrForeignPlanFile(t *testing.T) {
+	e := newEnv(t)
+	e.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
+	r := e.must(1, "apply", "nope.out")
+	if !strings.Contains(r.stderr, "nope.out") {
+		t.Errorf("the error does not name the file:\n%s", r)
+	}
+	e.must(1, "show", "nope.out")
+	os.WriteFile(filepath.Join(e.dir, "recipe.out"), []byte(`{"toque_plan": 99, "checksum": "x", "plan": {}}`), 0o600)
+	r = e.must(1, "apply", "recipe.out")
+	if !strings.Contains(strings.ToLower(r.stderr), "version") {
+		t.Errorf("an incompatible version is not named as such:\n%s", r)
+	}
+}

@@ -314,12 +314,18 @@ func BenchmarkScriptGuardShape(b *testing.B) {
 	b.Run("bash", guard(BashType()))
 	// Interleaved, so that load from elsewhere falls on both alike: the
 	// metric x-floor is the per-guard cost over the floor's.
+	specOf := func(typ Type) func() (shellexec.Spec, error) {
+		r := NewResource(typ.Schema(), "guard", "", map[string]cty.Value{"code": cty.StringVal("true"), "timeout": cty.NumberIntVal(60)})
+		return func() (shellexec.Spec, error) { return typ.(Runner).CommandSpec(r) }
+	}
+	tempFile := func() (shellexec.Spec, error) {
+		return shellexec.Spec{Interpreter: []string{"sh"}, Script: "true", Timeout: time.Minute}, nil
+	}
 	for _, c := range []struct {
 		name  string
-		typ   Type
+		spec  func() (shellexec.Spec, error)
 		shell string
-	}{{"ratio-sh", ShType(), "sh"}, {"ratio-bash", BashType(), "bash"}} {
-		r := NewResource(c.typ.Schema(), "guard", "", map[string]cty.Value{"code": cty.StringVal("true"), "timeout": cty.NumberIntVal(60)})
+	}{{"ratio-sh", specOf(ShType()), "sh"}, {"ratio-bash", specOf(BashType()), "bash"}, {"ratio-sh-tempfile", tempFile, "sh"}} {
 		b.Run(c.name, func(b *testing.B) {
 			var guardTime, floorTime time.Duration
 			for b.Loop() {
@@ -329,7 +335,7 @@ func BenchmarkScriptGuardShape(b *testing.B) {
 				}
 				floorTime += time.Since(start)
 				start = time.Now()
-				spec, err := c.typ.(Runner).CommandSpec(r)
+				spec, err := c.spec()
 				if err != nil {
 					b.Fatal(err)
 				}
