@@ -28,6 +28,7 @@ type attrNode struct {
 	value    cty.Value
 	level    string
 	rng      hcl.Range
+	origin   string
 }
 
 // Leaf is one leaf of the merged attributes with its provenance.
@@ -38,6 +39,11 @@ type Leaf struct {
 	Level string
 	// Range is where the winning value was written.
 	Range hcl.Range
+	// Origin, when set, says where the value came from when that is more
+	// than a recipe file, such as an included policy lock:
+	// `include_policy "base" (revision 1a2b3c4d5e)`; Range is then the
+	// place in policy.hcl that brought it in.
+	Origin string
 }
 
 // NewAttributes returns empty attributes.
@@ -59,6 +65,12 @@ func isMapLike(v cty.Value) bool {
 // are ignored) as written at rng. Object and map values are merged key by
 // key into what is there.
 func (a *Attributes) Write(level string, path []string, v cty.Value, rng hcl.Range) {
+	a.WriteFrom(level, path, v, rng, "")
+}
+
+// WriteFrom is Write with an origin recorded beside the range (see
+// Leaf.Origin).
+func (a *Attributes) WriteFrom(level string, path []string, v cty.Value, rng hcl.Range, origin string) {
 	if a.trees == nil {
 		a.trees = map[string]*attrNode{}
 	}
@@ -77,7 +89,7 @@ func (a *Attributes) Write(level string, path []string, v cty.Value, rng hcl.Ran
 	if len(path) == 0 {
 		// The root stays an object: only maps can be written there.
 		if isMapLike(v) {
-			setValue(root, v, level, rng)
+			setValue(root, v, level, rng, origin)
 		}
 		return
 	}
@@ -97,14 +109,14 @@ func (a *Attributes) Write(level string, path []string, v cty.Value, rng hcl.Ran
 			c = newMapNode()
 			n.children[last] = c
 		}
-		setValue(c, v, level, rng)
+		setValue(c, v, level, rng, origin)
 		return
 	}
-	n.children[last] = &attrNode{value: v, level: level, rng: rng}
+	n.children[last] = &attrNode{value: v, level: level, rng: rng, origin: origin}
 }
 
 // setValue merges map-like v into map node n.
-func setValue(n *attrNode, v cty.Value, level string, rng hcl.Range) {
+func setValue(n *attrNode, v cty.Value, level string, rng hcl.Range, origin string) {
 	for it := v.ElementIterator(); it.Next(); {
 		k, ev := it.Element()
 		key := k.AsString()
@@ -114,10 +126,10 @@ func setValue(n *attrNode, v cty.Value, level string, rng hcl.Range) {
 				c = newMapNode()
 				n.children[key] = c
 			}
-			setValue(c, ev, level, rng)
+			setValue(c, ev, level, rng, origin)
 			continue
 		}
-		n.children[key] = &attrNode{value: ev, level: level, rng: rng}
+		n.children[key] = &attrNode{value: ev, level: level, rng: rng, origin: origin}
 	}
 }
 
@@ -188,7 +200,7 @@ func (a *Attributes) Leaves() []Leaf {
 				walk(c, p)
 				continue
 			}
-			out = append(out, Leaf{Path: p, Value: c.value, Level: c.level, Range: c.rng})
+			out = append(out, Leaf{Path: p, Value: c.value, Level: c.level, Range: c.rng, Origin: c.origin})
 		}
 	}
 	walk(a.merged(), nil)

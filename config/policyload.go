@@ -20,6 +20,8 @@ type AttributeWrite struct {
 	Path  []string
 	Value cty.Value
 	Range hcl.Range
+	// Origin names an included policy the value came from (Leaf.Origin).
+	Origin string
 }
 
 // PolicyInput is what policy mode loads: cookbooks and a run list resolved
@@ -136,6 +138,6 @@ func LoadPolicy(in PolicyInput, reg *resources.Registry) (*Config, hcl.Diagnosti
 // after the attribute blocks.
 func (c *Config) applyFixedWrites(attrs *Attributes) {
 	for _, w := range c.fixedWrites {
-		attrs.Write(w.Level, w.Path, w.Value, w.Range)
+		attrs.WriteFrom(w.Level, w.Path, w.Value, w.Range, w.Origin)
 	}
 }

@@ -217,6 +217,9 @@ func attributesOf(leaves []config.Leaf) ([]Attribute, error) {
 			Level:  l.Level,
 			Source: fmt.Sprintf("%s:%d", l.Range.Filename, l.Range.Start.Line),
 		}
+		if l.Origin != "" {
+			a.Source = l.Origin + " at " + a.Source
+		}
 		if l.Value == cty.NilVal {
 			a.Value = []byte(`null`)
 		} else if b, err := (Value{l.Value}).MarshalJSON(); err != nil {

@@ -188,16 +188,15 @@ func (w *Workspace) attributeWrites(l *Lock) ([]config.AttributeWrite, error) {
 				continue
 			}
 			rng := hcl.Range{Filename: lockFile, Start: hcl.Pos{Line: 1, Column: 1}}
-			if o := origins[level+"\x01"+pathKey(p)]; o != nil {
-				switch {
-				case o.Include != "":
-					rng = hcl.Range{Filename: fmt.Sprintf("include_policy %q (revision %s) at %s", o.Include, short(o.Revision), filepath.Join(w.Dir, o.File)), Start: hcl.Pos{Line: o.Line, Column: 1}}
-				case o.File != "":
-					rng = hcl.Range{Filename: filepath.Join(w.Dir, o.File), Start: hcl.Pos{Line: o.Line, Column: 1}}
+			origin := ""
+			if o := origins[level+"\x01"+pathKey(p)]; o != nil && o.File != "" {
+				rng = hcl.Range{Filename: filepath.Join(w.Dir, o.File), Start: hcl.Pos{Line: o.Line, Column: 1}}
+				if o.Include != "" {
+					origin = fmt.Sprintf("include_policy %q (revision %s)", o.Include, short(o.Revision))
 				}
 			}
 			rng.End = rng.Start
-			out = append(out, config.AttributeWrite{Level: level, Path: p, Value: cv, Range: rng})
+			out = append(out, config.AttributeWrite{Level: level, Path: p, Value: cv, Range: rng, Origin: origin})
 		}
 	}
 	walk(config.LevelDefault, l.DefaultAttributes, nil)
