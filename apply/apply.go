@@ -182,6 +182,11 @@ func (r *run) preflight(ctx context.Context) error {
 				continue
 			}
 		}
+		if pr.Action == "nothing" && pr.Kind == resources.NoOp {
+			// Not read at plan time: nothing to compare. Its notified
+			// runs are checked by preflightNotified.
+			continue
+		}
 		switch pr.Kind {
 		case resources.Skip:
 			// Skipped by a guard at plan time, and still: not read.
@@ -231,6 +236,8 @@ func (r *run) preflight(ctx context.Context) error {
 		}
 		stale = append(stale, sr)
 	}
+	ns, nerrs := r.preflightNotified(ctx)
+	stale, errs = append(stale, ns...), append(errs, nerrs...)
 	if len(errs) > 0 {
 		return fmt.Errorf("pre-flight: could not check %d resource%s against the plan; nothing was changed: %w", len(errs), plural(len(errs)), errors.Join(errs...))
 	}
@@ -305,6 +312,7 @@ func (r *run) converge(ctx context.Context, started time.Time) (*Report, error) 
 	}
 	var runErr error
 	last := ""
+	nt := newNotifier(r, rep)
 	for i, e := range r.entries {
 		rr := &rep.Resources[i]
 		switch {
@@ -325,21 +333,25 @@ func (r *run) converge(ctx context.Context, started time.Time) (*Report, error) 
 			break
 		}
 		last = e.pr.Address
-		err := r.convergeOne(ctx, e, rr)
+		// Notifications (apply/notify.go): "before" ones run their
+		// target first when the resource is about to change;
+		// "immediately" ones right after it changed; "delayed" ones are
+		// queued and run after this loop. Their runs go to rep.Notified.
+		err := nt.before(ctx, e)
 		if err == nil {
-			// Seam (issue: notifications): an "immediately" notification
-			// runs its target here when rr.Outcome is "changed", a
-			// "before" one runs before convergeOne when the resource is
-			// about to change, and "delayed" ones are queued,
-			// de-duplicated and run after this loop; their runs go to
-			// rep.Notified.
+			err = r.convergeOne(ctx, e, rr)
+			if err == nil {
+				err = nt.after(ctx, e, rr)
+			}
+		}
+		if err == nil {
 			continue
 		}
 		if ctx.Err() != nil {
 			runErr = &InterruptedError{After: last, Aborted: true, Err: err}
 			break
 		}
-		if e.pr.IgnoreFailure {
+		if e.pr.IgnoreFailure && ownFailure(err, e.pr.Address) {
 			r.logger.Warn("resource failed; ignore_failure is set, continuing", "resource", e.pr.Address, "error", err)
 			continue
 		}
@@ -347,7 +359,16 @@ func (r *run) converge(ctx context.Context, started time.Time) (*Report, error) 
 		break
 	}
 	var ie *InterruptedError
-	if errors.As(runErr, &ie) {
+	interrupted := errors.As(runErr, &ie)
+	if !interrupted && ctx.Err() == nil {
+		// Delayed notifications run even after a failure, as Chef's do;
+		// the failure is reported after them.
+		if err := nt.drain(ctx); err != nil {
+			runErr = errors.Join(runErr, err)
+		}
+	}
+	nt.notFired(rep, interrupted)
+	if interrupted {
 		rep.Interrupted = true
 		for i, e := range r.entries {
 			if rep.Resources[i].Outcome == OutcomeNotStarted && hasWork(e.pr.Kind) {

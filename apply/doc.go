@@ -22,7 +22,14 @@
 //     showed: a step that would change a property the plan did not list, or
 //     do more than the planned kind of step, fails that resource instead.
 //     A panicking resource type fails only its resource.
-//  5. Notifications are a later issue (see the seam in converge).
+//  5. Notifications (notify.go), following what really changed: a
+//     "before" edge runs its target right before the notifier changes, an
+//     "immediately" one right after it changed, and "delayed" ones are
+//     queued, de-duplicated and run at the end in queue order — also after
+//     a failure, which is reported after them. A target's action runs only
+//     as a notified run the plan lists (Plan.NotifiedRuns), checked against
+//     that plan like a resource; a notifier that did not change fires
+//     nothing, and the report says so (Report.Notified).
 //  6. A Report is written as JSON to {StateDir}/reports/ once convergence has
 //     started, also when the run failed or was interrupted.
 //

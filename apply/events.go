@@ -197,7 +197,13 @@ func (e *EventWriter) Summary(rep *Report) {
 	if rep == nil {
 		return
 	}
+	ran := 0
 	for _, n := range rep.Notified {
+		switch n.Outcome {
+		case OutcomeNotNotified, OutcomeRefused, OutcomeNotStarted:
+			continue // listed in the report; it did not run
+		}
+		ran++
 		e.emit(EventNotificationFired, func(h head) any { return resourceEnd(h, n) })
 	}
 	outcome := "complete"
@@ -227,7 +233,7 @@ func (e *EventWriter) Summary(rep *Report) {
 			DurationMS  int64  `json:"duration_ms"`
 			Report      string `json:"report"`
 		}{h, outcome, rep.PlanDigest, rep.Changed, rep.Unchanged, rep.AlreadyDone, rep.Failed, rep.Skipped, rep.NotStarted,
-			len(rep.Notified), rep.Interrupted, dur, rep.Path}
+			ran, rep.Interrupted, dur, rep.Path}
 	})
 }
 

@@ -31,9 +31,12 @@ type Report struct {
 	Finished   time.Time `json:"finished"`
 	// Resources has one entry per plan resource, in plan order.
 	Resources []ResourceReport `json:"resources"`
-	// Notified will hold the runs of notification targets (issue:
-	// notifications); each is a ResourceReport whose Reason names the
-	// notifier and the timing. Always empty for now.
+	// Notified holds the notified runs of notification targets, in the
+	// order they ran, then every run the plan listed that did not happen
+	// (outcome "not notified": its notifiers did not change, the reason
+	// names them; or "not started"). Each Reason names the notifiers and
+	// the timing. A target the plan did not show is never run: such a
+	// notification is listed with the outcome "refused: not in the plan".
 	Notified []ResourceReport `json:"notified,omitempty"`
 	// Changed counts "changed"; Unchanged counts "unchanged" (no-op
 	// resources included); AlreadyDone counts "already done"; Failed counts
@@ -67,10 +70,26 @@ type ResourceReport struct {
 	DurationMS      int64  `json:"duration_ms"`
 }
 
-// tally recomputes the counts from the resource outcomes.
+// tally recomputes the counts from the resource outcomes and those of the
+// notified runs that happened (a resource whose own action is nothing is
+// then counted by its notified runs, not as unchanged).
 func (r *Report) tally() {
 	r.Changed, r.Unchanged, r.AlreadyDone, r.Failed, r.Skipped, r.NotStarted = 0, 0, 0, 0, 0, 0
+	ran := map[string]bool{}
+	list := make([]ResourceReport, 0, len(r.Resources)+len(r.Notified))
+	for _, rr := range r.Notified {
+		if rr.Outcome != OutcomeNotNotified && rr.Outcome != OutcomeRefused && rr.Outcome != OutcomeNotStarted {
+			ran[rr.Address] = true
+			list = append(list, rr)
+		}
+	}
 	for _, rr := range r.Resources {
+		if rr.Kind == resources.NoOp && ran[rr.Address] {
+			continue
+		}
+		list = append(list, rr)
+	}
+	for _, rr := range list {
 		switch rr.Outcome {
 		case OutcomeChanged:
 			r.Changed++

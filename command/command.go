@@ -105,6 +105,7 @@ func Run(ctx context.Context, stop <-chan struct{}, args []string, streams Strea
 			"install":  func() (cli.Command, error) { return &InstallCommand{Base: base}, nil },
 			"update":   func() (cli.Command, error) { return &UpdateCommand{Base: base}, nil },
 			"export":   func() (cli.Command, error) { return &ExportCommand{Base: base}, nil },
+			"graph":    func() (cli.Command, error) { return &GraphCommand{Base: base}, nil },
 		},
 		HelpFunc: cli.BasicHelpFunc("toque"),
 	}

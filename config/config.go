@@ -82,6 +82,15 @@ type Instance struct {
 	// (guard.Decode), in evaluation order; none when the action is
 	// "nothing".
 	Guards []*guard.Spec
+	// Notifies are the notification edges this resource fires when it
+	// changes (its notifies blocks and the subscribes blocks naming it),
+	// resolved and checked by Evaluate, in collection order.
+	Notifies []*Notification
+	// NotifiedGuards are the guards of a resource whose action is
+	// "nothing", decoded as if it had its type's default action: they
+	// decide a notified run of it (Chef evaluates guards when a notified
+	// action runs).
+	NotifiedGuards []*guard.Spec
 }
 
 // Scope is what expressions can see at plan time.

@@ -14,7 +14,9 @@
 // depend on the host stay unknown while types and names are still checked.
 //
 // It is not the planner: it never reads the host beyond the recipe files and
-// the files recipes name (file, templatefile), and never changes it. Guards
-// and notifications are kept unevaluated in Meta for the packages that own
-// them.
+// the files recipes name (file, templatefile, a template's source), and
+// never changes it. Evaluate also renders templates (types implementing
+// resources.Templated) into their content, decodes guards (package guard),
+// and resolves and checks notification edges (Instance.Notifies; see
+// Notifications).
 package config

@@ -69,6 +69,18 @@ func (c *Config) Evaluate(reg *resources.Registry, scope *Scope) ([]*Instance, h
 			out = append(out, inst)
 		}
 	}
+	edges, d := c.notifications(reg, func(dir string) *hcl.EvalContext {
+		ctx := ctxs[dir]
+		if ctx == nil {
+			ctx = scope.EvalContext(dir)
+			ctxs[dir] = ctx
+		}
+		return ctx
+	})
+	diags = append(diags, d...)
+	if !d.HasErrors() {
+		attachNotifications(out, edges)
+	}
 	return out, diags
 }
 
@@ -117,7 +129,13 @@ func evaluateBlock(b *ResourceBlock, t resources.Type, ctx *hcl.EvalContext, reg
 	metaNames := []string{"action", "only_if", "not_if", "guard_interpreter", "ignore_failure", "sensitive", "notifies", "subscribes"}
 
 	errored := map[string]bool{}
+	tt, templated := t.(resources.Templated)
+	byName := make(map[string]*hcl.Attribute, len(list))
 	for _, a := range list {
+		byName[a.Name] = a
+		if templated && a.Name == tt.TemplateProperties().Inline {
+			continue // evaluated with the template's variables (renderTemplate)
+		}
 		p := s.Property(a.Name)
 		if p == nil {
 			diags = diags.Append(&hcl.Diagnostic{
@@ -173,6 +191,9 @@ func evaluateBlock(b *ResourceBlock, t resources.Type, ctx *hcl.EvalContext, reg
 	diags = append(diags, d...)
 	ignore, d := ev.boolean(b.Meta.IgnoreFailure, "ignore_failure")
 	diags = append(diags, d...)
+	if templated {
+		diags = append(diags, renderTemplate(b, tt, action, byName, values, errored, ev)...)
+	}
 
 	res := resources.NewResource(s, b.Name, action, values)
 	guards, d := guard.Decode(guard.Input{
@@ -185,17 +206,31 @@ func evaluateBlock(b *ResourceBlock, t resources.Type, ctx *hcl.EvalContext, reg
 		Source:           source,
 	})
 	diags = append(diags, d...)
+	var notifiedGuards []*guard.Spec
+	if action == "nothing" && b.Meta.HasGuards() && !d.HasErrors() {
+		// Not guarded in place, but a notified run of it is.
+		notifiedGuards, _ = guard.Decode(guard.Input{
+			OnlyIf:           b.Meta.OnlyIf,
+			NotIf:            b.Meta.NotIf,
+			GuardInterpreter: b.Meta.GuardInterpreter,
+			Parent:           resources.NewResource(s, b.Name, s.DefaultAction, values),
+			Ctx:              ctx,
+			Registry:         reg,
+			Source:           source,
+		})
+	}
 
 	if diags.HasErrors() {
 		return nil, diags, ev.templates
 	}
 	return &Instance{
-		Block:         b,
-		Type:          t,
-		Resource:      res,
-		Sensitive:     sensitive,
-		IgnoreFailure: ignore,
-		Guards:        guards,
+		NotifiedGuards: notifiedGuards,
+		Block:          b,
+		Type:           t,
+		Resource:       res,
+		Sensitive:      sensitive,
+		IgnoreFailure:  ignore,
+		Guards:         guards,
 	}, diags, ev.templates
 }
 

@@ -32,6 +32,29 @@ type jsonView struct {
 	Summary           jsonSummary     `json:"summary"`
 	Attributes        []jsonAttribute `json:"attributes"`
 	Resources         []jsonResource  `json:"resources"`
+	NotifiedRuns      []jsonNotified  `json:"notified_runs"`
+}
+
+type jsonNotified struct {
+	Address     string       `json:"address"`
+	Action      string       `json:"action"`
+	Timing      string       `json:"timing"`
+	Notifiers   []string     `json:"notifiers"`
+	Runs        string       `json:"runs"`
+	During      string       `json:"during"`
+	Kind        string       `json:"kind"`
+	Reason      string       `json:"reason"`
+	Changes     []jsonChange `json:"changes"`
+	Groups      []string     `json:"groups"`
+	Guards      []jsonGuard  `json:"guards"`
+	Fingerprint string       `json:"fingerprint"`
+}
+
+type jsonTrigger struct {
+	Notifier  string `json:"notifier"`
+	Action    string `json:"action"`
+	Timing    string `json:"timing"`
+	Subscribe bool   `json:"subscribe"`
 }
 
 type jsonHost struct {
@@ -73,6 +96,7 @@ type jsonResource struct {
 	Groups          []string                   `json:"groups"`
 	Guards          []jsonGuard                `json:"guards"`
 	Notifications   []jsonNotification         `json:"notifications"`
+	NotifiedBy      []jsonTrigger              `json:"notified_by"`
 	Current         *jsonCurrent               `json:"current"`
 	Fingerprint     string                     `json:"fingerprint"`
 }
@@ -144,8 +168,9 @@ func JSONView(p *Plan) ([]byte, error) {
 			Create: c.Create, Update: c.Update, Delete: c.Delete,
 			Run: c.Run, Skip: c.Skip, Unchanged: c.NoOp,
 		},
-		Attributes: make([]jsonAttribute, 0, len(p.Attributes)),
-		Resources:  make([]jsonResource, 0, len(p.Resources)),
+		Attributes:   make([]jsonAttribute, 0, len(p.Attributes)),
+		Resources:    make([]jsonResource, 0, len(p.Resources)),
+		NotifiedRuns: make([]jsonNotified, 0, len(p.NotifiedRuns)),
 	}
 	for _, a := range p.Attributes {
 		v.Attributes = append(v.Attributes, viewAttribute(a))
@@ -155,6 +180,11 @@ func JSONView(p *Plan) ([]byte, error) {
 			continue
 		}
 		v.Resources = append(v.Resources, viewResource(r))
+	}
+	for _, nr := range p.NotifiedRuns {
+		if nr != nil {
+			v.NotifiedRuns = append(v.NotifiedRuns, viewNotified(p, nr))
+		}
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -205,6 +235,7 @@ func viewResource(r *Resource) jsonResource {
 		Groups:          nonNil(r.Groups),
 		Guards:          make([]jsonGuard, 0, len(r.Guards)),
 		Notifications:   make([]jsonNotification, 0, len(r.Notifications)),
+		NotifiedBy:      make([]jsonTrigger, 0, len(r.NotifiedBy)),
 		Fingerprint:     r.Fingerprint,
 	}
 	sensitive := map[string]bool{}
@@ -264,6 +295,9 @@ func viewResource(r *Resource) jsonResource {
 	for _, n := range r.Notifications {
 		out.Notifications = append(out.Notifications, jsonNotification{Target: n.Target, Action: n.Action, Timing: n.Timing, Subscribe: n.Subscribe})
 	}
+	for _, t := range r.NotifiedBy {
+		out.NotifiedBy = append(out.NotifiedBy, jsonTrigger{Notifier: t.Notifier, Action: t.Action, Timing: t.Timing, Subscribe: t.Subscribe})
+	}
 	if r.Current != nil {
 		jc := &jsonCurrent{Exists: r.Current.Exists, Values: map[string]string{}, Extra: map[string]string{}}
 		for k, sv := range r.Current.Values {
@@ -293,4 +327,22 @@ func plainJSON(v cty.Value) json.RawMessage {
 		return s
 	}
 	return b
+}
+
+// viewNotified is a planned notified run, redacted as its target is.
+func viewNotified(p *Plan, nr *NotifiedRun) jsonNotified {
+	rv := viewResource(p.NotifiedView(nr))
+	out := jsonNotified{
+		Address: nr.Address, Action: nr.Action, Timing: nr.Timing, Notifiers: nonNil(nr.Notifiers),
+		Runs: "end", Kind: string(nr.Kind), Reason: nr.Reason,
+		Changes: rv.Changes, Groups: rv.Groups, Guards: rv.Guards, Fingerprint: nr.Fingerprint,
+	}
+	if nr.Slot >= 0 && nr.Slot < len(p.Resources) {
+		out.During = p.Resources[nr.Slot].Address
+		out.Runs = "after"
+		if nr.Before {
+			out.Runs = "before"
+		}
+	}
+	return out
 }

@@ -231,6 +231,11 @@ func markdownHead(p *Plan, o MarkdownOptions) string {
 				addrs = append(addrs, mdCode(r.Address))
 			}
 		}
+		for _, nr := range p.NotifiedRuns {
+			if a := mdCode(nr.Address); nr.Kind == g.kind && !containsString(addrs, a) {
+				addrs = append(addrs, a)
+			}
+		}
 		if len(addrs) == 0 {
 			continue
 		}
@@ -249,19 +254,36 @@ func markdownHead(p *Plan, o MarkdownOptions) string {
 func markdownSections(p *Plan, o MarkdownOptions) []mdSection {
 	var out []mdSection
 	var unchanged []string
-	for _, r := range p.Resources {
+	notified := func(slot int, before bool) {
+		for _, nr := range p.RunsAt(slot, before) {
+			if nr.Kind == resources.NoOp || (nr.Kind == resources.Skip && o.ChangesOnly) {
+				continue
+			}
+			out = append(out, mdSection{text: markdownResource(p.NotifiedView(nr)), resources: 1})
+		}
+	}
+	for i, r := range p.Resources {
+		notified(i, true)
 		switch r.Kind {
 		case resources.Create, resources.Update, resources.Delete, resources.Run:
 		case resources.Skip:
 			if o.ChangesOnly {
+				notified(i, false)
 				continue
 			}
 		default:
-			unchanged = append(unchanged, r.Address)
+			if r.Reason == ReasonNotNotified {
+				unchanged = append(unchanged, mdCode(r.Address)+": action nothing, nothing notifies it in this plan")
+			} else {
+				unchanged = append(unchanged, mdCode(r.Address))
+			}
+			notified(i, false)
 			continue
 		}
 		out = append(out, mdSection{text: markdownResource(r), resources: 1})
+		notified(i, false)
 	}
+	notified(len(p.Resources), false)
 	if len(unchanged) > 0 && !o.ChangesOnly {
 		var b strings.Builder
 		noun := "resources"
@@ -270,7 +292,7 @@ func markdownSections(p *Plan, o MarkdownOptions) []mdSection {
 		}
 		fmt.Fprintf(&b, "<details><summary>%d unchanged %s</summary>\n\n", len(unchanged), noun)
 		for _, a := range unchanged {
-			fmt.Fprintf(&b, "- %s\n", mdCode(a))
+			fmt.Fprintf(&b, "- %s\n", a)
 		}
 		b.WriteString("\n</details>\n")
 		out = append(out, mdSection{text: b.String(), resources: len(unchanged)})

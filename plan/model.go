@@ -38,6 +38,11 @@ type Plan struct {
 	// provenance.
 	Attributes []Attribute `json:"attributes"`
 	Resources  []*Resource `json:"resources"`
+	// NotifiedRuns are the runs of notification targets the plan expects,
+	// in the order they will run: those whose notifier is planned to
+	// change. Apply runs a notified action only when it is listed here and
+	// its notifier really changed.
+	NotifiedRuns []*NotifiedRun `json:"notified_runs,omitempty"`
 }
 
 // Host identifies the machine a plan was made on.
@@ -102,8 +107,12 @@ type Resource struct {
 	// order (those after a deciding guard too), so that apply can evaluate
 	// them again without HCL.
 	GuardSpecs []*guard.Spec `json:"guard_specs,omitempty"`
-	// Notifications are the outgoing notification edges (issue: notifications).
+	// Notifications are the outgoing notification edges: what this
+	// resource notifies when it changes (subscribes edges naming it too).
 	Notifications []Notification `json:"notifications,omitempty"`
+	// NotifiedBy are the incoming notification edges: which resources
+	// notify this one, with which action and timing.
+	NotifiedBy []Trigger `json:"notified_by,omitempty"`
 	// Fingerprint is a sha256 over everything Load read (absence included).
 	Fingerprint string `json:"fingerprint"`
 }
@@ -229,6 +238,46 @@ type Notification struct {
 	Subscribe bool `json:"subscribe,omitempty"`
 }
 
+// Trigger is an incoming notification edge.
+type Trigger struct {
+	Notifier  string `json:"notifier"` // TYPE[NAME]
+	Action    string `json:"action"`
+	Timing    string `json:"timing"`
+	Subscribe bool   `json:"subscribe,omitempty"`
+}
+
+// NotifiedRun is one planned run of a notification target: the target's
+// Action, planned from the plan-time reading as any resource is, run at
+// apply only when one of Notifiers really changes.
+type NotifiedRun struct {
+	// Address is the target, TYPE[NAME]; it is in Plan.Resources, whose
+	// Desired values the run uses.
+	Address string `json:"address"`
+	Action  string `json:"action"`
+	Timing  string `json:"timing"`
+	// Notifiers are the resources whose planned change triggers this run:
+	// one for before and immediately; for delayed, every notifier that
+	// queues it (the run happens once).
+	Notifiers []string `json:"notifiers"`
+	// Slot is the index in Plan.Resources of the resource in whose turn
+	// the run happens (len(Resources) for delayed runs, at the end);
+	// Before is true when it runs before that resource converges.
+	Slot   int  `json:"slot"`
+	Before bool `json:"before,omitempty"`
+	// Kind, Reason, Changes and Groups are what the action will do, as
+	// for a Resource; Reason starts with "notified by …".
+	Kind    resources.Kind `json:"kind"`
+	Reason  string         `json:"reason"`
+	Changes []Change       `json:"changes,omitempty"`
+	Groups  []string       `json:"groups,omitempty"`
+	// Guards and GuardSpecs are the target's guards, which decide a
+	// notified run as they decide a resource.
+	Guards      []GuardResult `json:"guards,omitempty"`
+	GuardSpecs  []*guard.Spec `json:"guard_specs,omitempty"`
+	Current     *Current      `json:"current,omitempty"`
+	Fingerprint string        `json:"fingerprint,omitempty"`
+}
+
 // Counts tallies a plan's resources by kind.
 type Counts struct {
 	Create, Update, Delete, Run, Skip, NoOp int
@@ -250,10 +299,46 @@ func (p *Plan) Counts() Counts {
 		case resources.Skip:
 			c.Skip++
 		default:
+			if r.Action == "nothing" && p.notifiedWork(r.Address) {
+				continue // counted by its notified run
+			}
 			c.NoOp++
 		}
 	}
+	for _, n := range p.NotifiedRuns {
+		switch n.Kind {
+		case resources.Create:
+			c.Create++
+		case resources.Update:
+			c.Update++
+		case resources.Delete:
+			c.Delete++
+		case resources.Run:
+			c.Run++
+		case resources.Skip:
+			c.Skip++
+		}
+	}
 	return c
+}
+
+// notifiedWork reports whether a planned notified run of addr has work.
+func (p *Plan) notifiedWork(addr string) bool {
+	for _, n := range p.NotifiedRuns {
+		if n.Address == addr && n.HasWork() {
+			return true
+		}
+	}
+	return false
+}
+
+// HasWork reports whether the notified run changes something.
+func (n *NotifiedRun) HasWork() bool {
+	switch n.Kind {
+	case resources.Create, resources.Update, resources.Delete, resources.Run:
+		return true
+	}
+	return false
 }
 
 // HasChanges reports whether applying p would change anything.

@@ -314,11 +314,16 @@ func (p *Planner) PlanInstancesInScope(ctx context.Context, insts []*config.Inst
 	}
 	wg.Wait()
 
-	for _, o := range results {
+	ress := make([]*Resource, len(results))
+	for i, o := range results {
 		diags = append(diags, o.diags...)
+		ress[i] = o.res
 		if o.res != nil {
 			pl.Resources = append(pl.Resources, o.res)
 		}
+	}
+	if ctx.Err() == nil {
+		diags = append(diags, p.planNotifications(ctx, logger, insts, ress, pl, scope, salt)...)
 	}
 	markErrored(pl, diags)
 	logger.Debug("planned resources", "count", len(insts), "parallelism", par, "errored", pl.Errored, "duration", time.Since(start))

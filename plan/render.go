@@ -111,12 +111,28 @@ func RenderText(w io.Writer, p *Plan, o RenderOptions) {
 		}
 	} else {
 		bw.printf("toque will perform the following actions on %s:\n", pt.bold(hostName))
-		for _, r := range p.Resources {
-			if r.Kind == resources.NoOp || r.Kind == "" {
-				continue
+		for i, r := range p.Resources {
+			for _, nr := range p.RunsAt(i, true) {
+				bw.printf("\n")
+				renderResource(bw, pt, p.NotifiedView(nr))
 			}
+			if r.Kind != resources.NoOp && r.Kind != "" {
+				bw.printf("\n")
+				renderResource(bw, pt, r)
+			}
+			for _, nr := range p.RunsAt(i, false) {
+				bw.printf("\n")
+				renderResource(bw, pt, p.NotifiedView(nr))
+			}
+		}
+		for _, nr := range p.RunsAt(len(p.Resources), false) {
 			bw.printf("\n")
-			renderResource(bw, pt, r)
+			renderResource(bw, pt, p.NotifiedView(nr))
+		}
+	}
+	for _, r := range p.Resources {
+		if r.Reason == ReasonNotNotified {
+			bw.printf("\n  %s\n", pt.faint("# "+r.Address+": "+r.Reason))
 		}
 	}
 
@@ -151,6 +167,10 @@ func indentRest(s, ind string) string {
 }
 
 func headline(r *Resource) string {
+	if strings.HasPrefix(r.Reason, "notified by ") && r.Kind != resources.Run && r.Kind != resources.Skip {
+		// A notified run: say why it happens.
+		return strings.TrimSuffix(headline(&Resource{Address: r.Address, Kind: r.Kind}), " is unchanged") + ": " + r.Reason
+	}
 	switch r.Kind {
 	case resources.Create:
 		return r.Address + " will be created"
@@ -350,6 +370,11 @@ func renderSummary(bw *errWriter, pt painter, p *Plan, width int) {
 		for _, r := range p.Resources {
 			if r.Kind == g.kind {
 				addrs = append(addrs, r.Address)
+			}
+		}
+		for _, nr := range p.NotifiedRuns {
+			if nr.Kind == g.kind && !containsString(addrs, nr.Address) {
+				addrs = append(addrs, nr.Address)
 			}
 		}
 		if len(addrs) == 0 {

@@ -1,7 +1,7 @@
 package resources
 
 // Builtin returns a registry of toque's built-in resource types: file,
-// directory, link, execute and the script family (script, bash, sh, csh,
+// template, directory, link, execute and the script family (script, bash, sh, csh,
 // python, perl, powershell_script). Callers add further types by building their own
 // registry; nothing registers itself.
 func Builtin() *Registry {
@@ -11,7 +11,7 @@ func Builtin() *Registry {
 // BuiltinTypes lists the built-in types, in the order they are documented.
 func BuiltinTypes() []Type {
 	return []Type{
-		FileType(), DirectoryType(), LinkType(),
+		FileType(), TemplateType(), DirectoryType(), LinkType(),
 		ExecuteType(), ScriptType(), BashType(), ShType(), CshType(), PythonType(), PerlType(), PowerShellScriptType(),
 	}
 }

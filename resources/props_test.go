@@ -146,7 +146,7 @@ func TestValidators(t *testing.T) {
 
 func TestBuiltin(t *testing.T) {
 	reg := Builtin()
-	if got := strings.Join(reg.Names(), ","); got != "bash,csh,directory,execute,file,link,perl,powershell_script,python,script,sh" {
+	if got := strings.Join(reg.Names(), ","); got != "bash,csh,directory,execute,file,link,perl,powershell_script,python,script,sh,template" {
 		t.Fatalf("Builtin().Names() = %s", got)
 	}
 	for _, n := range reg.Names() {

@@ -1,0 +1,411 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/toquehq/toque/plan"
+	"github.com/toquehq/toque/resources"
+)
+
+// Outcomes of a planned notified run in Report.Notified, besides those of
+// a resource.
+const (
+	// OutcomeNotNotified: no notifier of the run changed at apply (each
+	// was already in its planned state, or was skipped or failed), so the
+	// run did not happen. Reason says which notifiers did not change.
+	OutcomeNotNotified = "not notified"
+	// OutcomeRefused: a notifier changed, but the plan did not show this
+	// run of the target, so it was not run (see the package doc).
+	OutcomeRefused = "refused: not in the plan"
+)
+
+// notifyKey is one action of one target.
+type notifyKey struct{ addr, action string }
+
+// notifier carries out notifications during one apply, following what
+// really changed: a notifier that did not change fires nothing. It runs a
+// target's action only as a notified run the plan lists (Plan.NotifiedRuns)
+// for that target, action, timing and notifier, so nothing runs that the
+// reviewer did not see.
+type notifier struct {
+	r   *run
+	rep *Report
+	// edges are each resource's outgoing edges, by address.
+	edges map[string][]plan.Notification
+	// used marks planned runs already carried out (or refused).
+	used map[*plan.NotifiedRun]bool
+	// queue holds the delayed actions in the order they were first
+	// queued; queued de-duplicates them for the whole run.
+	queue  []notifyKey
+	queued map[notifyKey][]string
+	// active holds the runs in progress: a cycle (which config rejects)
+	// in a hand-made plan must not recurse forever.
+	active map[notifyKey]bool
+	// differs holds, per notifier, how its live state differed from the
+	// plan when it converged: the notification followed the live truth.
+	differs map[string]string
+}
+
+func newNotifier(r *run, rep *Report) *notifier {
+	n := &notifier{r: r, rep: rep, edges: map[string][]plan.Notification{}, used: map[*plan.NotifiedRun]bool{}, queued: map[notifyKey][]string{}, differs: map[string]string{}, active: map[notifyKey]bool{}}
+	for _, pr := range r.p.Resources {
+		if len(pr.Notifications) > 0 {
+			n.edges[pr.Address] = pr.Notifications
+		}
+	}
+	return n
+}
+
+// before runs e's before edges when e is about to change: its guards do
+// not skip it now and a fresh reading needs a change.
+func (n *notifier) before(ctx context.Context, e *entry) error {
+	r := n.r
+	if !n.has(e.pr.Address, plan.TimingBefore) || e.typ == nil {
+		return nil
+	}
+	if len(e.pr.GuardSpecs) > 0 {
+		if why, err := r.guardsSkipNow(ctx, e.pr); err != nil || why != "" {
+			return nil // convergeOne evaluates them again and reports
+		}
+	}
+	st, _, err := r.read(ctx, e)
+	if err != nil {
+		return nil // convergeOne reads again and reports
+	}
+	step, err := r.plan(e, st)
+	if err != nil || step.Kind == resources.NoOp {
+		return nil
+	}
+	return n.fire(ctx, e.pr.Address, plan.TimingBefore)
+}
+
+// after fires e's immediately and delayed edges when e changed.
+func (n *notifier) after(ctx context.Context, e *entry, rr *ResourceReport) error {
+	if rr.Outcome != OutcomeChanged || len(n.edges[e.pr.Address]) == 0 {
+		return nil
+	}
+	if rr.DiffersFromPlan != "" {
+		n.differs[e.pr.Address] = rr.DiffersFromPlan
+	}
+	if err := n.fire(ctx, e.pr.Address, plan.TimingImmediately); err != nil {
+		return err
+	}
+	return n.fire(ctx, e.pr.Address, plan.TimingDelayed)
+}
+
+// has reports whether addr has outgoing edges of timing.
+func (n *notifier) has(addr, timing string) bool {
+	for _, e := range n.edges[addr] {
+		if e.Timing == timing {
+			return true
+		}
+	}
+	return false
+}
+
+// fire carries out addr's edges of timing: before and immediately ones run
+// their target now, delayed ones are queued. It returns the first error
+// of a target run that failed without ignore_failure.
+func (n *notifier) fire(ctx context.Context, addr, timing string) error {
+	for _, e := range n.edges[addr] {
+		if e.Timing != timing {
+			continue
+		}
+		k := notifyKey{e.Target, e.Action}
+		if timing == plan.TimingDelayed {
+			if from, ok := n.queued[k]; ok {
+				if !contains(from, addr) {
+					n.queued[k] = append(from, addr)
+				}
+				continue
+			}
+			n.queued[k] = []string{addr}
+			n.queue = append(n.queue, k)
+			continue
+		}
+		if err := n.runTarget(ctx, k, timing, []string{addr}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// drain runs the delayed queue, in order, including actions queued while
+// it runs. Every queued action runs even when one fails; the errors are
+// joined. It stops early only when ctx is cancelled or a stop was asked.
+func (n *notifier) drain(ctx context.Context) error {
+	var errs []error
+	for i := 0; i < len(n.queue); i++ {
+		if ctx.Err() != nil || stopped(n.r.a.Stop) {
+			break
+		}
+		k := n.queue[i]
+		if err := n.runTarget(ctx, k, plan.TimingDelayed, n.queued[k]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// planned finds the plan's notified run for k at timing triggered by one
+// of from, not used yet.
+func (n *notifier) planned(k notifyKey, timing string, from []string) *plan.NotifiedRun {
+	for _, nr := range n.r.p.NotifiedRuns {
+		if n.used[nr] || nr.Address != k.addr || nr.Action != k.action || nr.Timing != timing {
+			continue
+		}
+		for _, f := range from {
+			if contains(nr.Notifiers, f) {
+				return nr
+			}
+		}
+	}
+	return nil
+}
+
+// runTarget runs k's planned notified run: guards again, then read,
+// plan, check against the plan and converge, like a resource. A run that
+// changed fires its own target's edges.
+func (n *notifier) runTarget(ctx context.Context, k notifyKey, timing string, from []string) error {
+	r := n.r
+	nr := n.planned(k, timing, from)
+	if n.active[k] {
+		nr = nil
+	}
+	if nr == nil {
+		reason := fmt.Sprintf("%s; the plan did not show this run, so it was not run: run toque plan again to review it", plan.NotifiedReason(from, timing, resources.Run, ""))
+		r.logger.Warn("notified run not in the plan: not running it", "resource", k.addr, "action", k.action, "timing", timing, "notifiers", strings.Join(from, ", "))
+		n.rep.Notified = append(n.rep.Notified, ResourceReport{Address: k.addr, Outcome: OutcomeRefused, Reason: reason})
+		return nil
+	}
+	n.used[nr] = true
+	n.active[k] = true
+	defer delete(n.active, k)
+	view := r.p.NotifiedView(nr)
+	view.Reason = plan.NotifiedReason(from, timing, nr.Kind, typeReason(nr))
+	rr := ResourceReport{Address: k.addr, Kind: nr.Kind, Outcome: OutcomeNotStarted, Reason: view.Reason}
+	var differs []string
+	for _, f := range from {
+		if d := n.differs[f]; d != "" {
+			differs = append(differs, fmt.Sprintf("notified because %s changed, and its live state differed from the plan (%s)", f, d))
+		}
+	}
+	idx := len(n.rep.Notified)
+	n.rep.Notified = append(n.rep.Notified, rr)
+	err := n.converge(ctx, nr, view, &rr)
+	if len(differs) > 0 {
+		if rr.DiffersFromPlan != "" {
+			differs = append(differs, rr.DiffersFromPlan)
+		}
+		rr.DiffersFromPlan = strings.Join(differs, "; ")
+	}
+	n.rep.Notified[idx] = rr
+	if err != nil {
+		if view.IgnoreFailure {
+			r.logger.Warn("notified run failed; ignore_failure is set, continuing", "resource", k.addr, "error", err)
+			return nil
+		}
+		return err
+	}
+	if rr.Outcome == OutcomeChanged {
+		if err := n.fire(ctx, k.addr, plan.TimingImmediately); err != nil {
+			return err
+		}
+		return n.fire(ctx, k.addr, plan.TimingDelayed)
+	}
+	return nil
+}
+
+// typeReason is what a notified run's reason says after "notified by …
+// (TIMING)": the type's own reason, "" when none.
+func typeReason(nr *plan.NotifiedRun) string {
+	mark := "(" + nr.Timing + ")"
+	i := strings.Index(nr.Reason, mark)
+	if i < 0 {
+		return ""
+	}
+	return strings.TrimPrefix(nr.Reason[i+len(mark):], "; ")
+}
+
+func (n *notifier) converge(ctx context.Context, nr *plan.NotifiedRun, view *plan.Resource, rr *ResourceReport) error {
+	r := n.r
+	if nr.Kind == resources.Skip {
+		rr.Outcome = OutcomeSkipped
+		rr.Reason = "skipped: " + nr.Reason
+		return nil
+	}
+	t, d, err := plan.DesiredResource(r.a.Registry, view)
+	if err != nil {
+		r.hooks.PreApply(view)
+		return n.failed(view, rr, err)
+	}
+	e := &entry{pr: view, typ: t, desired: d, planned: nr.Fingerprint}
+	if len(nr.GuardSpecs) > 0 {
+		why, err := r.guardsSkipNow(ctx, view)
+		if err != nil {
+			r.hooks.PreApply(view)
+			return n.failed(view, rr, err)
+		}
+		if why != "" {
+			rr.Outcome = OutcomeSkipped
+			rr.Reason = "skipped: " + why
+			rr.DiffersFromPlan = why
+			return nil
+		}
+	}
+	if n.has(view.Address, plan.TimingBefore) {
+		// Before edges of a notified run: only when it is about to change.
+		st, _, err := r.read(ctx, e)
+		if err == nil {
+			var step *resources.Step
+			if step, err = r.plan(e, st); err == nil && step.Kind != resources.NoOp {
+				if err := n.fire(ctx, view.Address, plan.TimingBefore); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	r.hooks.PreApply(view)
+	start := time.Now()
+	err = r.convergeStep(ctx, e, rr, nil, nil, nil)
+	rr.DurationMS = time.Since(start).Milliseconds()
+	if err != nil {
+		return n.failed(view, rr, err)
+	}
+	if rr.Outcome == OutcomeChanged {
+		rr.Reason = view.Reason
+	}
+	r.hooks.PostApply(view, *rr)
+	return nil
+}
+
+func (n *notifier) failed(view *plan.Resource, rr *ResourceReport, err error) error {
+	err = &ResourceError{Address: view.Address, Err: err}
+	rr.Error = err.Error()
+	rr.Outcome = OutcomeFailed
+	if view.IgnoreFailure {
+		rr.Outcome = OutcomeFailedIgnored
+	}
+	n.r.hooks.PostApply(view, *rr)
+	return err
+}
+
+// notFired adds a "not notified" entry for every planned notified run
+// that did not happen, naming its notifiers' outcomes, and "not started"
+// for those the run did not reach.
+func (n *notifier) notFired(rep *Report, interrupted bool) {
+	outcomes := map[string]string{}
+	for _, rr := range rep.Resources {
+		outcomes[rr.Address] = rr.Outcome
+	}
+	for _, rr := range rep.Notified {
+		if rr.Outcome != OutcomeNotNotified && rr.Outcome != OutcomeRefused {
+			outcomes[rr.Address] = rr.Outcome
+		}
+	}
+	for _, nr := range n.r.p.NotifiedRuns {
+		if n.used[nr] {
+			continue
+		}
+		var why []string
+		reached, changed := false, false
+		for _, f := range nr.Notifiers {
+			o := outcomes[f]
+			switch o {
+			case "", OutcomeNotStarted:
+				continue
+			case OutcomeChanged:
+				changed = true
+			}
+			reached = true
+			why = append(why, fmt.Sprintf("%s did not change (%s)", f, o))
+		}
+		rr := ResourceReport{Address: nr.Address, Kind: nr.Kind, Outcome: OutcomeNotNotified}
+		switch {
+		case changed:
+			rr.Outcome = OutcomeNotStarted
+			rr.Reason = nr.Reason + "; the apply stopped before it ran"
+		case !reached && interrupted:
+			rr.Outcome = OutcomeNotStarted
+			rr.Reason = nr.Reason + "; the apply stopped before it"
+		case !reached:
+			rr.Reason = nr.Reason + "; its notifiers did not run"
+		default:
+			rr.Reason = "not notified: " + strings.Join(why, ", ") + "; planned as " + nr.Reason
+		}
+		rep.Notified = append(rep.Notified, rr)
+	}
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// preflightNotified reads the target of every planned notified run with
+// work again before anything changes: a target whose live state no longer
+// gives the planned kind of step makes the plan stale, as a resource does.
+// The guards of a notified run are evaluated again only right before it
+// runs (its notifier may be what makes them pass).
+func (r *run) preflightNotified(ctx context.Context) ([]StaleResource, []error) {
+	var stale []StaleResource
+	var errs []error
+	checked := map[string]bool{}
+	for _, nr := range r.p.NotifiedRuns {
+		if !nr.HasWork() || nr.Fingerprint == "" {
+			continue
+		}
+		key := nr.Address + "\x00" + nr.Action
+		if checked[key] {
+			continue
+		}
+		checked[key] = true
+		view := r.p.NotifiedView(nr)
+		t, d, err := plan.DesiredResource(r.a.Registry, view)
+		if err != nil {
+			errs = append(errs, &ResourceError{Address: nr.Address, Err: err})
+			continue
+		}
+		e := &entry{pr: view, typ: t, desired: d, planned: nr.Fingerprint}
+		st, cur, err := r.read(ctx, e)
+		if err != nil {
+			errs = append(errs, &ResourceError{Address: nr.Address, Err: err})
+			continue
+		}
+		if cur.Fingerprint() == nr.Fingerprint {
+			continue
+		}
+		step, err := r.plan(e, st)
+		if err != nil {
+			errs = append(errs, &ResourceError{Address: nr.Address, Err: err})
+			continue
+		}
+		if step.Kind == nr.Kind {
+			continue
+		}
+		sr := StaleResource{Address: nr.Address + " (notified " + nr.Action + ")", Planned: nr.Kind, Now: step.Kind}
+		if nr.Current != nil {
+			sr.Differences = plan.CompareCurrent(nr.Current, cur)
+		}
+		stale = append(stale, sr)
+	}
+	return stale, errs
+}
+
+// ownFailure reports whether err is the failure of addr itself, not of a
+// target it notified (whose own ignore_failure decides for it).
+func ownFailure(err error, addr string) bool {
+	var re *ResourceError
+	if errors.As(err, &re) {
+		return re.Address == addr
+	}
+	return true
+}

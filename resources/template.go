@@ -1,0 +1,115 @@
+package resources
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Templated is implemented by types whose text content is rendered from an
+// HCL template at plan time (the built-in template type). This package
+// never renders: the framework that evaluates recipes (package config)
+// sees the interface, renders the template named by the properties
+// TemplateProperties lists, with the recipe's functions, `node`, `host` and
+// the variables, and stores the text in the content property before the
+// Resource is built. Load, Plan and Converge then see an ordinary file
+// resource whose content is the rendered text, so the plan holds, diffs and
+// applies exactly that text.
+type Templated interface {
+	Type
+	TemplateProperties() TemplateProps
+}
+
+// TemplateProps names the properties of a Templated type.
+type TemplateProps struct {
+	// Source is the template file's path (relative to the cookbook's
+	// templates/ folder, or to the recipe's folder in directory mode).
+	Source string
+	// Inline is the inline template: an HCL template expression evaluated
+	// with the variables in scope.
+	Inline string
+	// Variables is the map of template variables.
+	Variables string
+	// Content receives the rendered text.
+	Content string
+}
+
+// templateType is the built-in "template" type: a file whose content is
+// rendered from an HCL template. It is the file type with three more
+// properties; loading, planning and converging are the file type's own.
+type templateType struct {
+	file   *fileType
+	schema *Schema
+}
+
+// TemplateType returns the built-in "template" resource type.
+func TemplateType() Type {
+	f := FileType().(*fileType)
+	props := make([]*Property, 0, len(f.schema.Properties)+3)
+	for _, p := range f.schema.Properties {
+		if p.Name == "content" {
+			c := *p
+			c.Description = "The rendered template. Set by toque from source or content_template; a recipe does not set it."
+			props = append(props, &c)
+			continue
+		}
+		props = append(props, p)
+	}
+	props = append(props,
+		&Property{Name: "source", Type: cty.String, NonState: true,
+			Description: "The template file (HCL template syntax: ${…}, %{ if }, %{ for }): relative paths are found in the cookbook's templates/ folder, or next to the recipe in directory mode."},
+		&Property{Name: "content_template", Type: cty.String, NonState: true,
+			Description: "An inline template instead of source: its ${…} see the variables as well as node and host (a heredoc is the usual form)."},
+		&Property{Name: "variables", Type: cty.DynamicPseudoType, NonState: true,
+			Validate:    validateVariables,
+			Description: "A map (or object) of template variables, visible by name in the template besides node and host."},
+	)
+	return &templateType{file: f, schema: &Schema{
+		Name:          "template",
+		Description:   "Manages a file whose content is rendered from an HCL template at plan time.",
+		Properties:    props,
+		Actions:       f.schema.Actions,
+		DefaultAction: f.schema.DefaultAction,
+	}}
+}
+
+func validateVariables(v cty.Value) error {
+	if v.IsNull() || !v.IsKnown() {
+		return nil
+	}
+	t := v.Type()
+	if !t.IsObjectType() && !t.IsMapType() {
+		return fmt.Errorf("variables must be a map or an object, not %s", t.FriendlyName())
+	}
+	for it := v.ElementIterator(); it.Next(); {
+		k, _ := it.Element()
+		switch name := k.AsString(); name {
+		case "node", "host":
+			return fmt.Errorf("a template variable may not be called %q: node and host are already visible in templates", name)
+		}
+	}
+	return nil
+}
+
+func (t *templateType) Schema() *Schema { return t.schema }
+
+// TemplateProperties implements Templated.
+func (t *templateType) TemplateProperties() TemplateProps {
+	return TemplateProps{Source: "source", Inline: "content_template", Variables: "variables", Content: "content"}
+}
+
+// Load is the file type's Load.
+func (t *templateType) Load(ctx context.Context, r *Resource) (*State, error) {
+	return t.file.Load(ctx, r)
+}
+
+// Plan is the file type's Plan on the rendered content.
+func (t *templateType) Plan(desired *Resource, current *State) (*Step, error) {
+	return t.file.Plan(desired, current)
+}
+
+// Converge is the file type's Converge.
+func (t *templateType) Converge(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error {
+	return t.file.Converge(ctx, env, desired, current, step)
+}

@@ -1,0 +1,65 @@
+package resources
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/zclconf/go-cty/cty"
+)
+
+// The template type is the file type on rendered content: the same plan,
+// the same converge, the extra properties never compared.
+func TestTemplateConvergesAsAFile(t *testing.T) {
+	typ := TemplateType()
+	if _, ok := typ.(Templated); !ok {
+		t.Fatal("the template type must implement Templated")
+	}
+	env := testEnv(t)
+	path := filepath.Join(t.TempDir(), "web.conf")
+	vars := cty.ObjectVal(map[string]cty.Value{"port": cty.NumberIntVal(80)})
+	r := newRes(t, typ, "create", map[string]any{"path": path, "content": "port 80\n", "source": "web.conf.tpl", "variables": vars, "mode": "0640"})
+	step := apply(t, typ, env, r, Create)
+	if got := changedProps(step); len(got) != 2 || got[0] != "content" || got[1] != "mode" {
+		t.Errorf("create changes %v, want content and mode (source and variables are not state)", got)
+	}
+	if got := readFile(t, path); got != "port 80\n" {
+		t.Errorf("content %q", got)
+	}
+	if permOf(t, path) != 0o640 {
+		t.Errorf("mode %o", permOf(t, path))
+	}
+	// The same rendering again: nothing to do, whatever the variables.
+	r2 := newRes(t, typ, "create", map[string]any{"path": path, "content": "port 80\n", "source": "other.tpl", "variables": cty.EmptyObjectVal})
+	apply(t, typ, env, r2, NoOp)
+	// A new rendering: an update of the content only.
+	r3 := newRes(t, typ, "create", map[string]any{"path": path, "content": "port 81\n", "source": "web.conf.tpl"})
+	step = apply(t, typ, env, r3, Update)
+	if got := changedProps(step); len(got) != 1 || got[0] != "content" {
+		t.Errorf("update changes %v", got)
+	}
+	apply(t, typ, env, newRes(t, typ, "delete", map[string]any{"path": path}), Delete)
+}
+
+func TestTemplateVariablesValidation(t *testing.T) {
+	p := TemplateType().Schema().Property("variables")
+	cases := []struct {
+		name string
+		v    cty.Value
+		ok   bool
+	}{
+		{"object", cty.ObjectVal(map[string]cty.Value{"a": cty.True}), true},
+		{"map", cty.MapVal(map[string]cty.Value{"a": cty.StringVal("x")}), true},
+		{"list", cty.ListVal([]cty.Value{cty.True}), false},
+		{"string", cty.StringVal("x"), false},
+		{"node", cty.ObjectVal(map[string]cty.Value{"node": cty.True}), false},
+		{"host", cty.MapVal(map[string]cty.Value{"host": cty.True}), false},
+		{"unknown", cty.UnknownVal(cty.DynamicPseudoType), true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if err := p.Validate(c.v); (err == nil) != c.ok {
+				t.Errorf("Validate(%#v) = %v, want ok=%v", c.v, err, c.ok)
+			}
+		})
+	}
+}
