@@ -98,6 +98,10 @@ type Resource struct {
 	// Unmanaged lists state properties the recipe did not set and that will
 	// be left as they are, with their live value (for the reviewer).
 	Unmanaged []Unmanaged `json:"unmanaged,omitempty"`
+	// Identity lists the identity and name properties whose value is not
+	// the block label (directory "www" { path = "/srv/www" }), so a reviewer
+	// sees what the resource names; display forms.
+	Identity []IdentityValue `json:"identity,omitempty"`
 	// Groups are the converge groups that will run.
 	Groups []string `json:"groups,omitempty"`
 	// Guards are the guard results in evaluation order, up to the one
@@ -208,6 +212,12 @@ type Change struct {
 type Unmanaged struct {
 	Property string `json:"property"`
 	Current  string `json:"current"`
+}
+
+// IdentityValue is an identity or name property and its display form.
+type IdentityValue struct {
+	Property string `json:"property"`
+	Value    string `json:"value"`
 }
 
 // GuardResult records one evaluated guard.

@@ -431,6 +431,7 @@ func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *config
 		r := inst.Block.DeclRange
 		res.Source = Range{Filename: r.Filename, Line: r.Start.Line, Column: r.Start.Column}
 	}
+	res.Identity = identityValues(desired, inst.Sensitive)
 
 	if res.Action == "nothing" {
 		res.Kind = resources.NoOp
@@ -646,6 +647,30 @@ func unmanaged(s *resources.Schema, desired *resources.Resource, cur *Current) [
 			continue
 		}
 		out = append(out, Unmanaged{Property: prop.Name, Current: sv.Display})
+	}
+	return out
+}
+
+// identityValues lists the identity and name properties whose value is not
+// simply the block label, in schema order.
+func identityValues(desired *resources.Resource, sensitive bool) []IdentityValue {
+	var out []IdentityValue
+	for _, prop := range desired.Schema().Properties {
+		if !prop.Identity && !prop.NameProperty {
+			continue
+		}
+		v, ok := desired.Values[prop.Name]
+		if !ok || v == cty.NilVal || v.IsNull() || !v.IsKnown() {
+			continue
+		}
+		if v.Type() == cty.String && v.AsString() == desired.Name {
+			continue
+		}
+		shown := DisplayValue(v)
+		if sensitive || prop.Sensitive {
+			shown = Sensitive
+		}
+		out = append(out, IdentityValue{Property: prop.Name, Value: shown})
 	}
 	return out
 }

@@ -220,8 +220,8 @@ func renderResource(bw *errWriter, pt painter, r *Resource) {
 	}
 	head := fmt.Sprintf("%s %s", r.Type, strconv.Quote(r.Name))
 	sym := pt.symbol(r.Kind)
-	hasBody := (r.Kind == resources.Create || r.Kind == resources.Update) && (len(r.Changes) > 0 || len(r.Unmanaged) > 0)
-	if !hasBody {
+	changing := (r.Kind == resources.Create || r.Kind == resources.Update) && (len(r.Changes) > 0 || len(r.Unmanaged) > 0)
+	if !changing && len(r.Identity) == 0 {
 		bw.printf("  %s %s\n", sym, head)
 		return
 	}
@@ -229,6 +229,23 @@ func renderResource(bw *errWriter, pt painter, r *Resource) {
 	width := 0
 	for _, c := range r.Changes {
 		width = max(width, len(c.Property))
+	}
+	for _, id := range r.Identity {
+		width = max(width, len(id.Property))
+	}
+	for _, id := range r.Identity {
+		// What the resource names: new with the thing on create, context
+		// (no marker) otherwise, as Terraform shows an id.
+		name := id.Property + strings.Repeat(" ", width-len(id.Property))
+		if r.Kind == resources.Create {
+			bw.printf("      %s %s = %s\n", pt.create("+"), name, id.Value)
+		} else {
+			bw.printf("        %s = %s\n", name, id.Value)
+		}
+	}
+	if !changing {
+		bw.printf("    }\n")
+		return
 	}
 	for _, c := range r.Changes {
 		renderChange(bw, pt, r.Kind, c, width)
