@@ -3,8 +3,11 @@ package config
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -45,19 +48,31 @@ func (c *Config) Evaluate(reg *resources.Registry, scope *Scope) ([]*Instance, h
 	var out []*Instance
 	ctxs := map[string]*hcl.EvalContext{}
 	for _, b := range c.Resources {
+		if ctxs[b.Dir] == nil {
+			ctxs[b.Dir] = scope.EvalContext(b.Dir)
+		}
+	}
+	// Blocks are evaluated on every CPU (a third of a large plan's time was
+	// spent here): evaluation reads the shared contexts and ASTs and writes
+	// nothing shared. Results are merged in declaration order below.
+	type result struct {
+		inst      *Instance
+		diags     hcl.Diagnostics
+		templates []*TemplateError
+	}
+	results := make([]result, len(c.Resources))
+	parallelFor(len(c.Resources), func(i int) {
+		b := c.Resources[i]
 		t, ok := reg.Lookup(b.Type)
 		if !ok {
-			diags = diags.Append(unknownTypeDiag(b.Type, b.TypeRange, reg))
-			continue
+			results[i].diags = hcl.Diagnostics{unknownTypeDiag(b.Type, b.TypeRange, reg)}
+			return
 		}
-		ctx := ctxs[b.Dir]
-		if ctx == nil {
-			ctx = scope.EvalContext(b.Dir)
-			ctxs[b.Dir] = ctx
-		}
-		inst, d, templates := evaluateBlock(b, t, ctx, reg, c.sourceText)
-		diags = append(diags, d...)
-		for _, te := range templates {
+		results[i].inst, results[i].diags, results[i].templates = evaluateBlock(b, t, ctxs[b.Dir], reg, c.sourceText)
+	})
+	for _, r := range results {
+		diags = append(diags, r.diags...)
+		for _, te := range r.templates {
 			// Let the diagnostic writer show snippets of the template.
 			if c.Parser != nil {
 				if _, ok := c.Parser.Files()[te.Filename]; !ok {
@@ -65,8 +80,8 @@ func (c *Config) Evaluate(reg *resources.Registry, scope *Scope) ([]*Instance, h
 				}
 			}
 		}
-		if inst != nil {
-			out = append(out, inst)
+		if r.inst != nil {
+			out = append(out, r.inst)
 		}
 	}
 	edges, d := c.notifications(reg, func(dir string) *hcl.EvalContext {
@@ -440,4 +455,32 @@ func bodyAttributes(body hcl.Body) (hcl.Attributes, hcl.Diagnostics) {
 		})
 	}
 	return attrs, diags
+}
+
+// parallelFor calls f(0) … f(n-1) on every CPU and returns when all are
+// done. Small inputs run on the calling goroutine.
+func parallelFor(n int, f func(int)) {
+	workers := min(runtime.GOMAXPROCS(0), n/64+1)
+	if workers <= 1 {
+		for i := 0; i < n; i++ {
+			f(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
 }
