@@ -1,6 +1,7 @@
 package config
 
 import (
+	"math/big"
 	"sort"
 
 	"github.com/hashicorp/hcl/v2"
@@ -71,6 +72,7 @@ func (a *Attributes) Write(level string, path []string, v cty.Value, rng hcl.Ran
 // WriteFrom is Write with an origin recorded beside the range (see
 // Leaf.Origin).
 func (a *Attributes) WriteFrom(level string, path []string, v cty.Value, rng hcl.Range, origin string) {
+	v = compactIntegers(v)
 	if a.trees == nil {
 		a.trees = map[string]*attrNode{}
 	}
@@ -264,4 +266,30 @@ func nodeReferences(expr hcl.Expression) hcl.Diagnostics {
 		})
 	}
 	return diags
+}
+
+// compactIntegers re-creates every whole number in v that fits an int64 at
+// int64 precision. HCL parses number literals at 512 bits, and turning such
+// a number into a string (every "${node.web.port}") costs ten times more
+// than for the same value at 64 bits; node attributes are read by many
+// resources, so they are compacted once, when written. Values compare equal
+// either way.
+func compactIntegers(v cty.Value) cty.Value {
+	out, err := cty.Transform(v, func(_ cty.Path, v cty.Value) (cty.Value, error) {
+		if v.Type() != cty.Number || !v.IsKnown() || v.IsNull() {
+			return v, nil
+		}
+		bf := v.AsBigFloat()
+		if !bf.IsInt() {
+			return v, nil
+		}
+		if i, acc := bf.Int64(); acc == big.Exact {
+			return cty.NumberIntVal(i), nil
+		}
+		return v, nil
+	})
+	if err != nil {
+		return v
+	}
+	return out
 }

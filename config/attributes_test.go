@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -221,5 +222,29 @@ override "web" {
 		if p := strings.Join(l.Path, "."); want[p] != got {
 			t.Errorf("%s: %s, want %s", p, got, want[p])
 		}
+	}
+}
+
+func TestCompactIntegersKeepsValues(t *testing.T) {
+	lit := func(src string) cty.Value {
+		e, d := hclsyntax.ParseExpression([]byte(src), "x.hcl", hcl.InitialPos)
+		if d.HasErrors() {
+			t.Fatal(d)
+		}
+		v, d := e.Value(nil)
+		if d.HasErrors() {
+			t.Fatal(d)
+		}
+		return v
+	}
+	for _, src := range []string{`42`, `-7`, `1.5`, `1e300`, `{ a = 8080, b = [1, 2.25], c = "x" }`, `null`} {
+		v := lit(src)
+		got := compactIntegers(v)
+		if !got.Type().Equals(v.Type()) || got.Equals(v).False() {
+			t.Errorf("%s: compacted to %#v", src, got)
+		}
+	}
+	if got := compactIntegers(lit(`42`)); got.AsBigFloat().Prec() > 64 {
+		t.Errorf("42 kept precision %d", got.AsBigFloat().Prec())
 	}
 }
