@@ -15,6 +15,7 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/toquehq/toque/guard"
+	"github.com/toquehq/toque/internal/words"
 	"github.com/toquehq/toque/resources"
 )
 
@@ -157,7 +158,7 @@ func evaluateBlock(b *ResourceBlock, t resources.Type, ctx *hcl.EvalContext, reg
 				Severity: hcl.DiagError,
 				Summary:  "Unknown property",
 				Detail: fmt.Sprintf("The resource type %q has no property %q.%s Its properties are %s, and every resource takes %s.",
-					s.Name, a.Name, didYouMean(a.Name, append(append([]string(nil), propNames...), metaNames...)), quotedList(propNames), quotedList(metaNames)),
+					s.Name, a.Name, didYouMean(a.Name, append(append([]string(nil), propNames...), metaNames...)), words.Quoted(propNames), words.Quoted(metaNames)),
 				Subject: a.NameRange.Ptr(),
 			})
 			continue
@@ -390,7 +391,7 @@ func (ev *evaluator) action(expr hcl.Expression, s *resources.Schema) (string, h
 	a := v.AsString()
 	if !s.HasAction(a) {
 		valid := append(append([]string(nil), s.Actions...), "nothing")
-		return bad("Unsupported action", fmt.Sprintf("The resource type %q has no action %q.%s Its actions are %s.", s.Name, a, didYouMean(a, valid), quotedList(valid)))
+		return bad("Unsupported action", fmt.Sprintf("The resource type %q has no action %q.%s Its actions are %s.", s.Name, a, didYouMean(a, valid), words.Quoted(valid)))
 	}
 	return a, diags
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/internal/host"
+	"github.com/toquehq/toque/internal/words"
 	"github.com/toquehq/toque/resources"
 )
 
@@ -224,7 +225,7 @@ func unknownTypeDiag(typ string, rng hcl.Range, reg *resources.Registry) *hcl.Di
 		Severity: hcl.DiagError,
 		Summary:  "Unknown resource type",
 		Detail: fmt.Sprintf("There is no resource type %q.%s The resource types are %s; default and override blocks set node attributes.",
-			typ, didYouMean(typ, append(names, LevelDefault, LevelOverride)), quotedList(names)),
+			typ, didYouMean(typ, append(names, LevelDefault, LevelOverride)), words.Quoted(names)),
 		Subject: rng.Ptr(),
 	}
 }

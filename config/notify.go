@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/toquehq/toque/internal/words"
 	"github.com/toquehq/toque/resources"
 )
 
@@ -185,9 +186,9 @@ func resolveNotify(b *ResourceBlock, nb *NotifyBlock, subscribe bool, byAddr map
 	if t, ok := reg.Lookup(n.Target.Type); ok {
 		s := t.Schema()
 		if n.Action == "nothing" || !s.HasAction(n.Action) {
-			detail := fmt.Sprintf("%s has no action %q.%s Its actions are %s.", n.Target.Address(), n.Action, didYouMean(n.Action, s.Actions), quotedList(s.Actions))
+			detail := fmt.Sprintf("%s has no action %q.%s Its actions are %s.", n.Target.Address(), n.Action, didYouMean(n.Action, s.Actions), words.Quoted(s.Actions))
 			if n.Action == "nothing" {
-				detail = "Notifying the action nothing would do nothing. Name the action the target should run: " + quotedList(s.Actions) + "."
+				detail = "Notifying the action nothing would do nothing. Name the action the target should run: " + words.Quoted(s.Actions) + "."
 			}
 			detail += fmt.Sprintf(" %s is declared at %s:%d.", n.Target.Address(), n.Target.DeclRange.Filename, n.Target.DeclRange.Start.Line)
 			return errAt(nb.DeclRange, "Unsupported notification action", detail)
@@ -205,11 +206,11 @@ func resolveNotify(b *ResourceBlock, nb *NotifyBlock, subscribe bool, byAddr map
 			return nil, diags
 		case tv.IsNull():
 		case tv.Type() != cty.String:
-			return errAt(nb.Timing.Range(), "Invalid notification timing", fmt.Sprintf("The timing is a string: one of %s.", quotedList(Timings)))
+			return errAt(nb.Timing.Range(), "Invalid notification timing", fmt.Sprintf("The timing is a string: one of %s.", words.Quoted(Timings)))
 		default:
 			n.Timing = tv.AsString()
 			if !contains(Timings, n.Timing) {
-				return errAt(nb.Timing.Range(), "Invalid notification timing", fmt.Sprintf("There is no timing %q.%s The timings are %s (%s is the default).", n.Timing, didYouMean(n.Timing, Timings), quotedList(Timings), TimingDelayed))
+				return errAt(nb.Timing.Range(), "Invalid notification timing", fmt.Sprintf("There is no timing %q.%s The timings are %s (%s is the default).", n.Timing, didYouMean(n.Timing, Timings), words.Quoted(Timings), TimingDelayed))
 			}
 		}
 	}

@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/agext/levenshtein"
 )
@@ -26,19 +25,4 @@ func didYouMean(given string, candidates []string) string {
 		return fmt.Sprintf(" Did you mean %q?", s)
 	}
 	return ""
-}
-
-// quotedList formats names as "a", "b" and "c".
-func quotedList(names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = fmt.Sprintf("%q", n)
-	}
-	switch len(q) {
-	case 0:
-		return "(none)"
-	case 1:
-		return q[0]
-	}
-	return strings.Join(q[:len(q)-1], ", ") + " and " + q[len(q)-1]
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/toquehq/toque/internal/shellexec"
+	"github.com/toquehq/toque/internal/words"
 	"github.com/toquehq/toque/resources"
 )
 
@@ -144,7 +145,7 @@ func (d *decoder) interpreter() (string, bool) {
 	}
 	if v.Type() != cty.String {
 		d.errorf(expr.Range(), "Wrong type for guard_interpreter",
-			"guard_interpreter must be a string naming the interpreter of script guards (%s), not %s.", list(d.interpreters()), v.Type().FriendlyName())
+			"guard_interpreter must be a string naming the interpreter of script guards (%s), not %s.", words.Quoted(d.interpreters()), v.Type().FriendlyName())
 		return "", false
 	}
 	name := v.AsString()
@@ -155,14 +156,14 @@ func (d *decoder) interpreter() (string, bool) {
 		if t, ok := d.in.Registry.Lookup(name); ok {
 			if _, ok := t.(resources.Runner); !ok {
 				d.errorf(expr.Range(), "Not a guard interpreter",
-					"The resource type %q does not run a process, so it cannot evaluate script guards. Use one of %s.", name, list(d.interpreters()))
+					"The resource type %q does not run a process, so it cannot evaluate script guards. Use one of %s.", name, words.Quoted(d.interpreters()))
 				return "", false
 			}
 			return name, true
 		}
 	}
 	d.errorf(expr.Range(), "Unknown guard interpreter",
-		"There is no guard interpreter %q. Use one of %s: \"default\" runs the guard with /bin/sh -c, the others run it as a resource of that type.", name, list(d.interpreters()))
+		"There is no guard interpreter %q. Use one of %s: \"default\" runs the guard with /bin/sh -c, the others run it as a resource of that type.", name, words.Quoted(d.interpreters()))
 	return "", false
 }
 
@@ -267,7 +268,7 @@ func (d *decoder) single(kind Kind, expr hcl.Expression, rng hcl.Range, v cty.Va
 			if key != "command" && !slices.Contains(Params, key) {
 				krng, _ := itemRanges(expr, key, rng)
 				d.errorf(krng, "Unknown guard parameter",
-					"A guard object takes command and the guard parameters %s; %q is none of these.", list(Params), key)
+					"A guard object takes command and the guard parameters %s; %q is none of these.", words.Quoted(Params), key)
 				continue
 			}
 			if ev.IsNull() {
@@ -366,12 +367,12 @@ func (d *decoder) resolve(r raw, interp string, known bool) *Spec {
 				return s
 			}
 		}
-		vals["command"] = Value{cty.StringVal(r.source)}
+		vals["command"] = Value{Value: cty.StringVal(r.source)}
 		for k, v := range params {
-			vals[k] = Value{v}
+			vals[k] = Value{Value: v}
 		}
 		if _, ok := vals["timeout"]; !ok {
-			vals["timeout"] = Value{cty.NumberIntVal(int64(DefaultTimeout.Seconds()))}
+			vals["timeout"] = Value{Value: cty.NumberIntVal(int64(DefaultTimeout.Seconds()))}
 		}
 		s.Values = vals
 		return s
@@ -393,7 +394,7 @@ func (d *decoder) resolve(r raw, interp string, known bool) *Spec {
 		d.errorf(r.rng, "Invalid guard command", "As the %s of a %s guard: %s.", codeKey, interp, err)
 		return s
 	}
-	vals[codeKey] = Value{cv}
+	vals[codeKey] = Value{Value: cv}
 
 	// Inheritance: only from a parent that itself runs a process.
 	parent := d.in.Parent
@@ -422,7 +423,7 @@ func (d *decoder) resolve(r raw, interp string, known bool) *Spec {
 				}
 				v = cv
 			}
-			vals[k] = Value{v}
+			vals[k] = Value{Value: v}
 			s.Inherited = append(s.Inherited, k)
 		}
 	}
@@ -451,18 +452,18 @@ func (d *decoder) resolve(r raw, interp string, known bool) *Spec {
 			d.errorf(vrng, "Invalid guard parameter", "The guard parameter %s for a %s guard: %s.", k, interp, err)
 			continue
 		}
-		vals[k] = Value{cv}
+		vals[k] = Value{Value: cv}
 	}
 	if _, ok := vals["timeout"]; !ok {
 		if p := schema.Property("timeout"); p != nil {
 			if cv, err := convertProp(p, cty.NumberIntVal(int64(DefaultTimeout.Seconds()))); err == nil {
-				vals["timeout"] = Value{cv}
+				vals["timeout"] = Value{Value: cv}
 			}
 		}
 	}
 	if interp == "powershell_script" {
 		if p := schema.Property("convert_boolean_return"); p != nil {
-			vals["convert_boolean_return"] = Value{cty.True}
+			vals["convert_boolean_return"] = Value{Value: cty.True}
 		}
 	}
 	for _, p := range schema.Properties {
@@ -661,19 +662,4 @@ func friendly(v cty.Value) string {
 		return "an empty string"
 	}
 	return v.Type().FriendlyName()
-}
-
-// list formats names as "a", "b" and "c".
-func list(names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = fmt.Sprintf("%q", n)
-	}
-	switch len(q) {
-	case 0:
-		return "(none)"
-	case 1:
-		return q[0]
-	}
-	return strings.Join(q[:len(q)-1], ", ") + " and " + q[len(q)-1]
 }

@@ -1,14 +1,13 @@
 package guard
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/zclconf/go-cty/cty"
-	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/toquehq/toque/internal/typedvalue"
 )
 
 // Kind is only_if or not_if.
@@ -122,56 +121,6 @@ func Skips(k Kind, c bool) bool {
 	return !c
 }
 
-// Value is a cty value kept with its exact type; in JSON it is ctyjson's
-// {"value": …, "type": …} form.
-type Value struct {
-	cty.Value
-}
-
-// MarshalJSON encodes the value with its type.
-func (v Value) MarshalJSON() ([]byte, error) {
-	if v.Value == cty.NilVal {
-		return []byte(`null`), nil
-	}
-	ty := v.Value.Type()
-	tb, err := ctyjson.MarshalType(ty)
-	if err != nil {
-		return nil, err
-	}
-	vb, err := ctyjson.Marshal(v.Value, ty)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(struct {
-		Value json.RawMessage `json:"value"`
-		Type  json.RawMessage `json:"type"`
-	}{vb, tb})
-}
-
-// UnmarshalJSON decodes a value and its type.
-func (v *Value) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		v.Value = cty.NilVal
-		return nil
-	}
-	var raw struct {
-		Value json.RawMessage `json:"value"`
-		Type  json.RawMessage `json:"type"`
-	}
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err
-	}
-	if len(raw.Type) == 0 || len(raw.Value) == 0 {
-		return fmt.Errorf("a stored guard value needs both \"value\" and \"type\"")
-	}
-	ty, err := ctyjson.UnmarshalType(raw.Type)
-	if err != nil {
-		return fmt.Errorf("stored guard value type: %w", err)
-	}
-	val, err := ctyjson.Unmarshal(raw.Value, ty)
-	if err != nil {
-		return fmt.Errorf("stored guard value: %w", err)
-	}
-	v.Value = val
-	return nil
-}
+// Value is a cty value kept with its exact type, as plans store values
+// (package typedvalue).
+type Value = typedvalue.Value

@@ -21,7 +21,7 @@ func TestCanonicalEqualsJSONMarshal(t *testing.T) {
 				p.Resources = append(p.Resources, &Resource{
 					Address: fmt.Sprintf("file[/x/%d]", i), Type: "file", Name: fmt.Sprintf("/x/%d", i),
 					Kind:    resources.Create,
-					Desired: map[string]Value{"content": {cty.StringVal(fmt.Sprintf("line <%d>\n", i))}, "mode": {cty.StringVal("0644")}},
+					Desired: map[string]Value{"content": {Value: cty.StringVal(fmt.Sprintf("line <%d>\n", i))}, "mode": {Value: cty.StringVal("0644")}},
 					Changes: []Change{{Property: "content", After: "x", Diff: "+<b>\n"}},
 				})
 			}

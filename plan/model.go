@@ -2,13 +2,10 @@ package plan
 
 import (
 	"encoding/json"
-	"fmt"
 	"time"
 
-	"github.com/zclconf/go-cty/cty"
-	ctyjson "github.com/zclconf/go-cty/cty/json"
-
 	"github.com/toquehq/toque/guard"
+	"github.com/toquehq/toque/internal/typedvalue"
 	"github.com/toquehq/toque/resources"
 )
 
@@ -121,56 +118,9 @@ type Resource struct {
 	Fingerprint string `json:"fingerprint"`
 }
 
-// Value is a cty value kept with its type; in JSON it is ctyjson's
-// {"value": …, "type": …} form.
-type Value struct {
-	cty.Value
-}
-
-// MarshalJSON encodes the value with its exact type. It assembles the
-// object by hand: plans hold tens of thousands of values, and a second
-// reflective json.Marshal per value was a fifth of a large plan's time.
-func (v Value) MarshalJSON() ([]byte, error) {
-	ty := v.Value.Type()
-	tb, err := ctyjson.MarshalType(ty)
-	if err != nil {
-		return nil, err
-	}
-	vb, err := ctyjson.Marshal(v.Value, ty)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]byte, 0, len(vb)+len(tb)+20)
-	out = append(out, `{"value":`...)
-	out = append(out, vb...)
-	out = append(out, `,"type":`...)
-	out = append(out, tb...)
-	return append(out, '}'), nil
-}
-
-// UnmarshalJSON decodes a value and its type.
-func (v *Value) UnmarshalJSON(b []byte) error {
-	var raw struct {
-		Value json.RawMessage `json:"value"`
-		Type  json.RawMessage `json:"type"`
-	}
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err
-	}
-	if len(raw.Type) == 0 || len(raw.Value) == 0 {
-		return fmt.Errorf("a stored value needs both \"value\" and \"type\"")
-	}
-	ty, err := ctyjson.UnmarshalType(raw.Type)
-	if err != nil {
-		return fmt.Errorf("stored value type: %w", err)
-	}
-	val, err := ctyjson.Unmarshal(raw.Value, ty)
-	if err != nil {
-		return fmt.Errorf("stored value: %w", err)
-	}
-	v.Value = val
-	return nil
-}
+// Value is a cty value kept with its exact type; in JSON it is
+// {"value": …, "type": …} (package typedvalue).
+type Value = typedvalue.Value
 
 // Current is a live reading.
 type Current struct {
@@ -293,22 +243,13 @@ type Counts struct {
 	Create, Update, Delete, Run, Skip, NoOp int
 }
 
-// Counts tallies p's resources by kind.
+// Counts tallies p's resources by kind. A notified run counts as the work
+// it does; an action-nothing resource with such a run is not also counted
+// as unchanged.
 func (p *Plan) Counts() Counts {
 	var c Counts
 	for _, r := range p.Resources {
-		switch r.Kind {
-		case resources.Create:
-			c.Create++
-		case resources.Update:
-			c.Update++
-		case resources.Delete:
-			c.Delete++
-		case resources.Run:
-			c.Run++
-		case resources.Skip:
-			c.Skip++
-		default:
+		if !c.add(r.Kind) {
 			if r.Action == "nothing" && p.notifiedWork(r.Address) {
 				continue // counted by its notified run
 			}
@@ -316,20 +257,29 @@ func (p *Plan) Counts() Counts {
 		}
 	}
 	for _, n := range p.NotifiedRuns {
-		switch n.Kind {
-		case resources.Create:
-			c.Create++
-		case resources.Update:
-			c.Update++
-		case resources.Delete:
-			c.Delete++
-		case resources.Run:
-			c.Run++
-		case resources.Skip:
-			c.Skip++
-		}
+		c.add(n.Kind)
 	}
 	return c
+}
+
+// add counts one step of work of kind k, reporting whether k is work (or a
+// skip) rather than a no-op.
+func (c *Counts) add(k resources.Kind) bool {
+	switch k {
+	case resources.Create:
+		c.Create++
+	case resources.Update:
+		c.Update++
+	case resources.Delete:
+		c.Delete++
+	case resources.Run:
+		c.Run++
+	case resources.Skip:
+		c.Skip++
+	default:
+		return false
+	}
+	return true
 }
 
 // notifiedWork reports whether a planned notified run of addr has work.

@@ -222,7 +222,7 @@ func attributesOf(leaves []config.Leaf) ([]Attribute, error) {
 		}
 		if l.Value == cty.NilVal {
 			a.Value = []byte(`null`)
-		} else if b, err := (Value{l.Value}).MarshalJSON(); err != nil {
+		} else if b, err := (Value{Value: l.Value}).MarshalJSON(); err != nil {
 			if firstErr == nil {
 				firstErr = fmt.Errorf("node.%s: %w", a.Path, err)
 			}

@@ -85,7 +85,7 @@ func StoreValue(p *resources.Property, v cty.Value, salt string, sensitive bool)
 	case isString && (sv.Size > MaxInlineValue || (p != nil && p.Content)):
 		sv.Display = fmt.Sprintf("(%s, %s)", humanSize(sv.Size), ShortDigest(sv.Digest))
 	default:
-		sv.Value = &Value{v}
+		sv.Value = &Value{Value: v}
 		sv.Display = DisplayValue(v)
 	}
 	return sv
@@ -229,7 +229,7 @@ func DesiredValues(r *resources.Resource) map[string]Value {
 		if v == cty.NilVal || v.IsNull() {
 			continue
 		}
-		out[k] = Value{v}
+		out[k] = Value{Value: v}
 	}
 	return out
 }

@@ -18,7 +18,7 @@ func TestValueJSONRoundTrip(t *testing.T) {
 		cty.ObjectVal(map[string]cty.Value{"a": cty.NumberIntVal(1)}),
 	}
 	for _, v := range cases {
-		b, err := json.Marshal(Value{v})
+		b, err := json.Marshal(Value{Value: v})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/toquehq/toque/internal/words"
 )
 
 // fileType is the built-in "file" type: a regular file's content, mode and
@@ -199,7 +201,7 @@ func fileConvergeStep(desired *Resource, current *State, touch bool) *Step {
 	groups := s.Groups(ch)
 	reason := ""
 	if len(ch) > 0 {
-		reason = joinWords(names) + " differ" + pluralS(len(names))
+		reason = words.Join(names, "") + " differ" + pluralS(len(names))
 	}
 	if touch {
 		groups = append(groups, "touch")

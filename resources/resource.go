@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/toquehq/toque/internal/shellexec"
+	"github.com/toquehq/toque/internal/words"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -422,7 +423,7 @@ func ConvergeIfChanged(desired *Resource, current *State) *Step {
 	for i, c := range ch {
 		names[i] = c.Property
 	}
-	return &Step{Kind: Update, Reason: joinWords(names) + " differ" + pluralS(len(names)), Changes: ch, Groups: s.Groups(ch)}
+	return &Step{Kind: Update, Reason: words.Join(names, "") + " differ" + pluralS(len(names)), Changes: ch, Groups: s.Groups(ch)}
 }
 
 func pluralS(n int) string {
@@ -430,27 +431,6 @@ func pluralS(n int) string {
 		return "s"
 	}
 	return ""
-}
-
-func joinWords(xs []string) string {
-	switch len(xs) {
-	case 0:
-		return ""
-	case 1:
-		return xs[0]
-	}
-	out := ""
-	for i, x := range xs {
-		switch {
-		case i == 0:
-			out = x
-		case i == len(xs)-1:
-			out += " and " + x
-		default:
-			out += ", " + x
-		}
-	}
-	return out
 }
 
 // Registry maps type names to types.
