@@ -82,7 +82,20 @@ func (e *env) runCmd(cmd *exec.Cmd) result {
 	e.t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.Env = append(os.Environ(), "TOQUE_STATE_DIR="+e.state, "NO_COLOR=1")
+	// Precedence (exec keeps the last of duplicate keys): the environment,
+	// then the harness's defaults, then what the test itself put in cmd.Env.
+	inherited := map[string]bool{}
+	env := os.Environ()
+	for _, kv := range env {
+		inherited[kv] = true
+	}
+	env = append(env, "TOQUE_STATE_DIR="+e.state, "NO_COLOR=1")
+	for _, kv := range cmd.Env {
+		if !inherited[kv] {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = env
 	err := cmd.Run()
 	code := 0
 	if err != nil {
@@ -518,4 +531,101 @@ func TestE2EMissingOrForeignPlanFile(t *testing.T) {
 	if !strings.Contains(strings.ToLower(r.stderr), "version") {
 		t.Errorf("an incompatible version is not named as such:\n%s", r)
 	}
+}
+
+func TestE2EApplyWithoutPlanFileAsksForYes(t *testing.T) {
+	e := newEnv(t)
+	e.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
+
+	no := exec.Command(toqueBin, "-chdir="+e.dir, "apply")
+	no.Stdin = strings.NewReader("no\n")
+	r := e.runCmd(no)
+	if r.code != 1 || !strings.Contains(r.stdout, "Apply cancelled.") {
+		t.Fatalf("answering no: %s", r)
+	}
+	if _, err := os.Stat(filepath.Join(e.root, "a.conf")); !os.IsNotExist(err) {
+		t.Fatal("a cancelled apply changed the host")
+	}
+
+	yes := exec.Command(toqueBin, "-chdir="+e.dir, "apply")
+	yes.Stdin = strings.NewReader("yes\n")
+	r = e.runCmd(yes)
+	if r.code != 0 || !strings.Contains(r.stdout, "Only 'yes' will be accepted") || e.read("a.conf") != "a\n" {
+		t.Fatalf("answering yes: %s", r)
+	}
+
+	e.recipe("conf.hcl", `file "ROOT/a.conf" { content = "b\n" }`)
+	e.must(0, "apply", "-auto-approve")
+	if e.read("a.conf") != "b\n" {
+		t.Error("-auto-approve did not apply")
+	}
+	r = e.must(1, "apply", "-auto-approve", "plan.out")
+	if !strings.Contains(r.stderr, "no planning flags") {
+		t.Errorf("-auto-approve with a plan file: %s", r)
+	}
+}
+
+func TestE2ELogging(t *testing.T) {
+	e := newEnv(t)
+	e.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
+	cmd := exec.Command(toqueBin, "-chdir="+e.dir, "plan")
+	cmd.Env = append(os.Environ(), "TOQUE_LOG=debug")
+	r := e.runCmd(cmd)
+	if r.code != 0 || !strings.Contains(r.stderr, "[DEBUG]") {
+		t.Errorf("TOQUE_LOG=debug wrote no debug log to stderr: %s", r)
+	}
+	logPath := filepath.Join(t.TempDir(), "toque.log")
+	cmd = exec.Command(toqueBin, "-chdir="+e.dir, "plan")
+	cmd.Env = append(os.Environ(), "TOQUE_LOG=trace", "TOQUE_LOG_PATH="+logPath)
+	r = e.runCmd(cmd)
+	b, _ := os.ReadFile(logPath)
+	if r.code != 0 || strings.Contains(r.stderr, "[DEBUG]") || !strings.Contains(string(b), "[DEBUG]") {
+		t.Errorf("TOQUE_LOG_PATH: stderr %q, log file %d bytes", r.stderr, len(b))
+	}
+	cmd = exec.Command(toqueBin, "-chdir="+e.dir, "plan")
+	cmd.Env = append(os.Environ(), "TOQUE_LOG=loud")
+	if r := e.runCmd(cmd); r.code != 1 || !strings.Contains(r.stderr, "TOQUE_LOG=loud") {
+		t.Errorf("a bad TOQUE_LOG: %s", r)
+	}
+}
+
+// Colour is used only on a terminal, and never with -no-color or NO_COLOR.
+func TestE2EColourOnlyOnATerminal(t *testing.T) {
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Skip("script(1) is not installed: cannot give toque a terminal")
+	}
+	e := newEnv(t)
+	e.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
+	const esc = "\x1b["
+	onTTY := func(extraEnv []string, args ...string) string {
+		t.Helper()
+		line := shellQuoteAll(append([]string{toqueBin, "-chdir=" + e.dir}, args...))
+		cmd := exec.Command("script", "-qec", line, "/dev/null")
+		cmd.Env = append(append(os.Environ(), "TOQUE_STATE_DIR="+e.state, "TERM=xterm"), extraEnv...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", line, err, out)
+		}
+		return string(out)
+	}
+	if out := onTTY(nil, "plan"); !strings.Contains(out, esc) {
+		t.Errorf("no colour on a terminal:\n%q", out)
+	}
+	if out := onTTY(nil, "plan", "-no-color"); strings.Contains(out, esc) {
+		t.Errorf("colour despite -no-color:\n%q", out)
+	}
+	if out := onTTY([]string{"NO_COLOR=1"}, "plan"); strings.Contains(out, esc) {
+		t.Errorf("colour despite NO_COLOR:\n%q", out)
+	}
+	if r := e.must(0, "plan"); strings.Contains(r.stdout, esc) {
+		t.Errorf("colour on a pipe:\n%q", r.stdout)
+	}
+}
+
+func shellQuoteAll(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
 }
