@@ -95,10 +95,13 @@ type Resource struct {
 	// Unmanaged lists state properties the recipe did not set and that will
 	// be left as they are, with their live value (for the reviewer).
 	Unmanaged []Unmanaged `json:"unmanaged,omitempty"`
-	// Identity lists the identity and name properties whose value is not
-	// the block label (directory "www" { path = "/srv/www" }), so a reviewer
-	// sees what the resource names; display forms.
-	Identity []IdentityValue `json:"identity,omitempty"`
+	// Context lists properties shown beside the changes so a reviewer sees
+	// what the resource is: identity and name properties whose value is not
+	// the block label (directory "www" { path = "/srv/www" }), and, for a
+	// type that only acts (execute, the script types: no desired-state
+	// property), every property the recipe set — what will run, where, as
+	// whom. Display forms; sensitive values hidden.
+	Context []ContextValue `json:"context,omitempty"`
 	// Groups are the converge groups that will run.
 	Groups []string `json:"groups,omitempty"`
 	// Guards are the guard results in evaluation order, up to the one
@@ -164,8 +167,8 @@ type Unmanaged struct {
 	Current  string `json:"current"`
 }
 
-// IdentityValue is an identity or name property and its display form.
-type IdentityValue struct {
+// ContextValue is a property and its display form.
+type ContextValue struct {
 	Property string `json:"property"`
 	Value    string `json:"value"`
 }

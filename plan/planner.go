@@ -431,7 +431,7 @@ func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *config
 		r := inst.Block.DeclRange
 		res.Source = Range{Filename: r.Filename, Line: r.Start.Line, Column: r.Start.Column}
 	}
-	res.Identity = identityValues(desired, inst.Sensitive)
+	res.Context = contextValues(desired, inst.Sensitive)
 
 	if res.Action == "nothing" {
 		res.Kind = resources.NoOp
@@ -651,26 +651,41 @@ func unmanaged(s *resources.Schema, desired *resources.Resource, cur *Current) [
 	return out
 }
 
-// identityValues lists the identity and name properties whose value is not
-// simply the block label, in schema order.
-func identityValues(desired *resources.Resource, sensitive bool) []IdentityValue {
-	var out []IdentityValue
-	for _, prop := range desired.Schema().Properties {
-		if !prop.Identity && !prop.NameProperty {
+// contextValues lists the properties a reviewer needs beside the changes
+// (Resource.Context): identity and name properties whose value is not the
+// block label, then, for a type with no desired-state property, every other
+// property the recipe set. Schema order within each part.
+func contextValues(desired *resources.Resource, sensitive bool) []ContextValue {
+	s := desired.Schema()
+	acting := true
+	for _, prop := range s.Properties {
+		if prop.IsDesiredState() {
+			acting = false
+			break
+		}
+	}
+	var ids, rest []ContextValue
+	for _, prop := range s.Properties {
+		isID := prop.Identity || prop.NameProperty
+		if !isID && !acting {
 			continue
 		}
 		v, ok := desired.Values[prop.Name]
 		if !ok || v == cty.NilVal || v.IsNull() || !v.IsKnown() {
 			continue
 		}
-		if v.Type() == cty.String && v.AsString() == desired.Name {
+		if isID && v.Type() == cty.String && v.AsString() == desired.Name {
 			continue
 		}
 		shown := DisplayValue(v)
 		if sensitive || prop.Sensitive {
 			shown = Sensitive
 		}
-		out = append(out, IdentityValue{Property: prop.Name, Value: shown})
+		if isID {
+			ids = append(ids, ContextValue{Property: prop.Name, Value: shown})
+		} else {
+			rest = append(rest, ContextValue{Property: prop.Name, Value: shown})
+		}
 	}
-	return out
+	return append(ids, rest...)
 }

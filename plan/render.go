@@ -221,7 +221,7 @@ func renderResource(bw *errWriter, pt painter, r *Resource) {
 	head := fmt.Sprintf("%s %s", r.Type, strconv.Quote(r.Name))
 	sym := pt.symbol(r.Kind)
 	changing := (r.Kind == resources.Create || r.Kind == resources.Update) && (len(r.Changes) > 0 || len(r.Unmanaged) > 0)
-	if !changing && len(r.Identity) == 0 {
+	if !changing && len(r.Context) == 0 {
 		bw.printf("  %s %s\n", sym, head)
 		return
 	}
@@ -230,18 +230,27 @@ func renderResource(bw *errWriter, pt painter, r *Resource) {
 	for _, c := range r.Changes {
 		width = max(width, len(c.Property))
 	}
-	for _, id := range r.Identity {
+	for _, id := range r.Context {
 		width = max(width, len(id.Property))
 	}
-	for _, id := range r.Identity {
+	for _, id := range r.Context {
 		// What the resource names: new with the thing on create, context
 		// (no marker) otherwise, as Terraform shows an id.
 		name := id.Property + strings.Repeat(" ", width-len(id.Property))
+		lead := "        "
 		if r.Kind == resources.Create {
-			bw.printf("      %s %s = %s\n", pt.create("+"), name, id.Value)
-		} else {
-			bw.printf("        %s = %s\n", name, id.Value)
+			lead = "      " + pt.create("+") + " "
 		}
+		if text, ok := multiline(id.Value); ok {
+			// Scripts read best as written: a heredoc, not one escaped line.
+			bw.printf("%s%s = <<EOT\n", lead, name)
+			for _, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+				bw.printf("            %s\n", line)
+			}
+			bw.printf("          EOT\n")
+			continue
+		}
+		bw.printf("%s%s = %s\n", lead, name, id.Value)
 	}
 	if !changing {
 		bw.printf("    }\n")
@@ -436,4 +445,16 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// multiline returns the text of a quoted display string that spans lines.
+func multiline(display string) (string, bool) {
+	if len(display) < 2 || display[0] != '"' || !strings.Contains(display, `\n`) {
+		return "", false
+	}
+	text, err := strconv.Unquote(display)
+	if err != nil || !strings.Contains(strings.TrimSuffix(text, "\n"), "\n") || strings.Contains(text, "EOT\n") {
+		return "", false
+	}
+	return text, true
 }
