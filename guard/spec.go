@@ -99,6 +99,13 @@ func VerdictOf(kind, form, source string, condition bool) string {
 	return s.Verdict(condition)
 }
 
+// ConditionWord words a guard's condition the way plans print it: a script
+// only_if "passed" or "failed"; a not_if or an expression guard "is true" or
+// "is false".
+func ConditionWord(kind, form string, c bool) string {
+	return conditionWord(Kind(kind), Form(form), c)
+}
+
 func conditionWord(k Kind, f Form, c bool) string {
 	if f == Script && k == OnlyIf {
 		if c {

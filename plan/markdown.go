@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toquehq/toque/guard"
 	"github.com/toquehq/toque/resources"
 )
 
@@ -351,8 +352,22 @@ func markdownResource(r *Resource) string {
 		b.WriteString("_Sensitive resource: every value is hidden._\n\n")
 	}
 
-	// Property changes, one diff block; content diffs, one block each.
+	// Context (what the resource names or runs), then property changes,
+	// in one diff block; content diffs, one block each.
 	var props []string
+	for _, cv := range r.Context {
+		sign := "  "
+		if r.Kind == resources.Create {
+			sign = "+ "
+		}
+		if text, ok := multiline(cv.Value); ok {
+			props = append(props, sign+cv.Property+" = <<EOT")
+			props = append(props, prefixLines(sign+"    ", strings.TrimSuffix(text, "\n"))...)
+			props = append(props, sign+"EOT")
+			continue
+		}
+		props = append(props, prefixLines(sign, cv.Property+" = "+cv.Value)...)
+	}
 	var diffs []Change
 	for _, c := range r.Changes {
 		sensitive := c.Sensitive || r.Sensitive
@@ -440,16 +455,7 @@ func propertyLines(kind resources.Kind, c Change, sensitive bool) []string {
 // any) in a code block inside the item.
 func markdownGuard(g GuardResult) string {
 	var b strings.Builder
-	verdict := "failed"
-	if g.Passed {
-		verdict = "succeeded"
-	}
-	if g.Form == "expression" {
-		verdict = "is false"
-		if g.Passed {
-			verdict = "is true"
-		}
-	}
+	verdict := guard.ConditionWord(g.Kind, g.Form, g.Passed)
 	effect := ""
 	if g.Decided {
 		effect = " — **decided: skip**"

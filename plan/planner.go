@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -169,8 +170,14 @@ func (p *Planner) Plan(ctx context.Context, cfg *config.Config) (*Plan, hcl.Diag
 		return nil, diags
 	}
 	pl.InputsDigest = cfg.InputsDigest()
+	// Sources are recorded relative to the recipe (or policy) directory:
+	// the plan is read on reviewers' machines and in pull requests, where
+	// this host's absolute paths are noise.
+	for _, r := range pl.Resources {
+		r.Source.Filename = relativeTo(cfg.Dir, r.Source.Filename)
+	}
 	if cfg.Attributes != nil {
-		attrs, err := attributesOf(cfg.Attributes.Leaves())
+		attrs, err := attributesOf(cfg.Attributes.Leaves(), cfg.Dir)
 		if err != nil {
 			evalDiags = evalDiags.Append(&hcl.Diagnostic{
 				Severity: hcl.DiagError,
@@ -208,14 +215,14 @@ func markErrored(pl *Plan, diags hcl.Diagnostics) {
 	}
 }
 
-func attributesOf(leaves []config.Leaf) ([]Attribute, error) {
+func attributesOf(leaves []config.Leaf, dir string) ([]Attribute, error) {
 	out := make([]Attribute, 0, len(leaves))
 	var firstErr error
 	for _, l := range leaves {
 		a := Attribute{
 			Path:   strings.Join(l.Path, "."),
 			Level:  l.Level,
-			Source: fmt.Sprintf("%s:%d", l.Range.Filename, l.Range.Start.Line),
+			Source: fmt.Sprintf("%s:%d", relativeTo(dir, l.Range.Filename), l.Range.Start.Line),
 		}
 		if l.Origin != "" {
 			a.Source = l.Origin + " at " + a.Source
@@ -688,4 +695,16 @@ func contextValues(desired *resources.Resource, sensitive bool) []ContextValue {
 		}
 	}
 	return append(ids, rest...)
+}
+
+// relativeTo is name relative to dir when name lies inside dir, else name.
+func relativeTo(dir, name string) string {
+	if dir == "" || name == "" || !filepath.IsAbs(name) {
+		return name
+	}
+	rel, err := filepath.Rel(dir, name)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return name
+	}
+	return rel
 }
