@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // toqueBin is the binary built once for every end-to-end test.
@@ -628,4 +629,49 @@ func shellQuoteAll(args []string) string {
 		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 	}
 	return strings.Join(q, " ")
+}
+
+// Planning only reads, so the first interrupt stops it at once — here in
+// the middle of a guard that would take a minute — and no plan is saved.
+func TestE2EInterruptStopsAPlanAtOnce(t *testing.T) {
+	e := newEnv(t)
+	e.recipe("slow.hcl", `
+file "ROOT/a.conf" {
+  content = "a\n"
+  only_if = "touch ROOT/guard.started && sleep 60"
+}
+`)
+	cmd := exec.Command(toqueBin, "-chdir="+e.dir, "plan", "-out=plan.out")
+	cmd.Env = append(os.Environ(), "TOQUE_STATE_DIR="+e.state)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		if _, err := os.Stat(filepath.Join(e.root, "guard.started")); err == nil {
+			break
+		}
+		if i > 500 {
+			cmd.Process.Kill()
+			t.Fatal("the guard never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	start := time.Now()
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 5 {
+		t.Fatalf("want exit 5 (interrupted), got %v\n%s", err, stderr.String())
+	}
+	if waited := time.Since(start); waited > 20*time.Second {
+		t.Errorf("plan took %s to stop after the interrupt", waited)
+	}
+	if !strings.Contains(stderr.String(), "interrupted") || strings.Count(stderr.String(), "Error:") != 1 {
+		t.Errorf("want one interrupted message:\n%s", stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "plan.out")); !os.IsNotExist(err) {
+		t.Error("an interrupted plan saved a plan file")
+	}
 }

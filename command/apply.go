@@ -186,7 +186,7 @@ func (b *Base) readVerifiedPlan(path string) (*plan.Plan, error) {
 	if err := plan.Applicable(p); err != nil {
 		return nil, err
 	}
-	facts, err := host.Detect(b.Ctx)
+	facts, err := host.Detect(b.ReadCtx)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the host's identity: %w", err)
 	}
@@ -200,6 +200,9 @@ func (b *Base) readVerifiedPlan(path string) (*plan.Plan, error) {
 // plan to apply, or nil and the status to exit with.
 func (c *ApplyCommand) planAndConfirm(a applyArgs, outColor bool) (*plan.Plan, int) {
 	p, files, diags := c.makePlan(a.parallelism)
+	if c.interrupted() {
+		return nil, ExitInterrupted
+	}
 	c.showDiags(diags, files, a.color.enabled(c.Streams.Stderr))
 	if p == nil || p.Errored || diags.HasErrors() {
 		return nil, ExitError

@@ -42,7 +42,13 @@ type Streams struct {
 // Base is what every command gets: streams, a logger, a cancellable context
 // and the graceful-stop channel. It is small and read-only on purpose.
 type Base struct {
-	Ctx      context.Context
+	// Ctx is cancelled by the second SIGINT: abort. Apply uses it while it
+	// changes the host (the first SIGINT closes Stop instead).
+	Ctx context.Context
+	// ReadCtx is cancelled by the first SIGINT too: commands and phases
+	// that only read (plan, install, show) stop at once, since nothing is
+	// half-changed.
+	ReadCtx  context.Context
 	Stop     <-chan struct{}
 	Streams  Streams
 	Logger   hclog.Logger
@@ -67,7 +73,16 @@ func Run(ctx context.Context, stop <-chan struct{}, args []string, streams Strea
 	}
 	defer closeLog()
 
-	base := &Base{Ctx: ctx, Stop: stop, Streams: streams, Logger: logger, Registry: resources.Builtin()}
+	readCtx, cancelRead := context.WithCancel(ctx)
+	defer cancelRead()
+	go func() {
+		select {
+		case <-stop:
+			cancelRead()
+		case <-readCtx.Done():
+		}
+	}()
+	base := &Base{Ctx: ctx, ReadCtx: readCtx, Stop: stop, Streams: streams, Logger: logger, Registry: resources.Builtin()}
 
 	// Global options come before the subcommand, as in Terraform.
 	for len(args) > 0 && strings.HasPrefix(args[0], "-chdir") {

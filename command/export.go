@@ -55,7 +55,7 @@ func (c *ExportCommand) Run(args []string) int {
 		return ExitError
 	}
 	out := c.path(fs.Arg(0))
-	res, err := c.workspace(state).Export(c.Ctx, out, group)
+	res, err := c.workspace(state).Export(c.ReadCtx, out, group)
 	if err != nil {
 		c.errorf("cannot export: %s", err)
 		return ExitError

@@ -86,6 +86,9 @@ func (c *PlanCommand) Run(args []string) int {
 	color := a.color.enabled(c.Streams.Stdout)
 
 	p, files, diags := c.makePlan(a.parallelism)
+	if c.interrupted() {
+		return ExitInterrupted
+	}
 	c.showDiags(diags, files, a.color.enabled(c.Streams.Stderr))
 	if p == nil {
 		return ExitError
@@ -135,7 +138,7 @@ func (b *Base) makePlan(parallelism int) (*plan.Plan, map[string]*hcl.File, hcl.
 	if diags.HasErrors() || cfg == nil {
 		return nil, files, diags
 	}
-	facts, err := host.Detect(b.Ctx)
+	facts, err := host.Detect(b.ReadCtx)
 	if err != nil {
 		return nil, files, append(diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError,
@@ -150,8 +153,23 @@ func (b *Base) makePlan(parallelism int) (*plan.Plan, map[string]*hcl.File, hcl.
 		Host:        facts,
 		Version:     Version,
 	}
-	p, pdiags := planner.Plan(b.Ctx, cfg)
+	p, pdiags := planner.Plan(b.ReadCtx, cfg)
+	if b.ReadCtx.Err() != nil {
+		// Interrupted: every resource still being read failed with the
+		// cancellation; one message says it better (see interrupted).
+		return nil, files, nil
+	}
 	pol.stamp(p)
 	diags = append(diags, pdiags...)
 	return p, files, diags
+}
+
+// interrupted reports (and says) whether a signal stopped a read-only
+// phase. Nothing was changed, and no plan file was written.
+func (b *Base) interrupted() bool {
+	if b.ReadCtx.Err() == nil {
+		return false
+	}
+	b.errorf("interrupted: stopped before finishing; nothing was changed and no plan was saved")
+	return true
 }

@@ -71,7 +71,7 @@ func (b *Base) loadConfig() (*config.Config, *loaded, hcl.Diagnostics) {
 		return cfg, nil, diags
 	}
 	ws := b.workspace("")
-	lock, in, diags := ws.LoadLock(b.Ctx)
+	lock, in, diags := ws.LoadLock(b.ReadCtx)
 	l := &loaded{extraFiles: ws.Parser.Files()}
 	if lock == nil || diags.HasErrors() {
 		return nil, l, diags
