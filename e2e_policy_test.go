@@ -70,10 +70,11 @@ default_attributes = { base = { motd = "managed by toque" } }
 		"base/cookbooks/base/metadata.hcl":        "name = \"base\"\nversion = \"0.1.0\"\n",
 		"base/cookbooks/base/attributes/root.hcl": "default \"paths\" {\n  root = \"" + e.root + "\"\n}\n",
 		"base/cookbooks/base/templates/motd.tpl":  "${motd}\n",
-		"base/cookbooks/base/recipes/default.hcl": `file "motd" {
-  path    = "${node.paths.root}/motd"
-  content = templatefile("templates/motd.tpl", { motd = node.base.motd })
-  mode    = "0644"
+		"base/cookbooks/base/recipes/default.hcl": `template "motd" {
+  path      = "${node.paths.root}/motd"
+  source    = "motd.tpl" # from the cookbook's templates/, fetched from git
+  variables = { motd = node.base.motd }
+  mode      = "0644"
 }
 `,
 	})
@@ -100,8 +101,9 @@ include_policy "base" {
   ref  = "main"
 }
 `,
-		"cookbooks/app/metadata.hcl":        "name = \"app\"\nversion = \"1.0.0\"\n",
-		"cookbooks/app/recipes/default.hcl": "file \"app\" {\n  path    = \"${node.paths.root}/app.txt\"\n  content = \"${node.app.name}: ${node.base.motd}\\n\"\n}\n",
+		"cookbooks/app/metadata.hcl":          "name = \"app\"\nversion = \"1.0.0\"\n",
+		"cookbooks/app/recipes/default.hcl":   "template \"app\" {\n  path   = \"${node.paths.root}/app.txt\"\n  source = \"app.txt.tpl\"\n}\n",
+		"cookbooks/app/templates/app.txt.tpl": "${node.app.name}: ${node.base.motd}\n",
 	})
 
 	r = e.must(1, "plan")
