@@ -28,7 +28,7 @@ type StaleResource struct {
 func (e *StaleError) Error() string {
 	var b strings.Builder
 	n := len(e.Resources)
-	fmt.Fprintf(&b, "the saved plan is stale: %d resource%s changed on the host since the plan was made; nothing was changed. Run toque plan again and review the new plan", n, plural(n))
+	fmt.Fprintf(&b, "the plan is stale: %d resource%s changed on the host since the plan was made, so nothing was applied:\n", n, plural(n))
 	for _, r := range e.Resources {
 		for _, d := range r.Differences {
 			fmt.Fprintf(&b, "\n  %s: %s: %s at plan time, now %s", r.Address, d.Property, orNone(d.Then), orNone(d.Now))
@@ -37,6 +37,7 @@ func (e *StaleError) Error() string {
 			fmt.Fprintf(&b, "\n  %s: the plan says %s, the host now needs %s", r.Address, r.Planned, r.Now)
 		}
 	}
+	b.WriteString("\n\nRun toque plan again and review the new plan.")
 	return b.String()
 }
 

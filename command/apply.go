@@ -164,7 +164,7 @@ func (c *ApplyCommand) Run(args []string) int {
 	var intr *apply.InterruptedError
 	switch {
 	case errors.As(err, &stale):
-		c.errorf("the plan is stale: the host changed since it was made, so nothing was applied.\n\n%s\n\nRun 'toque plan' again and review the new plan.", err)
+		c.errorf("%s", err)
 		return ExitStale
 	case errors.As(err, &held):
 		c.errorf("%s", err)
