@@ -675,3 +675,61 @@ file "ROOT/a.conf" {
 		t.Error("an interrupted plan saved a plan file")
 	}
 }
+
+// A sensitive resource's values — content, commands, guard commands and
+// their output — appear in no output and no log; only the plan file holds
+// them.
+func TestE2ESensitiveValuesNeverShow(t *testing.T) {
+	const secret = "HUNTER2SECRET"
+	e := newEnv(t)
+	e.recipe("secret.hcl", `
+file "ROOT/secret.conf" {
+  content   = "password=`+secret+`\n"
+  sensitive = true
+}
+execute "use-secret" {
+  command   = "echo `+secret+`"
+  sensitive = true
+}
+bash "guarded" {
+  code      = "echo `+secret+`; exit 3"
+  sensitive = true
+  not_if    = "echo `+secret+`; test `+secret+` = nope"
+  ignore_failure = true
+}
+`)
+	logPath := filepath.Join(t.TempDir(), "trace.log")
+	run := func(args ...string) string {
+		cmd := exec.Command(toqueBin, append([]string{"-chdir=" + e.dir}, args...)...)
+		cmd.Env = append(os.Environ(), "TOQUE_LOG=trace", "TOQUE_LOG_PATH="+logPath)
+		r := e.runCmd(cmd)
+		if r.code != 0 {
+			t.Fatalf("toque %v: %s", args, r)
+		}
+		return r.stdout + r.stderr
+	}
+	var all strings.Builder
+	all.WriteString(run("plan", "-out=plan.out"))
+	all.WriteString(run("show", "plan.out"))
+	all.WriteString(run("show", "-json", "plan.out"))
+	all.WriteString(run("show", "-markdown", "plan.out"))
+	all.WriteString(run("apply", "-json", "plan.out"))
+	report, _ := os.ReadFile(filepath.Join(e.state, "reports", "last.json"))
+	all.Write(report)
+	logged, _ := os.ReadFile(logPath)
+	if len(logged) == 0 {
+		t.Fatal("the trace log is empty: the test proves nothing")
+	}
+	if strings.Contains(all.String(), secret) {
+		t.Errorf("a sensitive value reached the output:\n%s", all.String())
+	}
+	if strings.Contains(string(logged), secret) {
+		t.Errorf("a sensitive value reached the log:\n%s", logged)
+	}
+	if !strings.Contains(all.String(), "(sensitive)") {
+		t.Error("nothing says (sensitive)")
+	}
+	if e.read("secret.conf") != "password="+secret+"\n" {
+		t.Error("the sensitive file was not written")
+	}
+}

@@ -479,7 +479,7 @@ func (r *run) convergeStep(ctx context.Context, e *entry, rr *ResourceReport, st
 		rr.Reason = step.Reason
 	}
 
-	env := &resources.Env{StateDir: r.a.StateDir, Logger: r.logger.Named(e.pr.Address)}
+	env := &resources.Env{StateDir: r.a.StateDir, Logger: r.logger.Named(e.pr.Address), Sensitive: e.pr.Sensitive}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)

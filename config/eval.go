@@ -220,6 +220,7 @@ func evaluateBlock(b *ResourceBlock, t resources.Type, ctx *hcl.EvalContext, reg
 		Ctx:              ctx,
 		Registry:         reg,
 		Source:           source,
+		Sensitive:        sensitive,
 	})
 	diags = append(diags, d...)
 	var notifiedGuards []*guard.Spec

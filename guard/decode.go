@@ -32,6 +32,9 @@ type Input struct {
 	// Source returns the source text of a range (for an expression guard's
 	// text); nil or "" falls back to "the expression at FILE:LINE".
 	Source func(hcl.Range) string
+	// Sensitive marks the parent resource sensitive: its guards' commands
+	// and output are kept out of logs, errors and plan output.
+	Sensitive bool
 }
 
 // DefaultInterpreter is the guard interpreter of a resource of type typ
@@ -348,7 +351,7 @@ func itemRanges(expr hcl.Expression, key string, def hcl.Range) (keyRange, value
 // resolve turns a raw guard into a Spec, checking its parameters against
 // the interpreter.
 func (d *decoder) resolve(r raw, interp string, known bool) *Spec {
-	s := &Spec{Kind: r.kind, Form: r.form, Source: r.source, ExprValue: r.value, Range: r.rng}
+	s := &Spec{Kind: r.kind, Form: r.form, Source: r.source, ExprValue: r.value, Range: r.rng, Sensitive: d.in.Sensitive}
 	if r.form == Expression {
 		return s
 	}

@@ -85,6 +85,7 @@ func Run(ctx context.Context, reg *resources.Registry, s *Spec, logger hclog.Log
 		return o
 	}
 	spec.Logger = logger
+	spec.Sensitive = s.Sensitive
 	spec.Returns = returns
 	if spec.OutputLimit == 0 {
 		spec.OutputLimit = 8 * OutputCap

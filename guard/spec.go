@@ -49,6 +49,9 @@ type Spec struct {
 	// Source is the command string of a script guard, or the source text of
 	// an expression guard.
 	Source string `json:"source"`
+	// Sensitive is set when the resource is sensitive: Describe, logs and
+	// plan output show "(sensitive)" instead of Source and the output.
+	Sensitive bool `json:"sensitive,omitempty"`
 	// ExprValue is an expression guard's value, computed at decode time
 	// with the final node attributes and host facts; nil when it was not
 	// known (validate).
@@ -71,6 +74,9 @@ type Spec struct {
 // Describe is the guard as reviewers read it: "only_if `test -f x`",
 // "not_if node.web.enabled".
 func (s *Spec) Describe() string {
+	if s.Sensitive {
+		return fmt.Sprintf("%s (sensitive)", s.Kind)
+	}
 	if s.Form == Expression {
 		return fmt.Sprintf("%s %s", s.Kind, s.Source)
 	}

@@ -102,6 +102,9 @@ func GuardResults(outs []guard.Outcome, decidedBy int) []GuardResult {
 			Decided:     i == decidedBy,
 			Warning:     o.Warning,
 		}
+		if s.Sensitive {
+			redactGuard(&g)
+		}
 		out = append(out, g)
 	}
 	return out
@@ -707,4 +710,21 @@ func relativeTo(dir, name string) string {
 		return name
 	}
 	return rel
+}
+
+// redactGuard hides what a sensitive resource's guard ran: its command,
+// where, as whom, with what environment, and what it printed. The verdict
+// and exit code stay: they are what the reviewer needs.
+func redactGuard(g *GuardResult) {
+	g.Command = Sensitive
+	g.Output = ""
+	if g.Cwd != "" {
+		g.Cwd = Sensitive
+	}
+	if g.User != "" {
+		g.User = Sensitive
+	}
+	for k := range g.Environment {
+		g.Environment[k] = Sensitive
+	}
 }

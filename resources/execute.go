@@ -516,6 +516,7 @@ func convergeRun(ctx context.Context, env *Env, rt Runner, desired *Resource, st
 		logger = infoOutputLogger{logger}
 	}
 	spec.Logger = logger
+	spec.Sensitive = env != nil && env.Sensitive
 	res, err := shellexec.Run(ctx, spec)
 	if err != nil {
 		return DescribeRunError(spec, res, err)
@@ -543,6 +544,9 @@ func DescribeRunError(spec shellexec.Spec, res *shellexec.Result, err error) err
 	case errors.As(err, &de):
 		return &runError{msg: "cwd: " + de.Error(), err: err}
 	case errors.As(err, &ee), errors.As(err, &te):
+		if spec.Sensitive {
+			return &runError{msg: err.Error() + " (output hidden: the resource is sensitive)", err: err}
+		}
 		return &runError{msg: err.Error() + outputTail(res), err: err}
 	}
 	return err

@@ -48,6 +48,9 @@ type Env struct {
 	// StateDir is toque's state directory; backups go under StateDir/backup.
 	StateDir string
 	Logger   hclog.Logger
+	// Sensitive is set for a sensitive resource: Converge must keep its
+	// values (commands, output, content) out of logs and errors.
+	Sensitive bool
 }
 
 // Kind is what a planned step does to the host.

@@ -65,7 +65,10 @@ type Spec struct {
 	OutputLimit int
 
 	// Logger receives each output line at debug level; nil for none.
-	Logger hclog.Logger
+	// Sensitive keeps the command line and its output out of the log (the
+	// resource is sensitive): the log says "(sensitive)" instead.
+	Sensitive bool
+	Logger    hclog.Logger
 }
 
 // Result is what a process did. Run returns it whenever the process started.
@@ -180,8 +183,16 @@ func run(ctx context.Context, s Spec, o options) (*Result, error) {
 	if limit == 0 {
 		limit = DefaultOutputLimit
 	}
-	stdout := newCapture("stdout", limit, s.Logger)
-	stderr := newCapture("stderr", limit, s.Logger)
+	outLog := s.Logger
+	if s.Sensitive {
+		outLog = nil
+	}
+	stdout := newCapture("stdout", limit, outLog)
+	stderr := newCapture("stderr", limit, outLog)
+	loggedArgv := any(cmd.Args)
+	if s.Sensitive {
+		loggedArgv = "(sensitive)"
+	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("creating output pipe: %w", err)
@@ -195,7 +206,7 @@ func run(ctx context.Context, s Spec, o options) (*Result, error) {
 	cmd.Stdout, cmd.Stderr = outW, errW // stdin stays nil: /dev/null
 
 	if s.Logger != nil {
-		s.Logger.Debug("starting process", "argv", cmd.Args, "dir", s.Dir, "user", s.User, "group", s.Group)
+		s.Logger.Debug("starting process", "argv", loggedArgv, "dir", s.Dir, "user", s.User, "group", s.Group)
 	}
 
 	begin := time.Now()
@@ -262,7 +273,7 @@ func run(ctx context.Context, s Spec, o options) (*Result, error) {
 	// block us forever, so it is killed after drainDelay.
 	if !awaitBoth(outDone, errDone, drainDelay) {
 		if s.Logger != nil {
-			s.Logger.Warn("killing processes left holding the output after the command exited", "argv", cmd.Args)
+			s.Logger.Warn("killing processes left holding the output after the command exited", "argv", loggedArgv)
 		}
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		if !awaitBoth(outDone, errDone, 100*time.Millisecond) {
@@ -302,7 +313,7 @@ func run(ctx context.Context, s Spec, o options) (*Result, error) {
 	res.Allowed = res.ExitCode >= 0 && slices.Contains(returns, res.ExitCode)
 
 	if s.Logger != nil {
-		s.Logger.Debug("process ended", "argv", cmd.Args, "exit_code", res.ExitCode, "signal", res.Signal, "duration", res.Duration)
+		s.Logger.Debug("process ended", "argv", loggedArgv, "exit_code", res.ExitCode, "signal", res.Signal, "duration", res.Duration)
 	}
 	switch {
 	case timedOut:
