@@ -85,7 +85,10 @@ func Run(ctx context.Context, reg *resources.Registry, s *Spec, logger hclog.Log
 		return o
 	}
 	spec.Logger = logger
-	spec.Sensitive = s.Sensitive
+	if s.Sensitive {
+		spec = resources.PrivateSpec(spec)
+		spec.Sensitive = true
+	}
 	spec.Returns = returns
 	if spec.OutputLimit == 0 {
 		spec.OutputLimit = 8 * OutputCap

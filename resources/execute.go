@@ -516,7 +516,10 @@ func convergeRun(ctx context.Context, env *Env, rt Runner, desired *Resource, st
 		logger = infoOutputLogger{logger}
 	}
 	spec.Logger = logger
-	spec.Sensitive = env != nil && env.Sensitive
+	if env != nil && env.Sensitive {
+		spec = PrivateSpec(spec)
+		spec.Sensitive = true
+	}
 	res, err := shellexec.Run(ctx, spec)
 	if err != nil {
 		return DescribeRunError(spec, res, err)

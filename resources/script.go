@@ -43,8 +43,8 @@ import (
 // rather than the temporary file's directory).
 //
 // One more difference: inline code is an argument, visible in the process
-// list (ps) while it runs, as an execute command is; a temporary file is
-// readable by its owner only.
+// list (ps) while it runs; a temporary file is readable by its owner only.
+// So a sensitive resource's code always goes through the file (PrivateSpec).
 
 // MaxInlineCode is the largest code passed as an argument rather than in a
 // temporary file (Linux allows 128 KiB per argument).
@@ -258,4 +258,25 @@ func inlineFlag(interp []string, code string) string {
 		}
 	}
 	return flag
+}
+
+// PrivateSpec is spec for a sensitive resource: code passed inline (an
+// argument anyone can read in the process list while it runs) moves into the
+// temporary script file, which only its owner can read. Other specs are
+// returned as they are.
+func PrivateSpec(spec shellexec.Spec) shellexec.Spec {
+	n := len(spec.Argv)
+	if n < 3 || !isInlineArgv(spec.Argv) {
+		return spec
+	}
+	code := spec.Argv[n-1]
+	interp := spec.Argv[:n-2]
+	if isCsh(filepath.Base(interp[0])) && code != "" && !strings.HasSuffix(code, "\n") {
+		code += "\n" // csh ignores a last line that does not end in a newline
+	}
+	spec.Interpreter = append([]string(nil), interp...)
+	spec.Flags = nil
+	spec.Script = code
+	spec.Argv = nil
+	return spec
 }

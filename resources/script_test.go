@@ -356,3 +356,41 @@ func BenchmarkScriptGuardShape(b *testing.B) {
 		}
 	})
 }
+
+// A sensitive resource's code must not be an argument (ps shows those):
+// PrivateSpec moves it into the owner-only script file, and it still runs.
+func TestPrivateSpecMovesInlineCodeIntoTheScriptFile(t *testing.T) {
+	cases := []struct {
+		name string
+		spec shellexec.Spec
+		want string
+	}{
+		{"sh", shellexec.Spec{Argv: []string{"/bin/sh", "-c", "echo private"}}, "private\n"},
+		{"bash with flags", shellexec.Spec{Argv: []string{"bash", "-e", "-c", "echo private"}}, "private\n"},
+		{"perl", shellexec.Spec{Argv: []string{"perl", "-e", `print "private\n"`}}, "private\n"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := exec.LookPath(c.spec.Argv[0]); err != nil {
+				t.Skipf("%s is not installed", c.spec.Argv[0])
+			}
+			got := PrivateSpec(c.spec)
+			if len(got.Argv) != 0 || got.Script == "" {
+				t.Fatalf("code still inline: %+v", got)
+			}
+			for _, a := range append(got.Interpreter, got.Flags...) {
+				if strings.Contains(a, "private") {
+					t.Fatalf("code in an argument: %q", got.Interpreter)
+				}
+			}
+			res, err := shellexec.Run(context.Background(), got)
+			if err != nil || res.Stdout != c.want {
+				t.Fatalf("ran %+v: %+v, %v", got, res, err)
+			}
+		})
+	}
+	argv := shellexec.Spec{Argv: []string{"/bin/echo", "-c", "x"}}
+	if got := PrivateSpec(argv); len(got.Argv) != 3 {
+		t.Errorf("a command that is not an interpreter was rewritten: %+v", got)
+	}
+}
