@@ -733,3 +733,33 @@ bash "guarded" {
 		t.Error("the sensitive file was not written")
 	}
 }
+
+// A value only the host can judge (an owner that must exist) fails the
+// plan, not the apply half-way; validate, which never reads the host, lets
+// it pass.
+func TestE2EUnknownOwnerFailsThePlan(t *testing.T) {
+	e := newEnv(t)
+	e.recipe("own.hcl", `
+file "ROOT/a.conf" { content = "a\n" }
+file "ROOT/b.conf" {
+  content = "b\n"
+  owner   = "no-such-user-toque"
+}
+execute "as-nobody-group" {
+  command = "true"
+  group   = "no-such-group-toque"
+}
+`)
+	r := e.must(1, "plan", "-out=plan.out")
+	flat := strings.Join(strings.Fields(r.stderr), " ") // the detail is word-wrapped
+	for _, want := range []string{"own.hcl:5:", `user "no-such-user-toque" does not exist`, "own.hcl:9:", `group "no-such-group-toque" does not exist`} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("plan stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	e.must(1, "apply", "plan.out") // the errored plan is refused
+	if _, err := os.Stat(filepath.Join(e.root, "a.conf")); !os.IsNotExist(err) {
+		t.Error("a.conf was written")
+	}
+	e.must(0, "validate")
+}

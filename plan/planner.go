@@ -450,6 +450,10 @@ func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *config
 		return res, nil
 	}
 
+	if d := hostChecks(inst, desired); d.HasErrors() {
+		return nil, append(diags, d...)
+	}
+
 	if hasGuards(inst) {
 		ev := p.Guards
 		if ev == nil {
@@ -727,4 +731,42 @@ func redactGuard(g *GuardResult) {
 	for k := range g.Environment {
 		g.Environment[k] = Sensitive
 	}
+}
+
+// hostChecks runs the schema's plan-time host checks on the set values (an
+// owner that must exist), so a value apply could not use fails the plan
+// rather than an apply half-way. The diagnostic points at the attribute
+// when the block's body can say where it is.
+func hostChecks(inst *config.Instance, desired *resources.Resource) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, prop := range desired.Schema().Properties {
+		if prop.HostCheck == nil || !desired.IsSet(prop.Name) {
+			continue
+		}
+		if err := prop.HostCheck(desired.Values[prop.Name]); err != nil {
+			diags = diags.Append(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid value for property",
+				Detail:   fmt.Sprintf("The property %q of %s: %s.", prop.Name, desired.Address(), err),
+				Subject:  attributeRange(inst, prop.Name),
+			})
+		}
+	}
+	return diags
+}
+
+// attributeRange is the range of attribute name in inst's block, or the
+// block's range.
+func attributeRange(inst *config.Instance, name string) *hcl.Range {
+	if inst.Block == nil {
+		return nil
+	}
+	if inst.Block.Body != nil {
+		if attrs, d := inst.Block.Body.JustAttributes(); !d.HasErrors() {
+			if a, ok := attrs[name]; ok {
+				return a.Expr.Range().Ptr()
+			}
+		}
+	}
+	return inst.Block.DeclRange.Ptr()
 }

@@ -45,6 +45,7 @@ func OwnerProperty(description string) *Property {
 		Type:        cty.String,
 		Group:       "owner",
 		Validate:    validateNonEmpty("owner"),
+		HostCheck:   CheckUser,
 		Equal:       EqualOwner,
 		Description: description,
 	}
@@ -57,6 +58,7 @@ func GroupProperty(description string) *Property {
 		Type:        cty.String,
 		Group:       "owner",
 		Validate:    validateNonEmpty("group"),
+		HostCheck:   CheckGroup,
 		Equal:       EqualGroup,
 		Description: description,
 	}
@@ -501,4 +503,23 @@ func effectiveAction(r *Resource) string {
 		return r.Action
 	}
 	return r.Schema().DefaultAction
+}
+
+// CheckUser is a HostCheck: the user, by name or id, must exist here. A
+// numeric id is accepted as it is (files may belong to ids with no name).
+func CheckUser(v cty.Value) error {
+	if !v.IsKnown() || v.IsNull() || v.Type() != cty.String {
+		return nil
+	}
+	_, err := LookupUID(v.AsString())
+	return err
+}
+
+// CheckGroup is a HostCheck: the group, by name or id, must exist here.
+func CheckGroup(v cty.Value) error {
+	if !v.IsKnown() || v.IsNull() || v.Type() != cty.String {
+		return nil
+	}
+	_, err := LookupGID(v.AsString())
+	return err
 }

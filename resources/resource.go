@@ -321,6 +321,11 @@ type Property struct {
 	// Validate checks a decoded value without I/O; its error becomes a
 	// diagnostic on the attribute.
 	Validate func(cty.Value) error
+	// HostCheck checks a set value against the host at plan time, reading
+	// only (an owner that must exist). The planner calls it before Load, so
+	// a value apply could not use fails the plan instead of half an apply.
+	// validate does not call it: it never reads the host.
+	HostCheck func(cty.Value) error
 	// LoadInput marks a desired-state property that Load also receives in
 	// LoadView, because the live state can only be read relative to it (the
 	// seed passes load_current_value the desired resource "in case it is
