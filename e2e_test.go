@@ -763,3 +763,21 @@ execute "as-nobody-group" {
 	}
 	e.must(0, "validate")
 }
+
+func TestE2EHelpAndUnknownCommands(t *testing.T) {
+	e := newEnv(t)
+	r := e.runCmd(exec.Command(toqueBin, "-help"))
+	if r.code != 0 || !strings.Contains(r.stdout, "-chdir=DIR") || !strings.Contains(r.stdout, "plan ") {
+		t.Errorf("toque -help: %s", r)
+	}
+	r = e.runCmd(exec.Command(toqueBin, "plna"))
+	if r.code != 1 || !strings.Contains(r.stderr, `Did you mean "plan"?`) {
+		t.Errorf("a mistyped command: %s", r)
+	}
+	for _, cmd := range []string{"plan", "apply", "show", "validate", "fmt", "version", "graph", "install", "update", "export"} {
+		r := e.runCmd(exec.Command(toqueBin, cmd, "-help"))
+		if r.code != 0 || !strings.Contains(r.stdout, "Usage: toque") {
+			t.Errorf("toque %s -help: %s", cmd, r)
+		}
+	}
+}

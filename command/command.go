@@ -8,8 +8,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
+	"github.com/agext/levenshtein"
 	"github.com/hashicorp/cli"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/hcl/v2"
@@ -122,7 +124,21 @@ func Run(ctx context.Context, stop <-chan struct{}, args []string, streams Strea
 			"export":   func() (cli.Command, error) { return &ExportCommand{Base: base}, nil },
 			"graph":    func() (cli.Command, error) { return &GraphCommand{Base: base}, nil },
 		},
-		HelpFunc: cli.BasicHelpFunc("toque"),
+		HelpFunc: helpFunc,
+	}
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		if _, ok := c.Commands[args[0]]; !ok {
+			names := make([]string, 0, len(c.Commands))
+			for n := range c.Commands {
+				names = append(names, n)
+			}
+			hint := ""
+			if s := closest(args[0], names); s != "" {
+				hint = fmt.Sprintf(" Did you mean %q?", s)
+			}
+			fmt.Fprintf(streams.Stderr, "Error: toque has no command named %q.%s Run 'toque -help' for the list.\n", args[0], hint)
+			return ExitError
+		}
 	}
 	status, err := c.Run()
 	if err != nil {
@@ -258,4 +274,51 @@ func stateDir(flagValue string) string {
 		return filepath.Join(home, ".local", "state", "toque")
 	}
 	return filepath.Join(os.TempDir(), "toque-state")
+}
+
+// helpFunc is toque's top-level help: the global options, then the
+// commands, as Terraform lays it out.
+func helpFunc(commands map[string]cli.CommandFactory) string {
+	names := make([]string, 0, len(commands))
+	width := 0
+	for name := range commands {
+		names = append(names, name)
+		width = max(width, len(name))
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString(`Usage: toque [global options] <command> [options] [args]
+
+toque converges this host to the state its HCL recipes describe:
+'toque plan -out=plan.out' saves a reviewable plan, 'toque apply plan.out'
+carries out exactly that plan.
+
+Global options (before the command):
+  -chdir=DIR   Read recipes from DIR and resolve every path against it.
+  -version     Print the version (also 'toque version').
+  -help        Show this help; 'toque COMMAND -help' shows a command's.
+
+Commands:
+`)
+	for _, name := range names {
+		synopsis := ""
+		if f, err := commands[name](); err == nil && f != nil {
+			synopsis = f.Synopsis()
+		}
+		fmt.Fprintf(&b, "  %-*s  %s\n", width, name, synopsis)
+	}
+	return b.String()
+}
+
+// closest is the name nearest to given by edit distance, if it is near
+// enough to be a likely typo.
+func closest(given string, names []string) string {
+	best, bestDist := "", 0
+	for _, n := range names {
+		d := levenshtein.Distance(given, n, nil)
+		if d <= 2 && (best == "" || d < bestDist) {
+			best, bestDist = n, d
+		}
+	}
+	return best
 }
