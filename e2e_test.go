@@ -781,3 +781,36 @@ func TestE2EHelpAndUnknownCommands(t *testing.T) {
 		}
 	}
 }
+
+// The guard of a planned notified run is evaluated again at pre-flight: a
+// different verdict means the host changed since the plan, so the plan is
+// stale and nothing is applied.
+func TestE2ENotifiedRunGuardFlippedBeforeApplyIsStale(t *testing.T) {
+	e := newEnv(t)
+	e.recipe("reload.hcl", `
+file "ROOT/app.conf" {
+  content = "v2\n"
+  notifies "run" {
+    resource = "execute[reload]"
+  }
+}
+execute "reload" {
+  command = "echo reloaded >> ROOT/reload.log"
+  action  = "nothing"
+  not_if  = "test -f ROOT/maintenance"
+}
+`)
+	r := e.must(0, "plan", "-out=plan.out")
+	if !strings.Contains(r.stdout, "execute[reload] will run") {
+		t.Fatalf("the notified run is not planned:\n%s", r.stdout)
+	}
+	e.write("maintenance", "", 0o644)
+	r = e.must(3, "apply", "plan.out")
+	flat := strings.Join(strings.Fields(r.stderr), " ")
+	if !strings.Contains(flat, "execute[reload] (notified run)") || !strings.Contains(flat, "test -f") {
+		t.Errorf("the stale notified run is not named:\n%s", r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(e.root, "app.conf")); !os.IsNotExist(err) {
+		t.Error("a stale plan changed the host")
+	}
+}

@@ -350,25 +350,39 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-// preflightNotified reads the target of every planned notified run with
-// work again before anything changes: a target whose live state no longer
-// gives the planned kind of step makes the plan stale, as a resource does.
-// The guards of a notified run are evaluated again only right before it
-// runs (its notifier may be what makes them pass).
+// preflightNotified checks every planned notified run again before
+// anything changes, as pre-flight checks a resource: its guards must give
+// the plan's verdict (they were evaluated at plan time on the same,
+// not-yet-notified host, so another verdict means the host changed), and a
+// target with work must still give the planned kind of step. Either
+// difference makes the plan stale. The guards are evaluated once more
+// right before the run.
 func (r *run) preflightNotified(ctx context.Context) ([]StaleResource, []error) {
 	var stale []StaleResource
 	var errs []error
 	checked := map[string]bool{}
 	for _, nr := range r.p.NotifiedRuns {
-		if !nr.HasWork() || nr.Fingerprint == "" {
-			continue
-		}
 		key := nr.Address + "\x00" + nr.Action
 		if checked[key] {
 			continue
 		}
 		checked[key] = true
 		view := r.p.NotifiedView(nr)
+		if len(nr.GuardSpecs) > 0 && (nr.Kind == resources.Skip || nr.HasWork()) {
+			sr, err := r.guardsStale(ctx, view)
+			if err != nil {
+				errs = append(errs, &ResourceError{Address: nr.Address, Err: err})
+				continue
+			}
+			if sr != nil {
+				sr.Address = nr.Address + " (notified " + nr.Action + ")"
+				stale = append(stale, *sr)
+				continue
+			}
+		}
+		if !nr.HasWork() || nr.Fingerprint == "" {
+			continue
+		}
 		t, d, err := plan.DesiredResource(r.a.Registry, view)
 		if err != nil {
 			errs = append(errs, &ResourceError{Address: nr.Address, Err: err})
