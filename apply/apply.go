@@ -165,76 +165,37 @@ func (r *run) preflight(ctx context.Context) error {
 	var errs []error
 	var stale []StaleResource
 	for _, pr := range r.p.Resources {
-		if err := ctx.Err(); err != nil {
-			return &InterruptedError{Aborted: true, NotStarted: countWork(r.p), Err: err}
+		r.entries = append(r.entries, &entry{pr: pr, planned: plannedFingerprint(pr)})
+	}
+	// Every check only reads (Load, guards), and checks are independent:
+	// they run like the planner's reads, PreflightParallelism at a time;
+	// their results are taken in plan order.
+	results := make([]preflightResult, len(r.entries))
+	sem := make(chan struct{}, PreflightParallelism)
+	var wg sync.WaitGroup
+	for i, e := range r.entries {
+		if ctx.Err() != nil {
+			break
 		}
-		e := &entry{pr: pr, planned: plannedFingerprint(pr)}
-		r.entries = append(r.entries, e)
-		if len(pr.GuardSpecs) > 0 && (pr.Kind == resources.Skip || hasWork(pr.Kind)) {
-			// The guards again: a different verdict makes the plan stale.
-			sr, err := r.guardsStale(ctx, pr)
-			if err != nil {
-				errs = append(errs, &ResourceError{Address: pr.Address, Err: err})
-				continue
-			}
-			if sr != nil {
-				stale = append(stale, *sr)
-				continue
-			}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			results[i] = r.preflightOne(ctx, e)
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return &InterruptedError{Aborted: true, NotStarted: countWork(r.p), Err: err}
+	}
+	for _, res := range results {
+		if res.err != nil {
+			errs = append(errs, res.err)
 		}
-		if pr.Action == "nothing" && pr.Kind == resources.NoOp {
-			// Not read at plan time: nothing to compare. Its notified
-			// runs are checked by preflightNotified.
-			continue
+		if res.stale != nil {
+			stale = append(stale, *res.stale)
 		}
-		switch pr.Kind {
-		case resources.Skip:
-			// Skipped by a guard at plan time, and still: not read.
-			continue
-		case resources.NoOp, resources.Create, resources.Update, resources.Delete, resources.Run:
-		default:
-			errs = append(errs, &ResourceError{Address: pr.Address, Err: fmt.Errorf("the plan holds an unknown kind of step %q", pr.Kind)})
-			continue
-		}
-		t, d, err := plan.DesiredResource(r.a.Registry, pr)
-		if err != nil {
-			errs = append(errs, &ResourceError{Address: pr.Address, Err: err})
-			continue
-		}
-		e.typ, e.desired = t, d
-		st, cur, err := r.read(ctx, e)
-		if err != nil {
-			errs = append(errs, &ResourceError{Address: pr.Address, Err: err})
-			continue
-		}
-		if e.planned != "" && cur.Fingerprint() == e.planned {
-			continue
-		}
-		step, err := r.plan(e, st)
-		if err != nil {
-			errs = append(errs, &ResourceError{Address: pr.Address, Err: err})
-			continue
-		}
-		switch {
-		case step.Kind == resources.NoOp && hasWork(pr.Kind):
-			r.logger.Debug("already in the planned state", "resource", pr.Address)
-			e.alreadyDone = true
-			continue
-		case step.Kind == resources.NoOp:
-			// Planned no-op and still nothing to do: what changed is state
-			// the recipe does not manage.
-			continue
-		case e.planned == "" && step.Kind == pr.Kind:
-			continue
-		}
-		sr := StaleResource{Address: pr.Address, Planned: pr.Kind, Now: step.Kind}
-		if pr.Current != nil {
-			sr.Differences = plan.CompareCurrent(pr.Current, cur)
-			if len(sr.Differences) == 0 {
-				sr.Differences = []plan.Difference{{Property: "fingerprint", Then: e.planned, Now: cur.Fingerprint()}}
-			}
-		}
-		stale = append(stale, sr)
 	}
 	ns, nerrs := r.preflightNotified(ctx)
 	stale, errs = append(stale, ns...), append(errs, nerrs...)
@@ -245,6 +206,81 @@ func (r *run) preflight(ctx context.Context) error {
 		return &StaleError{Resources: stale}
 	}
 	return nil
+}
+
+// PreflightParallelism is how many resources pre-flight checks at once.
+const PreflightParallelism = 10
+
+// preflightResult is one resource's pre-flight verdict.
+type preflightResult struct {
+	stale *StaleResource
+	err   error
+}
+
+// preflightOne checks one resource against the plan: its guards' verdict,
+// then its live state. It marks e already done when the host is in its
+// planned state, and returns a stale entry for any other difference.
+func (r *run) preflightOne(ctx context.Context, e *entry) preflightResult {
+	pr := e.pr
+	if len(pr.GuardSpecs) > 0 && (pr.Kind == resources.Skip || hasWork(pr.Kind)) {
+		// The guards again: a different verdict makes the plan stale.
+		sr, err := r.guardsStale(ctx, pr)
+		if err != nil {
+			return preflightResult{err: &ResourceError{Address: pr.Address, Err: err}}
+		}
+		if sr != nil {
+			return preflightResult{stale: sr}
+		}
+	}
+	if pr.Action == "nothing" && pr.Kind == resources.NoOp {
+		// Not read at plan time: nothing to compare. Its notified runs are
+		// checked by preflightNotified.
+		return preflightResult{}
+	}
+	switch pr.Kind {
+	case resources.Skip:
+		// Skipped by a guard at plan time, and still: not read.
+		return preflightResult{}
+	case resources.NoOp, resources.Create, resources.Update, resources.Delete, resources.Run:
+	default:
+		return preflightResult{err: &ResourceError{Address: pr.Address, Err: fmt.Errorf("the plan holds an unknown kind of step %q", pr.Kind)}}
+	}
+	t, d, err := plan.DesiredResource(r.a.Registry, pr)
+	if err != nil {
+		return preflightResult{err: &ResourceError{Address: pr.Address, Err: err}}
+	}
+	e.typ, e.desired = t, d
+	st, cur, err := r.read(ctx, e)
+	if err != nil {
+		return preflightResult{err: &ResourceError{Address: pr.Address, Err: err}}
+	}
+	if e.planned != "" && cur.Fingerprint() == e.planned {
+		return preflightResult{}
+	}
+	step, err := r.plan(e, st)
+	if err != nil {
+		return preflightResult{err: &ResourceError{Address: pr.Address, Err: err}}
+	}
+	switch {
+	case step.Kind == resources.NoOp && hasWork(pr.Kind):
+		r.logger.Debug("already in the planned state", "resource", pr.Address)
+		e.alreadyDone = true
+		return preflightResult{}
+	case step.Kind == resources.NoOp:
+		// Planned no-op and still nothing to do: what changed is state the
+		// recipe does not manage.
+		return preflightResult{}
+	case e.planned == "" && step.Kind == pr.Kind:
+		return preflightResult{}
+	}
+	sr := &StaleResource{Address: pr.Address, Planned: pr.Kind, Now: step.Kind}
+	if pr.Current != nil {
+		sr.Differences = plan.CompareCurrent(pr.Current, cur)
+		if len(sr.Differences) == 0 {
+			sr.Differences = []plan.Difference{{Property: "fingerprint", Then: e.planned, Now: cur.Fingerprint()}}
+		}
+	}
+	return preflightResult{stale: sr}
 }
 
 // read loads e's live state and its stored form.
