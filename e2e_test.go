@@ -364,18 +364,14 @@ func TestE2EPlanFromAnotherHostIsRefused(t *testing.T) {
 	}
 }
 
-func TestE2EBadInput(t *testing.T) {
-	cases := []struct {
-		name, src, want string
-	}{
-		{"syntax", "file \"/x\" {\n  content = \n}\n", "bad.hcl:2"},
-		{"unknown type", "fiel \"/x\" {}\n", "bad.hcl:1"},
-		{"unknown property", "file \"/x\" {\n  contents = \"a\"\n}\n", "bad.hcl:2"},
-		{"wrong type", "file \"/x\" {\n  content = [1, 2]\n}\n", "bad.hcl:2"},
-		{"missing attribute", "file \"/x\" {\n  content = node.nope.x\n}\n", "bad.hcl:2"},
-		{"duplicate", "file \"/x\" {}\nfile \"/x\" {}\n", "bad.hcl:2"},
-		{"bad mode", "file \"/x\" {\n  mode = \"999\"\n}\n", "bad.hcl:2"},
-	}
+// badInput is a recipe that plan and validate must both refuse, exit 1,
+// with a diagnostic at want (FILE:LINE) and no panic.
+type badInput struct {
+	name, src, want string
+}
+
+func testBadInput(t *testing.T, cases []badInput) {
+	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t)
@@ -391,6 +387,18 @@ func TestE2EBadInput(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestE2EBadInput(t *testing.T) {
+	testBadInput(t, []badInput{
+		{"syntax", "file \"/x\" {\n  content = \n}\n", "bad.hcl:2:"},
+		{"unknown type", "fiel \"/x\" {}\n", "bad.hcl:1:"},
+		{"unknown property", "file \"/x\" {\n  contents = \"a\"\n}\n", "bad.hcl:2:"},
+		{"wrong type", "file \"/x\" {\n  content = [1, 2]\n}\n", "bad.hcl:2:"},
+		{"missing attribute", "file \"/x\" {\n  content = node.nope.x\n}\n", "bad.hcl:2:"},
+		{"duplicate", "file \"/x\" {}\nfile \"/x\" {}\n", "bad.hcl:2:"},
+		{"bad mode", "file \"/x\" {\n  mode = \"999\"\n}\n", "bad.hcl:2:"},
+	})
 }
 
 func TestE2EFmtCheck(t *testing.T) {
