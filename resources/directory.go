@@ -38,24 +38,9 @@ func (t *directoryType) Schema() *Schema { return t.schema }
 // followed (Extra kind "symlink"); anything else that is not a directory is
 // reported with its kind and no values, and Plan refuses it.
 func (t *directoryType) Load(ctx context.Context, r *Resource) (*State, error) {
-	path := r.String("path")
-	if err := ctxErr(ctx, "reading "+path); err != nil {
-		return nil, err
-	}
-	si, absent, err := lstat(path)
-	if err != nil {
-		return nil, err
-	}
-	if absent {
-		return Absent(), nil
-	}
-	kind := fileKind(si.fi.Mode())
-	st := &State{Exists: true, Values: map[string]cty.Value{}, Extra: map[string]string{"kind": kind}}
-	if kind == "symlink" {
-		var ok bool
-		if _, si, ok, err = followLink(path, st); err != nil || !ok {
-			return st, err
-		}
+	st, _, si, found, err := loadPath(ctx, r.String("path"))
+	if err != nil || !found {
+		return st, err
 	}
 	if !si.fi.IsDir() {
 		return st, nil

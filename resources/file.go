@@ -50,25 +50,9 @@ func (t *fileType) Schema() *Schema { return t.schema }
 // than a regular file is reported with its kind and no values; Plan refuses
 // it.
 func (t *fileType) Load(ctx context.Context, r *Resource) (*State, error) {
-	path := r.String("path")
-	if err := ctxErr(ctx, "reading "+path); err != nil {
-		return nil, err
-	}
-	si, absent, err := lstat(path)
-	if err != nil {
-		return nil, err
-	}
-	if absent {
-		return Absent(), nil
-	}
-	kind := fileKind(si.fi.Mode())
-	st := &State{Exists: true, Values: map[string]cty.Value{}, Extra: map[string]string{"kind": kind}}
-	real := path
-	if kind == "symlink" {
-		var ok bool
-		if real, si, ok, err = followLink(path, st); err != nil || !ok {
-			return st, err
-		}
+	st, real, si, found, err := loadPath(ctx, r.String("path"))
+	if err != nil || !found {
+		return st, err
 	}
 	if !si.fi.Mode().IsRegular() {
 		return st, nil
@@ -90,6 +74,34 @@ func (t *fileType) Load(ctx context.Context, r *Resource) (*State, error) {
 		st.Extra["content_bytes"] = "not normalised UTF-8"
 	}
 	return st, nil
+}
+
+// loadPath is the start of Load for a path-named type: nothing there
+// (Absent), or a State with Extra "kind", following a symbolic link (Extra
+// records where it leads). found is true when something exists at the end
+// of the path, whose real path and stat are returned; the caller reads its
+// values into st.
+func loadPath(ctx context.Context, path string) (st *State, real string, si statInfo, found bool, err error) {
+	if err := ctxErr(ctx, "reading "+path); err != nil {
+		return nil, "", si, false, err
+	}
+	si, absent, err := lstat(path)
+	if err != nil {
+		return nil, "", si, false, err
+	}
+	if absent {
+		return Absent(), "", si, false, nil
+	}
+	kind := fileKind(si.fi.Mode())
+	st = &State{Exists: true, Values: map[string]cty.Value{}, Extra: map[string]string{"kind": kind}}
+	real = path
+	if kind == "symlink" {
+		var ok bool
+		if real, si, ok, err = followLink(path, st); err != nil || !ok {
+			return st, "", si, false, err
+		}
+	}
+	return st, real, si, true, nil
 }
 
 // followLink records what the symbolic link at path points to in st.Extra
