@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -31,29 +30,12 @@ func newGuardsEnv(t *testing.T, example string) *guardsEnv {
 
 func (g *guardsEnv) toque(args ...string) result {
 	g.t.Helper()
-	cmd := exec.Command(toqueBin, args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.Env = append(append(os.Environ(), "TOQUE_STATE_DIR="+g.state, "NO_COLOR=1"), g.extra...)
-	err := cmd.Run()
-	code := 0
-	if err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
-			g.t.Fatalf("running %v: %v", cmd.Args, err)
-		}
-		code = ee.ExitCode()
-	}
-	return result{code, out.String(), errb.String()}
+	return g.env.toque(g.extra, args...)
 }
 
 func (g *guardsEnv) mustToque(want int, args ...string) result {
 	g.t.Helper()
-	r := g.toque(args...)
-	if r.code != want {
-		g.t.Fatalf("toque %s: want exit %d, got %s", strings.Join(args, " "), want, r)
-	}
-	return r
+	return g.env.mustToque(want, g.extra, args...)
 }
 
 // plan plans the example into a plan file in the scratch dir.

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,29 +26,12 @@ func newWebEnv(t *testing.T) *webEnv {
 
 func (w *webEnv) toque(vars []string, args ...string) result {
 	w.t.Helper()
-	cmd := exec.Command(toqueBin, args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.Env = append(append(os.Environ(), "TOQUE_STATE_DIR="+w.state, "NO_COLOR=1", "WEB_CONFIG_ROOT="+w.root), vars...)
-	err := cmd.Run()
-	code := 0
-	if err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
-			w.t.Fatalf("running %v: %v", cmd.Args, err)
-		}
-		code = ee.ExitCode()
-	}
-	return result{code, out.String(), errb.String()}
+	return w.env.toque(append([]string{"WEB_CONFIG_ROOT=" + w.root}, vars...), args...)
 }
 
 func (w *webEnv) must(want int, vars []string, args ...string) result {
 	w.t.Helper()
-	r := w.toque(vars, args...)
-	if r.code != want {
-		w.t.Fatalf("toque %s: want exit %d, got %s", strings.Join(args, " "), want, r)
-	}
-	return r
+	return w.env.mustToque(want, append([]string{"WEB_CONFIG_ROOT=" + w.root}, vars...), args...)
 }
 
 // planApply plans the example with vars, checks the plan's exit status

@@ -109,6 +109,25 @@ func (e *env) runCmd(cmd *exec.Cmd) result {
 	return result{code, out.String(), errb.String()}
 }
 
+// toque runs toque with args as given (no -chdir) and extra environment
+// variables, which win over the harness's defaults.
+func (e *env) toque(extra []string, args ...string) result {
+	e.t.Helper()
+	cmd := exec.Command(toqueBin, args...)
+	cmd.Env = append(os.Environ(), extra...)
+	return e.runCmd(cmd)
+}
+
+// mustToque is toque, failing the test unless the exit status is want.
+func (e *env) mustToque(want int, extra []string, args ...string) result {
+	e.t.Helper()
+	r := e.toque(extra, args...)
+	if r.code != want {
+		e.t.Fatalf("toque %s: want exit %d, got %s", strings.Join(args, " "), want, r)
+	}
+	return r
+}
+
 func (e *env) must(want int, args ...string) result {
 	e.t.Helper()
 	r := e.run(args...)
