@@ -197,16 +197,10 @@ func ParsePolicy(dir, path string, b []byte, parser *hclparse.Parser) (*Policy, 
 	for _, c := range raw.Cookbooks {
 		spec, d := decodeCookbook(c)
 		diags = append(diags, d...)
-		if first, dup := seen["cookbook "+c.Name]; dup {
-			diags = diags.Append(&hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Duplicate cookbook block",
-				Detail:   fmt.Sprintf("The cookbook %q is already declared at %s:%d. Declare each cookbook once.", c.Name, first.Filename, first.Start.Line),
-				Subject:  c.DefRange.Ptr(),
-			})
+		if dup := declaredTwice(seen, "cookbook", c.Name, c.DefRange, "Declare each cookbook once."); dup != nil {
+			diags = diags.Append(dup)
 			continue
 		}
-		seen["cookbook "+c.Name] = c.DefRange
 		if spec != nil {
 			p.Cookbooks = append(p.Cookbooks, spec)
 		}
@@ -214,16 +208,10 @@ func ParsePolicy(dir, path string, b []byte, parser *hclparse.Parser) (*Policy, 
 	for _, inc := range raw.Includes {
 		spec, d := decodeInclude(inc)
 		diags = append(diags, d...)
-		if first, dup := seen["include "+inc.Name]; dup {
-			diags = diags.Append(&hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Duplicate include_policy block",
-				Detail:   fmt.Sprintf("The include %q is already declared at %s:%d. Give each include_policy block its own name.", inc.Name, first.Filename, first.Start.Line),
-				Subject:  inc.DefRange.Ptr(),
-			})
+		if dup := declaredTwice(seen, "include_policy", inc.Name, inc.DefRange, "Give each include_policy block its own name."); dup != nil {
+			diags = diags.Append(dup)
 			continue
 		}
-		seen["include "+inc.Name] = inc.DefRange
 		if spec != nil {
 			p.Includes = append(p.Includes, spec)
 		}
@@ -671,4 +659,21 @@ func checkURL(u string, rng hcl.Range) hcl.Diagnostics {
 		Detail:   fmt.Sprintf("%q is not an http or https URL.", redactURL(u)),
 		Subject:  rng.Ptr(),
 	}}
+}
+
+// declaredTwice records the block KIND "NAME" at rng in seen, and returns
+// the error for a second block of the same kind and name, naming the first.
+func declaredTwice(seen map[string]hcl.Range, kind, name string, rng hcl.Range, advice string) *hcl.Diagnostic {
+	key := kind + " " + name
+	first, dup := seen[key]
+	if !dup {
+		seen[key] = rng
+		return nil
+	}
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Duplicate " + kind + " block",
+		Detail:   fmt.Sprintf("The %s %q is already declared at %s:%d. %s", kind, name, first.Filename, first.Start.Line, advice),
+		Subject:  rng.Ptr(),
+	}
 }
