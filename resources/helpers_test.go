@@ -10,11 +10,28 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
 )
 
-// newRes builds a resource the way the config loader would: Go values are
-// converted to cty, then each set property is normalised and validated.
+// newRes builds a resource the way the config loader would (buildRes);
+// its name is the name property's value.
 func newRes(t *testing.T, typ Type, action string, vals map[string]any) *Resource {
+	t.Helper()
+	return buildRes(t, typ, "", action, vals)
+}
+
+// runRes builds a resource labelled name (the name property defaults to
+// it) with the type's default action.
+func runRes(t *testing.T, typ Type, name string, vals map[string]any) *Resource {
+	t.Helper()
+	return buildRes(t, typ, name, "", vals)
+}
+
+// buildRes builds a resource the way the config loader would: Go values
+// become cty values, converted to each property's type, then normalised and
+// validated. With a label, the name property defaults to it; without one,
+// the name is the name property's value.
+func buildRes(t *testing.T, typ Type, label, action string, vals map[string]any) *Resource {
 	t.Helper()
 	s := typ.Schema()
 	out := map[string]cty.Value{}
@@ -23,20 +40,12 @@ func newRes(t *testing.T, typ Type, action string, vals map[string]any) *Resourc
 		if p == nil {
 			t.Fatalf("type %s has no property %q", s.Name, k)
 		}
-		var cv cty.Value
-		switch x := v.(type) {
-		case cty.Value:
-			cv = x
-		case string:
-			cv = cty.StringVal(x)
-		case int:
-			cv = cty.NumberIntVal(int64(x))
-		case float64:
-			cv = cty.NumberFloatVal(x)
-		case bool:
-			cv = cty.BoolVal(x)
-		default:
-			t.Fatalf("newRes: unsupported value %T", v)
+		cv := toCty(t, v)
+		if p.Type != cty.DynamicPseudoType {
+			var err error
+			if cv, err = convert.Convert(cv, p.Type); err != nil {
+				t.Fatalf("converting %s: %v", k, err)
+			}
 		}
 		if p.Normalize != nil {
 			n, err := p.Normalize(cv)
@@ -52,13 +61,52 @@ func newRes(t *testing.T, typ Type, action string, vals map[string]any) *Resourc
 		}
 		out[k] = cv
 	}
-	name := ""
+	name := label
 	if np := s.NameProperty(); np != nil {
-		if v, ok := out[np.Name]; ok {
+		if v, ok := out[np.Name]; ok && label == "" {
 			name = v.AsString()
+		} else if !ok && label != "" {
+			out[np.Name] = cty.StringVal(label)
 		}
 	}
 	return NewResource(s, name, action, out)
+}
+
+// toCty turns a test's Go value into a cty value.
+func toCty(t *testing.T, v any) cty.Value {
+	t.Helper()
+	switch x := v.(type) {
+	case cty.Value:
+		return x
+	case string:
+		return cty.StringVal(x)
+	case int:
+		return cty.NumberIntVal(int64(x))
+	case float64:
+		return cty.NumberFloatVal(x)
+	case bool:
+		return cty.BoolVal(x)
+	case []string:
+		vs := make([]cty.Value, len(x))
+		for i, s := range x {
+			vs[i] = cty.StringVal(s)
+		}
+		return cty.TupleVal(vs)
+	case []int:
+		vs := make([]cty.Value, len(x))
+		for i, n := range x {
+			vs[i] = cty.NumberIntVal(int64(n))
+		}
+		return cty.TupleVal(vs)
+	case map[string]string:
+		m := map[string]cty.Value{}
+		for k, s := range x {
+			m[k] = cty.StringVal(s)
+		}
+		return cty.ObjectVal(m)
+	}
+	t.Fatalf("toCty: unsupported value %T", v)
+	return cty.NilVal
 }
 
 // testEnv is an Env with a state directory in a temp dir.
