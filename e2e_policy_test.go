@@ -7,47 +7,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toquehq/toque/internal/testutil"
 )
 
-// isolatedGit points git (ours and toque's) at a temporary HOME with no
-// system or global config and a fixed identity and dates.
+// isolatedGit isolates git (ours and toque's) and gives toque a cache of
+// its own.
 func isolatedGit(t *testing.T) {
 	t.Helper()
-	home := t.TempDir()
-	for k, v := range map[string]string{
-		"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, ".config"),
-		"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
-		"GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.com",
-		"GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.com",
-		"GIT_AUTHOR_DATE": "2024-01-02T03:04:05Z", "GIT_COMMITTER_DATE": "2024-01-02T03:04:05Z",
-		"TOQUE_CACHE_DIR": filepath.Join(home, "cache"),
-	} {
-		t.Setenv(k, v)
-	}
-}
-
-func gitIn(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-func writeAll(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for p, c := range files {
-		full := filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	home := testutil.IsolateGit(t)
+	t.Setenv("TOQUE_CACHE_DIR", filepath.Join(home, "cache"))
 }
 
 func TestE2EPolicyIncludeFromGit(t *testing.T) {
@@ -55,11 +24,11 @@ func TestE2EPolicyIncludeFromGit(t *testing.T) {
 	e := newEnv(t)
 	base := t.TempDir()
 	bare, work := filepath.Join(base, "policies.git"), filepath.Join(base, "work")
-	gitIn(t, base, "init", "--quiet", "--bare", "-b", "main", bare)
-	gitIn(t, base, "init", "--quiet", "-b", "main", work)
+	testutil.Git(t, base, "init", "--quiet", "--bare", "-b", "main", bare)
+	testutil.Git(t, base, "init", "--quiet", "-b", "main", work)
 
 	// The core team's base policy, locked and pushed.
-	writeAll(t, work, map[string]string{
+	testutil.WriteFiles(t, work, map[string]string{
 		"base/policy.hcl": `name = "base"
 run_list = ["base"]
 cookbook "base" {
@@ -82,13 +51,13 @@ default_attributes = { base = { motd = "managed by toque" } }
 	if r.code != 0 {
 		t.Fatalf("base install: %s", r)
 	}
-	gitIn(t, work, "add", "-A")
-	gitIn(t, work, "commit", "--quiet", "-m", "base")
-	gitIn(t, work, "push", "--quiet", bare, "main")
-	commit := gitIn(t, work, "rev-parse", "HEAD")
+	testutil.Git(t, work, "add", "-A")
+	testutil.Git(t, work, "commit", "--quiet", "-m", "base")
+	testutil.Git(t, work, "push", "--quiet", bare, "main")
+	commit := testutil.Git(t, work, "rev-parse", "HEAD")
 
 	// The app team's policy includes it from git.
-	writeAll(t, e.dir, map[string]string{
+	testutil.WriteFiles(t, e.dir, map[string]string{
 		"policy.hcl": `name = "app"
 run_list = ["app::default"]
 cookbook "app" {
@@ -166,7 +135,7 @@ include_policy "base" {
 	e.must(0, "plan", "-detailed-exitcode")
 
 	// A local cookbook changed since install: plan refuses the stale lock.
-	writeAll(t, e.dir, map[string]string{"cookbooks/app/recipes/extra.hcl": "# new\n"})
+	testutil.WriteFiles(t, e.dir, map[string]string{"cookbooks/app/recipes/extra.hcl": "# new\n"})
 	r = e.must(1, "plan")
 	if !strings.Contains(r.stderr, "The policy lock is stale") || !strings.Contains(r.stderr, `the cookbook "app" (cookbooks/app) changed`) || !strings.Contains(r.stderr, "toque install") {
 		t.Fatalf("stale plan: %s", r)

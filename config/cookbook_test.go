@@ -10,20 +10,8 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/internal/host"
+	"github.com/toquehq/toque/internal/testutil"
 )
-
-func writeTree(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for p, c := range files {
-		full := filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 func TestParseRunListItem(t *testing.T) {
 	for _, tc := range []struct{ in, want, err string }{
@@ -54,9 +42,9 @@ func TestParseRunListItem(t *testing.T) {
 func TestCookbookIdentifier(t *testing.T) {
 	files := map[string]string{"metadata.hcl": "name = \"c\"\nversion = \"1.0.0\"\n", "recipes/default.hcl": "", "templates/a.tpl": "x"}
 	a, b := t.TempDir(), t.TempDir()
-	writeTree(t, a, files)
-	writeTree(t, b, files)
-	writeTree(t, b, map[string]string{".git/HEAD": "ignored", ".swp": "ignored"})
+	testutil.WriteFiles(t, a, files)
+	testutil.WriteFiles(t, b, files)
+	testutil.WriteFiles(t, b, map[string]string{".git/HEAD": "ignored", ".swp": "ignored"})
 	ida, err := CookbookIdentifier(a)
 	if err != nil {
 		t.Fatal(err)
@@ -65,12 +53,12 @@ func TestCookbookIdentifier(t *testing.T) {
 	if ida != idb || len(ida) != 64 {
 		t.Fatalf("same content, identifiers %s %s", ida, idb)
 	}
-	writeTree(t, b, map[string]string{"templates/a.tpl": "y"})
+	testutil.WriteFiles(t, b, map[string]string{"templates/a.tpl": "y"})
 	if idc, _ := CookbookIdentifier(b); idc == ida {
 		t.Fatal("changed content, same identifier")
 	}
 	os.Rename(filepath.Join(b, "templates/a.tpl"), filepath.Join(b, "templates/b.tpl"))
-	writeTree(t, b, map[string]string{"templates/b.tpl": "x"})
+	testutil.WriteFiles(t, b, map[string]string{"templates/b.tpl": "x"})
 	if idd, _ := CookbookIdentifier(b); idd == ida {
 		t.Fatal("renamed file, same identifier")
 	}
@@ -92,7 +80,7 @@ func TestReadCookbook(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			writeTree(t, dir, map[string]string{"metadata.hcl": tc.md})
+			testutil.WriteFiles(t, dir, map[string]string{"metadata.hcl": tc.md})
 			cb, diags := ReadCookbook(dir, nil)
 			if tc.want == "" {
 				if diags.HasErrors() || cb.Name != "web" || cb.Version != "1.2.3" {
@@ -109,7 +97,7 @@ func TestReadCookbook(t *testing.T) {
 
 func TestLoadPolicyPrecedenceAndProvenance(t *testing.T) {
 	dir := t.TempDir()
-	writeTree(t, dir, map[string]string{
+	testutil.WriteFiles(t, dir, map[string]string{
 		"a/metadata.hcl":           "name = \"a\"\nversion = \"1.0.0\"\n",
 		"a/attributes/default.hcl": "default \"x\" {\n  d1 = \"cookbook default\"\n  d2 = \"cookbook default\"\n  o1 = \"cookbook default\"\n}\noverride \"x\" {\n  o1 = \"cookbook override\"\n  o2 = \"cookbook override\"\n}\n",
 		"a/recipes/default.hcl":    "file \"/a\" {\n  content = templatefile(\"templates/t.tpl\", { v = node.x.d2 })\n}\n",

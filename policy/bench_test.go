@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toquehq/toque/internal/testutil"
 )
 
 // benchPolicy lays out a policy with 20 git includes (one cookbook each,
@@ -13,7 +15,7 @@ import (
 // It installs once, so the cache is warm.
 func benchPolicy(b *testing.B) (*Workspace, string) {
 	b.Helper()
-	isolateGit(b)
+	testutil.IsolateGit(b)
 	r := newRepo(b)
 	cache := filepath.Join(b.TempDir(), "cache")
 	for i := 0; i < 20; i++ {
@@ -33,7 +35,7 @@ func benchPolicy(b *testing.B) (*Workspace, string) {
 	src.WriteString("]\n")
 	for i := 0; i < 30; i++ {
 		cb := fmt.Sprintf("own%02d", i)
-		writeFiles(b, dir, cookbookFiles("cookbooks/"+cb, cb, "1.0.0", ""))
+		testutil.WriteFiles(b, dir, cookbookFiles("cookbooks/"+cb, cb, "1.0.0", ""))
 		writeFile(b, filepath.Join(dir, "cookbooks", cb, "templates", "big.tpl"), strings.Repeat("line\n", 200))
 		fmt.Fprintf(&src, "cookbook %q {\n  path = \"cookbooks/%s\"\n}\n", cb, cb)
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toquehq/toque/internal/testutil"
 )
 
 // publishBase writes (or rewrites) the base policy in r's work tree with
@@ -24,7 +26,7 @@ func gitParent(t *testing.T, dir, source string) {
 }
 
 func TestGitInclude(t *testing.T) {
-	isolateGit(t)
+	testutil.IsolateGit(t)
 	r := newRepo(t)
 	cache := filepath.Join(t.TempDir(), "cache")
 	c1, rev1 := publishBase(t, r, cache, "0.1.0")
@@ -167,7 +169,7 @@ func TestGitInclude(t *testing.T) {
 }
 
 func TestGitCookbook(t *testing.T) {
-	isolateGit(t)
+	testutil.IsolateGit(t)
 	r := newRepo(t)
 	c1 := r.commit(cookbookFiles("cb/web", "web", "1.0.0", ""), "web 1.0.0")
 	r.commit(cookbookFiles("cb/web", "web", "1.1.0", ""), "web 1.1.0")

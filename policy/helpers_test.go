@@ -3,48 +3,15 @@ package policy
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/toquehq/toque/internal/testutil"
 )
-
-// isolateGit gives git a temporary HOME, no system or global config, a
-// fixed identity and fixed dates, for this test and the processes it
-// starts.
-func isolateGit(t testing.TB) {
-	t.Helper()
-	home := t.TempDir()
-	for k, v := range map[string]string{
-		"HOME":                home,
-		"XDG_CONFIG_HOME":     filepath.Join(home, ".config"),
-		"GIT_CONFIG_NOSYSTEM": "1",
-		"GIT_CONFIG_GLOBAL":   "/dev/null",
-		"GIT_AUTHOR_NAME":     "Test Author",
-		"GIT_AUTHOR_EMAIL":    "author@example.com",
-		"GIT_COMMITTER_NAME":  "Test Committer",
-		"GIT_COMMITTER_EMAIL": "committer@example.com",
-		"GIT_AUTHOR_DATE":     "2024-01-02T03:04:05Z",
-		"GIT_COMMITTER_DATE":  "2024-01-02T03:04:05Z",
-		"GIT_TERMINAL_PROMPT": "0",
-	} {
-		t.Setenv(k, v)
-	}
-}
-
-func gitCmd(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
 
 // repo is a working clone pushing to a bare repository served over file://.
 type repo struct {
@@ -59,8 +26,8 @@ func newRepo(t testing.TB) *repo {
 	base := t.TempDir()
 	r := &repo{t: t, work: filepath.Join(base, "work"), bare: filepath.Join(base, "origin.git")}
 	r.URL = "file://" + r.bare
-	gitCmd(t, base, "init", "--quiet", "--bare", "-b", "main", r.bare)
-	gitCmd(t, base, "init", "--quiet", "-b", "main", r.work)
+	testutil.Git(t, base, "init", "--quiet", "--bare", "-b", "main", r.bare)
+	testutil.Git(t, base, "init", "--quiet", "-b", "main", r.work)
 	return r
 }
 
@@ -76,17 +43,17 @@ func (r *repo) commit(files map[string]string, msg string) string {
 		}
 		writeFile(r.t, full, c)
 	}
-	gitCmd(r.t, r.work, "add", "-A")
-	gitCmd(r.t, r.work, "commit", "--quiet", "--allow-empty", "-m", msg)
-	branch := gitCmd(r.t, r.work, "rev-parse", "--abbrev-ref", "HEAD")
-	gitCmd(r.t, r.work, "push", "--quiet", "--tags", r.bare, branch)
-	return gitCmd(r.t, r.work, "rev-parse", "HEAD")
+	testutil.Git(r.t, r.work, "add", "-A")
+	testutil.Git(r.t, r.work, "commit", "--quiet", "--allow-empty", "-m", msg)
+	branch := testutil.Git(r.t, r.work, "rev-parse", "--abbrev-ref", "HEAD")
+	testutil.Git(r.t, r.work, "push", "--quiet", "--tags", r.bare, branch)
+	return testutil.Git(r.t, r.work, "rev-parse", "HEAD")
 }
 
 func (r *repo) tag(name string) {
 	r.t.Helper()
-	gitCmd(r.t, r.work, "tag", "-a", "-m", name, name)
-	gitCmd(r.t, r.work, "push", "--quiet", r.bare, "refs/tags/"+name)
+	testutil.Git(r.t, r.work, "tag", "-a", "-m", name, name)
+	testutil.Git(r.t, r.work, "push", "--quiet", r.bare, "refs/tags/"+name)
 }
 
 func writeFile(t testing.TB, p, content string) {
@@ -96,13 +63,6 @@ func writeFile(t testing.TB, p, content string) {
 	}
 	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func writeFiles(t testing.TB, dir string, files map[string]string) {
-	t.Helper()
-	for p, c := range files {
-		writeFile(t, filepath.Join(dir, p), c)
 	}
 }
 
@@ -179,5 +139,5 @@ func basePolicy(t testing.TB, dir, name, cb, version, extra string) {
 	t.Helper()
 	files := cookbookFiles("cookbooks/"+cb, cb, version, "")
 	files["policy.hcl"] = "name = \"" + name + "\"\nrun_list = [\"" + cb + "\"]\ncookbook \"" + cb + "\" {\n  path = \"cookbooks/" + cb + "\"\n}\n" + extra
-	writeFiles(t, dir, files)
+	testutil.WriteFiles(t, dir, files)
 }

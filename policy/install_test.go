@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/toquehq/toque/internal/testutil"
 )
 
 // assertDiags checks the error summaries, in order, and that each detail
@@ -122,7 +124,7 @@ func includeSetup(t *testing.T, aExtra, bExtra, parentExtra string) *Workspace {
 // sharedCookbook adds cookbook "shared" at version to a policy's text.
 func sharedCookbook(t *testing.T, root, dir, version string) string {
 	t.Helper()
-	writeFiles(t, filepath.Join(root, dir), cookbookFiles("cookbooks/shared", "shared", version, ""))
+	testutil.WriteFiles(t, filepath.Join(root, dir), cookbookFiles("cookbooks/shared", "shared", version, ""))
 	return "cookbook \"shared\" {\n  path = \"cookbooks/shared\"\n}\n"
 }
 
