@@ -296,13 +296,6 @@ func (p *Planner) PlanInstancesInScope(ctx context.Context, insts []*config.Inst
 		res   *Resource
 		diags hcl.Diagnostics
 	}
-	// Schema.Property builds its index on first use, which is not safe
-	// to do from several goroutines: build every index here first.
-	for _, inst := range insts {
-		if inst != nil && inst.Resource != nil && inst.Resource.Schema() != nil {
-			inst.Resource.Schema().Property("")
-		}
-	}
 	results := make([]outcome, len(insts))
 	sem := make(chan struct{}, par)
 	var wg sync.WaitGroup
