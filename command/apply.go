@@ -95,6 +95,7 @@ func (c *ApplyCommand) Run(args []string) int {
 	}
 
 	var p *plan.Plan
+	var digest string // the file's verified checksum, or computed for a fresh plan
 	switch fs.NArg() {
 	case 0:
 		if a.parallelism < 1 {
@@ -114,14 +115,16 @@ func (c *ApplyCommand) Run(args []string) int {
 			}
 		}
 		var err error
-		p, err = c.readVerifiedPlan(c.path(fs.Arg(0)))
+		p, digest, err = c.readVerifiedPlan(c.path(fs.Arg(0)))
 		if err != nil {
 			return c.fail(ev, apply.ErrorKindPlanRefused, ExitError, err)
 		}
 	default:
 		return c.fail(ev, apply.ErrorKindUsage, ExitError, fmt.Errorf("apply takes at most one argument, the plan file (got %q)", strings.Join(fs.Args(), " ")))
 	}
-	digest := p.Digest()
+	if digest == "" {
+		digest = p.Digest()
+	}
 	if wantDigest != "" && digest != wantDigest {
 		return c.fail(ev, apply.ErrorKindDigestMismatch, ExitError, fmt.Errorf(
 			"the plan's digest is %s, but -expect-digest wants %s: this is not the plan that was reviewed, so nothing was applied. Apply the reviewed plan file, or review this one", digest, wantDigest))
@@ -177,23 +180,24 @@ func (c *ApplyCommand) Run(args []string) int {
 	return ExitError
 }
 
-// readVerifiedPlan reads a plan file and checks that it may be applied here.
-func (b *Base) readVerifiedPlan(path string) (*plan.Plan, error) {
-	p, err := plan.Read(path)
+// readVerifiedPlan reads a plan file and checks that it may be applied
+// here. It returns the plan and its digest.
+func (b *Base) readVerifiedPlan(path string) (*plan.Plan, string, error) {
+	p, digest, err := plan.ReadWithDigest(path)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := plan.Applicable(p); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	facts, err := host.Detect(b.ReadCtx)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the host's identity: %w", err)
+		return nil, "", fmt.Errorf("cannot read the host's identity: %w", err)
 	}
 	if err := plan.VerifyHost(p, facts.Identity); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return p, nil
+	return p, digest, nil
 }
 
 // planAndConfirm plans, shows the plan and asks for "yes". It returns the

@@ -56,7 +56,7 @@ func (c *ShowCommand) Run(args []string) int {
 		c.errorf("show needs exactly one argument, the plan file: toque show PLANFILE")
 		return ExitError
 	}
-	p, err := plan.Read(c.path(fs.Arg(0)))
+	p, digest, err := plan.ReadWithDigest(c.path(fs.Arg(0)))
 	if err != nil {
 		c.errorf("%s", err)
 		return ExitError
@@ -71,11 +71,11 @@ func (c *ShowCommand) Run(args []string) int {
 		return ExitOK
 	}
 	if md.markdown {
-		if !c.writeMarkdown(p, md, fs.Arg(0), "") {
+		if !c.writeMarkdown(p, md, fs.Arg(0), digest) {
 			return ExitError
 		}
 		return ExitOK
 	}
-	plan.RenderText(c.Streams.Stdout, p, plan.RenderOptions{Color: col.enabled(c.Streams.Stdout)})
+	plan.RenderText(c.Streams.Stdout, p, plan.RenderOptions{Color: col.enabled(c.Streams.Stdout), Digest: digest})
 	return ExitOK
 }

@@ -232,14 +232,24 @@ func WriteEncoded(path string, enc *Encoded) error {
 // ErrChecksum, fs errors such as fs.ErrNotExist) and errors.As
 // (*VersionError). It never panics, whatever the file holds.
 func Read(path string) (*Plan, error) {
+	p, _, err := ReadWithDigest(path)
+	return p, err
+}
+
+// ReadWithDigest is Read that also returns the plan's digest: the checksum
+// it verified over the file's own bytes, which is what Digest would compute
+// again by encoding the whole plan.
+func ReadWithDigest(path string) (*Plan, string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read plan: %w", err)
+		return nil, "", fmt.Errorf("read plan: %w", err)
 	}
 	return decode(path, data)
 }
 
-func decode(path string, data []byte) (*Plan, error) {
+// decode verifies and decodes a plan file's bytes, returning the plan and
+// the checksum it verified (the plan's digest).
+func decode(path string, data []byte) (*Plan, string, error) {
 	var env struct {
 		Version  json.RawMessage `json:"toque_plan"`
 		Checksum *string         `json:"checksum"`
@@ -247,39 +257,39 @@ func decode(path string, data []byte) (*Plan, error) {
 	}
 	if err := json.Unmarshal(data, &env); err != nil {
 		if looksLikePlan(data) {
-			return nil, fmt.Errorf("%w: %s is damaged or truncated (%v)", ErrChecksum, path, err)
+			return nil, "", fmt.Errorf("%w: %s is damaged or truncated (%v)", ErrChecksum, path, err)
 		}
-		return nil, fmt.Errorf("%w: %s is not a JSON document of the plan format (%v)", ErrNotPlan, path, err)
+		return nil, "", fmt.Errorf("%w: %s is not a JSON document of the plan format (%v)", ErrNotPlan, path, err)
 	}
 	if len(env.Version) == 0 {
-		return nil, fmt.Errorf("%w: %s has no %q member", ErrNotPlan, path, envelopeKey)
+		return nil, "", fmt.Errorf("%w: %s has no %q member", ErrNotPlan, path, envelopeKey)
 	}
 	var version int
 	if err := json.Unmarshal(env.Version, &version); err != nil {
-		return nil, fmt.Errorf("%w: %s has a %q member that is not a format version: %s", ErrNotPlan, path, envelopeKey, truncate(string(env.Version), 40))
+		return nil, "", fmt.Errorf("%w: %s has a %q member that is not a format version: %s", ErrNotPlan, path, envelopeKey, truncate(string(env.Version), 40))
 	}
 	if version != FormatVersion {
-		return nil, &VersionError{Path: path, Got: version, Want: FormatVersion}
+		return nil, "", &VersionError{Path: path, Got: version, Want: FormatVersion}
 	}
 	if env.Checksum == nil || len(env.Plan) == 0 {
-		return nil, fmt.Errorf("%w: %s has no checksum or no plan", ErrChecksum, path)
+		return nil, "", fmt.Errorf("%w: %s has no checksum or no plan", ErrChecksum, path)
 	}
 	if got := digestOf(env.Plan); got != *env.Checksum {
-		return nil, fmt.Errorf("%w: %s was edited or damaged after it was written (checksum %s, content %s)", ErrChecksum, path, truncate(*env.Checksum, 80), got)
+		return nil, "", fmt.Errorf("%w: %s was edited or damaged after it was written (checksum %s, content %s)", ErrChecksum, path, truncate(*env.Checksum, 80), got)
 	}
 	var p Plan
 	if err := json.Unmarshal(env.Plan, &p); err != nil {
-		return nil, fmt.Errorf("%w: %s holds a plan this build cannot decode: %v", ErrNotPlan, path, err)
+		return nil, "", fmt.Errorf("%w: %s holds a plan this build cannot decode: %v", ErrNotPlan, path, err)
 	}
 	if p.FormatVersion != version {
-		return nil, &VersionError{Path: path, Got: p.FormatVersion, Want: FormatVersion}
+		return nil, "", &VersionError{Path: path, Got: p.FormatVersion, Want: FormatVersion}
 	}
 	for i, r := range p.Resources {
 		if r == nil {
-			return nil, fmt.Errorf("%w: %s: resource %d is null", ErrNotPlan, path, i)
+			return nil, "", fmt.Errorf("%w: %s: resource %d is null", ErrNotPlan, path, i)
 		}
 	}
-	return &p, nil
+	return &p, *env.Checksum, nil
 }
 
 // looksLikePlan reports whether data starts like a plan file's envelope.

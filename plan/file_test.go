@@ -301,3 +301,21 @@ func FuzzReadPlanMember(f *testing.F) {
 		}
 	})
 }
+
+// The digest ReadWithDigest returns (the verified checksum) must be the one
+// Digest computes: apply and show use it instead of encoding the plan again.
+func TestReadWithDigestIsDigest(t *testing.T) {
+	pl := &Plan{FormatVersion: FormatVersion, Host: Host{Hostname: "h"}, Salt: "s",
+		Resources: []*Resource{{Address: "file[/x]", Type: "file", Name: "/x", Kind: "create"}}}
+	path := filepath.Join(t.TempDir(), "plan.out")
+	if err := Write(path, pl); err != nil {
+		t.Fatal(err)
+	}
+	got, digest, err := ReadWithDigest(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if digest != pl.Digest() || digest != got.Digest() {
+		t.Errorf("ReadWithDigest gave %s; Digest gives %s before and %s after", digest, pl.Digest(), got.Digest())
+	}
+}
