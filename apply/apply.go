@@ -58,6 +58,9 @@ type run struct {
 	now     func() time.Time
 	heart   time.Duration
 	entries []*entry
+	// lc evaluates every resource action (guards, Load, Plan), as the
+	// planner did.
+	lc *plan.Lifecycle
 }
 
 // entry is one plan resource being applied.
@@ -104,6 +107,7 @@ func (a *Applier) Apply(ctx context.Context, p *plan.Plan) (*Report, error) {
 		r.logger = hclog.NewNullLogger()
 	}
 	r.logger = r.logger.Named("apply")
+	r.lc = &plan.Lifecycle{Registry: a.Registry, Logger: r.logger}
 	if r.now == nil {
 		r.now = time.Now
 	}
@@ -129,18 +133,10 @@ func (a *Applier) Apply(ctx context.Context, p *plan.Plan) (*Report, error) {
 	return r.converge(ctx, started)
 }
 
-func hasWork(k resources.Kind) bool {
-	switch k {
-	case resources.Create, resources.Update, resources.Delete, resources.Run:
-		return true
-	}
-	return false
-}
-
 func countWork(p *plan.Plan) int {
 	n := 0
 	for _, r := range p.Resources {
-		if hasWork(r.Kind) {
+		if r.Kind.IsWork() {
 			n++
 		}
 	}
@@ -222,47 +218,50 @@ type preflightResult struct {
 // planned state, and returns a stale entry for any other difference.
 func (r *run) preflightOne(ctx context.Context, e *entry) preflightResult {
 	pr := e.pr
-	if len(pr.GuardSpecs) > 0 && (pr.Kind == resources.Skip || hasWork(pr.Kind)) {
-		// The guards again: a different verdict makes the plan stale.
-		sr, err := r.guardsStale(ctx, pr)
-		if err != nil {
-			return preflightResult{err: &ResourceError{Address: pr.Address, Err: err}}
-		}
-		if sr != nil {
-			return preflightResult{stale: sr}
-		}
+	switch pr.Kind {
+	case resources.Skip, resources.NoOp, resources.Create, resources.Update, resources.Delete, resources.Run:
+	default:
+		return preflightResult{err: &ResourceError{Address: pr.Address, Err: fmt.Errorf("the plan holds an unknown kind of step %q", pr.Kind)}}
 	}
 	if pr.Action == "nothing" && pr.Kind == resources.NoOp {
 		// Not read at plan time: nothing to compare. Its notified runs are
 		// checked by preflightNotified.
 		return preflightResult{}
 	}
-	switch pr.Kind {
-	case resources.Skip:
-		// Skipped by a guard at plan time, and still: not read.
+	// The guards again when they decided something: a different verdict
+	// makes the plan stale.
+	checkGuards := len(pr.GuardSpecs) > 0 && (pr.Kind == resources.Skip || pr.Kind.IsWork())
+	if pr.Kind == resources.Skip && !checkGuards {
 		return preflightResult{}
-	case resources.NoOp, resources.Create, resources.Update, resources.Delete, resources.Run:
-	default:
-		return preflightResult{err: &ResourceError{Address: pr.Address, Err: fmt.Errorf("the plan holds an unknown kind of step %q", pr.Kind)}}
 	}
 	t, d, err := plan.DesiredResource(r.a.Registry, pr)
 	if err != nil {
 		return preflightResult{err: &ResourceError{Address: pr.Address, Err: err}}
 	}
 	e.typ, e.desired = t, d
-	st, cur, err := r.read(ctx, e)
+	var guards []*guard.Spec
+	if checkGuards {
+		guards = pr.GuardSpecs
+	}
+	rd, err := r.lc.Evaluate(ctx, r.subject(e, guards))
+	if checkGuards && !guardsFailed(err) {
+		if sr := guardsStale(pr, pr.Guards, rd); sr != nil {
+			return preflightResult{stale: sr}
+		}
+	}
 	if err != nil {
 		return preflightResult{err: &ResourceError{Address: pr.Address, Err: err}}
 	}
-	if e.planned != "" && cur.Fingerprint() == e.planned {
+	if rd.Skip {
+		// Skipped by a guard at plan time, and still: not read.
 		return preflightResult{}
 	}
-	step, err := r.plan(e, st)
-	if err != nil {
-		return preflightResult{err: &ResourceError{Address: pr.Address, Err: err}}
+	if e.planned != "" && rd.Fingerprint() == e.planned {
+		return preflightResult{}
 	}
+	step := rd.Step
 	switch {
-	case step.Kind == resources.NoOp && hasWork(pr.Kind):
+	case step.Kind == resources.NoOp && pr.Kind.IsWork():
 		r.logger.Debug("already in the planned state", "resource", pr.Address)
 		e.alreadyDone = true
 		return preflightResult{}
@@ -275,50 +274,32 @@ func (r *run) preflightOne(ctx context.Context, e *entry) preflightResult {
 	}
 	sr := &StaleResource{Address: pr.Address, Planned: pr.Kind, Now: step.Kind}
 	if pr.Current != nil {
-		sr.Differences = plan.CompareCurrent(pr.Current, cur)
+		sr.Differences = plan.CompareCurrent(pr.Current, rd.Current)
 		if len(sr.Differences) == 0 {
-			sr.Differences = []plan.Difference{{Property: "fingerprint", Then: e.planned, Now: cur.Fingerprint()}}
+			sr.Differences = []plan.Difference{{Property: "fingerprint", Then: e.planned, Now: rd.Fingerprint()}}
 		}
 	}
 	return preflightResult{stale: sr}
 }
 
-// read loads e's live state and its stored form.
-func (r *run) read(ctx context.Context, e *entry) (*resources.State, *plan.Current, error) {
-	var st *resources.State
-	err := r.protect(e, "Load", func() error {
-		var err error
-		st, err = e.typ.Load(ctx, e.desired.LoadView())
-		return err
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("read the live state: %w", err)
+// subject is the lifecycle subject of e, with guards (nil: not guarded).
+func (r *run) subject(e *entry, guards []*guard.Spec) *plan.Subject {
+	return &plan.Subject{
+		Address: e.pr.Address, Type: e.typ, Desired: e.desired, Guards: guards,
+		Sensitive: e.pr.Sensitive, Salt: r.p.Salt,
 	}
-	if st == nil {
-		return nil, nil, fmt.Errorf("read the live state: resource type %q returned no state", e.pr.Type)
-	}
-	return st, plan.StoreCurrent(e.typ.Schema(), st, r.p.Salt, e.pr.Sensitive), nil
 }
 
-// plan asks e's type what it would do from live state st.
-func (r *run) plan(e *entry, st *resources.State) (*resources.Step, error) {
-	var step *resources.Step
-	err := r.protect(e, "Plan", func() error {
-		var err error
-		step, err = e.typ.Plan(e.desired, st)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("plan from the live state: %w", err)
-	}
-	if step == nil {
-		return nil, fmt.Errorf("plan from the live state: resource type %q returned no step", e.pr.Type)
-	}
-	return step, nil
+// guardsFailed reports whether err is a guard that could not run (there is
+// no verdict to compare then).
+func guardsFailed(err error) bool {
+	var le *plan.LifecycleError
+	return err != nil && (!errors.As(err, &le) || le.Phase == plan.PhaseGuards)
 }
 
-// protect runs f, turning a panic into an error so one broken resource type
-// cannot take down the apply.
+// protect runs a resource type's Converge, turning a panic into an error
+// so one broken resource type cannot take down the apply. (Load and Plan
+// are protected by the lifecycle.)
 func (r *run) protect(e *entry, method string, f func() error) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
@@ -355,7 +336,7 @@ func (r *run) converge(ctx context.Context, started time.Time) (*Report, error) 
 		case e.pr.Kind == resources.Skip:
 			rr.Outcome = OutcomeSkipped
 			continue
-		case !hasWork(e.pr.Kind):
+		case !e.pr.Kind.IsWork():
 			rr.Outcome = OutcomeUnchanged
 			continue
 		}
@@ -407,7 +388,7 @@ func (r *run) converge(ctx context.Context, started time.Time) (*Report, error) 
 	if interrupted {
 		rep.Interrupted = true
 		for i, e := range r.entries {
-			if rep.Resources[i].Outcome == OutcomeNotStarted && hasWork(e.pr.Kind) {
+			if rep.Resources[i].Outcome == OutcomeNotStarted && e.pr.Kind.IsWork() {
 				ie.NotStarted++
 			}
 		}
@@ -424,55 +405,33 @@ func (r *run) converge(ctx context.Context, started time.Time) (*Report, error) 
 // convergeOne reads e again and converges it toward the live reading within
 // what the plan showed. It fills rr and returns the resource's error.
 func (r *run) convergeOne(ctx context.Context, e *entry, rr *ResourceReport) error {
-	if len(e.pr.GuardSpecs) > 0 {
-		// The guards once more, right before converging: an earlier
-		// change of this run may have flipped one. A resource that would
-		// now be skipped is skipped; the opposite cannot happen here, as
-		// a resource skipped at plan time is never converged.
-		why, err := r.guardsSkipNow(ctx, e.pr)
-		if err != nil || why != "" {
-			r.hooks.PreApply(e.pr)
-			if err != nil {
-				err = &ResourceError{Address: e.pr.Address, Err: err}
-				rr.Error = err.Error()
-				rr.Outcome = OutcomeFailed
-				if e.pr.IgnoreFailure {
-					rr.Outcome = OutcomeFailedIgnored
-				}
-			} else {
-				rr.Outcome = OutcomeSkipped
-				rr.Reason = "skipped: " + why
-				rr.DiffersFromPlan = why
-				r.logger.Info("guard flipped by an earlier change in this run: skipping", "resource", e.pr.Address, "guard", why)
-			}
-			r.hooks.PostApply(e.pr, *rr)
-			return err
-		}
-	}
-	var st *resources.State
-	var cur *plan.Current
-	var step *resources.Step
-	if e.alreadyDone {
-		// Read again: an earlier resource in this run may have undone it.
-		var err error
-		st, cur, err = r.read(ctx, e)
-		if err == nil {
-			step, err = r.plan(e, st)
-		}
-		if err == nil && step.Kind == resources.NoOp {
-			rr.Outcome = OutcomeAlreadyDone
-			rr.Reason = "already in the planned state (" + e.pr.Reason + " at plan time)"
-			r.hooks.AlreadyDone(e.pr)
-			return nil
-		}
-		if err != nil {
-			st, cur, step = nil, nil, nil // read again below, and report it
-		}
-	}
-
-	r.hooks.PreApply(e.pr)
+	// The guards once more, right before converging: an earlier change of
+	// this run may have flipped one. A resource that would now be skipped
+	// is skipped; the opposite cannot happen here, as a resource skipped at
+	// plan time is never converged.
 	start := time.Now()
-	err := r.convergeStep(ctx, e, rr, st, cur, step)
+	rd, err := r.lc.Evaluate(ctx, r.subject(e, e.pr.GuardSpecs))
+	switch {
+	case err == nil && rd.Skip:
+		r.hooks.PreApply(e.pr)
+		why := skippedNow(rd)
+		rr.Outcome = OutcomeSkipped
+		rr.Reason = "skipped: " + why
+		rr.DiffersFromPlan = why
+		r.logger.Info("guard flipped by an earlier change in this run: skipping", "resource", e.pr.Address, "guard", why)
+		r.hooks.PostApply(e.pr, *rr)
+		return nil
+	case err == nil && e.alreadyDone && rd.Step.Kind == resources.NoOp:
+		// Read again: an earlier resource in this run may have undone it.
+		rr.Outcome = OutcomeAlreadyDone
+		rr.Reason = "already in the planned state (" + e.pr.Reason + " at plan time)"
+		r.hooks.AlreadyDone(e.pr)
+		return nil
+	}
+	r.hooks.PreApply(e.pr)
+	if err == nil {
+		err = r.convergeStep(ctx, e, rr, rd)
+	}
 	rr.DurationMS = time.Since(start).Milliseconds()
 	if err != nil {
 		err = &ResourceError{Address: e.pr.Address, Err: err}
@@ -486,20 +445,14 @@ func (r *run) convergeOne(ctx context.Context, e *entry, rr *ResourceReport) err
 	return err
 }
 
-func (r *run) convergeStep(ctx context.Context, e *entry, rr *ResourceReport, st *resources.State, cur *plan.Current, step *resources.Step) error {
-	var err error
-	if st == nil {
-		if st, cur, err = r.read(ctx, e); err != nil {
-			return err
-		}
-		if step, err = r.plan(e, st); err != nil {
-			return err
-		}
-	}
-	if e.planned != "" && cur.Fingerprint() != e.planned {
-		rr.DiffersFromPlan = describeDifferences(e.pr.Current, cur)
+// convergeStep converges e from rd, a reading taken right before, within
+// what the plan showed.
+func (r *run) convergeStep(ctx context.Context, e *entry, rr *ResourceReport, rd *plan.Reading) error {
+	if e.planned != "" && rd.Fingerprint() != e.planned {
+		rr.DiffersFromPlan = describeDifferences(e.pr.Current, rd.Current)
 		r.logger.Info("live state differs from the plan because of an earlier change in this run", "resource", e.pr.Address, "differences", rr.DiffersFromPlan)
 	}
+	step := rd.Step
 	if step.Kind == resources.NoOp {
 		rr.Outcome = OutcomeUnchanged
 		rr.Reason = "already in the planned state"
@@ -533,8 +486,8 @@ func (r *run) convergeStep(ctx context.Context, e *entry, rr *ResourceReport, st
 			}
 		}
 	}()
-	err = r.protect(e, "Converge", func() error {
-		return e.typ.Converge(ctx, env, e.desired, st, step)
+	err := r.protect(e, "Converge", func() error {
+		return e.typ.Converge(ctx, env, e.desired, rd.State, step)
 	})
 	close(done)
 	wg.Wait()
@@ -545,28 +498,25 @@ func (r *run) convergeStep(ctx context.Context, e *entry, rr *ResourceReport, st
 	return nil
 }
 
-// guardsStale evaluates pr's guards again at pre-flight. It returns the
-// stale entry when the verdict (skip or not) is not the plan's.
-func (r *run) guardsStale(ctx context.Context, pr *plan.Resource) (*StaleResource, error) {
-	outs, skip, _, err := guard.EvaluateAll(ctx, r.a.Registry, pr.GuardSpecs, r.logger.Named("guard"))
-	if err != nil {
-		return nil, fmt.Errorf("evaluating its guards again: %w", err)
-	}
+// guardsStale compares the guards' verdict in rd with the plan's (kind
+// planned, results planned). It returns the stale entry when the verdict
+// (skip or not) is not the plan's.
+func guardsStale(pr *plan.Resource, planned []plan.GuardResult, rd *plan.Reading) *StaleResource {
 	plannedSkip := pr.Kind == resources.Skip
-	if skip == plannedSkip {
-		return nil, nil
+	if rd.Skip == plannedSkip {
+		return nil
 	}
 	sr := &StaleResource{Address: pr.Address, Planned: pr.Kind}
-	if skip {
+	if rd.Skip {
 		sr.Now = resources.Skip
 	}
-	for i, o := range outs {
+	for i, o := range rd.Guards {
 		then := "not evaluated"
-		if i < len(pr.Guards) {
-			if pr.Guards[i].Passed == o.Condition {
+		if i < len(planned) {
+			if planned[i].Passed == o.Condition {
 				continue
 			}
-			then = conditionWord(o.Spec, pr.Guards[i].Passed, false)
+			then = conditionWord(o.Spec, planned[i].Passed, false)
 		}
 		sr.Differences = append(sr.Differences, plan.Difference{
 			Property: "guard " + o.Spec.Describe(),
@@ -574,22 +524,14 @@ func (r *run) guardsStale(ctx context.Context, pr *plan.Resource) (*StaleResourc
 			Now:      conditionWord(o.Spec, o.Condition, true),
 		})
 	}
-	return sr, nil
+	return sr
 }
 
-// guardsSkipNow evaluates pr's guards again right before it converges and
-// returns, when one now decides to skip it, how it differs from the plan:
-// "not_if `test -f x` now true".
-func (r *run) guardsSkipNow(ctx context.Context, pr *plan.Resource) (string, error) {
-	outs, skip, by, err := guard.EvaluateAll(ctx, r.a.Registry, pr.GuardSpecs, r.logger.Named("guard"))
-	if err != nil {
-		return "", fmt.Errorf("evaluating its guards again: %w", err)
-	}
-	if !skip {
-		return "", nil
-	}
-	o := outs[by]
-	return o.Spec.Describe() + " now " + conditionWord(o.Spec, o.Condition, true), nil
+// skippedNow words the guard that now decides to skip a resource the plan
+// runs: "not_if `test -f x` now true".
+func skippedNow(rd *plan.Reading) string {
+	o := rd.Guards[rd.DecidedBy]
+	return o.Spec.Describe() + " now " + conditionWord(o.Spec, o.Condition, true)
 }
 
 // conditionWord words a guard's condition: "passed"/"failed" for an

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toquehq/toque/guard"
 	"github.com/toquehq/toque/plan"
 	"github.com/toquehq/toque/resources"
 )
@@ -67,18 +68,9 @@ func (n *notifier) before(ctx context.Context, e *entry) error {
 	if !n.has(e.pr.Address, plan.TimingBefore) || e.typ == nil {
 		return nil
 	}
-	if len(e.pr.GuardSpecs) > 0 {
-		if why, err := r.guardsSkipNow(ctx, e.pr); err != nil || why != "" {
-			return nil // convergeOne evaluates them again and reports
-		}
-	}
-	st, _, err := r.read(ctx, e)
-	if err != nil {
-		return nil // convergeOne reads again and reports
-	}
-	step, err := r.plan(e, st)
-	if err != nil || step.Kind == resources.NoOp {
-		return nil
+	rd, err := r.lc.Evaluate(ctx, r.subject(e, e.pr.GuardSpecs))
+	if err != nil || rd.Skip || rd.Step.Kind == resources.NoOp {
+		return nil // convergeOne evaluates again and reports
 	}
 	return n.fire(ctx, e.pr.Address, plan.TimingBefore)
 }
@@ -244,34 +236,27 @@ func (n *notifier) converge(ctx context.Context, nr *plan.NotifiedRun, view *pla
 		return n.failed(view, rr, err)
 	}
 	e := &entry{pr: view, typ: t, desired: d, planned: nr.Fingerprint}
-	if len(nr.GuardSpecs) > 0 {
-		why, err := r.guardsSkipNow(ctx, view)
-		if err != nil {
-			r.hooks.PreApply(view)
-			return n.failed(view, rr, err)
-		}
-		if why != "" {
-			rr.Outcome = OutcomeSkipped
-			rr.Reason = "skipped: " + why
-			rr.DiffersFromPlan = why
-			return nil
-		}
+	start := time.Now()
+	rd, err := r.lc.Evaluate(ctx, r.subject(e, nr.GuardSpecs))
+	if err == nil && rd.Skip {
+		why := skippedNow(rd)
+		rr.Outcome = OutcomeSkipped
+		rr.Reason = "skipped: " + why
+		rr.DiffersFromPlan = why
+		return nil
 	}
-	if n.has(view.Address, plan.TimingBefore) {
-		// Before edges of a notified run: only when it is about to change.
-		st, _, err := r.read(ctx, e)
-		if err == nil {
-			var step *resources.Step
-			if step, err = r.plan(e, st); err == nil && step.Kind != resources.NoOp {
-				if err := n.fire(ctx, view.Address, plan.TimingBefore); err != nil {
-					return err
-				}
-			}
+	if err == nil && rd.Step.Kind != resources.NoOp && n.has(view.Address, plan.TimingBefore) {
+		// Before edges of a notified run: only when it is about to
+		// change. Their targets may change what it reads: read again.
+		if err := n.fire(ctx, view.Address, plan.TimingBefore); err != nil {
+			return err
 		}
+		rd, err = r.lc.Evaluate(ctx, r.subject(e, nil))
 	}
 	r.hooks.PreApply(view)
-	start := time.Now()
-	err = r.convergeStep(ctx, e, rr, nil, nil, nil)
+	if err == nil {
+		err = r.convergeStep(ctx, e, rr, rd)
+	}
 	rr.DurationMS = time.Since(start).Milliseconds()
 	if err != nil {
 		return n.failed(view, rr, err)
@@ -367,47 +352,41 @@ func (r *run) preflightNotified(ctx context.Context) ([]StaleResource, []error) 
 			continue
 		}
 		checked[key] = true
-		view := r.p.NotifiedView(nr)
-		if len(nr.GuardSpecs) > 0 && (nr.Kind == resources.Skip || nr.HasWork()) {
-			sr, err := r.guardsStale(ctx, view)
-			if err != nil {
-				errs = append(errs, &ResourceError{Address: nr.Address, Err: err})
-				continue
-			}
-			if sr != nil {
-				sr.Address = nr.Address + " (notified " + nr.Action + ")"
-				stale = append(stale, *sr)
-				continue
-			}
-		}
-		if !nr.HasWork() || nr.Fingerprint == "" {
+		checkGuards := len(nr.GuardSpecs) > 0 && (nr.Kind == resources.Skip || nr.HasWork())
+		read := nr.HasWork() && nr.Fingerprint != ""
+		if !checkGuards && !read {
 			continue
 		}
+		view := r.p.NotifiedView(nr)
+		label := nr.Address + " (notified " + nr.Action + ")"
 		t, d, err := plan.DesiredResource(r.a.Registry, view)
 		if err != nil {
 			errs = append(errs, &ResourceError{Address: nr.Address, Err: err})
 			continue
 		}
 		e := &entry{pr: view, typ: t, desired: d, planned: nr.Fingerprint}
-		st, cur, err := r.read(ctx, e)
+		var guards []*guard.Spec
+		if checkGuards {
+			guards = nr.GuardSpecs
+		}
+		rd, err := r.lc.Evaluate(ctx, r.subject(e, guards))
+		if checkGuards && !guardsFailed(err) {
+			if sr := guardsStale(view, nr.Guards, rd); sr != nil {
+				sr.Address = label
+				stale = append(stale, *sr)
+				continue
+			}
+		}
 		if err != nil {
 			errs = append(errs, &ResourceError{Address: nr.Address, Err: err})
 			continue
 		}
-		if cur.Fingerprint() == nr.Fingerprint {
+		if rd.Skip || !read || rd.Fingerprint() == nr.Fingerprint || rd.Step.Kind == nr.Kind {
 			continue
 		}
-		step, err := r.plan(e, st)
-		if err != nil {
-			errs = append(errs, &ResourceError{Address: nr.Address, Err: err})
-			continue
-		}
-		if step.Kind == nr.Kind {
-			continue
-		}
-		sr := StaleResource{Address: nr.Address + " (notified " + nr.Action + ")", Planned: nr.Kind, Now: step.Kind}
+		sr := StaleResource{Address: label, Planned: nr.Kind, Now: rd.Step.Kind}
 		if nr.Current != nil {
-			sr.Differences = plan.CompareCurrent(nr.Current, cur)
+			sr.Differences = plan.CompareCurrent(nr.Current, rd.Current)
 		}
 		stale = append(stale, sr)
 	}

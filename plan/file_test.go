@@ -25,10 +25,10 @@ func samplePlan(t testing.TB) *Plan {
 	f.set("/etc/key", map[string]cty.Value{"content": str("k\n"), "secret": str("hunter1")})
 	exit1 := 1
 	p := fixedPlanner(f, 4)
-	p.Guards = &fakeGuards{
+	p.Guards = (&fakeGuards{
 		results: map[string][]GuardResult{"/etc/skip": {{Kind: "only_if", Form: "script", Command: "test -d /opt", ExitCode: &exit1, Decided: true}}},
 		skip:    map[string]bool{"/etc/skip": true},
-	}
+	}).Evaluate
 	pl, diags := p.PlanInstances(context.Background(), []*config.Instance{
 		f.inst("/etc/new", "create", 1, map[string]cty.Value{"content": str("hello <world> & \"friends\"\n"), "backup": cty.True}),
 		f.inst("/etc/old", "create", 5, map[string]cty.Value{"content": str("<h1>web-01</h1>\n")}),

@@ -12,6 +12,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/config"
+	"github.com/toquehq/toque/guard"
 	"github.com/toquehq/toque/internal/host"
 	"github.com/toquehq/toque/resources"
 )
@@ -170,24 +171,41 @@ func fixedPlanner(f *fakeType, par int) *Planner {
 
 func str(s string) cty.Value { return cty.StringVal(s) }
 
-// fakeGuards is a GuardEvaluator that decides from a table.
+// fakeGuards decides guards from a table, keyed by resource name: the
+// results to record and whether they skip. Its Evaluate is a GuardFunc.
 type fakeGuards struct {
 	results map[string][]GuardResult
 	skip    map[string]bool
 	fail    map[string]bool
 }
 
-func (g *fakeGuards) Evaluate(_ context.Context, inst *config.Instance, scope *config.Scope) ([]GuardResult, bool, hcl.Diagnostics) {
-	name := inst.Resource.Name
+func (g *fakeGuards) Evaluate(_ context.Context, s *Subject) ([]guard.Outcome, bool, int, error) {
+	name := s.Desired.Name
 	if g.fail[name] {
-		return nil, false, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Guard cannot run", Subject: &inst.Block.DeclRange}}
+		return []guard.Outcome{{Spec: &guard.Spec{Kind: guard.OnlyIf}, Err: errors.New("cannot run")}}, false, -1, errors.New("cannot run")
 	}
-	if scope == nil {
-		return nil, false, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "No scope"}}
+	var outs []guard.Outcome
+	decided := -1
+	for i, r := range g.results[name] {
+		outs = append(outs, guard.Outcome{
+			Spec:        &guard.Spec{Kind: guard.Kind(r.Kind), Form: guard.Form(r.Form), Source: r.Command, Interpreter: r.Interpreter, Inherited: r.Inherited},
+			Condition:   r.Passed,
+			ExitCode:    r.ExitCode,
+			Duration:    time.Duration(r.DurationMS) * time.Millisecond,
+			Output:      r.Output,
+			Warning:     r.Warning,
+			Cwd:         r.Cwd,
+			Environment: r.Environment,
+			User:        r.User,
+		})
+		if r.Decided {
+			decided = i
+		}
 	}
-	return g.results[name], g.skip[name], nil
+	return outs, g.skip[name], decided, nil
 }
 
+// guarded gives i one guard, which the planner's fakeGuards decides.
 func guarded(i *config.Instance) *config.Instance {
 	i.Block.Meta.OnlyIf = hcl.StaticExpr(cty.True, i.Block.DeclRange)
 	return i

@@ -296,13 +296,7 @@ func (p *Plan) notifiedWork(addr string) bool {
 }
 
 // HasWork reports whether the notified run changes something.
-func (n *NotifiedRun) HasWork() bool {
-	switch n.Kind {
-	case resources.Create, resources.Update, resources.Delete, resources.Run:
-		return true
-	}
-	return false
-}
+func (n *NotifiedRun) HasWork() bool { return n.Kind.IsWork() }
 
 // HasChanges reports whether applying p would change anything.
 func (p *Plan) HasChanges() bool {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/hcl/v2"
-	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/config"
 	"github.com/toquehq/toque/resources"
@@ -26,14 +25,6 @@ const (
 	TimingImmediately = config.TimingImmediately
 	TimingBefore      = config.TimingBefore
 )
-
-func hasWork(k resources.Kind) bool {
-	switch k {
-	case resources.Create, resources.Update, resources.Delete, resources.Run:
-		return true
-	}
-	return false
-}
 
 // NotifiedReason words why a notified run happens: "notified by
 // template[/etc/web.conf] (delayed)", then the type's own reason when it
@@ -61,7 +52,7 @@ type notifyKey struct{ addr, action string }
 // that changes something firing its own target's edges in turn — and plans
 // each target's action from a fresh reading. ress is aligned with insts
 // (nil where planning failed).
-func (p *Planner) planNotifications(ctx context.Context, logger hclog.Logger, insts []*config.Instance, ress []*Resource, pl *Plan, scope *config.Scope, salt string) hcl.Diagnostics {
+func (p *Planner) planNotifications(ctx context.Context, logger hclog.Logger, insts []*config.Instance, ress []*Resource, pl *Plan, salt string) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	instBy := map[string]*config.Instance{}
 	resBy := map[string]*Resource{}
@@ -95,7 +86,7 @@ func (p *Planner) planNotifications(ctx context.Context, logger hclog.Logger, in
 		if nr, ok := protos[k]; ok || failed[k] {
 			return nr
 		}
-		nr, d := p.planNotified(ctx, logger, instBy[k.addr], k.action, salt, scope)
+		nr, d := p.planNotified(ctx, logger, instBy[k.addr], k.action, salt)
 		diags = append(diags, d...)
 		if nr == nil {
 			failed[k] = true
@@ -133,7 +124,7 @@ func (p *Planner) planNotifications(ctx context.Context, logger hclog.Logger, in
 		if proto == nil {
 			return
 		}
-		work := hasWork(proto.Kind)
+		work := proto.Kind.IsWork()
 		if work {
 			fire(k.addr, TimingBefore, slot, before)
 		}
@@ -170,7 +161,7 @@ func (p *Planner) planNotifications(ctx context.Context, logger hclog.Logger, in
 		}
 	}
 	for i, r := range pl.Resources {
-		if !hasWork(r.Kind) {
+		if !r.Kind.IsWork() {
 			continue
 		}
 		fire(r.Address, TimingBefore, i, true)
@@ -215,88 +206,37 @@ func containsString(xs []string, x string) bool {
 // resource's own; for a resource whose action is nothing, those decoded
 // for its notified runs), then Load and Plan with that action. The
 // returned run has no notifiers or slot yet; its Reason is the type's.
-func (p *Planner) planNotified(ctx context.Context, logger hclog.Logger, inst *config.Instance, action, salt string, scope *config.Scope) (nr *NotifiedRun, diags hcl.Diagnostics) {
-	addr := instAddress(inst)
-	defer func() {
-		if v := recover(); v != nil {
-			nr = nil
-			diags = append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Resource type failed while planning " + addr,
-				Detail:   fmt.Sprintf("The resource type panicked while planning the notified action %s: %v. This is a bug in the resource type; please report it.", action, v),
-				Subject:  declRange(inst),
-			})
-		}
-	}()
+func (p *Planner) planNotified(ctx context.Context, logger hclog.Logger, inst *config.Instance, action, salt string) (*NotifiedRun, hcl.Diagnostics) {
 	if inst == nil || inst.Resource == nil || inst.Type == nil {
 		return nil, nil
 	}
-	log := logger.With("resource", addr, "notified_action", action)
+	addr := instAddress(inst)
 	src := inst.Resource
-	values := make(map[string]cty.Value, len(src.Values))
-	for k, v := range src.Values {
-		values[k] = v
-	}
-	desired := resources.NewResource(src.Schema(), src.Name, action, values)
-	nr = &NotifiedRun{Address: addr, Action: action}
-
+	desired := src.WithAction(action)
 	specs := inst.Guards
 	if src.Action == "nothing" {
 		specs = inst.NotifiedGuards
 	}
-	if len(specs) > 0 {
-		ev := p.Guards
-		if ev == nil {
-			ev = guardRunner{reg: p.Registry, logger: log}
-		}
-		view := *inst
-		view.Resource, view.Guards = desired, specs
-		results, skip, gd := ev.Evaluate(ctx, &view, scope)
-		diags = append(diags, gd...)
-		if gd.HasErrors() {
-			return nil, diags
-		}
-		nr.GuardSpecs, nr.Guards = specs, results
-		if skip {
-			nr.Kind, nr.Reason = resources.Skip, skipReason(results)
-			return nr, diags
-		}
-	}
-
-	state, err := inst.Type.Load(ctx, desired.LoadView())
-	if err == nil && state == nil {
-		err = fmt.Errorf("the resource type returned no state")
-	}
+	nr := &NotifiedRun{Address: addr, Action: action, GuardSpecs: specs}
+	rd, err := p.lifecycle(logger.With("notified_action", action)).Evaluate(ctx, &Subject{
+		Address: addr, Type: inst.Type, Desired: desired, Guards: specs,
+		Sensitive: inst.Sensitive, Salt: salt,
+	})
 	if err != nil {
-		return nil, append(diags, &hcl.Diagnostic{
-			Severity: hcl.DiagError,
-			Summary:  "Cannot read " + addr,
-			Detail:   fmt.Sprintf("Reading the current state for the notified action %s failed: %s.", action, err),
-			Subject:  declRange(inst),
-		})
+		return nil, lifecycleDiags(inst, rd, fmt.Errorf("the notified action %s: %w", action, err))
 	}
-	if state.Values == nil {
-		state.Values = map[string]cty.Value{}
+	nr.Guards = GuardResults(rd.Guards, rd.DecidedBy)
+	if rd.Skip {
+		nr.Kind, nr.Reason = resources.Skip, skipReason(nr.Guards)
+		return nr, nil
 	}
-	step, err := inst.Type.Plan(desired, state)
-	if err == nil && (step == nil || step.Kind == "") {
-		err = fmt.Errorf("the resource type returned no step")
-	}
-	if err != nil {
-		return nil, append(diags, &hcl.Diagnostic{
-			Severity: hcl.DiagError,
-			Summary:  "Cannot plan " + addr,
-			Detail:   fmt.Sprintf("Deciding what the notified action %s would do failed: %s.", action, err),
-			Subject:  declRange(inst),
-		})
-	}
-	schema := src.Schema()
+	step := rd.Step
 	nr.Kind, nr.Reason, nr.Groups = step.Kind, step.Reason, step.Groups
-	nr.Current = StoreCurrent(schema, state, salt, inst.Sensitive)
-	nr.Fingerprint = nr.Current.Fingerprint()
-	nr.Changes = buildChanges(schema, step.Changes, state, salt, inst.Sensitive)
-	log.Debug("planned notified run", "kind", nr.Kind, "reason", nr.Reason)
-	return nr, diags
+	nr.Current = rd.Current
+	nr.Fingerprint = rd.Fingerprint()
+	nr.Changes = buildChanges(src.Schema(), step.Changes, rd.State, salt, inst.Sensitive)
+	logger.Debug("planned notified run", "resource", addr, "action", action, "kind", nr.Kind, "reason", nr.Reason)
+	return nr, nil
 }
 
 // NotifiedView is a notified run as a Resource, for renderers and hooks:

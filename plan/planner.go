@@ -4,10 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -36,45 +36,6 @@ const MaxDiffSize = 1 << 20
 const (
 	ReasonNothing = "action is nothing: runs only when notified"
 )
-
-// GuardEvaluator evaluates a resource's only_if / not_if guards at plan
-// time. The planner calls it, before loading, for every resource that has
-// guards and whose action is not "nothing". skip reports that a guard
-// decided the resource is skipped; the deciding result is the one with
-// Decided set. Diagnostics with errors fail the resource (a guard that
-// cannot run is an error, never a silent verdict). The planner's own
-// evaluator runs guard.EvaluateAll on the guards config decoded
-// (Instance.Guards); tests substitute a table.
-type GuardEvaluator interface {
-	Evaluate(ctx context.Context, inst *config.Instance, scope *config.Scope) (results []GuardResult, skip bool, diags hcl.Diagnostics)
-}
-
-// guardRunner is the planner's GuardEvaluator: it runs the decoded guards.
-type guardRunner struct {
-	reg    *resources.Registry
-	logger hclog.Logger
-}
-
-func (g guardRunner) Evaluate(ctx context.Context, inst *config.Instance, _ *config.Scope) ([]GuardResult, bool, hcl.Diagnostics) {
-	outs, skip, by, err := guard.EvaluateAll(ctx, g.reg, inst.Guards, g.logger)
-	results := GuardResults(outs, by)
-	if err != nil {
-		var subject *hcl.Range
-		if n := len(outs); n > 0 && outs[n-1].Spec != nil && outs[n-1].Spec.Range.Filename != "" {
-			r := outs[n-1].Spec.Range
-			subject = &r
-		} else {
-			subject = declRange(inst)
-		}
-		return results, false, hcl.Diagnostics{{
-			Severity: hcl.DiagError,
-			Summary:  "Guard cannot run",
-			Detail:   fmt.Sprintf("%s: %s. A guard that cannot run fails the plan; toque never guesses its verdict.", instAddress(inst), err),
-			Subject:  subject,
-		}}
-	}
-	return results, skip, nil
-}
 
 // GuardResults records evaluated guards; decidedBy is the index of the
 // guard that decided to skip, -1 for none. An outcome with an error is
@@ -126,9 +87,9 @@ type Planner struct {
 	Version string
 	// Now returns the creation time; nil means time.Now.
 	Now func() time.Time
-	// Guards evaluates only_if / not_if; nil means the planner's own
-	// (guard.EvaluateAll on Instance.Guards).
-	Guards GuardEvaluator
+	// Guards evaluates only_if / not_if; nil means guard.EvaluateAll on
+	// the resource's decoded guards (Instance.Guards).
+	Guards GuardFunc
 	// Rand is the source of the plan's salt; nil means crypto/rand.
 	Rand io.Reader
 }
@@ -326,7 +287,7 @@ func (p *Planner) PlanInstancesInScope(ctx context.Context, insts []*config.Inst
 		}
 	}
 	if ctx.Err() == nil {
-		diags = append(diags, p.planNotifications(ctx, logger, insts, ress, pl, scope, salt)...)
+		diags = append(diags, p.planNotifications(ctx, logger, insts, ress, pl, salt)...)
 	}
 	markErrored(pl, diags)
 	logger.Debug("planned resources", "count", len(insts), "parallelism", par, "errored", pl.Errored, "duration", time.Since(start))
@@ -381,26 +342,15 @@ func declRange(inst *config.Instance) *hcl.Range {
 	return &r
 }
 
-func hasGuards(inst *config.Instance) bool {
-	return len(inst.Guards) > 0 || (inst.Block != nil && inst.Block.Meta.HasGuards())
+// lifecycle is the lifecycle the planner evaluates resources with.
+func (p *Planner) lifecycle(logger hclog.Logger) *Lifecycle {
+	return &Lifecycle{Registry: p.Registry, Logger: logger, Guards: p.Guards}
 }
 
 // planOne plans one resource. It never panics: a panicking type becomes an
 // error diagnostic.
 func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *config.Instance, scope *config.Scope, salt string) (res *Resource, diags hcl.Diagnostics) {
 	addr := instAddress(inst)
-	defer func() {
-		if v := recover(); v != nil {
-			logger.Error("resource type panicked while planning", "resource", addr, "panic", v, "stack", string(debug.Stack()))
-			res = nil
-			diags = append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Resource type failed while planning " + addr,
-				Detail:   fmt.Sprintf("The resource type panicked: %v. This is a bug in the resource type; please report it.", v),
-				Subject:  declRange(inst),
-			})
-		}
-	}()
 	if inst == nil || inst.Resource == nil || inst.Type == nil || inst.Resource.Schema() == nil {
 		return nil, hcl.Diagnostics{{
 			Severity: hcl.DiagError,
@@ -447,77 +397,66 @@ func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *config
 		return nil, append(diags, d...)
 	}
 
-	if hasGuards(inst) {
-		ev := p.Guards
-		if ev == nil {
-			ev = guardRunner{reg: p.Registry, logger: log}
-		}
-		res.GuardSpecs = inst.Guards
-		t0 := time.Now()
-		results, skip, gd := ev.Evaluate(ctx, inst, scope)
-		diags = append(diags, gd...)
-		log.Debug("evaluated guards", "count", len(results), "skip", skip, "duration", time.Since(t0))
-		if gd.HasErrors() {
-			return nil, diags
-		}
-		res.Guards = results
-		if skip {
-			res.Kind = resources.Skip
-			res.Reason = skipReason(results)
-			log.Debug("planned resource", "kind", res.Kind, "reason", res.Reason)
-			return res, diags
-		}
-	}
-
-	t0 := time.Now()
-	state, err := inst.Type.Load(ctx, desired.LoadView())
-	loadDur := time.Since(t0)
-	if err == nil && state == nil {
-		err = fmt.Errorf("the resource type returned no state")
-	}
+	res.GuardSpecs = inst.Guards
+	rd, err := p.lifecycle(logger).Evaluate(ctx, &Subject{
+		Address: addr, Type: inst.Type, Desired: desired, Guards: inst.Guards,
+		Sensitive: inst.Sensitive, Salt: salt,
+	})
 	if err != nil {
-		log.Debug("loading failed", "error", err, "duration", loadDur)
-		return nil, append(diags, &hcl.Diagnostic{
-			Severity: hcl.DiagError,
-			Summary:  "Cannot read " + addr,
-			Detail:   fmt.Sprintf("Reading the current state failed: %s.", err),
-			Subject:  declRange(inst),
-		})
+		return nil, lifecycleDiags(inst, rd, err)
 	}
-	if state.Values == nil {
-		state.Values = map[string]cty.Value{}
+	res.Guards = GuardResults(rd.Guards, rd.DecidedBy)
+	if rd.Skip {
+		res.Kind = resources.Skip
+		res.Reason = skipReason(res.Guards)
+		log.Debug("planned resource", "kind", res.Kind, "reason", res.Reason)
+		return res, nil
 	}
-
-	t1 := time.Now()
-	step, err := inst.Type.Plan(desired, state)
-	planDur := time.Since(t1)
-	if err == nil && (step == nil || step.Kind == "") {
-		err = fmt.Errorf("the resource type returned no step")
-	}
-	if err != nil {
-		log.Debug("planning failed", "error", err, "load", loadDur, "plan", planDur)
-		return nil, append(diags, &hcl.Diagnostic{
-			Severity: hcl.DiagError,
-			Summary:  "Cannot plan " + addr,
-			Detail:   fmt.Sprintf("Deciding what the %s action would do failed: %s.", res.Action, err),
-			Subject:  declRange(inst),
-		})
-	}
-
+	step := rd.Step
 	res.Kind = step.Kind
 	res.Reason = step.Reason
 	if step.Kind == resources.Run && len(res.Guards) > 0 {
 		res.Reason = RunReason(step.Reason, res.Guards)
 	}
 	res.Groups = step.Groups
-	res.Current = StoreCurrent(schema, state, salt, inst.Sensitive)
-	res.Fingerprint = res.Current.Fingerprint()
-	res.Changes = buildChanges(schema, step.Changes, state, salt, inst.Sensitive)
-	if state.Exists && (step.Kind == resources.Update || step.Kind == resources.NoOp) {
+	res.Current = rd.Current
+	res.Fingerprint = rd.Fingerprint()
+	res.Changes = buildChanges(schema, step.Changes, rd.State, salt, inst.Sensitive)
+	if rd.State.Exists && (step.Kind == resources.Update || step.Kind == resources.NoOp) {
 		res.Unmanaged = unmanaged(schema, desired, res.Current)
 	}
-	log.Debug("planned resource", "kind", res.Kind, "reason", res.Reason, "changes", len(res.Changes), "load", loadDur, "plan", planDur)
-	return res, diags
+	log.Debug("planned resource", "kind", res.Kind, "reason", res.Reason, "changes", len(res.Changes))
+	return res, nil
+}
+
+// lifecycleDiags words a lifecycle failure of inst as a plan diagnostic:
+// one summary per phase, the lifecycle's own message as the detail,
+// pointing at the guard that could not run or at the resource's block.
+func lifecycleDiags(inst *config.Instance, rd *Reading, err error) hcl.Diagnostics {
+	addr := instAddress(inst)
+	subject := declRange(inst)
+	summary := "Cannot plan " + addr
+	var le *LifecycleError
+	if errors.As(err, &le) {
+		switch {
+		case le.Panicked:
+			summary = "Resource type failed while planning " + addr
+		case le.Phase == PhaseGuards:
+			summary = "Guard cannot run"
+			if n := len(rd.Guards); n > 0 && rd.Guards[n-1].Spec != nil && rd.Guards[n-1].Spec.Range.Filename != "" {
+				r := rd.Guards[n-1].Spec.Range
+				subject = &r
+			}
+		case le.Phase == PhaseLoad:
+			summary = "Cannot read " + addr
+		}
+	}
+	return hcl.Diagnostics{{
+		Severity: hcl.DiagError,
+		Summary:  summary,
+		Detail:   fmt.Sprintf("%s: %s.", addr, err),
+		Subject:  subject,
+	}}
 }
 
 // skipReason words the verdict of the guard that decided to skip.

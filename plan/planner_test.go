@@ -345,7 +345,7 @@ func TestPlanInstancesGuards(t *testing.T) {
 		fail: map[string]bool{"/broken": true},
 	}
 	p := fixedPlanner(f, 2)
-	p.Guards = g
+	p.Guards = g.Evaluate
 	nothing := guarded(f.inst("/nothing", "nothing", 10, nil))
 	pl, diags := p.PlanInstances(context.Background(), []*config.Instance{
 		guarded(f.inst("/skip", "create", 1, map[string]cty.Value{"content": str("x")})),

@@ -18,14 +18,16 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // scenario plans insts on a fake host whose state is set by setup.
-func scenario(t *testing.T, setup func(f *fakeType), guards GuardEvaluator, insts func(f *fakeType) []*config.Instance) *Plan {
+func scenario(t *testing.T, setup func(f *fakeType), guards *fakeGuards, insts func(f *fakeType) []*config.Instance) *Plan {
 	t.Helper()
 	f := newFakeType()
 	if setup != nil {
 		setup(f)
 	}
 	p := fixedPlanner(f, 4)
-	p.Guards = guards
+	if guards != nil {
+		p.Guards = guards.Evaluate
+	}
 	pl, diags := p.PlanInstances(context.Background(), insts(f))
 	if diags.HasErrors() {
 		t.Fatal(diags)

@@ -66,6 +66,16 @@ const (
 	Skip Kind = "skip"
 )
 
+// IsWork reports whether a step of kind k changes the host (create,
+// update, delete, run), as opposed to a no-op or a skip.
+func (k Kind) IsWork() bool {
+	switch k {
+	case Create, Update, Delete, Run:
+		return true
+	}
+	return false
+}
+
 // Step is the outcome of Plan: what the action will do, and why.
 type Step struct {
 	Kind Kind
@@ -163,6 +173,14 @@ func NewResource(s *Schema, name, action string, values map[string]cty.Value) *R
 		values = map[string]cty.Value{}
 	}
 	return &Resource{Type: s.Name, Name: name, Action: action, Values: values, schema: s}
+}
+
+// WithAction returns a copy of r whose action is action (the values are
+// shared: resources are not changed after evaluation).
+func (r *Resource) WithAction(action string) *Resource {
+	c := *r
+	c.Action = action
+	return &c
 }
 
 // Schema returns the resource's schema.
