@@ -12,6 +12,7 @@ import (
 	"github.com/fatih/color"
 
 	"github.com/toquehq/toque/apply"
+	"github.com/toquehq/toque/command/views"
 	"github.com/toquehq/toque/internal/host"
 	"github.com/toquehq/toque/plan"
 	"github.com/toquehq/toque/resources"
@@ -211,7 +212,7 @@ func (c *ApplyCommand) planAndConfirm(a applyArgs, outColor bool) (*plan.Plan, i
 	if p == nil || p.Errored || diags.HasErrors() {
 		return nil, ExitError
 	}
-	plan.RenderText(c.Streams.Stdout, p, plan.RenderOptions{Color: outColor})
+	views.RenderText(c.Streams.Stdout, p, views.RenderOptions{Color: outColor})
 	if !p.HasChanges() {
 		return nil, ExitOK
 	}

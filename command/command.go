@@ -11,12 +11,12 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/agext/levenshtein"
 	"github.com/hashicorp/cli"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/mattn/go-isatty"
 
+	"github.com/toquehq/toque/internal/words"
 	"github.com/toquehq/toque/resources"
 )
 
@@ -133,7 +133,7 @@ func Run(ctx context.Context, stop <-chan struct{}, args []string, streams Strea
 				names = append(names, n)
 			}
 			hint := ""
-			if s := closest(args[0], names); s != "" {
+			if s := words.Closest(args[0], names); s != "" {
 				hint = fmt.Sprintf(" Did you mean %q?", s)
 			}
 			fmt.Fprintf(streams.Stderr, "Error: toque has no command named %q.%s Run 'toque -help' for the list.\n", args[0], hint)
@@ -308,17 +308,4 @@ Commands:
 		fmt.Fprintf(&b, "  %-*s  %s\n", width, name, synopsis)
 	}
 	return b.String()
-}
-
-// closest is the name nearest to given by edit distance, if it is near
-// enough to be a likely typo.
-func closest(given string, names []string) string {
-	best, bestDist := "", 0
-	for _, n := range names {
-		d := levenshtein.Distance(given, n, nil)
-		if d <= 2 && (best == "" || d < bestDist) {
-			best, bestDist = n, d
-		}
-	}
-	return best
 }

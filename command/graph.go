@@ -10,7 +10,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/config"
-	"github.com/toquehq/toque/internal/host"
+	"github.com/toquehq/toque/eval"
 )
 
 // GraphCommand is `toque graph`.
@@ -55,10 +55,10 @@ func (c *GraphCommand) Run(args []string) int {
 	}
 	cfg, pol, diags := c.loadConfig()
 	files := pol.files(cfg)
-	var edges []*config.Notification
+	var edges []*eval.Notification
 	if cfg != nil && !diags.HasErrors() {
 		var d hcl.Diagnostics
-		edges, d = cfg.Notifications(c.Registry, &config.Scope{Node: cfg.Attributes.Node(), Host: host.Unknown()})
+		edges, d = eval.Notifications(cfg, c.Registry, pol.scope)
 		diags = append(diags, d...)
 	}
 	c.showDiags(diags, files, col.enabled(c.Streams.Stderr))
@@ -75,7 +75,7 @@ func (c *GraphCommand) Run(args []string) int {
 // WriteDOT writes cfg's resource collection and notification edges as a
 // DOT digraph: nodes in collection order linked by dotted "next" edges,
 // then one edge per notification.
-func WriteDOT(w io.Writer, cfg *config.Config, edges []*config.Notification) error {
+func WriteDOT(w io.Writer, cfg *config.Config, edges []*eval.Notification) error {
 	var b strings.Builder
 	b.WriteString("digraph toque {\n")
 	b.WriteString("  rankdir = \"TB\";\n")

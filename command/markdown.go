@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/toquehq/toque/command/views"
 	"github.com/toquehq/toque/plan"
 )
 
@@ -20,7 +21,7 @@ type markdownFlags struct {
 func (m *markdownFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&m.markdown, "markdown", false, "Print the plan as Markdown for a pull-request comment.")
 	fs.BoolVar(&m.changesOnly, "changes-only", false, "With -markdown: leave out unchanged and skipped resources.")
-	fs.IntVar(&m.maxBytes, "max-bytes", plan.DefaultMarkdownBytes, "With -markdown: the output's size limit in bytes.")
+	fs.IntVar(&m.maxBytes, "max-bytes", views.DefaultMarkdownBytes, "With -markdown: the output's size limit in bytes.")
 }
 
 // check validates the Markdown flags after parsing; asJSON is whether
@@ -40,7 +41,7 @@ func (m *markdownFlags) check(fs *flag.FlagSet, asJSON bool) error {
 		return errors.New("-markdown and -json cannot be used together: choose one output format")
 	}
 	if m.maxBytes < 1 {
-		return fmt.Errorf("-max-bytes must be a positive number of bytes (got %d); the default is %d", m.maxBytes, plan.DefaultMarkdownBytes)
+		return fmt.Errorf("-max-bytes must be a positive number of bytes (got %d); the default is %d", m.maxBytes, views.DefaultMarkdownBytes)
 	}
 	return nil
 }
@@ -50,7 +51,7 @@ func (m *markdownFlags) check(fs *flag.FlagSet, asJSON bool) error {
 // written to stdout then.
 func (b *Base) writeMarkdown(p *plan.Plan, m markdownFlags, planFile, digest string) bool {
 	var buf bytes.Buffer
-	err := plan.RenderMarkdown(&buf, p, plan.MarkdownOptions{
+	err := views.RenderMarkdown(&buf, p, views.MarkdownOptions{
 		ChangesOnly: m.changesOnly,
 		MaxBytes:    m.maxBytes,
 		PlanFile:    planFile,

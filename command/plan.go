@@ -7,8 +7,10 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/toquehq/toque/command/views"
 	"github.com/toquehq/toque/internal/host"
 	"github.com/toquehq/toque/plan"
+	"github.com/toquehq/toque/plan/planner"
 )
 
 // PlanCommand is `toque plan`.
@@ -100,7 +102,7 @@ func (c *PlanCommand) Run(args []string) int {
 	}
 	mdFailed := false
 	if a.json {
-		b, err := plan.JSONView(p)
+		b, err := views.JSONView(p)
 		if err != nil {
 			c.errorf("%s", err)
 			return ExitError
@@ -110,7 +112,7 @@ func (c *PlanCommand) Run(args []string) int {
 		// Rendered before the file is written, which happens anyway.
 		mdFailed = !c.writeMarkdown(p, a.md, a.out, enc.Digest)
 	} else if !p.Errored {
-		plan.RenderText(c.Streams.Stdout, p, plan.RenderOptions{Color: color, SavedTo: a.out, Digest: enc.Digest})
+		views.RenderText(c.Streams.Stdout, p, views.RenderOptions{Color: color, SavedTo: a.out, Digest: enc.Digest})
 	}
 	if a.out != "" {
 		// An errored plan is written too (apply refuses it), so an older
@@ -146,7 +148,7 @@ func (b *Base) makePlan(parallelism int) (*plan.Plan, map[string]*hcl.File, hcl.
 			Detail:   err.Error(),
 		})
 	}
-	planner := &plan.Planner{
+	planner := &planner.Planner{
 		Registry:    b.Registry,
 		Parallelism: parallelism,
 		Logger:      b.Logger.Named("plan"),

@@ -7,6 +7,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/toquehq/toque/config"
+	"github.com/toquehq/toque/eval"
+	"github.com/toquehq/toque/internal/host"
 	"github.com/toquehq/toque/plan"
 	"github.com/toquehq/toque/policy"
 )
@@ -37,6 +39,10 @@ func (b *Base) workspace(stateFlag string) *policy.Workspace {
 type loaded struct {
 	lockRevision string
 	extraFiles   map[string]*hcl.File
+	// scope is the configuration's scope without the host (node
+	// attributes written with host facts unknown), as validate and graph
+	// evaluate; nil when loading failed.
+	scope *eval.Scope
 }
 
 // files merges the config's parsed files with the policy's.
@@ -65,18 +71,31 @@ func (l *loaded) stamp(p *plan.Plan) {
 // loadConfig loads the working directory: in policy mode (policy.hcl is
 // present) from policy.lock.json — refusing a missing or stale lock — and
 // its cookbooks, else every recipe file of the directory.
+//
+// The node attributes are written once without the host, so that errors
+// in attribute blocks stop every command before the host is read.
 func (b *Base) loadConfig() (*config.Config, *loaded, hcl.Diagnostics) {
+	l := &loaded{}
+	var cfg *config.Config
+	var diags hcl.Diagnostics
 	if !policy.Exists(b.workDir()) {
-		cfg, diags := config.LoadDir(b.workDir(), b.Registry)
-		return cfg, nil, diags
+		cfg, diags = config.LoadDir(b.workDir(), b.Registry)
+	} else {
+		ws := b.workspace("")
+		lock, in, d := ws.LoadLock(b.ReadCtx)
+		l.extraFiles = ws.Parser.Files()
+		diags = d
+		if lock == nil || diags.HasErrors() {
+			return nil, l, diags
+		}
+		l.lockRevision = lock.RevisionID
+		cfg, d = config.LoadPolicy(in, b.Registry)
+		diags = append(diags, d...)
 	}
-	ws := b.workspace("")
-	lock, in, diags := ws.LoadLock(b.ReadCtx)
-	l := &loaded{extraFiles: ws.Parser.Files()}
-	if lock == nil || diags.HasErrors() {
-		return nil, l, diags
+	if cfg != nil && !diags.HasErrors() {
+		scope, _, d := eval.NewScope(cfg, host.Unknown())
+		diags = append(diags, d...)
+		l.scope = scope
 	}
-	l.lockRevision = lock.RevisionID
-	cfg, d := config.LoadPolicy(in, b.Registry)
-	return cfg, l, append(diags, d...)
+	return cfg, l, diags
 }

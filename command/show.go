@@ -3,6 +3,7 @@ package command
 import (
 	"fmt"
 
+	"github.com/toquehq/toque/command/views"
 	"github.com/toquehq/toque/plan"
 )
 
@@ -62,7 +63,7 @@ func (c *ShowCommand) Run(args []string) int {
 		return ExitError
 	}
 	if asJSON {
-		b, err := plan.JSONView(p)
+		b, err := views.JSONView(p)
 		if err != nil {
 			c.errorf("%s", err)
 			return ExitError
@@ -76,6 +77,6 @@ func (c *ShowCommand) Run(args []string) int {
 		}
 		return ExitOK
 	}
-	plan.RenderText(c.Streams.Stdout, p, plan.RenderOptions{Color: col.enabled(c.Streams.Stdout), Digest: digest})
+	views.RenderText(c.Streams.Stdout, p, views.RenderOptions{Color: col.enabled(c.Streams.Stdout), Digest: digest})
 	return ExitOK
 }

@@ -6,8 +6,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/toquehq/toque/config"
-	"github.com/toquehq/toque/internal/host"
+	"github.com/toquehq/toque/eval"
 )
 
 // ValidateCommand is `toque validate`.
@@ -50,7 +49,7 @@ func (c *ValidateCommand) Run(args []string) int {
 	cfg, pol, diags := c.loadConfig() // policy mode when policy.hcl is present
 	files := pol.files(cfg)
 	if cfg != nil && !diags.HasErrors() {
-		_, ediags := cfg.Evaluate(c.Registry, &config.Scope{Node: cfg.Attributes.Node(), Host: host.Unknown()})
+		_, ediags := eval.Resources(cfg, c.Registry, pol.scope)
 		diags = append(diags, ediags...)
 	}
 	if asJSON {

@@ -209,65 +209,6 @@ func (a *Attributes) Leaves() []Leaf {
 	return out
 }
 
-// compileAttributes evaluates attribute blocks in order and writes them.
-// Expressions see host and the function library, not node.
-func compileAttributes(blocks []*attributeBlock, host cty.Value) (*Attributes, hcl.Diagnostics) {
-	attrs := NewAttributes()
-	var diags hcl.Diagnostics
-	if host == cty.NilVal {
-		host = cty.DynamicVal
-	}
-	ctxs := map[string]*hcl.EvalContext{}
-	for _, b := range blocks {
-		ctx := ctxs[b.Dir]
-		if ctx == nil {
-			ctx = &hcl.EvalContext{
-				Variables: map[string]cty.Value{"host": host},
-				Functions: Functions(b.Dir),
-			}
-			ctxs[b.Dir] = ctx
-		}
-		as, d := b.Body.JustAttributes()
-		diags = append(diags, d...)
-		list := make([]*hcl.Attribute, 0, len(as))
-		for _, a := range as {
-			list = append(list, a)
-		}
-		sort.Slice(list, func(i, j int) bool { return list[i].Range.Start.Byte < list[j].Range.Start.Byte })
-		for _, a := range list {
-			if d := nodeReferences(a.Expr); len(d) > 0 {
-				diags = append(diags, d...)
-				continue
-			}
-			v, d := a.Expr.Value(ctx)
-			diags = append(diags, d...)
-			if d.HasErrors() {
-				continue
-			}
-			attrs.Write(b.Level, []string{b.Name, a.Name}, v, a.Range)
-		}
-	}
-	return attrs, diags
-}
-
-// nodeReferences reports every reference to node in an attribute block.
-func nodeReferences(expr hcl.Expression) hcl.Diagnostics {
-	var diags hcl.Diagnostics
-	for _, tr := range expr.Variables() {
-		if tr.RootName() != "node" {
-			continue
-		}
-		diags = diags.Append(&hcl.Diagnostic{
-			Severity: hcl.DiagError,
-			Summary:  "Node attributes cannot be read here",
-			Detail: "Attribute blocks are written at compile time, and node attributes are read at plan time, once every recipe has written them. " +
-				"Set a literal value or one computed from host.… here, and read node.… in resource properties and guards instead.",
-			Subject: tr.SourceRange().Ptr(),
-		})
-	}
-	return diags
-}
-
 // compactIntegers re-creates every whole number in v that fits an int64 at
 // int64 precision. HCL parses number literals at 512 bits, and turning such
 // a number into a string (every "${node.web.port}") costs ten times more

@@ -8,7 +8,6 @@ import (
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/toquehq/toque/internal/host"
 	"github.com/toquehq/toque/resources"
 )
 
@@ -49,10 +48,9 @@ type PolicyInput struct {
 // Attribute files may hold only default and override blocks.
 func LoadPolicy(in PolicyInput, reg *resources.Registry) (*Config, hcl.Diagnostics) {
 	c := &Config{
-		Dir:         in.Dir,
-		Parser:      hclparse.NewParser(),
-		Attributes:  NewAttributes(),
-		fixedWrites: append([]AttributeWrite(nil), in.Writes...),
+		Dir:          in.Dir,
+		Parser:       hclparse.NewParser(),
+		PolicyWrites: append([]AttributeWrite(nil), in.Writes...),
 	}
 	var diags hcl.Diagnostics
 	byName := map[string]*Cookbook{}
@@ -130,14 +128,5 @@ func LoadPolicy(in PolicyInput, reg *resources.Registry) (*Config, hcl.Diagnosti
 		}
 		diags = append(diags, c.collect(f.Body, cb.Dir, reg, seen)...)
 	}
-	diags = append(diags, c.Compile(host.Unknown())...)
 	return c, diags
-}
-
-// applyFixedWrites writes the fixed (policy) attribute writes into attrs,
-// after the attribute blocks.
-func (c *Config) applyFixedWrites(attrs *Attributes) {
-	for _, w := range c.fixedWrites {
-		attrs.WriteFrom(w.Level, w.Path, w.Value, w.Range, w.Origin)
-	}
 }

@@ -18,6 +18,7 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/toquehq/toque/config"
+	"github.com/toquehq/toque/eval"
 )
 
 // Policy is a decoded policy.hcl.
@@ -295,7 +296,7 @@ func (p *Policy) decodeRunList(a *hcl.Attribute) hcl.Diagnostics {
 
 func (p *Policy) decodeAttributes(level string, a *hcl.Attribute) hcl.Diagnostics {
 	var diags hcl.Diagnostics
-	ctx := &hcl.EvalContext{Functions: config.Functions(p.Dir)}
+	ctx := &hcl.EvalContext{Functions: eval.Functions(p.Dir)}
 	v, d := a.Expr.Value(ctx)
 	diags = append(diags, d...)
 	if d.HasErrors() {

@@ -1,4 +1,4 @@
-package config
+package eval
 
 import (
 	"fmt"
@@ -8,32 +8,17 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/toquehq/toque/config"
 	"github.com/toquehq/toque/internal/words"
 	"github.com/toquehq/toque/resources"
 )
-
-// Timings of a notification.
-const (
-	// TimingDelayed queues the target's action; queued actions run once
-	// each, in queue order, at the end of the apply.
-	TimingDelayed = "delayed"
-	// TimingImmediately runs the target's action right after the notifier
-	// changed.
-	TimingImmediately = "immediately"
-	// TimingBefore runs the target's action right before the notifier
-	// changes.
-	TimingBefore = "before"
-)
-
-// Timings lists the valid timings; the first is the default.
-var Timings = []string{TimingDelayed, TimingImmediately, TimingBefore}
 
 // Notification is one resolved notification edge: when Notifier changes,
 // Target's Action runs at Timing. An edge declared by a subscribes block
 // is stored the same way, from the resource it names to the subscriber.
 type Notification struct {
-	Notifier *ResourceBlock
-	Target   *ResourceBlock
+	Notifier *config.ResourceBlock
+	Target   *config.ResourceBlock
 	Action   string
 	Timing   string
 	// Subscribe is true when the edge was declared by Target's subscribes
@@ -58,9 +43,9 @@ func (n *Notification) String() string {
 // (those would never end; `delayed` ones run once each). The resource and
 // timing expressions see node, host and the functions; a reference not
 // known yet (validate, without the host) is left out unchecked.
-func (c *Config) Notifications(reg *resources.Registry, scope *Scope) ([]*Notification, hcl.Diagnostics) {
+func Notifications(c *config.Config, reg *resources.Registry, scope *Scope) ([]*Notification, hcl.Diagnostics) {
 	ctxs := map[string]*hcl.EvalContext{}
-	return c.notifications(reg, func(dir string) *hcl.EvalContext {
+	return notifications(c, reg, func(dir string) *hcl.EvalContext {
 		ctx := ctxs[dir]
 		if ctx == nil {
 			ctx = scope.EvalContext(dir)
@@ -70,7 +55,7 @@ func (c *Config) Notifications(reg *resources.Registry, scope *Scope) ([]*Notifi
 	})
 }
 
-func (c *Config) notifications(reg *resources.Registry, ctxFor func(dir string) *hcl.EvalContext) ([]*Notification, hcl.Diagnostics) {
+func notifications(c *config.Config, reg *resources.Registry, ctxFor func(dir string) *hcl.EvalContext) ([]*Notification, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	hasEdges := false
 	for _, b := range c.Resources {
@@ -82,7 +67,7 @@ func (c *Config) notifications(reg *resources.Registry, ctxFor func(dir string) 
 	if !hasEdges {
 		return nil, nil
 	}
-	byAddr := make(map[string]*ResourceBlock, len(c.Resources))
+	byAddr := make(map[string]*config.ResourceBlock, len(c.Resources))
 	for _, b := range c.Resources {
 		byAddr[b.Address()] = b
 	}
@@ -90,7 +75,7 @@ func (c *Config) notifications(reg *resources.Registry, ctxFor func(dir string) 
 	seen := map[string]bool{}
 	for _, b := range c.Resources {
 		for _, group := range []struct {
-			blocks    []*NotifyBlock
+			blocks    []*config.NotifyBlock
 			subscribe bool
 		}{{b.Meta.Notifies, false}, {b.Meta.Subscribes, true}} {
 			for _, nb := range group.blocks {
@@ -112,20 +97,7 @@ func (c *Config) notifications(reg *resources.Registry, ctxFor func(dir string) 
 	return edges, diags
 }
 
-// ParseAddress splits "TYPE[NAME]"; ok is false when ref has another shape.
-func ParseAddress(ref string) (typ, name string, ok bool) {
-	i := strings.IndexByte(ref, '[')
-	if i <= 0 || !strings.HasSuffix(ref, "]") || len(ref) < i+3 {
-		return "", "", false
-	}
-	typ, name = ref[:i], ref[i+1:len(ref)-1]
-	if strings.TrimSpace(typ) != typ || strings.ContainsAny(typ, " []") {
-		return "", "", false
-	}
-	return typ, name, true
-}
-
-func resolveNotify(b *ResourceBlock, nb *NotifyBlock, subscribe bool, byAddr map[string]*ResourceBlock, reg *resources.Registry, ctx *hcl.EvalContext) (*Notification, hcl.Diagnostics) {
+func resolveNotify(b *config.ResourceBlock, nb *config.NotifyBlock, subscribe bool, byAddr map[string]*config.ResourceBlock, reg *resources.Registry, ctx *hcl.EvalContext) (*Notification, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	kw := "notifies"
 	if subscribe {
@@ -151,7 +123,7 @@ func resolveNotify(b *ResourceBlock, nb *NotifyBlock, subscribe bool, byAddr map
 		return errAt(refRange, "Invalid resource reference", fmt.Sprintf("The resource of a %s block is a string naming a resource as TYPE[NAME], for example \"execute[reload-web]\".", kw))
 	}
 	ref := v.AsString()
-	typ, name, ok := ParseAddress(ref)
+	typ, name, ok := config.ParseAddress(ref)
 	if !ok {
 		return errAt(refRange, "Invalid resource reference", fmt.Sprintf("%q does not name a resource: write TYPE[NAME], for example \"execute[reload-web]\".", ref))
 	}
@@ -164,7 +136,7 @@ func resolveNotify(b *ResourceBlock, nb *NotifyBlock, subscribe bool, byAddr map
 			}
 		}
 		sort.Strings(addrs)
-		hint := didYouMean(ref, addrs)
+		hint := words.DidYouMean(ref, addrs)
 		if _, known := reg.Lookup(typ); !known {
 			hint = fmt.Sprintf(" There is no resource type %q.", typ)
 		}
@@ -176,7 +148,7 @@ func resolveNotify(b *ResourceBlock, nb *NotifyBlock, subscribe bool, byAddr map
 			fmt.Sprintf("%s %s itself. A resource cannot be notified by its own change; declare the action as a separate resource (for example an execute) and notify that.", b.Address(), kw))
 	}
 
-	n := &Notification{Action: nb.Action, Timing: TimingDelayed, Subscribe: subscribe, DeclRange: nb.DeclRange, ResourceRange: refRange}
+	n := &Notification{Action: nb.Action, Timing: config.TimingDelayed, Subscribe: subscribe, DeclRange: nb.DeclRange, ResourceRange: refRange}
 	if subscribe {
 		n.Notifier, n.Target = other, b
 	} else {
@@ -186,7 +158,7 @@ func resolveNotify(b *ResourceBlock, nb *NotifyBlock, subscribe bool, byAddr map
 	if t, ok := reg.Lookup(n.Target.Type); ok {
 		s := t.Schema()
 		if n.Action == "nothing" || !s.HasAction(n.Action) {
-			detail := fmt.Sprintf("%s has no action %q.%s Its actions are %s.", n.Target.Address(), n.Action, didYouMean(n.Action, s.Actions), words.Quoted(s.Actions))
+			detail := fmt.Sprintf("%s has no action %q.%s Its actions are %s.", n.Target.Address(), n.Action, words.DidYouMean(n.Action, s.Actions), words.Quoted(s.Actions))
 			if n.Action == "nothing" {
 				detail = "Notifying the action nothing would do nothing. Name the action the target should run: " + words.Quoted(s.Actions) + "."
 			}
@@ -206,11 +178,11 @@ func resolveNotify(b *ResourceBlock, nb *NotifyBlock, subscribe bool, byAddr map
 			return nil, diags
 		case tv.IsNull():
 		case tv.Type() != cty.String:
-			return errAt(nb.Timing.Range(), "Invalid notification timing", fmt.Sprintf("The timing is a string: one of %s.", words.Quoted(Timings)))
+			return errAt(nb.Timing.Range(), "Invalid notification timing", fmt.Sprintf("The timing is a string: one of %s.", words.Quoted(config.Timings)))
 		default:
 			n.Timing = tv.AsString()
-			if !contains(Timings, n.Timing) {
-				return errAt(nb.Timing.Range(), "Invalid notification timing", fmt.Sprintf("There is no timing %q.%s The timings are %s (%s is the default).", n.Timing, didYouMean(n.Timing, Timings), words.Quoted(Timings), TimingDelayed))
+			if !contains(config.Timings, n.Timing) {
+				return errAt(nb.Timing.Range(), "Invalid notification timing", fmt.Sprintf("There is no timing %q.%s The timings are %s (%s is the default).", n.Timing, words.DidYouMean(n.Timing, config.Timings), words.Quoted(config.Timings), config.TimingDelayed))
 			}
 		}
 	}
@@ -229,10 +201,10 @@ func contains(xs []string, x string) bool {
 // cycles reports each cycle through before and immediately edges once,
 // with the chain and the range of every edge in it.
 func cycles(edges []*Notification) hcl.Diagnostics {
-	out := map[*ResourceBlock][]*Notification{}
-	var order []*ResourceBlock
+	out := map[*config.ResourceBlock][]*Notification{}
+	var order []*config.ResourceBlock
 	for _, e := range edges {
-		if e.Timing == TimingDelayed {
+		if e.Timing == config.TimingDelayed {
 			continue
 		}
 		if _, ok := out[e.Notifier]; !ok {
@@ -245,11 +217,11 @@ func cycles(edges []*Notification) hcl.Diagnostics {
 		grey
 		black
 	)
-	color := map[*ResourceBlock]int{}
+	color := map[*config.ResourceBlock]int{}
 	var stack []*Notification
 	var diags hcl.Diagnostics
-	var visit func(b *ResourceBlock)
-	visit = func(b *ResourceBlock) {
+	var visit func(b *config.ResourceBlock)
+	visit = func(b *config.ResourceBlock) {
 		color[b] = grey
 		for _, e := range out[b] {
 			switch color[e.Target] {
@@ -303,7 +275,7 @@ func cycleDiag(chain []*Notification) *hcl.Diagnostic {
 
 // attachNotifications sets each instance's outgoing edges.
 func attachNotifications(insts []*Instance, edges []*Notification) {
-	byBlock := make(map[*ResourceBlock]*Instance, len(insts))
+	byBlock := make(map[*config.ResourceBlock]*Instance, len(insts))
 	for _, inst := range insts {
 		byBlock[inst.Block] = inst
 	}

@@ -1,4 +1,4 @@
-package plan
+package planner_test
 
 import (
 	"bytes"
@@ -8,13 +8,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toquehq/toque/command/views"
 	"github.com/toquehq/toque/config"
+	"github.com/toquehq/toque/internal/plantest"
+	"github.com/toquehq/toque/plan"
 	"github.com/toquehq/toque/resources"
 )
 
 // planRecipe plans recipe (ROOT replaced by a scratch dir) with the
 // built-in types; files maps names under ROOT to contents written first.
-func planRecipe(t *testing.T, recipe string, files map[string]string) (*Plan, string) {
+func planRecipe(t *testing.T, recipe string, files map[string]string) (*plan.Plan, string) {
 	t.Helper()
 	dir, root := t.TempDir(), t.TempDir()
 	for name, content := range files {
@@ -25,7 +28,7 @@ func planRecipe(t *testing.T, recipe string, files map[string]string) (*Plan, st
 	if err := os.WriteFile(filepath.Join(dir, "a.hcl"), []byte(strings.ReplaceAll(recipe, "ROOT", root)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := fixedPlanner(newFakeType(), 4)
+	p := plantest.FixedPlanner(plantest.NewFakeType(), 4)
 	p.Registry = resources.Builtin()
 	cfg, diags := config.LoadDir(dir, p.Registry)
 	if diags.HasErrors() {
@@ -38,7 +41,7 @@ func planRecipe(t *testing.T, recipe string, files map[string]string) (*Plan, st
 	return pl, root
 }
 
-func runsOf(pl *Plan) []string {
+func runsOf(pl *plan.Plan) []string {
 	var out []string
 	for _, nr := range pl.NotifiedRuns {
 		pos := "end"
@@ -116,7 +119,7 @@ execute "idle" {
 		if c := pl.Counts(); c.Run != 4 || c.Create != 2 || c.NoOp != 1 {
 			t.Errorf("counts %+v: want 4 runs, 2 creates, and only execute[idle] unchanged", c)
 		}
-		var idle *Resource
+		var idle *plan.Resource
 		for _, r := range pl.Resources {
 			if r.Address == "execute[idle]" {
 				idle = r
@@ -125,11 +128,11 @@ execute "idle" {
 				t.Errorf("notified_by: %+v", r.NotifiedBy)
 			}
 		}
-		if idle.Reason != ReasonNotNotified {
+		if idle.Reason != plan.ReasonNotNotified {
 			t.Errorf("idle reason %q", idle.Reason)
 		}
 		var out bytes.Buffer
-		RenderText(&out, pl, RenderOptions{})
+		views.RenderText(&out, pl, views.RenderOptions{})
 		text := out.String()
 		order := []string{
 			"# execute[pre] will run: notified by " + a + " (before)",
@@ -138,7 +141,7 @@ execute "idle" {
 			"# " + b + " will be created",
 			"# execute[chained] will run: notified by execute[now] (delayed)",
 			"# execute[reload] will run: notified by " + a + " and " + b + " (delayed)",
-			"# execute[idle]: " + ReasonNotNotified,
+			"# execute[idle]: " + plan.ReasonNotNotified,
 		}
 		last := -1
 		for _, s := range order {
@@ -157,7 +160,7 @@ execute "idle" {
 			t.Fatalf("runs:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 		for _, r := range pl.Resources {
-			if (r.Address == "execute[pre]" || r.Address == "execute[now]") && r.Reason != ReasonNotNotified {
+			if (r.Address == "execute[pre]" || r.Address == "execute[now]") && r.Reason != plan.ReasonNotNotified {
 				t.Errorf("%s: reason %q", r.Address, r.Reason)
 			}
 		}

@@ -1,4 +1,4 @@
-package config
+package eval
 
 import (
 	"os"
@@ -9,21 +9,22 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/toquehq/toque/config"
 	"github.com/toquehq/toque/resources"
 )
 
 // evalBuiltin loads dir with the built-in types and evaluates it against
 // the test host.
-func evalBuiltin(t *testing.T, dir string) (*Config, []*Instance, hcl.Diagnostics) {
+func evalBuiltin(t *testing.T, dir string) (*config.Config, []*Instance, hcl.Diagnostics) {
 	t.Helper()
 	reg := resources.Builtin()
-	cfg, diags := LoadDir(dir, reg)
+	cfg, diags := config.LoadDir(dir, reg)
 	if diags.HasErrors() {
 		return cfg, nil, diags
 	}
-	scope, d := cfg.Scope(testHost())
+	scope, _, d := NewScope(cfg, testHost())
 	diags = append(diags, d...)
-	insts, d := cfg.Evaluate(reg, scope)
+	insts, d := Resources(cfg, reg, scope)
 	return cfg, insts, append(diags, d...)
 }
 
@@ -310,18 +311,18 @@ func TestTemplateDirInPolicyMode(t *testing.T) {
 		}
 	}
 	// Not a cookbook: a folder called recipes is a recipe folder.
-	if got, want := TemplateDir(filepath.Join(cb, "recipes")), filepath.Join(cb, "recipes"); got != want {
-		t.Errorf("TemplateDir = %s, want %s", got, want)
+	if got, want := config.TemplateDir(filepath.Join(cb, "recipes")), filepath.Join(cb, "recipes"); got != want {
+		t.Errorf("config.TemplateDir = %s, want %s", got, want)
 	}
 	must(os.WriteFile(filepath.Join(cb, "metadata.hcl"), []byte("name = \"cb\"\nversion = \"1.0.0\"\n"), 0o644))
-	if got, want := TemplateDir(filepath.Join(cb, "recipes")), filepath.Join(cb, "templates"); got != want {
-		t.Errorf("TemplateDir = %s, want %s", got, want)
+	if got, want := config.TemplateDir(filepath.Join(cb, "recipes")), filepath.Join(cb, "templates"); got != want {
+		t.Errorf("config.TemplateDir = %s, want %s", got, want)
 	}
-	if got, want := TemplateDir(cb), filepath.Join(cb, "templates"); got != want {
-		t.Errorf("TemplateDir(cookbook root) = %s, want %s", got, want)
+	if got, want := config.TemplateDir(cb), filepath.Join(cb, "templates"); got != want {
+		t.Errorf("config.TemplateDir(cookbook root) = %s, want %s", got, want)
 	}
-	if other := t.TempDir(); TemplateDir(other) != other {
-		t.Errorf("TemplateDir(%s) = %s", other, TemplateDir(other))
+	if other := t.TempDir(); config.TemplateDir(other) != other {
+		t.Errorf("config.TemplateDir(%s) = %s", other, config.TemplateDir(other))
 	}
 	// A recipe in a cookbook's recipes/ reads templates/.
 	must(os.MkdirAll(filepath.Join(cb, "recipes"), 0o755))

@@ -1,7 +1,6 @@
-package plan
+package planner
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 
@@ -42,18 +41,5 @@ func TestContextValues(t *testing.T) {
 				t.Errorf("got %s, want %s", s, c.want)
 			}
 		})
-	}
-}
-
-func TestRenderShowsMultilineContextAsHeredoc(t *testing.T) {
-	p := &Plan{Host: Host{Hostname: "h"}, Resources: []*Resource{{
-		Address: "bash[setup]", Type: "bash", Name: "setup", Kind: resources.Run, Reason: "no guard: runs every time",
-		Context: []ContextValue{{Property: "code", Value: DisplayValue(cty.StringVal("set -e\necho one\n"))}, {Property: "cwd", Value: `"/tmp"`}},
-	}}}
-	var b bytes.Buffer
-	RenderText(&b, p, RenderOptions{})
-	want := "  ! bash \"setup\" {\n        code = <<EOT\n            set -e\n            echo one\n          EOT\n        cwd  = \"/tmp\"\n    }\n"
-	if !strings.Contains(b.String(), want) {
-		t.Errorf("rendered:\n%s\nwant to contain:\n%s", b.String(), want)
 	}
 }

@@ -1,4 +1,4 @@
-package plan
+package planner
 
 import (
 	"context"
@@ -19,8 +19,10 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/config"
+	"github.com/toquehq/toque/eval"
 	"github.com/toquehq/toque/guard"
 	"github.com/toquehq/toque/internal/host"
+	"github.com/toquehq/toque/plan"
 	"github.com/toquehq/toque/resources"
 )
 
@@ -32,22 +34,17 @@ const DefaultParallelism = 10
 // larger content is summarised by size and digest only.
 const MaxDiffSize = 1 << 20
 
-// Reasons the planner gives in words (types give their own).
-const (
-	ReasonNothing = "action is nothing: runs only when notified"
-)
-
 // GuardResults records evaluated guards; decidedBy is the index of the
 // guard that decided to skip, -1 for none. An outcome with an error is
 // left out.
-func GuardResults(outs []guard.Outcome, decidedBy int) []GuardResult {
-	var out []GuardResult
+func GuardResults(outs []guard.Outcome, decidedBy int) []plan.GuardResult {
+	var out []plan.GuardResult
 	for i, o := range outs {
 		if o.Err != nil || o.Spec == nil {
 			continue
 		}
 		s := o.Spec
-		g := GuardResult{
+		g := plan.GuardResult{
 			Kind:        string(s.Kind),
 			Form:        string(s.Form),
 			Command:     s.Source,
@@ -89,17 +86,17 @@ type Planner struct {
 	Now func() time.Time
 	// Guards evaluates only_if / not_if; nil means guard.EvaluateAll on
 	// the resource's decoded guards (Instance.Guards).
-	Guards GuardFunc
+	Guards plan.GuardFunc
 	// Rand is the source of the plan's salt; nil means crypto/rand.
 	Rand io.Reader
 }
 
 // Plan compiles cfg's node attributes with the host facts, evaluates its
-// resources against them, then plans them (PlanInstancesInScope). It
+// resources against them, then plans them (PlanInstances). It
 // records the node attributes with provenance and the inputs digest. On errors it still
 // returns the partial plan, marked Errored, with the diagnostics; the caller
 // decides whether to show or write it.
-func (p *Planner) Plan(ctx context.Context, cfg *config.Config) (*Plan, hcl.Diagnostics) {
+func (p *Planner) Plan(ctx context.Context, cfg *config.Config) (*plan.Plan, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	if cfg == nil {
 		return nil, diags.Append(&hcl.Diagnostic{
@@ -123,12 +120,12 @@ func (p *Planner) Plan(ctx context.Context, cfg *config.Config) (*Plan, hcl.Diag
 		})
 	}
 	// Attribute blocks may read host.…: write them again with the facts.
-	scope, evalDiags := cfg.Scope(p.Host.Value())
-	insts, d := cfg.Evaluate(p.Registry, scope)
+	scope, attrs, evalDiags := eval.NewScope(cfg, p.Host.Value())
+	insts, d := eval.Resources(cfg, p.Registry, scope)
 	evalDiags = append(evalDiags, d...)
 	diags = append(diags, evalDiags...)
 
-	pl, planDiags := p.PlanInstancesInScope(ctx, insts, scope)
+	pl, planDiags := p.PlanInstances(ctx, insts)
 	diags = append(diags, planDiags...)
 	if pl == nil {
 		return nil, diags
@@ -140,8 +137,8 @@ func (p *Planner) Plan(ctx context.Context, cfg *config.Config) (*Plan, hcl.Diag
 	for _, r := range pl.Resources {
 		r.Source.Filename = relativeTo(cfg.Dir, r.Source.Filename)
 	}
-	if cfg.Attributes != nil {
-		attrs, err := attributesOf(cfg.Attributes.Leaves(), cfg.Dir)
+	{
+		recorded, err := attributesOf(attrs.Leaves(), cfg.Dir)
 		if err != nil {
 			evalDiags = evalDiags.Append(&hcl.Diagnostic{
 				Severity: hcl.DiagError,
@@ -150,7 +147,7 @@ func (p *Planner) Plan(ctx context.Context, cfg *config.Config) (*Plan, hcl.Diag
 			})
 			diags = append(diags, evalDiags[len(evalDiags)-1])
 		}
-		pl.Attributes = attrs
+		pl.Attributes = recorded
 	}
 	// The planning errors are recorded already; the evaluation's go first.
 	planErrs := pl.Errors
@@ -162,7 +159,7 @@ func (p *Planner) Plan(ctx context.Context, cfg *config.Config) (*Plan, hcl.Diag
 
 // markErrored marks pl Errored and records the error diagnostics not already
 // recorded.
-func markErrored(pl *Plan, diags hcl.Diagnostics) {
+func markErrored(pl *plan.Plan, diags hcl.Diagnostics) {
 	for _, d := range diags {
 		if d.Severity != hcl.DiagError {
 			continue
@@ -179,11 +176,11 @@ func markErrored(pl *Plan, diags hcl.Diagnostics) {
 	}
 }
 
-func attributesOf(leaves []config.Leaf, dir string) ([]Attribute, error) {
-	out := make([]Attribute, 0, len(leaves))
+func attributesOf(leaves []config.Leaf, dir string) ([]plan.Attribute, error) {
+	out := make([]plan.Attribute, 0, len(leaves))
 	var firstErr error
 	for _, l := range leaves {
-		a := Attribute{
+		a := plan.Attribute{
 			Path:   strings.Join(l.Path, "."),
 			Level:  l.Level,
 			Source: fmt.Sprintf("%s:%d", relativeTo(dir, l.Range.Filename), l.Range.Start.Line),
@@ -193,7 +190,7 @@ func attributesOf(leaves []config.Leaf, dir string) ([]Attribute, error) {
 		}
 		if l.Value == cty.NilVal {
 			a.Value = []byte(`null`)
-		} else if b, err := (Value{Value: l.Value}).MarshalJSON(); err != nil {
+		} else if b, err := (plan.Value{Value: l.Value}).MarshalJSON(); err != nil {
 			if firstErr == nil {
 				firstErr = fmt.Errorf("node.%s: %w", a.Path, err)
 			}
@@ -206,23 +203,12 @@ func attributesOf(leaves []config.Leaf, dir string) ([]Attribute, error) {
 	return out, firstErr
 }
 
-// PlanInstances plans already-evaluated resources. Guards, when any, see
-// the host facts and an empty node; use PlanInstancesInScope to give them
-// the merged node attributes.
-func (p *Planner) PlanInstances(ctx context.Context, insts []*config.Instance) (*Plan, hcl.Diagnostics) {
-	scope := &config.Scope{Node: cty.EmptyObjectVal, Host: cty.DynamicVal}
-	if p.Host != nil {
-		scope.Host = p.Host.Value()
-	}
-	return p.PlanInstancesInScope(ctx, insts, scope)
-}
-
-// PlanInstancesInScope plans already-evaluated resources; scope is what
-// expression guards see. Resources are read in parallel (bounded by
+// PlanInstances plans already-evaluated resources (their guards are
+// decoded already: expression guards hold their value). Resources are read in parallel (bounded by
 // Parallelism) and the plan keeps the collection's order. A resource that
 // cannot be read or planned is left out of the plan, which is then marked
 // Errored; the diagnostics say why, pointing at the resource's block.
-func (p *Planner) PlanInstancesInScope(ctx context.Context, insts []*config.Instance, scope *config.Scope) (*Plan, hcl.Diagnostics) {
+func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*plan.Plan, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	salt, err := p.salt()
 	if err != nil {
@@ -236,16 +222,16 @@ func (p *Planner) PlanInstancesInScope(ctx context.Context, insts []*config.Inst
 	if p.Now != nil {
 		now = p.Now
 	}
-	pl := &Plan{
-		FormatVersion: FormatVersion,
+	pl := &plan.Plan{
+		FormatVersion: plan.FormatVersion,
 		ToqueVersion:  p.Version,
 		CreatedAt:     now().UTC(),
 		Salt:          salt,
-		Attributes:    []Attribute{},
-		Resources:     []*Resource{},
+		Attributes:    []plan.Attribute{},
+		Resources:     []*plan.Resource{},
 	}
 	if p.Host != nil {
-		pl.Host = Host{Hostname: p.Host.Identity.Hostname, MachineID: p.Host.Identity.MachineID}
+		pl.Host = plan.Host{Hostname: p.Host.Identity.Hostname, MachineID: p.Host.Identity.MachineID}
 	}
 
 	logger := p.logger()
@@ -254,7 +240,7 @@ func (p *Planner) PlanInstancesInScope(ctx context.Context, insts []*config.Inst
 		par = DefaultParallelism
 	}
 	type outcome struct {
-		res   *Resource
+		res   *plan.Resource
 		diags hcl.Diagnostics
 	}
 	results := make([]outcome, len(insts))
@@ -269,16 +255,16 @@ func (p *Planner) PlanInstancesInScope(ctx context.Context, insts []*config.Inst
 			continue
 		}
 		wg.Add(1)
-		go func(i int, inst *config.Instance) {
+		go func(i int, inst *eval.Instance) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			res, d := p.planOne(ctx, logger, inst, scope, salt)
+			res, d := p.planOne(ctx, logger, inst, salt)
 			results[i] = outcome{res, d}
 		}(i, inst)
 	}
 	wg.Wait()
 
-	ress := make([]*Resource, len(results))
+	ress := make([]*plan.Resource, len(results))
 	for i, o := range results {
 		diags = append(diags, o.diags...)
 		ress[i] = o.res
@@ -313,7 +299,7 @@ func (p *Planner) salt() (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
-func interrupted(inst *config.Instance, err error) hcl.Diagnostics {
+func interrupted(inst *eval.Instance, err error) hcl.Diagnostics {
 	return hcl.Diagnostics{{
 		Severity: hcl.DiagError,
 		Summary:  "Planning interrupted",
@@ -322,7 +308,7 @@ func interrupted(inst *config.Instance, err error) hcl.Diagnostics {
 	}}
 }
 
-func instAddress(inst *config.Instance) string {
+func instAddress(inst *eval.Instance) string {
 	switch {
 	case inst == nil:
 		return "(nil resource)"
@@ -334,7 +320,7 @@ func instAddress(inst *config.Instance) string {
 	return "(unnamed resource)"
 }
 
-func declRange(inst *config.Instance) *hcl.Range {
+func declRange(inst *eval.Instance) *hcl.Range {
 	if inst == nil || inst.Block == nil {
 		return nil
 	}
@@ -343,13 +329,13 @@ func declRange(inst *config.Instance) *hcl.Range {
 }
 
 // lifecycle is the lifecycle the planner evaluates resources with.
-func (p *Planner) lifecycle(logger hclog.Logger) *Lifecycle {
-	return &Lifecycle{Registry: p.Registry, Logger: logger, Guards: p.Guards}
+func (p *Planner) lifecycle(logger hclog.Logger) *plan.Lifecycle {
+	return &plan.Lifecycle{Registry: p.Registry, Logger: logger, Guards: p.Guards}
 }
 
 // planOne plans one resource. It never panics: a panicking type becomes an
 // error diagnostic.
-func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *config.Instance, scope *config.Scope, salt string) (res *Resource, diags hcl.Diagnostics) {
+func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *eval.Instance, salt string) (res *plan.Resource, diags hcl.Diagnostics) {
 	addr := instAddress(inst)
 	if inst == nil || inst.Resource == nil || inst.Type == nil || inst.Resource.Schema() == nil {
 		return nil, hcl.Diagnostics{{
@@ -363,14 +349,14 @@ func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *config
 	schema := desired.Schema()
 	log := logger.With("resource", addr)
 
-	res = &Resource{
+	res = &plan.Resource{
 		Address:       desired.Address(),
 		Type:          desired.Type,
 		Name:          desired.Name,
 		Action:        desired.Action,
 		Sensitive:     inst.Sensitive,
 		IgnoreFailure: inst.IgnoreFailure,
-		Desired:       DesiredValues(desired),
+		Desired:       plan.DesiredValues(desired),
 	}
 	if res.Action == "" {
 		res.Action = schema.DefaultAction
@@ -382,13 +368,13 @@ func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *config
 	}
 	if inst.Block != nil {
 		r := inst.Block.DeclRange
-		res.Source = Range{Filename: r.Filename, Line: r.Start.Line, Column: r.Start.Column}
+		res.Source = plan.Range{Filename: r.Filename, Line: r.Start.Line, Column: r.Start.Column}
 	}
 	res.Context = contextValues(desired, inst.Sensitive)
 
 	if res.Action == "nothing" {
 		res.Kind = resources.NoOp
-		res.Reason = ReasonNothing
+		res.Reason = plan.ReasonNothing
 		log.Debug("planned resource", "kind", res.Kind, "reason", res.Reason)
 		return res, nil
 	}
@@ -398,7 +384,7 @@ func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *config
 	}
 
 	res.GuardSpecs = inst.Guards
-	rd, err := p.lifecycle(logger).Evaluate(ctx, &Subject{
+	rd, err := p.lifecycle(logger).Evaluate(ctx, &plan.Subject{
 		Address: addr, Type: inst.Type, Desired: desired, Guards: inst.Guards,
 		Sensitive: inst.Sensitive, Salt: salt,
 	})
@@ -432,22 +418,22 @@ func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *config
 // lifecycleDiags words a lifecycle failure of inst as a plan diagnostic:
 // one summary per phase, the lifecycle's own message as the detail,
 // pointing at the guard that could not run or at the resource's block.
-func lifecycleDiags(inst *config.Instance, rd *Reading, err error) hcl.Diagnostics {
+func lifecycleDiags(inst *eval.Instance, rd *plan.Reading, err error) hcl.Diagnostics {
 	addr := instAddress(inst)
 	subject := declRange(inst)
 	summary := "Cannot plan " + addr
-	var le *LifecycleError
+	var le *plan.LifecycleError
 	if errors.As(err, &le) {
 		switch {
 		case le.Panicked:
 			summary = "Resource type failed while planning " + addr
-		case le.Phase == PhaseGuards:
+		case le.Phase == plan.PhaseGuards:
 			summary = "Guard cannot run"
 			if n := len(rd.Guards); n > 0 && rd.Guards[n-1].Spec != nil && rd.Guards[n-1].Spec.Range.Filename != "" {
 				r := rd.Guards[n-1].Spec.Range
 				subject = &r
 			}
-		case le.Phase == PhaseLoad:
+		case le.Phase == plan.PhaseLoad:
 			summary = "Cannot read " + addr
 		}
 	}
@@ -460,30 +446,22 @@ func lifecycleDiags(inst *config.Instance, rd *Reading, err error) hcl.Diagnosti
 }
 
 // skipReason words the verdict of the guard that decided to skip.
-func skipReason(results []GuardResult) string {
+func skipReason(results []plan.GuardResult) string {
 	for _, g := range results {
 		if g.Decided {
-			return GuardVerdict(g)
+			return plan.GuardVerdict(g)
 		}
 	}
 	return "skipped by a guard"
 }
 
-// GuardVerdict words one guard result: "only_if `test -f x` passed",
-// "only_if `test -f x` failed", "not_if `test -f x` is true", "only_if
-// node.web.enabled is false". Passed is the guard's condition (exit status
-// in returns, or the expression's value), for both kinds.
-func GuardVerdict(g GuardResult) string {
-	return guard.VerdictOf(g.Kind, g.Form, g.Command, g.Passed)
-}
-
 // RunReason is the reason of a run step whose guards let it run: the
 // guards' verdicts instead of the type's "no guard: runs every time", or
 // after the type's own reason ("creates … does not exist").
-func RunReason(typeReason string, guards []GuardResult) string {
+func RunReason(typeReason string, guards []plan.GuardResult) string {
 	vs := make([]string, len(guards))
 	for i, g := range guards {
-		vs[i] = GuardVerdict(g)
+		vs[i] = plan.GuardVerdict(g)
 	}
 	v := strings.Join(vs, ", ")
 	if typeReason == "" || typeReason == resources.NoGuardReason {
@@ -493,31 +471,31 @@ func RunReason(typeReason string, guards []GuardResult) string {
 }
 
 // buildChanges turns a step's changes into their display forms.
-func buildChanges(s *resources.Schema, changes []resources.Change, state *resources.State, salt string, sensitiveRes bool) []Change {
+func buildChanges(s *resources.Schema, changes []resources.Change, state *resources.State, salt string, sensitiveRes bool) []plan.Change {
 	if len(changes) == 0 {
 		return nil
 	}
-	out := make([]Change, 0, len(changes))
+	out := make([]plan.Change, 0, len(changes))
 	for _, c := range changes {
 		prop := s.Property(c.Property)
 		sensitive := sensitiveRes || (prop != nil && prop.Sensitive)
 		isContent := prop != nil && prop.Content
-		ch := Change{Property: c.Property, Default: c.Default, Sensitive: sensitive}
+		ch := plan.Change{Property: c.Property, Default: c.Default, Sensitive: sensitive}
 		hasBefore := c.Before != cty.NilVal
 		switch {
 		case sensitive:
 			if hasBefore {
-				ch.Before = Sensitive
+				ch.Before = plan.Sensitive
 			}
-			ch.After = Sensitive
+			ch.After = plan.Sensitive
 			if isContent {
 				ch.DiffNote = "sensitive content is not shown"
 			}
 		default:
 			if hasBefore {
-				ch.Before = StoreValue(prop, c.Before, salt, false).Display
+				ch.Before = plan.StoreValue(prop, c.Before, salt, false).Display
 			}
-			ch.After = StoreValue(prop, c.After, salt, false).Display
+			ch.After = plan.StoreValue(prop, c.After, salt, false).Display
 			if isContent {
 				before, bok := stringOf(state.Values[c.Property])
 				if !bok {
@@ -582,8 +560,8 @@ func isBinary(s string) bool {
 // unmanaged lists the desired-state properties the recipe did not set that
 // the live reading has, with their display form (already redacted by
 // StoreCurrent when sensitive).
-func unmanaged(s *resources.Schema, desired *resources.Resource, cur *Current) []Unmanaged {
-	var out []Unmanaged
+func unmanaged(s *resources.Schema, desired *resources.Resource, cur *plan.Current) []plan.Unmanaged {
+	var out []plan.Unmanaged
 	for _, prop := range s.Properties {
 		if !prop.IsDesiredState() || desired.IsSet(prop.Name) {
 			continue
@@ -592,7 +570,7 @@ func unmanaged(s *resources.Schema, desired *resources.Resource, cur *Current) [
 		if !ok {
 			continue
 		}
-		out = append(out, Unmanaged{Property: prop.Name, Current: sv.Display})
+		out = append(out, plan.Unmanaged{Property: prop.Name, Current: sv.Display})
 	}
 	return out
 }
@@ -601,7 +579,7 @@ func unmanaged(s *resources.Schema, desired *resources.Resource, cur *Current) [
 // (Resource.Context): identity and name properties whose value is not the
 // block label, then, for a type with no desired-state property, every other
 // property the recipe set. Schema order within each part.
-func contextValues(desired *resources.Resource, sensitive bool) []ContextValue {
+func contextValues(desired *resources.Resource, sensitive bool) []plan.ContextValue {
 	s := desired.Schema()
 	acting := true
 	for _, prop := range s.Properties {
@@ -610,7 +588,7 @@ func contextValues(desired *resources.Resource, sensitive bool) []ContextValue {
 			break
 		}
 	}
-	var ids, rest []ContextValue
+	var ids, rest []plan.ContextValue
 	for _, prop := range s.Properties {
 		isID := prop.Identity || prop.NameProperty
 		if !isID && !acting {
@@ -623,14 +601,14 @@ func contextValues(desired *resources.Resource, sensitive bool) []ContextValue {
 		if isID && v.Type() == cty.String && v.AsString() == desired.Name {
 			continue
 		}
-		shown := DisplayValue(v)
+		shown := plan.DisplayValue(v)
 		if sensitive || prop.Sensitive {
-			shown = Sensitive
+			shown = plan.Sensitive
 		}
 		if isID {
-			ids = append(ids, ContextValue{Property: prop.Name, Value: shown})
+			ids = append(ids, plan.ContextValue{Property: prop.Name, Value: shown})
 		} else {
-			rest = append(rest, ContextValue{Property: prop.Name, Value: shown})
+			rest = append(rest, plan.ContextValue{Property: prop.Name, Value: shown})
 		}
 	}
 	return append(ids, rest...)
@@ -651,17 +629,17 @@ func relativeTo(dir, name string) string {
 // redactGuard hides what a sensitive resource's guard ran: its command,
 // where, as whom, with what environment, and what it printed. The verdict
 // and exit code stay: they are what the reviewer needs.
-func redactGuard(g *GuardResult) {
-	g.Command = Sensitive
+func redactGuard(g *plan.GuardResult) {
+	g.Command = plan.Sensitive
 	g.Output = ""
 	if g.Cwd != "" {
-		g.Cwd = Sensitive
+		g.Cwd = plan.Sensitive
 	}
 	if g.User != "" {
-		g.User = Sensitive
+		g.User = plan.Sensitive
 	}
 	for k := range g.Environment {
-		g.Environment[k] = Sensitive
+		g.Environment[k] = plan.Sensitive
 	}
 }
 
@@ -669,7 +647,7 @@ func redactGuard(g *GuardResult) {
 // owner that must exist), so a value apply could not use fails the plan
 // rather than an apply half-way. The diagnostic points at the attribute
 // when the block's body can say where it is.
-func hostChecks(inst *config.Instance, desired *resources.Resource) hcl.Diagnostics {
+func hostChecks(inst *eval.Instance, desired *resources.Resource) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, prop := range desired.Schema().Properties {
 		if prop.HostCheck == nil || !desired.IsSet(prop.Name) {
@@ -689,7 +667,7 @@ func hostChecks(inst *config.Instance, desired *resources.Resource) hcl.Diagnost
 
 // attributeRange is the range of attribute name in inst's block, or the
 // block's range.
-func attributeRange(inst *config.Instance, name string) *hcl.Range {
+func attributeRange(inst *eval.Instance, name string) *hcl.Range {
 	if inst.Block == nil {
 		return nil
 	}

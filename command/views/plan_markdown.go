@@ -1,4 +1,4 @@
-package plan
+package views
 
 import (
 	"bytes"
@@ -7,10 +7,12 @@ import (
 	"html"
 	"io"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/toquehq/toque/guard"
+	"github.com/toquehq/toque/plan"
 	"github.com/toquehq/toque/resources"
 )
 
@@ -59,7 +61,7 @@ type MarkdownOptions struct {
 // <details> sections are dropped from the end, with a visible note. A limit
 // too small for the head is an error wrapping ErrMarkdownTooSmall, and
 // nothing is written. Sensitive values are shown only as "(sensitive)".
-func RenderMarkdown(w io.Writer, p *Plan, o MarkdownOptions) error {
+func RenderMarkdown(w io.Writer, p *plan.Plan, o MarkdownOptions) error {
 	if p == nil {
 		return errors.New("render Markdown: no plan")
 	}
@@ -147,7 +149,7 @@ type mdSection struct {
 	resources int
 }
 
-func markdownMarker(p *Plan, digest string, truncated bool) string {
+func markdownMarker(p *plan.Plan, digest string, truncated bool) string {
 	return fmt.Sprintf("%shost=%s format=%d digest=%s truncated=%t -->\n",
 		MarkdownMarker, url.PathEscape(p.Host.Hostname), p.FormatVersion, digest, truncated)
 }
@@ -169,7 +171,7 @@ func truncationNote(resourcesLeft, sections, limit int, planFile string) string 
 
 // markdownHead is the part that is never cut: title, warnings, summary,
 // address lists and digest.
-func markdownHead(p *Plan, o MarkdownOptions) string {
+func markdownHead(p *plan.Plan, o MarkdownOptions) string {
 	var b strings.Builder
 	c := p.Counts()
 	hostName := p.Host.Hostname
@@ -233,7 +235,7 @@ func markdownHead(p *Plan, o MarkdownOptions) string {
 			}
 		}
 		for _, nr := range p.NotifiedRuns {
-			if a := mdCode(nr.Address); nr.Kind == g.kind && !containsString(addrs, a) {
+			if a := mdCode(nr.Address); nr.Kind == g.kind && !slices.Contains(addrs, a) {
 				addrs = append(addrs, a)
 			}
 		}
@@ -252,7 +254,7 @@ func markdownHead(p *Plan, o MarkdownOptions) string {
 
 // markdownSections renders one <details> section per resource with
 // something to show, in plan order, and one for the unchanged resources.
-func markdownSections(p *Plan, o MarkdownOptions) []mdSection {
+func markdownSections(p *plan.Plan, o MarkdownOptions) []mdSection {
 	var out []mdSection
 	var unchanged []string
 	notified := func(slot int, before bool) {
@@ -273,7 +275,7 @@ func markdownSections(p *Plan, o MarkdownOptions) []mdSection {
 				continue
 			}
 		default:
-			if r.Reason == ReasonNotNotified {
+			if r.Reason == plan.ReasonNotNotified {
 				unchanged = append(unchanged, mdCode(r.Address)+": action nothing, nothing notifies it in this plan")
 			} else {
 				unchanged = append(unchanged, mdCode(r.Address))
@@ -317,7 +319,7 @@ func markdownSign(k resources.Kind) string {
 	return " "
 }
 
-func markdownHeadline(r *Resource) string {
+func markdownHeadline(r *plan.Resource) string {
 	var s string
 	switch r.Kind {
 	case resources.Create:
@@ -340,7 +342,7 @@ func markdownHeadline(r *Resource) string {
 }
 
 // markdownResource renders one resource's <details> section.
-func markdownResource(r *Resource) string {
+func markdownResource(r *plan.Resource) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "<details><summary><code>%s</code> <code>%s</code> %s</summary>\n\n",
 		markdownSign(r.Kind), html.EscapeString(oneLine(r.Address)), html.EscapeString(oneLine(markdownHeadline(r))))
@@ -368,7 +370,7 @@ func markdownResource(r *Resource) string {
 		}
 		props = append(props, prefixLines(sign, cv.Property+" = "+cv.Value)...)
 	}
-	var diffs []Change
+	var diffs []plan.Change
 	for _, c := range r.Changes {
 		sensitive := c.Sensitive || r.Sensitive
 		if c.Diff != "" && !sensitive {
@@ -381,7 +383,7 @@ func markdownResource(r *Resource) string {
 		for _, u := range r.Unmanaged {
 			cur := u.Current
 			if r.Sensitive {
-				cur = Sensitive
+				cur = plan.Sensitive
 			}
 			props = append(props, prefixLines("  # ", u.Property+": not set in the recipe, left as it is: "+cur)...)
 		}
@@ -425,7 +427,7 @@ func markdownResource(r *Resource) string {
 // propertyLines renders one property change as diff lines: "-"/"+" pairs
 // for a value that changes, "+" for a new one, "!" for a hidden one. The
 // marker is always in column 0, on every line of a multi-line value.
-func propertyLines(kind resources.Kind, c Change, sensitive bool) []string {
+func propertyLines(kind resources.Kind, c plan.Change, sensitive bool) []string {
 	var lines []string
 	suffix := ""
 	if c.Default {
@@ -437,7 +439,7 @@ func propertyLines(kind resources.Kind, c Change, sensitive bool) []string {
 		if kind == resources.Update && c.Before != "" {
 			sign = "!"
 		}
-		lines = append(lines, sign+" "+c.Property+" = "+Sensitive+suffix)
+		lines = append(lines, sign+" "+c.Property+" = "+plan.Sensitive+suffix)
 		return lines
 	case kind == resources.Create || c.Before == "":
 		lines = append(lines, prefixLines("+ ", c.Property+" = "+c.After+suffix)...)
@@ -453,7 +455,7 @@ func propertyLines(kind resources.Kind, c Change, sensitive bool) []string {
 
 // markdownGuard renders one guard result as a list item, its output (if
 // any) in a code block inside the item.
-func markdownGuard(g GuardResult) string {
+func markdownGuard(g plan.GuardResult) string {
 	var b strings.Builder
 	verdict := guard.ConditionWord(g.Kind, g.Form, g.Passed)
 	effect := ""

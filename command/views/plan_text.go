@@ -1,13 +1,16 @@
-package plan
+package views
 
 import (
 	"fmt"
 	"io"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/fatih/color"
 
+	"github.com/toquehq/toque/plan"
 	"github.com/toquehq/toque/resources"
 )
 
@@ -73,7 +76,7 @@ func (pt painter) symbol(k resources.Kind) string {
 // with work, its changes and diffs, the summary, and the plan's digest.
 // Unchanged resources are counted, not listed. Sensitive values are never
 // shown: the plan's Changes and Current already hold only "(sensitive)".
-func RenderText(w io.Writer, p *Plan, o RenderOptions) {
+func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) {
 	pt := newPainter(o.Color)
 	bw := &errWriter{w: w}
 	hostName := p.Host.Hostname
@@ -89,7 +92,7 @@ func RenderText(w io.Writer, p *Plan, o RenderOptions) {
 		bw.printf("\n")
 	}
 
-	var work, skipped []*Resource
+	var work, skipped []*plan.Resource
 	for _, r := range p.Resources {
 		switch r.Kind {
 		case resources.Create, resources.Update, resources.Delete, resources.Run:
@@ -131,7 +134,7 @@ func RenderText(w io.Writer, p *Plan, o RenderOptions) {
 		}
 	}
 	for _, r := range p.Resources {
-		if r.Reason == ReasonNotNotified {
+		if r.Reason == plan.ReasonNotNotified {
 			bw.printf("\n  %s\n", pt.faint("# "+r.Address+": "+r.Reason))
 		}
 	}
@@ -166,10 +169,10 @@ func indentRest(s, ind string) string {
 	return strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+ind)
 }
 
-func headline(r *Resource) string {
+func headline(r *plan.Resource) string {
 	if strings.HasPrefix(r.Reason, "notified by ") && r.Kind != resources.Run && r.Kind != resources.Skip {
 		// A notified run: say why it happens.
-		return strings.TrimSuffix(headline(&Resource{Address: r.Address, Kind: r.Kind}), " is unchanged") + ": " + r.Reason
+		return strings.TrimSuffix(headline(&plan.Resource{Address: r.Address, Kind: r.Kind}), " is unchanged") + ": " + r.Reason
 	}
 	switch r.Kind {
 	case resources.Create:
@@ -192,7 +195,7 @@ func headline(r *Resource) string {
 	return r.Address + " is unchanged"
 }
 
-func renderResource(bw *errWriter, pt painter, r *Resource) {
+func renderResource(bw *errWriter, pt painter, r *plan.Resource) {
 	bw.printf("  %s\n", pt.bold("# "+headline(r)))
 	if r.Sensitive {
 		bw.printf("  %s\n", pt.faint("#   (sensitive resource: every value is hidden)"))
@@ -280,7 +283,7 @@ func unquote(s string) string {
 	return s
 }
 
-func renderChange(bw *errWriter, pt painter, kind resources.Kind, c Change, width int) {
+func renderChange(bw *errWriter, pt painter, kind resources.Kind, c plan.Change, width int) {
 	name := c.Property + strings.Repeat(" ", width-len(c.Property))
 	sym, paint := pt.update("~"), pt.update
 	if kind == resources.Create || c.Before == "" {
@@ -297,7 +300,7 @@ func renderChange(bw *errWriter, pt painter, kind resources.Kind, c Change, widt
 			bw.printf("          %s\n", diffLine(pt, line))
 		}
 	case c.Sensitive:
-		bw.printf("      %s %s = %s%s\n", sym, name, Sensitive, suffix)
+		bw.printf("      %s %s = %s%s\n", sym, name, plan.Sensitive, suffix)
 	case c.Before != "" && kind != resources.Create:
 		bw.printf("      %s %s = %s %s %s%s\n", sym, name, c.Before, paint("->"), c.After, suffix)
 	default:
@@ -325,8 +328,8 @@ func diffLine(pt painter, line string) string {
 // guardLine words one guard result: its verdict, and the details a
 // reviewer needs to trust it — "(bash; cwd /opt from the guard, JAVA_HOME
 // inherited; exit 0 in 4 ms)" — empty when there are none (expressions).
-func guardLine(g GuardResult) (verdict, details string) {
-	verdict = GuardVerdict(g)
+func guardLine(g plan.GuardResult) (verdict, details string) {
+	verdict = plan.GuardVerdict(g)
 	if g.Form == "expression" {
 		return verdict, ""
 	}
@@ -374,7 +377,7 @@ func guardLine(g GuardResult) (verdict, details string) {
 	return verdict, "(" + strings.Join(parts, "; ") + ")"
 }
 
-func renderSummary(bw *errWriter, pt painter, p *Plan, width int) {
+func renderSummary(bw *errWriter, pt painter, p *plan.Plan, width int) {
 	c := p.Counts()
 	bw.printf("%s\n", pt.bold(fmt.Sprintf("Plan: %d to create, %d to update, %d to delete, %d to run, %d skipped, %d unchanged.",
 		c.Create, c.Update, c.Delete, c.Run, c.Skip, c.NoOp)))
@@ -399,7 +402,7 @@ func renderSummary(bw *errWriter, pt painter, p *Plan, width int) {
 			}
 		}
 		for _, nr := range p.NotifiedRuns {
-			if nr.Kind == g.kind && !containsString(addrs, nr.Address) {
+			if nr.Kind == g.kind && !slices.Contains(addrs, nr.Address) {
 				addrs = append(addrs, nr.Address)
 			}
 		}
@@ -457,4 +460,13 @@ func multiline(display string) (string, bool) {
 		return "", false
 	}
 	return text, true
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

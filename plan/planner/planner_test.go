@@ -1,22 +1,28 @@
-package plan
+package planner_test
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/toquehq/toque/config"
+	"github.com/toquehq/toque/command/views"
+	"github.com/toquehq/toque/eval"
 	"github.com/toquehq/toque/guard"
+	"github.com/toquehq/toque/internal/plantest"
+	"github.com/toquehq/toque/plan"
+	"github.com/toquehq/toque/plan/planner"
 	"github.com/toquehq/toque/resources"
 )
 
 // cannotRun gives i a script guard whose working directory is missing.
-func cannotRun(i *config.Instance) *config.Instance {
+func cannotRun(i *eval.Instance) *eval.Instance {
 	i.Guards = []*guard.Spec{{
 		Kind: guard.OnlyIf, Form: guard.Script, Source: "true", Interpreter: guard.Default,
 		Values: map[string]guard.Value{"command": {Value: cty.StringVal("true")}, "cwd": {Value: cty.StringVal("/no/such/dir")}},
@@ -25,19 +31,19 @@ func cannotRun(i *config.Instance) *config.Instance {
 }
 
 func TestPlanInstancesKinds(t *testing.T) {
-	f := newFakeType()
-	f.set("/etc/same", map[string]cty.Value{"content": str("same\n"), "mode": str("0644")})
-	f.set("/etc/old", map[string]cty.Value{"content": str("<h1>old</h1>\n"), "mode": str("0600")})
-	f.set("/etc/gone", map[string]cty.Value{"content": str("x"), "mode": str("0644")})
-	insts := []*config.Instance{
-		f.inst("/etc/new", "create", 1, map[string]cty.Value{"content": str("hello\n")}),
-		f.inst("/etc/same", "create", 5, map[string]cty.Value{"content": str("same\n"), "mode": str("644")}),
-		f.inst("/etc/old", "create", 9, map[string]cty.Value{"content": str("<h1>web-01</h1>\n")}),
-		f.inst("/etc/gone", "delete", 13, nil),
-		f.inst("/etc/cmd", "run", 17, nil),
-		f.inst("/etc/later", "nothing", 21, map[string]cty.Value{"content": str("x")}),
+	f := plantest.NewFakeType()
+	f.Set("/etc/same", map[string]cty.Value{"content": plantest.Str("same\n"), "mode": plantest.Str("0644")})
+	f.Set("/etc/old", map[string]cty.Value{"content": plantest.Str("<h1>old</h1>\n"), "mode": plantest.Str("0600")})
+	f.Set("/etc/gone", map[string]cty.Value{"content": plantest.Str("x"), "mode": plantest.Str("0644")})
+	insts := []*eval.Instance{
+		f.Inst("/etc/new", "create", 1, map[string]cty.Value{"content": plantest.Str("hello\n")}),
+		f.Inst("/etc/same", "create", 5, map[string]cty.Value{"content": plantest.Str("same\n"), "mode": plantest.Str("644")}),
+		f.Inst("/etc/old", "create", 9, map[string]cty.Value{"content": plantest.Str("<h1>web-01</h1>\n")}),
+		f.Inst("/etc/gone", "delete", 13, nil),
+		f.Inst("/etc/cmd", "run", 17, nil),
+		f.Inst("/etc/later", "nothing", 21, map[string]cty.Value{"content": plantest.Str("x")}),
 	}
-	pl, diags := fixedPlanner(f, 4).PlanInstances(context.Background(), insts)
+	pl, diags := plantest.FixedPlanner(f, 4).PlanInstances(context.Background(), insts)
 	if diags.HasErrors() {
 		t.Fatalf("diagnostics: %v", diags)
 	}
@@ -61,7 +67,7 @@ func TestPlanInstancesKinds(t *testing.T) {
 			t.Errorf("resource %d: got %s %s, want %s %s", i, r.Address, r.Kind, w.addr, w.kind)
 		}
 	}
-	if pl.Errored || pl.Host.Hostname != "web-01" || pl.FormatVersion != FormatVersion || pl.ToqueVersion != "0.1.0-test" {
+	if pl.Errored || pl.Host.Hostname != "web-01" || pl.FormatVersion != plan.FormatVersion || pl.ToqueVersion != "0.1.0-test" {
 		t.Errorf("plan header: %+v", pl)
 	}
 	if pl.CreatedAt.Location() != time.UTC || pl.CreatedAt.Hour() != 2 {
@@ -92,7 +98,7 @@ func TestPlanInstancesKinds(t *testing.T) {
 		if !strings.Contains(c.Diff, "+hello") {
 			t.Errorf("create diff %q", c.Diff)
 		}
-		if got := r.Desired["path"].Value; !got.RawEquals(str("/etc/new")) {
+		if got := r.Desired["path"].Value; !got.RawEquals(plantest.Str("/etc/new")) {
 			t.Errorf("desired path %#v", got)
 		}
 		if len(r.Unmanaged) != 0 {
@@ -120,31 +126,31 @@ func TestPlanInstancesKinds(t *testing.T) {
 	})
 	t.Run("nothing is not loaded", func(t *testing.T) {
 		r := pl.Resources[5]
-		if r.Reason != ReasonNothing || r.Current != nil {
+		if r.Reason != plan.ReasonNothing || r.Current != nil {
 			t.Errorf("got %+v", r)
 		}
-		if int(f.loads.Load()) != 5 {
-			t.Errorf("loaded %d times, want 5 (not the action-nothing one)", f.loads.Load())
+		if int(f.Loads.Load()) != 5 {
+			t.Errorf("loaded %d times, want 5 (not the action-nothing one)", f.Loads.Load())
 		}
 	})
-	if c := pl.Counts(); c != (Counts{Create: 1, Update: 1, Delete: 1, Run: 1, NoOp: 2}) {
+	if c := pl.Counts(); c != (plan.Counts{Create: 1, Update: 1, Delete: 1, Run: 1, NoOp: 2}) {
 		t.Errorf("counts %+v", c)
 	}
 }
 
 func TestPlanInstancesErrors(t *testing.T) {
-	f := newFakeType()
-	f.loadErr["/etc/unreadable"] = errors.New("permission denied")
-	f.planErr["/etc/unplannable"] = errors.New("cannot decide")
-	f.panics["/etc/boom"] = true
-	insts := []*config.Instance{
-		f.inst("/etc/ok", "create", 1, map[string]cty.Value{"content": str("x")}),
-		f.inst("/etc/unreadable", "create", 4, map[string]cty.Value{"content": str("x")}),
-		f.inst("/etc/unplannable", "create", 7, map[string]cty.Value{"content": str("x")}),
-		f.inst("/etc/boom", "create", 10, map[string]cty.Value{"content": str("x")}),
-		cannotRun(f.inst("/etc/guarded", "create", 13, map[string]cty.Value{"content": str("x")})),
+	f := plantest.NewFakeType()
+	f.LoadErr["/etc/unreadable"] = errors.New("permission denied")
+	f.PlanErr["/etc/unplannable"] = errors.New("cannot decide")
+	f.Panics["/etc/boom"] = true
+	insts := []*eval.Instance{
+		f.Inst("/etc/ok", "create", 1, map[string]cty.Value{"content": plantest.Str("x")}),
+		f.Inst("/etc/unreadable", "create", 4, map[string]cty.Value{"content": plantest.Str("x")}),
+		f.Inst("/etc/unplannable", "create", 7, map[string]cty.Value{"content": plantest.Str("x")}),
+		f.Inst("/etc/boom", "create", 10, map[string]cty.Value{"content": plantest.Str("x")}),
+		cannotRun(f.Inst("/etc/guarded", "create", 13, map[string]cty.Value{"content": plantest.Str("x")})),
 	}
-	pl, diags := fixedPlanner(f, 2).PlanInstances(context.Background(), insts)
+	pl, diags := plantest.FixedPlanner(f, 2).PlanInstances(context.Background(), insts)
 	wantSummaries := []string{
 		"Cannot read fake_file[/etc/unreadable]",
 		"Cannot plan fake_file[/etc/unplannable]",
@@ -172,7 +178,7 @@ func TestPlanInstancesErrors(t *testing.T) {
 	if len(pl.Resources) != 1 || pl.Resources[0].Address != "fake_file[/etc/ok]" {
 		t.Errorf("partial plan resources: %v", pl.Resources)
 	}
-	if err := Applicable(pl); !errors.Is(err, ErrErrored) || !strings.Contains(err.Error(), "permission denied") {
+	if err := plan.Applicable(pl); !errors.Is(err, plan.ErrErrored) || !strings.Contains(err.Error(), "permission denied") {
 		t.Errorf("Applicable: %v", err)
 	}
 }
@@ -180,17 +186,17 @@ func TestPlanInstancesErrors(t *testing.T) {
 func TestPlanInstancesOrderAndParallelism(t *testing.T) {
 	for _, par := range []int{1, 8} {
 		t.Run(fmt.Sprintf("parallelism %d", par), func(t *testing.T) {
-			f := newFakeType()
-			var insts []*config.Instance
+			f := plantest.NewFakeType()
+			var insts []*eval.Instance
 			var want []string
 			for i := range 16 {
 				name := fmt.Sprintf("/srv/f%02d", i)
 				// Later resources finish first.
-				f.delay[name] = time.Duration(16-i) * time.Millisecond
-				insts = append(insts, f.inst(name, "create", i+1, map[string]cty.Value{"content": str(name)}))
+				f.Delay[name] = time.Duration(16-i) * time.Millisecond
+				insts = append(insts, f.Inst(name, "create", i+1, map[string]cty.Value{"content": plantest.Str(name)}))
 				want = append(want, "fake_file["+name+"]")
 			}
-			pl, diags := fixedPlanner(f, par).PlanInstances(context.Background(), insts)
+			pl, diags := plantest.FixedPlanner(f, par).PlanInstances(context.Background(), insts)
 			if diags.HasErrors() {
 				t.Fatal(diags)
 			}
@@ -201,7 +207,7 @@ func TestPlanInstancesOrderAndParallelism(t *testing.T) {
 			if strings.Join(got, " ") != strings.Join(want, " ") {
 				t.Errorf("order:\n got %v\nwant %v", got, want)
 			}
-			m := int(f.maxRunning.Load())
+			m := int(f.MaxRunning.Load())
 			if m > par {
 				t.Errorf("%d loads ran at once, parallelism is %d", m, par)
 			}
@@ -213,12 +219,12 @@ func TestPlanInstancesOrderAndParallelism(t *testing.T) {
 }
 
 func TestPlanInstancesCancelled(t *testing.T) {
-	f := newFakeType()
+	f := plantest.NewFakeType()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	f.delay["/a"] = time.Second
-	pl, diags := fixedPlanner(f, 1).PlanInstances(ctx, []*config.Instance{
-		f.inst("/a", "create", 1, nil), f.inst("/b", "create", 2, nil), f.inst("/c", "create", 3, nil),
+	f.Delay["/a"] = time.Second
+	pl, diags := plantest.FixedPlanner(f, 1).PlanInstances(ctx, []*eval.Instance{
+		f.Inst("/a", "create", 1, nil), f.Inst("/b", "create", 2, nil), f.Inst("/c", "create", 3, nil),
 	})
 	if !diags.HasErrors() || !pl.Errored {
 		t.Fatalf("a cancelled plan must be errored: %v", diags)
@@ -226,25 +232,25 @@ func TestPlanInstancesCancelled(t *testing.T) {
 }
 
 func TestPlanInstancesSensitive(t *testing.T) {
-	f := newFakeType()
-	f.set("/etc/secret", map[string]cty.Value{"content": str("old-password\n"), "mode": str("0600"), "secret": str("hunter1")})
-	f.set("/etc/key", map[string]cty.Value{"content": str("public\n"), "secret": str("hunter1")})
-	sens := f.inst("/etc/secret", "create", 1, map[string]cty.Value{"content": str("new-password\n")})
+	f := plantest.NewFakeType()
+	f.Set("/etc/secret", map[string]cty.Value{"content": plantest.Str("old-password\n"), "mode": plantest.Str("0600"), "secret": plantest.Str("hunter1")})
+	f.Set("/etc/key", map[string]cty.Value{"content": plantest.Str("public\n"), "secret": plantest.Str("hunter1")})
+	sens := f.Inst("/etc/secret", "create", 1, map[string]cty.Value{"content": plantest.Str("new-password\n")})
 	sens.Sensitive = true
-	insts := []*config.Instance{
+	insts := []*eval.Instance{
 		sens,
-		f.inst("/etc/key", "create", 5, map[string]cty.Value{"content": str("public\n"), "secret": str("hunter2")}),
+		f.Inst("/etc/key", "create", 5, map[string]cty.Value{"content": plantest.Str("public\n"), "secret": plantest.Str("hunter2")}),
 	}
-	pl, diags := fixedPlanner(f, 2).PlanInstances(context.Background(), insts)
+	pl, diags := plantest.FixedPlanner(f, 2).PlanInstances(context.Background(), insts)
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	rendered, err := JSONView(pl)
+	rendered, err := views.JSONView(pl)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var text strings.Builder
-	RenderText(&text, pl, RenderOptions{})
+	views.RenderText(&text, pl, views.RenderOptions{})
 	for _, secret := range []string{"password", "hunter", "0600"} {
 		for _, r := range pl.Resources {
 			for _, c := range r.Changes {
@@ -271,18 +277,18 @@ func TestPlanInstancesSensitive(t *testing.T) {
 		}
 	}
 	r := pl.Resources[0]
-	if len(r.Changes) != 1 || r.Changes[0].After != Sensitive || r.Changes[0].Before != Sensitive || r.Changes[0].DiffNote == "" || r.Changes[0].Diff != "" {
+	if len(r.Changes) != 1 || r.Changes[0].After != plan.Sensitive || r.Changes[0].Before != plan.Sensitive || r.Changes[0].DiffNote == "" || r.Changes[0].Diff != "" {
 		t.Errorf("sensitive resource change: %+v", r.Changes)
 	}
 	if len(r.Unmanaged) != 2 {
 		t.Errorf("unmanaged of a sensitive resource: %+v", r.Unmanaged)
 	}
 	// The plan file still holds the desired value in full: apply needs it.
-	if got := r.Desired["content"].Value; !got.RawEquals(str("new-password\n")) {
+	if got := r.Desired["content"].Value; !got.RawEquals(plantest.Str("new-password\n")) {
 		t.Errorf("desired content %#v", got)
 	}
 	k := pl.Resources[1]
-	if len(k.Changes) != 1 || k.Changes[0].Property != "secret" || !k.Changes[0].Sensitive || k.Changes[0].After != Sensitive {
+	if len(k.Changes) != 1 || k.Changes[0].Property != "secret" || !k.Changes[0].Sensitive || k.Changes[0].After != plan.Sensitive {
 		t.Errorf("sensitive property change: %+v", k.Changes)
 	}
 	if strings.Join(k.SensitiveProperties, ",") != "secret" {
@@ -294,7 +300,7 @@ func TestPlanInstancesSensitive(t *testing.T) {
 }
 
 func TestPlanInstancesContentDiffNotes(t *testing.T) {
-	big := strings.Repeat("a line of text\n", (MaxDiffSize/15)+10)
+	big := strings.Repeat("a line of text\n", (planner.MaxDiffSize/15)+10)
 	cases := []struct {
 		name, before, after string
 		note                string
@@ -308,10 +314,10 @@ func TestPlanInstancesContentDiffNotes(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeType()
-			f.set("/f", map[string]cty.Value{"content": str(tc.before)})
-			pl, diags := fixedPlanner(f, 1).PlanInstances(context.Background(), []*config.Instance{
-				f.inst("/f", "create", 1, map[string]cty.Value{"content": str(tc.after)}),
+			f := plantest.NewFakeType()
+			f.Set("/f", map[string]cty.Value{"content": plantest.Str(tc.before)})
+			pl, diags := plantest.FixedPlanner(f, 1).PlanInstances(context.Background(), []*eval.Instance{
+				f.Inst("/f", "create", 1, map[string]cty.Value{"content": plantest.Str(tc.after)}),
 			})
 			if diags.HasErrors() {
 				t.Fatal(diags)
@@ -334,23 +340,23 @@ func TestPlanInstancesContentDiffNotes(t *testing.T) {
 }
 
 func TestPlanInstancesGuards(t *testing.T) {
-	f := newFakeType()
+	f := plantest.NewFakeType()
 	exit1 := 1
-	g := &fakeGuards{
-		results: map[string][]GuardResult{
+	g := &plantest.FakeGuards{
+		Results: map[string][]plan.GuardResult{
 			"/skip": {{Kind: "only_if", Form: "script", Command: "test -d /opt", Interpreter: "sh", ExitCode: &exit1, Passed: false, Decided: true}},
 			"/run":  {{Kind: "not_if", Form: "expression", Command: "node.web.enabled", Passed: false}},
 		},
-		skip: map[string]bool{"/skip": true},
-		fail: map[string]bool{"/broken": true},
+		Skip: map[string]bool{"/skip": true},
+		Fail: map[string]bool{"/broken": true},
 	}
-	p := fixedPlanner(f, 2)
+	p := plantest.FixedPlanner(f, 2)
 	p.Guards = g.Evaluate
-	nothing := guarded(f.inst("/nothing", "nothing", 10, nil))
-	pl, diags := p.PlanInstances(context.Background(), []*config.Instance{
-		guarded(f.inst("/skip", "create", 1, map[string]cty.Value{"content": str("x")})),
-		guarded(f.inst("/run", "create", 4, map[string]cty.Value{"content": str("x")})),
-		guarded(f.inst("/broken", "create", 7, map[string]cty.Value{"content": str("x")})),
+	nothing := plantest.Guarded(f.Inst("/nothing", "nothing", 10, nil))
+	pl, diags := p.PlanInstances(context.Background(), []*eval.Instance{
+		plantest.Guarded(f.Inst("/skip", "create", 1, map[string]cty.Value{"content": plantest.Str("x")})),
+		plantest.Guarded(f.Inst("/run", "create", 4, map[string]cty.Value{"content": plantest.Str("x")})),
+		plantest.Guarded(f.Inst("/broken", "create", 7, map[string]cty.Value{"content": plantest.Str("x")})),
 		nothing,
 	})
 	if len(diags) != 1 || diags[0].Summary != "Guard cannot run" || !pl.Errored {
@@ -370,7 +376,28 @@ func TestPlanInstancesGuards(t *testing.T) {
 	if n := pl.Resources[2]; n.Kind != resources.NoOp || n.Guards != nil {
 		t.Errorf("action nothing is not guarded: %+v", n)
 	}
-	if f.loads.Load() != 1 {
-		t.Errorf("%d loads, want 1 (skipped and failed guards are not loaded)", f.loads.Load())
+	if f.Loads.Load() != 1 {
+		t.Errorf("%d loads, want 1 (skipped and failed guards are not loaded)", f.Loads.Load())
+	}
+}
+
+var updateFixture = flag.Bool("update", false, "rewrite plan/testdata/sample.plan")
+
+// TestSamplePlanFixture keeps plan/testdata/sample.plan, which the plan
+// file tests read, equal to what the planner makes today.
+func TestSamplePlanFixture(t *testing.T) {
+	path := filepath.Join("..", "testdata", "sample.plan")
+	pl := plantest.SamplePlan(t)
+	if *updateFixture {
+		if err := plan.Write(path, pl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := plan.Read(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./plan/planner -run SamplePlanFixture -update)", err)
+	}
+	if got.Digest() != pl.Digest() {
+		t.Errorf("plan/testdata/sample.plan is not what the planner makes today; review the change and run go test ./plan/planner -run SamplePlanFixture -update")
 	}
 }

@@ -1,4 +1,4 @@
-package config
+package eval
 
 import (
 	"crypto/md5"

@@ -1,4 +1,4 @@
-package plan
+package planner_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/config"
+	"github.com/toquehq/toque/internal/plantest"
+	"github.com/toquehq/toque/plan"
 )
 
 func TestPlanFromRecipes(t *testing.T) {
@@ -30,8 +32,8 @@ fake_file "/srv/index.html" {
 	if err := os.WriteFile(filepath.Join(dir, "default.hcl"), []byte(recipe), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f := newFakeType()
-	p := fixedPlanner(f, 2)
+	f := plantest.NewFakeType()
+	p := plantest.FixedPlanner(f, 2)
 	cfg, diags := config.LoadDir(dir, p.Registry)
 	if diags.HasErrors() {
 		t.Fatal(diags)
@@ -54,7 +56,7 @@ fake_file "/srv/index.html" {
 	if pl.InputsDigest != cfg.InputsDigest() || !strings.HasPrefix(pl.InputsDigest, "sha256:") {
 		t.Errorf("inputs digest %q", pl.InputsDigest)
 	}
-	got := map[string]Attribute{}
+	got := map[string]plan.Attribute{}
 	for _, a := range pl.Attributes {
 		got[a.Path] = a
 	}
@@ -62,7 +64,7 @@ fake_file "/srv/index.html" {
 	if !ok || port.Level != "override" || !strings.HasSuffix(port.Source, "default.hcl:7") {
 		t.Fatalf("attributes %+v", pl.Attributes)
 	}
-	var v Value
+	var v plan.Value
 	if err := v.UnmarshalJSON(port.Value); err != nil || !v.Value.RawEquals(cty.NumberIntVal(9090)) {
 		t.Errorf("web.port stored as %s (%v)", port.Value, err)
 	}
@@ -77,7 +79,7 @@ fake_file "/srv/index.html" {
 		if diags.HasErrors() {
 			t.Fatal(diags)
 		}
-		pl, diags := fixedPlanner(f, 2).Plan(context.Background(), cfg)
+		pl, diags := plantest.FixedPlanner(f, 2).Plan(context.Background(), cfg)
 		if !diags.HasErrors() || pl == nil || !pl.Errored || len(pl.Errors) == 0 {
 			t.Fatalf("diags %v plan %+v", diags, pl)
 		}

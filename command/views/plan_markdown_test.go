@@ -1,4 +1,4 @@
-package plan
+package views
 
 import (
 	"bytes"
@@ -12,27 +12,29 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/toquehq/toque/config"
+	"github.com/toquehq/toque/eval"
+	"github.com/toquehq/toque/internal/plantest"
+	"github.com/toquehq/toque/plan"
 )
 
 // markdownScenarios are the plans whose Markdown is kept as golden files in
 // testdata/markdown: examples of what reviewers see.
 func markdownScenarios(t *testing.T) map[string]struct {
-	plan *Plan
+	plan *plan.Plan
 	opts MarkdownOptions
 } {
 	t.Helper()
 	g := goldenScenarios(t)
 	type sc = struct {
-		plan *Plan
+		plan *plan.Plan
 		opts MarkdownOptions
 	}
-	empty := scenario(t, nil, nil, func(f *fakeType) []*config.Instance { return nil })
+	empty := scenario(t, nil, nil, func(f *plantest.FakeType) []*eval.Instance { return nil })
 
 	guards := g["skip"]
 	for _, r := range guards.Resources {
 		if r.Name == "/opt/widget/install" {
-			r.Notifications = []Notification{
+			r.Notifications = []plan.Notification{
 				{Target: "fake_file[/etc/widget.conf]", Action: "create", Timing: "immediately"},
 				{Target: "fake_file[/usr/bin/reload]", Action: "run", Timing: "delayed", Subscribe: true},
 			}
@@ -55,17 +57,17 @@ func markdownScenarios(t *testing.T) map[string]struct {
 
 // largePlan creates n files with a few lines of content each, and deletes
 // one, so a small limit must cut details.
-func largePlan(t *testing.T, n int) *Plan {
+func largePlan(t *testing.T, n int) *plan.Plan {
 	t.Helper()
-	return scenario(t, func(f *fakeType) {
-		f.set("/srv/old/index.html", map[string]cty.Value{"content": str("old\n")})
-	}, nil, func(f *fakeType) []*config.Instance {
-		var insts []*config.Instance
+	return scenario(t, func(f *plantest.FakeType) {
+		f.Set("/srv/old/index.html", map[string]cty.Value{"content": plantest.Str("old\n")})
+	}, nil, func(f *plantest.FakeType) []*eval.Instance {
+		var insts []*eval.Instance
 		for i := range n {
 			content := fmt.Sprintf("line one of page %d\nline two\nline three\n", i)
-			insts = append(insts, f.inst(fmt.Sprintf("/srv/www/page-%02d.html", i), "create", 1+i*4, map[string]cty.Value{"content": str(content)}))
+			insts = append(insts, f.Inst(fmt.Sprintf("/srv/www/page-%02d.html", i), "create", 1+i*4, map[string]cty.Value{"content": plantest.Str(content)}))
 		}
-		insts = append(insts, f.inst("/srv/old/index.html", "delete", 1+n*4, nil))
+		insts = append(insts, f.Inst("/srv/old/index.html", "delete", 1+n*4, nil))
 		return insts
 	})
 }
@@ -84,7 +86,7 @@ func TestRenderMarkdownGolden(t *testing.T) {
 }
 
 // checkMarkdownShape asserts what every rendering must hold.
-func checkMarkdownShape(t *testing.T, md string, p *Plan, o MarkdownOptions) {
+func checkMarkdownShape(t *testing.T, md string, p *plan.Plan, o MarkdownOptions) {
 	t.Helper()
 	limit := o.MaxBytes
 	if limit == 0 {
@@ -176,7 +178,7 @@ func TestRenderMarkdownHidesSensitiveValues(t *testing.T) {
 	if !found {
 		t.Fatal("the scenario's plan does not hold the secret in Desired; the test proves nothing")
 	}
-	if !strings.Contains(md, Sensitive) {
+	if !strings.Contains(md, plan.Sensitive) {
 		t.Error("no (sensitive) shown")
 	}
 }
@@ -265,9 +267,9 @@ func TestMarkdownCodeAndFences(t *testing.T) {
 }
 
 func TestRenderMarkdownContentWithBackticks(t *testing.T) {
-	p := scenario(t, nil, nil, func(f *fakeType) []*config.Instance {
-		return []*config.Instance{
-			f.inst("/srv/README.md", "create", 1, map[string]cty.Value{"content": str("# Title\n```sh\nmake\n```\n")}),
+	p := scenario(t, nil, nil, func(f *plantest.FakeType) []*eval.Instance {
+		return []*eval.Instance{
+			f.Inst("/srv/README.md", "create", 1, map[string]cty.Value{"content": plantest.Str("# Title\n```sh\nmake\n```\n")}),
 		}
 	})
 	var buf bytes.Buffer
@@ -299,12 +301,12 @@ func TestRenderMarkdownChangesOnly(t *testing.T) {
 // BenchmarkRenderMarkdown renders a 1,000-resource plan under the default
 // limit, which must cut most of the details.
 func BenchmarkRenderMarkdown(b *testing.B) {
-	p := &Plan{FormatVersion: FormatVersion, Host: Host{Hostname: "web-01"}}
+	p := &plan.Plan{FormatVersion: plan.FormatVersion, Host: plan.Host{Hostname: "web-01"}}
 	for i := range 1000 {
-		p.Resources = append(p.Resources, &Resource{
+		p.Resources = append(p.Resources, &plan.Resource{
 			Address: fmt.Sprintf("file[/srv/www/page-%04d.html]", i), Type: "file", Name: fmt.Sprintf("/srv/www/page-%04d.html", i),
 			Action: "create", Kind: "update", Reason: "content differs",
-			Changes: []Change{
+			Changes: []plan.Change{
 				{Property: "content", Before: "(40 bytes)", After: "(41 bytes)", Diff: fmt.Sprintf("@@ -1,2 +1,2 @@\n line one\n-old %d\n+new %d\n", i, i)},
 				{Property: "mode", Before: `"0600"`, After: `"0644"`},
 			},

@@ -1,4 +1,4 @@
-package plan
+package views
 
 import (
 	"bytes"
@@ -12,19 +12,22 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/toquehq/toque/config"
+	"github.com/toquehq/toque/eval"
+	"github.com/toquehq/toque/internal/plantest"
+	"github.com/toquehq/toque/plan"
+	"github.com/toquehq/toque/resources"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // scenario plans insts on a fake host whose state is set by setup.
-func scenario(t *testing.T, setup func(f *fakeType), guards *fakeGuards, insts func(f *fakeType) []*config.Instance) *Plan {
+func scenario(t *testing.T, setup func(f *plantest.FakeType), guards *plantest.FakeGuards, insts func(f *plantest.FakeType) []*eval.Instance) *plan.Plan {
 	t.Helper()
-	f := newFakeType()
+	f := plantest.NewFakeType()
 	if setup != nil {
 		setup(f)
 	}
-	p := fixedPlanner(f, 4)
+	p := plantest.FixedPlanner(f, 4)
 	if guards != nil {
 		p.Guards = guards.Evaluate
 	}
@@ -35,57 +38,57 @@ func scenario(t *testing.T, setup func(f *fakeType), guards *fakeGuards, insts f
 	return pl
 }
 
-func goldenScenarios(t *testing.T) map[string]*Plan {
+func goldenScenarios(t *testing.T) map[string]*plan.Plan {
 	exit0, exit1 := 0, 1
-	return map[string]*Plan{
-		"create": scenario(t, nil, nil, func(f *fakeType) []*config.Instance {
-			return []*config.Instance{
-				f.inst("/srv/www/index.html", "create", 1, map[string]cty.Value{"content": str("<h1>web-01</h1>\n<p>hello</p>\n"), "mode": str("644")}),
-				f.inst("/etc/motd", "create", 6, map[string]cty.Value{"content": str("welcome")}),
+	return map[string]*plan.Plan{
+		"create": scenario(t, nil, nil, func(f *plantest.FakeType) []*eval.Instance {
+			return []*eval.Instance{
+				f.Inst("/srv/www/index.html", "create", 1, map[string]cty.Value{"content": plantest.Str("<h1>web-01</h1>\n<p>hello</p>\n"), "mode": plantest.Str("644")}),
+				f.Inst("/etc/motd", "create", 6, map[string]cty.Value{"content": plantest.Str("welcome")}),
 			}
 		}),
-		"update": scenario(t, func(f *fakeType) {
-			f.set("/srv/www/index.html", map[string]cty.Value{"content": str("<html>\n<h1>old</h1>\n</html>\n"), "mode": str("0600")})
-			f.set("/etc/app.conf", map[string]cty.Value{"content": str("port = 80\n"), "mode": str("0640")})
-			f.set("/etc/unchanged", map[string]cty.Value{"content": str("same\n")})
-		}, nil, func(f *fakeType) []*config.Instance {
-			return []*config.Instance{
-				f.inst("/srv/www/index.html", "create", 1, map[string]cty.Value{"content": str("<html>\n<h1>web-01</h1>\n</html>\n")}),
-				f.inst("/etc/app.conf", "create", 5, map[string]cty.Value{"mode": str("0644")}),
-				f.inst("/etc/unchanged", "create", 9, map[string]cty.Value{"content": str("same\n")}),
+		"update": scenario(t, func(f *plantest.FakeType) {
+			f.Set("/srv/www/index.html", map[string]cty.Value{"content": plantest.Str("<html>\n<h1>old</h1>\n</html>\n"), "mode": plantest.Str("0600")})
+			f.Set("/etc/app.conf", map[string]cty.Value{"content": plantest.Str("port = 80\n"), "mode": plantest.Str("0640")})
+			f.Set("/etc/unchanged", map[string]cty.Value{"content": plantest.Str("same\n")})
+		}, nil, func(f *plantest.FakeType) []*eval.Instance {
+			return []*eval.Instance{
+				f.Inst("/srv/www/index.html", "create", 1, map[string]cty.Value{"content": plantest.Str("<html>\n<h1>web-01</h1>\n</html>\n")}),
+				f.Inst("/etc/app.conf", "create", 5, map[string]cty.Value{"mode": plantest.Str("0644")}),
+				f.Inst("/etc/unchanged", "create", 9, map[string]cty.Value{"content": plantest.Str("same\n")}),
 			}
 		}),
-		"delete": scenario(t, func(f *fakeType) {
-			f.set("/tmp/old.log", map[string]cty.Value{"content": str("x")})
-		}, nil, func(f *fakeType) []*config.Instance {
-			return []*config.Instance{
-				f.inst("/tmp/old.log", "delete", 1, nil),
-				f.inst("/tmp/never.log", "delete", 4, nil),
+		"delete": scenario(t, func(f *plantest.FakeType) {
+			f.Set("/tmp/old.log", map[string]cty.Value{"content": plantest.Str("x")})
+		}, nil, func(f *plantest.FakeType) []*eval.Instance {
+			return []*eval.Instance{
+				f.Inst("/tmp/old.log", "delete", 1, nil),
+				f.Inst("/tmp/never.log", "delete", 4, nil),
 			}
 		}),
-		"sensitive": scenario(t, func(f *fakeType) {
-			f.set("/etc/shadow-ish", map[string]cty.Value{"content": str("old secret\n"), "mode": str("0600")})
-			f.set("/etc/app.key", map[string]cty.Value{"content": str("public part\n"), "secret": str("hunter1")})
-		}, nil, func(f *fakeType) []*config.Instance {
-			s := f.inst("/etc/shadow-ish", "create", 1, map[string]cty.Value{"content": str("new secret\n")})
+		"sensitive": scenario(t, func(f *plantest.FakeType) {
+			f.Set("/etc/shadow-ish", map[string]cty.Value{"content": plantest.Str("old secret\n"), "mode": plantest.Str("0600")})
+			f.Set("/etc/app.key", map[string]cty.Value{"content": plantest.Str("public part\n"), "secret": plantest.Str("hunter1")})
+		}, nil, func(f *plantest.FakeType) []*eval.Instance {
+			s := f.Inst("/etc/shadow-ish", "create", 1, map[string]cty.Value{"content": plantest.Str("new secret\n")})
 			s.Sensitive = true
-			return []*config.Instance{
+			return []*eval.Instance{
 				s,
-				f.inst("/etc/app.key", "create", 6, map[string]cty.Value{"content": str("public part v2\n"), "secret": str("hunter2")}),
-				f.inst("/etc/new.key", "create", 11, map[string]cty.Value{"secret": str("s3cr3t")}),
+				f.Inst("/etc/app.key", "create", 6, map[string]cty.Value{"content": plantest.Str("public part v2\n"), "secret": plantest.Str("hunter2")}),
+				f.Inst("/etc/new.key", "create", 11, map[string]cty.Value{"secret": plantest.Str("s3cr3t")}),
 			}
 		}),
-		"no-changes": scenario(t, func(f *fakeType) {
-			f.set("/etc/motd", map[string]cty.Value{"content": str("welcome\n"), "mode": str("0644")})
-		}, nil, func(f *fakeType) []*config.Instance {
-			return []*config.Instance{
-				f.inst("/etc/motd", "create", 1, map[string]cty.Value{"content": str("welcome\n"), "mode": str("644")}),
-				f.inst("/tmp/gone", "delete", 5, nil),
-				f.inst("/usr/bin/reload", "nothing", 8, nil),
+		"no-changes": scenario(t, func(f *plantest.FakeType) {
+			f.Set("/etc/motd", map[string]cty.Value{"content": plantest.Str("welcome\n"), "mode": plantest.Str("0644")})
+		}, nil, func(f *plantest.FakeType) []*eval.Instance {
+			return []*eval.Instance{
+				f.Inst("/etc/motd", "create", 1, map[string]cty.Value{"content": plantest.Str("welcome\n"), "mode": plantest.Str("644")}),
+				f.Inst("/tmp/gone", "delete", 5, nil),
+				f.Inst("/usr/bin/reload", "nothing", 8, nil),
 			}
 		}),
-		"skip": scenario(t, nil, &fakeGuards{
-			results: map[string][]GuardResult{
+		"skip": scenario(t, nil, &plantest.FakeGuards{
+			Results: map[string][]plan.GuardResult{
 				"/etc/feature": {{Kind: "only_if", Form: "expression", Command: "node.web.enabled", Passed: false, Decided: true}},
 				"/opt/widget/install": {
 					{Kind: "only_if", Form: "script", Command: "[[ $PWD == /opt ]]", Interpreter: "bash", Cwd: "/opt", ExitCode: &exit0, DurationMS: 4, Passed: true},
@@ -93,12 +96,12 @@ func goldenScenarios(t *testing.T) map[string]*Plan {
 				},
 				"/etc/once": {{Kind: "not_if", Form: "script", Command: "test -f /etc/once", Interpreter: "sh", ExitCode: &exit0, DurationMS: 2, Passed: true, Decided: true}},
 			},
-			skip: map[string]bool{"/etc/feature": true, "/etc/once": true},
-		}, func(f *fakeType) []*config.Instance {
-			return []*config.Instance{
-				guarded(f.inst("/opt/widget/install", "run", 1, nil)),
-				guarded(f.inst("/etc/feature", "create", 7, map[string]cty.Value{"content": str("on\n")})),
-				guarded(f.inst("/etc/once", "create", 12, map[string]cty.Value{"content": str("x\n")})),
+			Skip: map[string]bool{"/etc/feature": true, "/etc/once": true},
+		}, func(f *plantest.FakeType) []*eval.Instance {
+			return []*eval.Instance{
+				plantest.Guarded(f.Inst("/opt/widget/install", "run", 1, nil)),
+				plantest.Guarded(f.Inst("/etc/feature", "create", 7, map[string]cty.Value{"content": plantest.Str("on\n")})),
+				plantest.Guarded(f.Inst("/etc/once", "create", 12, map[string]cty.Value{"content": plantest.Str("x\n")})),
 			}
 		}),
 	}
@@ -140,10 +143,10 @@ func checkGolden(t *testing.T, path string, got []byte) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run go test ./plan -update to create it)", err)
+		t.Fatalf("%v (run go test ./command/views -update to create it)", err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s (run go test ./plan -update and review the diff):\n--- got\n%s\n--- want\n%s", path, got, want)
+		t.Errorf("output differs from %s (run go test ./command/views -update and review the diff):\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
 }
 
@@ -189,7 +192,7 @@ func TestWrapList(t *testing.T) {
 }
 
 func TestJSONViewShape(t *testing.T) {
-	pl := samplePlan(t)
+	pl := plantest.SamplePlan(t)
 	b, err := JSONView(pl)
 	if err != nil {
 		t.Fatal(err)
@@ -223,14 +226,14 @@ func TestJSONViewShape(t *testing.T) {
 		t.Fatalf("resource 4 is %v", key["address"])
 	}
 	desired := key["desired"].(map[string]any)
-	if desired["secret"] != Sensitive || desired["path"] != "/etc/key" {
+	if desired["secret"] != plan.Sensitive || desired["path"] != "/etc/key" {
 		t.Errorf("desired %v", desired)
 	}
 	if sv := key["sensitive_values"].([]any); len(sv) != 1 || sv[0] != "secret" {
 		t.Errorf("sensitive_values %v", sv)
 	}
 	cur := key["current"].(map[string]any)
-	if cur["exists"] != true || cur["values"].(map[string]any)["secret"] != Sensitive {
+	if cur["exists"] != true || cur["values"].(map[string]any)["secret"] != plan.Sensitive {
 		t.Errorf("current %v", cur)
 	}
 	newFile := res[0].(map[string]any)
@@ -255,7 +258,7 @@ func TestJSONViewShape(t *testing.T) {
 // the example there has exactly the fields JSONView writes, and every field
 // is named.
 func TestJSONViewDocumented(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "docs", "plan-json.md"))
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "plan-json.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +274,7 @@ func TestJSONViewDocumented(t *testing.T) {
 	if err := json.Unmarshal([]byte(rest[start+8:start+8+end]), &example); err != nil {
 		t.Fatalf("the example is not JSON: %v", err)
 	}
-	b, err := JSONView(samplePlan(t))
+	b, err := JSONView(plantest.SamplePlan(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,5 +322,18 @@ func collectKeys(prefix string, v any, out map[string]bool) {
 		for _, e := range x {
 			collectKeys(prefix, e, out)
 		}
+	}
+}
+
+func TestRenderShowsMultilineContextAsHeredoc(t *testing.T) {
+	p := &plan.Plan{Host: plan.Host{Hostname: "h"}, Resources: []*plan.Resource{{
+		Address: "bash[setup]", Type: "bash", Name: "setup", Kind: resources.Run, Reason: "no guard: runs every time",
+		Context: []plan.ContextValue{{Property: "code", Value: plan.DisplayValue(cty.StringVal("set -e\necho one\n"))}, {Property: "cwd", Value: `"/tmp"`}},
+	}}}
+	var b bytes.Buffer
+	RenderText(&b, p, RenderOptions{})
+	want := "  ! bash \"setup\" {\n        code = <<EOT\n            set -e\n            echo one\n          EOT\n        cwd  = \"/tmp\"\n    }\n"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("rendered:\n%s\nwant to contain:\n%s", b.String(), want)
 	}
 }

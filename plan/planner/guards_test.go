@@ -1,4 +1,4 @@
-package plan
+package planner_test
 
 import (
 	"context"
@@ -7,8 +7,10 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/toquehq/toque/config"
+	"github.com/toquehq/toque/command/views"
+	"github.com/toquehq/toque/eval"
 	"github.com/toquehq/toque/guard"
+	"github.com/toquehq/toque/internal/plantest"
 	"github.com/toquehq/toque/resources"
 )
 
@@ -22,14 +24,14 @@ func script(kind guard.Kind, cmd string, extra map[string]cty.Value) *guard.Spec
 
 // The planner's own evaluator runs the decoded guards for real.
 func TestPlanRunsDecodedGuards(t *testing.T) {
-	f := newFakeType()
+	f := plantest.NewFakeType()
 	dir := t.TempDir()
-	p := fixedPlanner(f, 2)
-	run := f.inst("/run", "run", 1, nil)
+	p := plantest.FixedPlanner(f, 2)
+	run := f.Inst("/run", "run", 1, nil)
 	run.Guards = []*guard.Spec{script(guard.OnlyIf, `test "$PWD:$X" = "`+dir+`:1"`, map[string]cty.Value{
 		"cwd": cty.StringVal(dir), "environment": cty.MapVal(map[string]cty.Value{"X": cty.StringVal("1")}),
 	})}
-	skip := f.inst("/skip", "create", 4, nil)
+	skip := f.Inst("/skip", "create", 4, nil)
 	falseExpr := false
 	skip.Guards = []*guard.Spec{
 		script(guard.OnlyIf, "true", nil),
@@ -37,7 +39,7 @@ func TestPlanRunsDecodedGuards(t *testing.T) {
 		script(guard.NotIf, "exit 0", nil),
 		script(guard.NotIf, "exit 1", nil),
 	}
-	pl, diags := p.PlanInstances(context.Background(), []*config.Instance{run, skip})
+	pl, diags := p.PlanInstances(context.Background(), []*eval.Instance{run, skip})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
@@ -59,7 +61,7 @@ func TestPlanRunsDecodedGuards(t *testing.T) {
 		t.Errorf("evaluated %d guards (want 3, the last deciding) and kept %d specs (want 4)", len(s.Guards), len(s.GuardSpecs))
 	}
 	var b strings.Builder
-	RenderText(&b, pl, RenderOptions{})
+	views.RenderText(&b, pl, views.RenderOptions{})
 	for _, want := range []string{
 		"# fake_file[/run] will run: only_if `test",
 		"#   (/bin/sh; cwd " + dir + " from the guard, X from the guard; exit 0 in ",

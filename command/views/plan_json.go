@@ -1,4 +1,4 @@
-package plan
+package views
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/toquehq/toque/plan"
 )
 
 // JSONViewVersion is the version of the `toque show -json` format
@@ -83,7 +85,7 @@ type jsonResource struct {
 	Address         string                     `json:"address"`
 	Type            string                     `json:"type"`
 	Name            string                     `json:"name"`
-	Source          Range                      `json:"source"`
+	Source          plan.Range                 `json:"source"`
 	Action          string                     `json:"action"`
 	Kind            string                     `json:"kind"`
 	Reason          string                     `json:"reason"`
@@ -151,7 +153,7 @@ type jsonCurrent struct {
 // replaced by "(sensitive)" and the salt is left out, so the output is safe
 // to paste into a review. Every list and map is present (empty rather than
 // null) so consumers need no null checks.
-func JSONView(p *Plan) ([]byte, error) {
+func JSONView(p *plan.Plan) ([]byte, error) {
 	c := p.Counts()
 	v := jsonView{
 		FormatVersion:     JSONViewVersion,
@@ -203,7 +205,7 @@ func nonNil[T any](xs []T) []T {
 	return xs
 }
 
-func viewAttribute(a Attribute) jsonAttribute {
+func viewAttribute(a plan.Attribute) jsonAttribute {
 	out := jsonAttribute{Path: a.Path, Level: a.Level, Source: a.Source, Value: json.RawMessage(`null`), Type: json.RawMessage(`"dynamic"`)}
 	var typed struct {
 		Value json.RawMessage `json:"value"`
@@ -217,7 +219,7 @@ func viewAttribute(a Attribute) jsonAttribute {
 	return out
 }
 
-func viewResource(r *Resource) jsonResource {
+func viewResource(r *plan.Resource) jsonResource {
 	out := jsonResource{
 		Address:         r.Address,
 		Type:            r.Type,
@@ -244,7 +246,7 @@ func viewResource(r *Resource) jsonResource {
 	}
 	for _, k := range sortedKeys(r.Desired) {
 		if r.Sensitive || sensitive[k] {
-			out.Desired[k] = json.RawMessage(`"` + Sensitive + `"`)
+			out.Desired[k] = json.RawMessage(`"` + plan.Sensitive + `"`)
 			out.SensitiveValues = append(out.SensitiveValues, k)
 			continue
 		}
@@ -260,9 +262,9 @@ func viewResource(r *Resource) jsonResource {
 		if c.Sensitive || r.Sensitive || sensitive[c.Property] {
 			jc.Sensitive = true
 			if jc.Before != "" {
-				jc.Before = Sensitive
+				jc.Before = plan.Sensitive
 			}
-			jc.After = Sensitive
+			jc.After = plan.Sensitive
 			jc.Diff = ""
 		}
 		out.Changes = append(out.Changes, jc)
@@ -270,7 +272,7 @@ func viewResource(r *Resource) jsonResource {
 	for _, u := range r.Unmanaged {
 		cur := u.Current
 		if r.Sensitive {
-			cur = Sensitive
+			cur = plan.Sensitive
 		}
 		out.Unmanaged = append(out.Unmanaged, jsonUnmanaged{Property: u.Property, Current: cur})
 	}
@@ -283,12 +285,12 @@ func viewResource(r *Resource) jsonResource {
 		}
 		for k, val := range g.Environment {
 			if r.Sensitive {
-				val = Sensitive
+				val = plan.Sensitive
 			}
 			jg.Environment[k] = val
 		}
 		if r.Sensitive && jg.Output != "" {
-			jg.Output = Sensitive
+			jg.Output = plan.Sensitive
 		}
 		out.Guards = append(out.Guards, jg)
 	}
@@ -303,7 +305,7 @@ func viewResource(r *Resource) jsonResource {
 		for k, sv := range r.Current.Values {
 			d := sv.Display
 			if r.Sensitive || sensitive[k] {
-				d = Sensitive
+				d = plan.Sensitive
 			}
 			jc.Values[k] = d
 		}
@@ -323,14 +325,14 @@ func plainJSON(v cty.Value) json.RawMessage {
 	}
 	b, err := ctyjson.Marshal(v, v.Type())
 	if err != nil {
-		s, _ := json.Marshal(DisplayValue(v))
+		s, _ := json.Marshal(plan.DisplayValue(v))
 		return s
 	}
 	return b
 }
 
 // viewNotified is a planned notified run, redacted as its target is.
-func viewNotified(p *Plan, nr *NotifiedRun) jsonNotified {
+func viewNotified(p *plan.Plan, nr *plan.NotifiedRun) jsonNotified {
 	rv := viewResource(p.NotifiedView(nr))
 	out := jsonNotified{
 		Address: nr.Address, Action: nr.Action, Timing: nr.Timing, Notifiers: nonNil(nr.Notifiers),

@@ -1,4 +1,4 @@
-package config
+package eval
 
 import (
 	"path/filepath"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/toquehq/toque/config"
 	"github.com/toquehq/toque/internal/host"
 )
 
@@ -341,12 +342,12 @@ account "x" { uid = host.cpus }
 `,
 	})
 	reg := testRegistry()
-	cfg, diags := LoadDir(dir, reg)
+	cfg, diags := config.LoadDir(dir, reg)
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	scope := &Scope{Node: cfg.Attributes.Node(), Host: cty.DynamicVal}
-	insts, diags := cfg.Evaluate(reg, scope)
+	scope := &Scope{Node: unknownNode(t, cfg), Host: cty.DynamicVal}
+	insts, diags := Resources(cfg, reg, scope)
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
@@ -368,18 +369,18 @@ account "x" { uid = host.cpus }
 	// With host.Unknown(), a fact that does not exist is still an error.
 	dir = writeDir(t, map[string]string{"a.hcl": "file \"/x\" {\n  content = host.hostnme\n}\n"})
 	cfg = mustLoad(t, dir)
-	_, diags = cfg.Evaluate(reg, &Scope{Node: cfg.Attributes.Node(), Host: host.Unknown()})
+	_, diags = Resources(cfg, reg, &Scope{Node: unknownNode(t, cfg), Host: host.Unknown()})
 	if got := summaries(diags); len(got) != 1 || got[0] != "Unsupported attribute" || rangeAt(t, diags[0]) != "a.hcl:2" {
 		t.Errorf("errors = %q", got)
 	}
 
 	// A wrong type is still caught without the host.
 	dir = writeDir(t, map[string]string{"a.hcl": "file \"/x\" {\n  content = [host.hostname]\n  mode = \"bad\"\n}\n"})
-	cfg, diags = LoadDir(dir, reg)
+	cfg, diags = config.LoadDir(dir, reg)
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	_, diags = cfg.Evaluate(reg, &Scope{Node: cfg.Attributes.Node(), Host: cty.DynamicVal})
+	_, diags = Resources(cfg, reg, &Scope{Node: unknownNode(t, cfg), Host: cty.DynamicVal})
 	if got := summaries(diags); strings.Join(got, "|") != "Wrong type for property|Invalid value for property" {
 		t.Errorf("errors = %q", got)
 	}
@@ -390,7 +391,7 @@ func TestEvaluateBlockDirect(t *testing.T) {
 	reg := testRegistry()
 	cfg := mustLoad(t, dir)
 	typ, _ := reg.Lookup("file")
-	inst, diags := EvaluateBlock(cfg.Resources[0], typ, &Scope{Node: cty.EmptyObjectVal, Host: testHost()})
+	inst, diags := Block(cfg.Resources[0], typ, &Scope{Node: cty.EmptyObjectVal, Host: testHost()})
 	if diags.HasErrors() || inst == nil || inst.Resource.String("content") != "y" || inst.Block != cfg.Resources[0] || inst.Type != typ {
 		t.Fatalf("inst %+v diags %s", inst, diags)
 	}

@@ -1,14 +1,16 @@
-package config
+package eval
 
 import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/toquehq/toque/config"
 )
 
-// FuzzLoadDir loads arbitrary input as a recipe (native syntax, or JSON
+// FuzzLoadAndEvaluate loads arbitrary input as a recipe (native syntax, or JSON
 // when asJSON) and evaluates it: nothing may panic.
-func FuzzLoadDir(f *testing.F) {
+func FuzzLoadAndEvaluate(f *testing.F) {
 	seeds := []struct {
 		src    string
 		asJSON bool
@@ -38,14 +40,15 @@ func FuzzLoadDir(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, "t.tpl"), []byte("${a}"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cfg, _ := LoadDir(dir, reg)
+		cfg, _ := config.LoadDir(dir, reg)
 		if cfg == nil {
-			t.Fatal("LoadDir returned no config")
+			t.Fatal("config.LoadDir returned no config")
 		}
-		scope, _ := cfg.Scope(testHost())
-		_, _ = cfg.Evaluate(reg, scope)
-		_ = cfg.Attributes.Leaves()
+		scope, attrs, _ := NewScope(cfg, testHost())
+		_, _ = Resources(cfg, reg, scope)
+		_, _ = Notifications(cfg, reg, scope)
+		_ = attrs.Leaves()
 		_ = cfg.InputsDigest()
-		_, _ = Format([]byte(src), name)
+		_, _ = config.Format([]byte(src), name)
 	})
 }

@@ -1,4 +1,4 @@
-package config
+package eval
 
 import (
 	"errors"
@@ -14,10 +14,42 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 
+	"github.com/toquehq/toque/config"
 	"github.com/toquehq/toque/guard"
 	"github.com/toquehq/toque/internal/words"
 	"github.com/toquehq/toque/resources"
 )
+
+// Scope is what expressions can see at plan time.
+type Scope struct {
+	// Node is the merged node attributes (an object).
+	Node cty.Value
+	// Host is the host facts (an object), or cty.DynamicVal when the host
+	// must not be read (validate).
+	Host cty.Value
+}
+
+// Instance is a resource block evaluated against its type's schema.
+type Instance struct {
+	Block         *config.ResourceBlock
+	Type          resources.Type
+	Resource      *resources.Resource
+	Sensitive     bool
+	IgnoreFailure bool
+	// Guards are the resource's only_if / not_if, decoded and resolved
+	// (guard.Decode), in evaluation order; none when the action is
+	// "nothing".
+	Guards []*guard.Spec
+	// Notifies are the notification edges this resource fires when it
+	// changes (its notifies blocks and the subscribes blocks naming it),
+	// resolved and checked by Resources, in collection order.
+	Notifies []*Notification
+	// NotifiedGuards are the guards of a resource whose action is
+	// "nothing", decoded as if it had its type's default action: they
+	// decide a notified run of it (Chef evaluates guards when a notified
+	// action runs).
+	NotifiedGuards []*guard.Spec
+}
 
 // EvalContext is the plan-time evaluation context: node and host, and the
 // function library with files resolved against baseDir.
@@ -37,14 +69,12 @@ func (s *Scope) EvalContext(baseDir string) *hcl.EvalContext {
 	}
 }
 
-// HasGuards reports whether the resource has an only_if or not_if.
-func (m *Meta) HasGuards() bool { return m.OnlyIf != nil || m.NotIf != nil }
-
-// Evaluate decodes every resource block, in collection order, against its
-// type's schema. It keeps going to report every error; the instances
+// Resources decodes every resource block of c, in collection order,
+// against its type's schema, in scope, and resolves the notification
+// edges between them. It keeps going to report every error; the instances
 // returned are those that evaluated without error, so callers must check
 // the diagnostics before using them.
-func (c *Config) Evaluate(reg *resources.Registry, scope *Scope) ([]*Instance, hcl.Diagnostics) {
+func Resources(c *config.Config, reg *resources.Registry, scope *Scope) ([]*Instance, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	var out []*Instance
 	ctxs := map[string]*hcl.EvalContext{}
@@ -66,10 +96,10 @@ func (c *Config) Evaluate(reg *resources.Registry, scope *Scope) ([]*Instance, h
 		b := c.Resources[i]
 		t, ok := reg.Lookup(b.Type)
 		if !ok {
-			results[i].diags = hcl.Diagnostics{unknownTypeDiag(b.Type, b.TypeRange, reg)}
+			results[i].diags = hcl.Diagnostics{config.UnknownTypeDiag(b.Type, b.TypeRange, reg)}
 			return
 		}
-		results[i].inst, results[i].diags, results[i].templates = evaluateBlock(b, t, ctxs[b.Dir], reg, c.sourceText)
+		results[i].inst, results[i].diags, results[i].templates = evaluateBlock(b, t, ctxs[b.Dir], reg, c.SourceText)
 	})
 	for _, r := range results {
 		diags = append(diags, r.diags...)
@@ -85,7 +115,7 @@ func (c *Config) Evaluate(reg *resources.Registry, scope *Scope) ([]*Instance, h
 			out = append(out, r.inst)
 		}
 	}
-	edges, d := c.notifications(reg, func(dir string) *hcl.EvalContext {
+	edges, d := notifications(c, reg, func(dir string) *hcl.EvalContext {
 		ctx := ctxs[dir]
 		if ctx == nil {
 			ctx = scope.EvalContext(dir)
@@ -100,27 +130,15 @@ func (c *Config) Evaluate(reg *resources.Registry, scope *Scope) ([]*Instance, h
 	return out, diags
 }
 
-// EvaluateBlock decodes b's body against t's schema in scope. It returns
-// nil and the diagnostics when anything is wrong. Guard interpreters are
-// resolved against the built-in types.
-func EvaluateBlock(b *ResourceBlock, t resources.Type, scope *Scope) (*Instance, hcl.Diagnostics) {
+// Block decodes b's body against t's schema in scope. It returns nil and
+// the diagnostics when anything is wrong. Guard interpreters are resolved
+// against the built-in types.
+func Block(b *config.ResourceBlock, t resources.Type, scope *Scope) (*Instance, hcl.Diagnostics) {
 	inst, diags, _ := evaluateBlock(b, t, scope.EvalContext(b.Dir), resources.Builtin(), nil)
 	return inst, diags
 }
 
-// sourceText is the recipe text of rng, "" when the file is not known.
-func (c *Config) sourceText(rng hcl.Range) string {
-	if c.Parser == nil {
-		return ""
-	}
-	f, ok := c.Parser.Files()[rng.Filename]
-	if !ok || f == nil || rng.End.Byte > len(f.Bytes) || rng.Start.Byte > rng.End.Byte {
-		return ""
-	}
-	return string(rng.SliceBytes(f.Bytes))
-}
-
-func evaluateBlock(b *ResourceBlock, t resources.Type, ctx *hcl.EvalContext, reg *resources.Registry, source func(hcl.Range) string) (*Instance, hcl.Diagnostics, []*TemplateError) {
+func evaluateBlock(b *config.ResourceBlock, t resources.Type, ctx *hcl.EvalContext, reg *resources.Registry, source func(hcl.Range) string) (*Instance, hcl.Diagnostics, []*TemplateError) {
 	s := t.Schema()
 	ev := &evaluator{ctx: ctx}
 	var diags hcl.Diagnostics
@@ -129,7 +147,7 @@ func evaluateBlock(b *ResourceBlock, t resources.Type, ctx *hcl.EvalContext, reg
 	var attrs hcl.Attributes
 	if b.Body != nil {
 		var d hcl.Diagnostics
-		attrs, d = bodyAttributes(b.Body)
+		attrs, d = b.Attributes()
 		diags = append(diags, d...)
 	}
 	list := make([]*hcl.Attribute, 0, len(attrs))
@@ -158,7 +176,7 @@ func evaluateBlock(b *ResourceBlock, t resources.Type, ctx *hcl.EvalContext, reg
 				Severity: hcl.DiagError,
 				Summary:  "Unknown property",
 				Detail: fmt.Sprintf("The resource type %q has no property %q.%s Its properties are %s, and every resource takes %s.",
-					s.Name, a.Name, didYouMean(a.Name, append(append([]string(nil), propNames...), metaNames...)), words.Quoted(propNames), words.Quoted(metaNames)),
+					s.Name, a.Name, words.DidYouMean(a.Name, append(append([]string(nil), propNames...), metaNames...)), words.Quoted(propNames), words.Quoted(metaNames)),
 				Subject: a.NameRange.Ptr(),
 			})
 			continue
@@ -392,7 +410,7 @@ func (ev *evaluator) action(expr hcl.Expression, s *resources.Schema) (string, h
 	a := v.AsString()
 	if !s.HasAction(a) {
 		valid := append(append([]string(nil), s.Actions...), "nothing")
-		return bad("Unsupported action", fmt.Sprintf("The resource type %q has no action %q.%s Its actions are %s.", s.Name, a, didYouMean(a, valid), words.Quoted(valid)))
+		return bad("Unsupported action", fmt.Sprintf("The resource type %q has no action %q.%s Its actions are %s.", s.Name, a, words.DidYouMean(a, valid), words.Quoted(valid)))
 	}
 	return a, diags
 }
@@ -420,43 +438,6 @@ func (ev *evaluator) boolean(expr hcl.Expression, name string) (bool, hcl.Diagno
 		return false, diags
 	}
 	return bv.True(), diags
-}
-
-// bodyAttributes returns the type-specific attributes of a resource body
-// (the remainder after the meta-arguments were taken). hclsyntax's
-// JustAttributes would complain about the notifies blocks Meta took, so
-// native bodies are read directly.
-func bodyAttributes(body hcl.Body) (hcl.Attributes, hcl.Diagnostics) {
-	sb, ok := body.(*hclsyntax.Body)
-	if !ok {
-		return body.JustAttributes()
-	}
-	var diags hcl.Diagnostics
-	isMeta := map[string]bool{}
-	for _, a := range metaSchema.Attributes {
-		isMeta[a.Name] = true
-	}
-	for _, b := range metaSchema.Blocks {
-		isMeta[b.Type] = true
-	}
-	attrs := hcl.Attributes{}
-	for name, a := range sb.Attributes {
-		if !isMeta[name] {
-			attrs[name] = a.AsHCLAttribute()
-		}
-	}
-	for _, blk := range sb.Blocks {
-		if isMeta[blk.Type] {
-			continue
-		}
-		diags = diags.Append(&hcl.Diagnostic{
-			Severity: hcl.DiagError,
-			Summary:  "Unexpected block",
-			Detail:   fmt.Sprintf("A resource takes no %q block; only notifies and subscribes blocks are allowed. To set a map or object property, write %s = { … }.", blk.Type, blk.Type),
-			Subject:  blk.TypeRange.Ptr(),
-		})
-	}
-	return attrs, diags
 }
 
 // parallelFor calls f(0) … f(n-1) on every CPU and returns when all are
