@@ -14,8 +14,9 @@ import (
 	"github.com/hashicorp/cli"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/hcl/v2"
-	"github.com/mattn/go-isatty"
 
+	"github.com/toquehq/toque/command/views"
+	"github.com/toquehq/toque/internal/diag"
 	"github.com/toquehq/toque/internal/words"
 	"github.com/toquehq/toque/resources"
 )
@@ -23,16 +24,6 @@ import (
 // Version is toque's version, set at build time with
 // -ldflags "-X github.com/toquehq/toque/command.Version=…".
 var Version = "0.1.0-dev"
-
-// Exit codes. They are documented in the README.
-const (
-	ExitOK          = 0
-	ExitError       = 1
-	ExitChanges     = 2 // plan -detailed-exitcode: the plan has changes
-	ExitStale       = 3 // apply: the host no longer matches the plan
-	ExitLockHeld    = 4 // apply: another apply holds the lock
-	ExitInterrupted = 5 // apply: stopped by a signal before finishing
-)
 
 // Streams are the process's standard streams.
 type Streams struct {
@@ -58,6 +49,9 @@ type Base struct {
 	// Chdir is the directory given with the global -chdir option ("" for
 	// the working directory); commands resolve their inputs against it.
 	Chdir string
+	// files are the parsed recipe and policy files, for the snippets of
+	// diagnostics; loadConfig adds to it, views read it.
+	files map[string]*hcl.File
 }
 
 // ui builds a cli.Ui over the streams.
@@ -84,7 +78,7 @@ func Run(ctx context.Context, stop <-chan struct{}, args []string, streams Strea
 		case <-readCtx.Done():
 		}
 	}()
-	base := &Base{Ctx: ctx, ReadCtx: readCtx, Stop: stop, Streams: streams, Logger: logger, Registry: resources.Builtin()}
+	base := &Base{Ctx: ctx, ReadCtx: readCtx, Stop: stop, Streams: streams, Logger: logger, Registry: resources.Builtin(), files: map[string]*hcl.File{}}
 
 	// Global options come before the subcommand, as in Terraform.
 	for len(args) > 0 && strings.HasPrefix(args[0], "-chdir") {
@@ -185,19 +179,6 @@ func (c *colorFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.noColor, "no-color", false, "Disable colour in the output.")
 }
 
-// enabled reports whether w should get colour: only on a terminal, and
-// never with -no-color or NO_COLOR set.
-func (c *colorFlags) enabled(w io.Writer) bool {
-	if c.noColor || os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
-		return false
-	}
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	return isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())
-}
-
 // newFlagSet makes a flag set that reports errors on stderr and prints the
 // command's help for -help.
 func (b *Base) newFlagSet(name string, help func() string) *flag.FlagSet {
@@ -241,18 +222,22 @@ func (b *Base) workDir() string {
 	return wd
 }
 
-// errorf prints a one-line error.
-func (b *Base) errorf(format string, args ...any) {
-	fmt.Fprintf(b.Streams.Stderr, "Error: "+format+"\n", args...)
+// view is the base view over the command's streams: colour on a terminal
+// unless noColor (or NO_COLOR, TERM=dumb), paths relative to the working
+// directory, snippets from the parsed files.
+func (b *Base) view(noColor bool) *views.View {
+	v := views.NewView(views.Streams{Stdout: b.Streams.Stdout, Stderr: b.Streams.Stderr}, noColor, nil)
+	v.Workdir = b.workDir()
+	v.Files = b.files
+	return v
 }
 
-// showDiags renders diagnostics with FILE:LINE:COL and source snippets.
-func (b *Base) showDiags(diags hcl.Diagnostics, files map[string]*hcl.File, color bool) {
-	if len(diags) == 0 {
-		return
-	}
-	p := &diagPrinter{w: b.Streams.Stderr, files: files, color: color, width: 100, wd: b.workDir()}
-	p.print(diags)
+// fail prints diagnostics made of a one-line error (usage, a bad
+// argument) with the base view, and returns the exit status they give.
+func (b *Base) fail(noColor bool, format string, args ...any) int {
+	diags := diag.Diagnostics{}.Append(diag.Errorf(format, args...).WithKind(views.KindUsage))
+	b.view(noColor).Diagnostics(diags)
+	return exitStatus(diags)
 }
 
 // stateDir picks the state directory: -state-dir, else TOQUE_STATE_DIR,

@@ -1,13 +1,11 @@
 package command
 
 import (
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 
 	"github.com/toquehq/toque/command/views"
-	"github.com/toquehq/toque/plan"
 )
 
 // markdownFlags are the Markdown options shared by plan and show.
@@ -46,24 +44,8 @@ func (m *markdownFlags) check(fs *flag.FlagSet, asJSON bool) error {
 	return nil
 }
 
-// writeMarkdown renders p as Markdown to stdout. It prints the error and
-// returns false when the plan does not fit the size limit; nothing is
-// written to stdout then.
-func (b *Base) writeMarkdown(p *plan.Plan, m markdownFlags, planFile, digest string) bool {
-	var buf bytes.Buffer
-	err := views.RenderMarkdown(&buf, p, views.MarkdownOptions{
-		ChangesOnly: m.changesOnly,
-		MaxBytes:    m.maxBytes,
-		PlanFile:    planFile,
-		Digest:      digest,
-	})
-	if err != nil {
-		b.errorf("cannot render the plan as Markdown: %s", err)
-		return false
-	}
-	if _, err := b.Streams.Stdout.Write(buf.Bytes()); err != nil {
-		b.errorf("cannot write the Markdown: %s", err)
-		return false
-	}
-	return true
+// options are the Markdown options the flags give; planFile is named in
+// the note of a truncated comment.
+func (m *markdownFlags) options(planFile string) views.MarkdownOptions {
+	return views.MarkdownOptions{ChangesOnly: m.changesOnly, MaxBytes: m.maxBytes, PlanFile: planFile}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/toquehq/toque/config"
 	"github.com/toquehq/toque/eval"
+	"github.com/toquehq/toque/internal/diag"
 	"github.com/toquehq/toque/internal/host"
 	"github.com/toquehq/toque/plan"
 	"github.com/toquehq/toque/policy"
@@ -38,27 +39,10 @@ func (b *Base) workspace(stateFlag string) *policy.Workspace {
 // the lock's revision and the policy's parsed files.
 type loaded struct {
 	lockRevision string
-	extraFiles   map[string]*hcl.File
 	// scope is the configuration's scope without the host (node
 	// attributes written with host facts unknown), as validate and graph
 	// evaluate; nil when loading failed.
 	scope *eval.Scope
-}
-
-// files merges the config's parsed files with the policy's.
-func (l *loaded) files(cfg *config.Config) map[string]*hcl.File {
-	out := map[string]*hcl.File{}
-	if l != nil {
-		for k, v := range l.extraFiles {
-			out[k] = v
-		}
-	}
-	if cfg != nil && cfg.Parser != nil {
-		for k, v := range cfg.Parser.Files() {
-			out[k] = v
-		}
-	}
-	return out
 }
 
 // stamp records the lock's revision in a plan made in policy mode.
@@ -74,7 +58,7 @@ func (l *loaded) stamp(p *plan.Plan) {
 //
 // The node attributes are written once without the host, so that errors
 // in attribute blocks stop every command before the host is read.
-func (b *Base) loadConfig() (*config.Config, *loaded, hcl.Diagnostics) {
+func (b *Base) loadConfig() (*config.Config, *loaded, diag.Diagnostics) {
 	l := &loaded{}
 	var cfg *config.Config
 	var diags hcl.Diagnostics
@@ -83,19 +67,29 @@ func (b *Base) loadConfig() (*config.Config, *loaded, hcl.Diagnostics) {
 	} else {
 		ws := b.workspace("")
 		lock, in, d := ws.LoadLock(b.ReadCtx)
-		l.extraFiles = ws.Parser.Files()
+		b.addFiles(ws.Parser.Files())
 		diags = d
 		if lock == nil || diags.HasErrors() {
-			return nil, l, diags
+			return nil, l, diag.Diagnostics{}.Append(diags)
 		}
 		l.lockRevision = lock.RevisionID
 		cfg, d = config.LoadPolicy(in, b.Registry)
 		diags = append(diags, d...)
+	}
+	if cfg != nil && cfg.Parser != nil {
+		b.addFiles(cfg.Parser.Files())
 	}
 	if cfg != nil && !diags.HasErrors() {
 		scope, _, d := eval.NewScope(cfg, host.Unknown())
 		diags = append(diags, d...)
 		l.scope = scope
 	}
-	return cfg, l, diags
+	return cfg, l, diag.Diagnostics{}.Append(diags)
+}
+
+// addFiles records parsed files for the snippets of diagnostics.
+func (b *Base) addFiles(files map[string]*hcl.File) {
+	for k, v := range files {
+		b.files[k] = v
+	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/toquehq/toque/config"
 	"github.com/toquehq/toque/guard"
+	"github.com/toquehq/toque/internal/diag"
 	"github.com/toquehq/toque/internal/words"
 	"github.com/toquehq/toque/resources"
 )
@@ -182,12 +183,18 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, ctx *hcl.EvalConte
 			continue
 		}
 		v, d := ev.value(a.Expr)
+		if p.Sensitive {
+			diag.MarkSensitive(d)
+		}
 		diags = append(diags, d...)
 		if d.HasErrors() {
 			errored[p.Name] = true
 			continue
 		}
 		v, d = decodeProperty(s, p, v, a.Expr.Range())
+		if p.Sensitive {
+			diag.MarkSensitive(d)
+		}
 		diags = append(diags, d...)
 		errored[p.Name] = d.HasErrors()
 		if !d.HasErrors() && v != cty.NilVal {
@@ -255,6 +262,11 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, ctx *hcl.EvalConte
 		})
 	}
 
+	if sensitive || mayBeSensitive(b.Meta.Sensitive, ctx) {
+		// Diagnostics of a sensitive resource never show the values its
+		// expressions referred to.
+		diag.MarkSensitive(diags)
+	}
 	if diags.HasErrors() {
 		return nil, diags, ev.templates
 	}
@@ -267,6 +279,17 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, ctx *hcl.EvalConte
 		IgnoreFailure:  ignore,
 		Guards:         guards,
 	}, diags, ev.templates
+}
+
+// mayBeSensitive reports whether a sensitive meta-argument is set to
+// anything but a known false (an error or an unknown value counts as
+// sensitive: its diagnostics must not show values either way).
+func mayBeSensitive(expr hcl.Expression, ctx *hcl.EvalContext) bool {
+	if expr == nil {
+		return false
+	}
+	v, d := expr.Value(ctx)
+	return d.HasErrors() || !v.IsKnown() || !v.RawEquals(cty.False)
 }
 
 // decodeProperty converts v to p's type, then normalises and validates it

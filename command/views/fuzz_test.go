@@ -39,7 +39,7 @@ func FuzzRenderPlan(f *testing.F) {
 			return
 		}
 		RenderText(&bytes.Buffer{}, got, RenderOptions{Color: true, Digest: digest})
-		_, _ = JSONView(got)
+		_, _ = JSONView(got, nil)
 		_ = RenderMarkdown(&bytes.Buffer{}, got, MarkdownOptions{MaxBytes: 4000, Digest: digest})
 	})
 }

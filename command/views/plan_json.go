@@ -14,27 +14,30 @@ import (
 // JSONViewVersion is the version of the `toque show -json` format
 // (docs/plan-json.md). The minor version grows when fields are added; the
 // major version changes only when a field changes meaning or is removed.
-const JSONViewVersion = "1.0"
+const JSONViewVersion = "1.1"
 
 // The view types below are the documented machine format. They are kept
 // apart from the plan file model so that either can change without silently
 // changing the other.
 
 type jsonView struct {
-	FormatVersion     string          `json:"format_version"`
-	PlanFormatVersion int             `json:"plan_format_version"`
-	ToqueVersion      string          `json:"toque_version"`
-	CreatedAt         string          `json:"created_at"`
-	Host              jsonHost        `json:"host"`
-	Digest            string          `json:"digest"`
-	InputsDigest      string          `json:"inputs_digest"`
-	LockRevision      string          `json:"lock_revision"`
-	Errored           bool            `json:"errored"`
-	Errors            []string        `json:"errors"`
-	Summary           jsonSummary     `json:"summary"`
-	Attributes        []jsonAttribute `json:"attributes"`
-	Resources         []jsonResource  `json:"resources"`
-	NotifiedRuns      []jsonNotified  `json:"notified_runs"`
+	FormatVersion     string   `json:"format_version"`
+	PlanFormatVersion int      `json:"plan_format_version"`
+	ToqueVersion      string   `json:"toque_version"`
+	CreatedAt         string   `json:"created_at"`
+	Host              jsonHost `json:"host"`
+	Digest            string   `json:"digest"`
+	InputsDigest      string   `json:"inputs_digest"`
+	LockRevision      string   `json:"lock_revision"`
+	Errored           bool     `json:"errored"`
+	// Diagnostics are the errors and warnings of the command that printed
+	// the plan (plan -json); [] for show -json of a saved plan.
+	Diagnostics  []JSONDiagnostic `json:"diagnostics"`
+	Errors       []string         `json:"errors"`
+	Summary      jsonSummary      `json:"summary"`
+	Attributes   []jsonAttribute  `json:"attributes"`
+	Resources    []jsonResource   `json:"resources"`
+	NotifiedRuns []jsonNotified   `json:"notified_runs"`
 }
 
 type jsonNotified struct {
@@ -153,7 +156,18 @@ type jsonCurrent struct {
 // replaced by "(sensitive)" and the salt is left out, so the output is safe
 // to paste into a review. Every list and map is present (empty rather than
 // null) so consumers need no null checks.
-func JSONView(p *plan.Plan) ([]byte, error) {
+func JSONView(p *plan.Plan, diags []JSONDiagnostic) ([]byte, error) {
+	if diags == nil {
+		diags = []JSONDiagnostic{}
+	}
+	if p == nil {
+		// Planning failed before there was a plan: the diagnostics say why.
+		return marshalIndent(struct {
+			FormatVersion string           `json:"format_version"`
+			Errored       bool             `json:"errored"`
+			Diagnostics   []JSONDiagnostic `json:"diagnostics"`
+		}{JSONViewVersion, true, diags})
+	}
 	c := p.Counts()
 	v := jsonView{
 		FormatVersion:     JSONViewVersion,
@@ -166,6 +180,7 @@ func JSONView(p *plan.Plan) ([]byte, error) {
 		LockRevision:      p.LockRevision,
 		Errored:           p.Errored,
 		Errors:            nonNil(p.Errors),
+		Diagnostics:       diags,
 		Summary: jsonSummary{
 			Create: c.Create, Update: c.Update, Delete: c.Delete,
 			Run: c.Run, Skip: c.Skip, Unchanged: c.NoOp,
@@ -188,6 +203,12 @@ func JSONView(p *plan.Plan) ([]byte, error) {
 			v.NotifiedRuns = append(v.NotifiedRuns, viewNotified(p, nr))
 		}
 	}
+	return marshalIndent(v)
+}
+
+// marshalIndent encodes v as indented JSON with a final newline, leaving
+// <, > and & as they are (the output is not HTML).
+func marshalIndent(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")

@@ -76,7 +76,7 @@ func (pt painter) symbol(k resources.Kind) string {
 // with work, its changes and diffs, the summary, and the plan's digest.
 // Unchanged resources are counted, not listed. Sensitive values are never
 // shown: the plan's Changes and Current already hold only "(sensitive)".
-func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) {
+func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 	pt := newPainter(o.Color)
 	bw := &errWriter{w: w}
 	hostName := p.Host.Hostname
@@ -149,10 +149,11 @@ func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) {
 	if o.SavedTo != "" {
 		bw.printf("Saved the plan to %s. To apply exactly this plan: toque apply %s\n", o.SavedTo, shellQuote(o.SavedTo))
 	}
+	return bw.err
 }
 
 // errWriter remembers the first write error so rendering code stays
-// linear; RenderText has nowhere to report it but the writer itself.
+// linear; RenderText returns it.
 type errWriter struct {
 	w   io.Writer
 	err error

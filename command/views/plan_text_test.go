@@ -126,7 +126,7 @@ func TestRenderTextGolden(t *testing.T) {
 
 func TestJSONViewGolden(t *testing.T) {
 	pl := goldenScenarios(t)["update"]
-	b, err := JSONView(pl)
+	b, err := JSONView(pl, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestWrapList(t *testing.T) {
 
 func TestJSONViewShape(t *testing.T) {
 	pl := plantest.SamplePlan(t)
-	b, err := JSONView(pl)
+	b, err := JSONView(pl, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +274,7 @@ func TestJSONViewDocumented(t *testing.T) {
 	if err := json.Unmarshal([]byte(rest[start+8:start+8+end]), &example); err != nil {
 		t.Fatalf("the example is not JSON: %v", err)
 	}
-	b, err := JSONView(plantest.SamplePlan(t))
+	b, err := JSONView(plantest.SamplePlan(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -245,7 +245,7 @@ func TestPlanInstancesSensitive(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	rendered, err := views.JSONView(pl)
+	rendered, err := views.JSONView(pl, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

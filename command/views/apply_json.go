@@ -1,4 +1,4 @@
-package apply
+package views
 
 import (
 	"encoding/json"
@@ -7,13 +7,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toquehq/toque/apply"
 	"github.com/toquehq/toque/plan"
 	"github.com/toquehq/toque/resources"
 )
 
 // EventsFormatVersion is the version of the JSON event stream written by
 // EventWriter (`toque apply -json`), documented in docs/apply-json.md.
-const EventsFormatVersion = "1.0"
+const EventsFormatVersion = "1.1"
 
 // Event types of the JSON event stream.
 const (
@@ -25,22 +26,11 @@ const (
 	EventHeartbeat         = "heartbeat"
 	EventNotificationFired = "notification_fired"
 	EventSummary           = "summary"
+	EventDiagnostic        = "diagnostic"
 	EventError             = "error"
 )
 
-// Error kinds of the "error" event.
-const (
-	ErrorKindStale          = "stale"
-	ErrorKindLockHeld       = "lock_held"
-	ErrorKindInterrupted    = "interrupted"
-	ErrorKindResourceFailed = "resource_failed"
-	ErrorKindDigestMismatch = "digest_mismatch"
-	ErrorKindPlanRefused    = "plan_refused"
-	ErrorKindUsage          = "usage"
-	ErrorKindOther          = "error"
-)
-
-// EventWriter is a Hooks that writes apply's progress as a stream of JSON
+// EventWriter is a apply.Hooks that writes apply's progress as a stream of JSON
 // objects, one per line, for CI to render (`toque apply -json`). Besides
 // the hooks, the caller writes the first event with Start and the last one
 // with Summary or Error. It is safe for concurrent use: Heartbeat comes
@@ -55,7 +45,7 @@ type EventWriter struct {
 	err error
 }
 
-var _ Hooks = (*EventWriter)(nil)
+var _ apply.Hooks = (*EventWriter)(nil)
 
 // NewEventWriter writes events to w, timestamped with now (nil means
 // time.Now).
@@ -142,7 +132,7 @@ func (e *EventWriter) PreApply(r *plan.Resource) {
 
 // PostApply writes differs_from_plan when the live state differed from
 // the plan's reading, then resource_end.
-func (e *EventWriter) PostApply(r *plan.Resource, rr ResourceReport) {
+func (e *EventWriter) PostApply(r *plan.Resource, rr apply.ResourceReport) {
 	if rr.DiffersFromPlan != "" {
 		e.emit(EventDiffersFromPlan, func(h head) any {
 			return struct {
@@ -165,7 +155,7 @@ type resourceEndEvent struct {
 	DiffersFromPlan string `json:"differs_from_plan"`
 }
 
-func resourceEnd(h head, rr ResourceReport) resourceEndEvent {
+func resourceEnd(h head, rr apply.ResourceReport) resourceEndEvent {
 	return resourceEndEvent{h, resourceHead{rr.Address, rr.Kind}, rr.Outcome, rr.DurationMS, rr.Reason, rr.Error, rr.DiffersFromPlan}
 }
 
@@ -193,14 +183,14 @@ func (e *EventWriter) AlreadyDone(r *plan.Resource) {
 
 // Summary writes one notification_fired per run of a notification target
 // in rep.Notified, then summary. rep may be nil when nothing ran.
-func (e *EventWriter) Summary(rep *Report) {
+func (e *EventWriter) Summary(rep *apply.Report) {
 	if rep == nil {
 		return
 	}
 	ran := 0
 	for _, n := range rep.Notified {
 		switch n.Outcome {
-		case OutcomeNotNotified, OutcomeRefused, OutcomeNotStarted:
+		case apply.OutcomeNotNotified, apply.OutcomeRefused, apply.OutcomeNotStarted:
 			continue // listed in the report; it did not run
 		}
 		ran++
@@ -237,27 +227,6 @@ func (e *EventWriter) Summary(rep *Report) {
 	})
 }
 
-// ErrorKind classifies an error Apply returned: ErrorKindStale,
-// ErrorKindLockHeld, ErrorKindInterrupted, ErrorKindResourceFailed or
-// ErrorKindOther.
-func ErrorKind(err error) string {
-	var stale *StaleError
-	var held *LockHeldError
-	var intr *InterruptedError
-	var rerr *ResourceError
-	switch {
-	case errors.As(err, &stale):
-		return ErrorKindStale
-	case errors.As(err, &held):
-		return ErrorKindLockHeld
-	case errors.As(err, &intr):
-		return ErrorKindInterrupted
-	case errors.As(err, &rerr):
-		return ErrorKindResourceFailed
-	}
-	return ErrorKindOther
-}
-
 // StaleEntry is one difference in an error event of kind "stale".
 type StaleEntry struct {
 	Address  string         `json:"address"`
@@ -277,21 +246,30 @@ type LockHolder struct {
 	Path     string `json:"path"`
 }
 
-// Error writes the final error event: kind (ErrorKind(err) when ""), the
-// message, the exit status the command ends with, and for a stale plan
-// every difference, for a held lock its holder.
-func (e *EventWriter) Error(kind string, err error, exitCode int) {
-	if kind == "" {
-		kind = ErrorKind(err)
+// Diagnostic writes one diagnostic event.
+func (e *EventWriter) Diagnostic(d JSONDiagnostic) {
+	e.emit(EventDiagnostic, func(h head) any {
+		return struct {
+			head
+			Diagnostic JSONDiagnostic `json:"diagnostic"`
+		}{h, d}
+	})
+}
+
+// Error writes the final error event: kind (errorKind(err) when ""), the
+// message, the exit status the command ends with, for a stale plan every
+// difference, for a held lock its holder, and the error diagnostics.
+func (e *EventWriter) Error(kind string, err error, msg string, exitCode int, diags []JSONDiagnostic) {
+	if diags == nil {
+		diags = []JSONDiagnostic{}
 	}
-	msg := ""
-	if err != nil {
-		msg = err.Error()
+	if kind == "" {
+		kind = errorKind(err)
 	}
 	var staleList []StaleEntry
 	var holder *LockHolder
-	var stale *StaleError
-	var held *LockHeldError
+	var stale *apply.StaleError
+	var held *apply.LockHeldError
 	if errors.As(err, &stale) {
 		staleList = []StaleEntry{}
 		for _, r := range stale.Resources {
@@ -312,11 +290,12 @@ func (e *EventWriter) Error(kind string, err error, exitCode int) {
 	e.emit(EventError, func(h head) any {
 		return struct {
 			head
-			Kind       string       `json:"error_kind"`
-			Message    string       `json:"message"`
-			ExitCode   int          `json:"exit_code"`
-			Stale      []StaleEntry `json:"stale,omitempty"`
-			LockHolder *LockHolder  `json:"lock_holder,omitempty"`
-		}{h, kind, msg, exitCode, staleList, holder}
+			Kind        string           `json:"error_kind"`
+			Message     string           `json:"message"`
+			ExitCode    int              `json:"exit_code"`
+			Stale       []StaleEntry     `json:"stale,omitempty"`
+			LockHolder  *LockHolder      `json:"lock_holder,omitempty"`
+			Diagnostics []JSONDiagnostic `json:"diagnostics"`
+		}{h, kind, msg, exitCode, staleList, holder, diags}
 	})
 }

@@ -1,0 +1,189 @@
+package views
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fatih/color"
+
+	"github.com/toquehq/toque/apply"
+	"github.com/toquehq/toque/internal/diag"
+	"github.com/toquehq/toque/plan"
+	"github.com/toquehq/toque/resources"
+)
+
+// Apply is the view of `toque apply`: progress as it happens (the hooks
+// apply calls), the summary once convergence started, and last the
+// command's diagnostics with the exit status it ends with. Apply calls the
+// hooks from one goroutine at a time, but Heartbeat comes from a timer
+// goroutine, so implementations lock.
+type Apply interface {
+	apply.Hooks
+	// Start is called once the plan to apply is known and verified.
+	Start(p *plan.Plan, digest string)
+	// Summary is called with the report once convergence started.
+	Summary(rep *apply.Report)
+	// Diagnostics is called last, with every error and warning of the
+	// command and the exit status it ends with.
+	Diagnostics(diags diag.Diagnostics, exitCode int)
+}
+
+// NewApply returns the text view, or with asJSON the JSON event stream
+// (docs/apply-json.md). now timestamps events; nil means time.Now.
+func NewApply(v *View, asJSON bool, now func() time.Time) Apply {
+	if asJSON {
+		return &applyJSON{v: v, ew: NewEventWriter(v.Streams.Stdout, now)}
+	}
+	return &applyText{v: v}
+}
+
+// applyText prints apply's progress, Terraform style, on stdout, and the
+// diagnostics on stderr.
+type applyText struct {
+	mu sync.Mutex
+	v  *View
+}
+
+func (a *applyText) paint(attr color.Attribute, s string) string {
+	if !a.v.Color {
+		return s
+	}
+	c := color.New(attr, color.Bold)
+	c.EnableColor()
+	return c.Sprint(s)
+}
+
+func (a *applyText) printf(format string, args ...any) {
+	fmt.Fprintf(a.v.Streams.Stdout, format, args...)
+}
+
+func verbs(k resources.Kind) (ing, done string) {
+	switch k {
+	case resources.Create:
+		return "Creating…", "Creation complete"
+	case resources.Update:
+		return "Modifying…", "Modifications complete"
+	case resources.Delete:
+		return "Deleting…", "Deletion complete"
+	case resources.Run:
+		return "Running…", "Run complete"
+	}
+	return "Converging…", "Complete"
+}
+
+func (a *applyText) Start(p *plan.Plan, _ string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !p.HasChanges() {
+		a.printf("No changes. %s already matches the plan.\n", EscapeLine(p.Host.Hostname))
+	}
+}
+
+func (a *applyText) PreApply(r *plan.Resource) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ing, _ := verbs(r.Kind)
+	a.printf("%s: %s\n", a.paint(color.FgWhite, EscapeLine(r.Address)), ing)
+}
+
+func (a *applyText) PostApply(r *plan.Resource, rr apply.ResourceReport) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	addr := EscapeLine(r.Address)
+	d := time.Duration(rr.DurationMS) * time.Millisecond
+	_, done := verbs(r.Kind)
+	switch rr.Outcome {
+	case apply.OutcomeFailed, apply.OutcomeFailedIgnored:
+		a.printf("%s: %s after %s: %s\n", a.paint(color.FgRed, addr), rr.Outcome, roundDur(d), Escape(rr.Error))
+	case apply.OutcomeUnchanged:
+		a.printf("%s: already in the planned state, nothing to do\n", addr)
+	case apply.OutcomeSkipped:
+		a.printf("%s: skipped, a guard decided (see the note)\n", a.paint(color.FgMagenta, addr))
+	default:
+		a.printf("%s: %s after %s\n", a.paint(color.FgGreen, addr), done, roundDur(d))
+	}
+	if rr.DiffersFromPlan != "" {
+		a.printf("  note: differs from plan: %s\n", EscapeLine(rr.DiffersFromPlan))
+	}
+}
+
+func (a *applyText) Heartbeat(r *plan.Resource, elapsed time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ing, _ := verbs(r.Kind)
+	a.printf("%s: Still %s [%s elapsed]\n", EscapeLine(r.Address), strings.ToLower(strings.TrimSuffix(ing, "…"))+"…", roundDur(elapsed))
+}
+
+func (a *applyText) AlreadyDone(r *plan.Resource) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.printf("%s: already in its planned state (done earlier), skipping\n", EscapeLine(r.Address))
+}
+
+func (a *applyText) Summary(rep *apply.Report) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	head := "Apply complete!"
+	if rep.Interrupted {
+		head = "Apply interrupted!"
+	} else if rep.Failed > 0 {
+		head = "Apply failed!"
+	}
+	a.printf("\n%s Resources: %d changed, %d unchanged, %d failed, %d skipped.\n", a.paint(color.FgGreen, head), rep.Changed, rep.Unchanged, rep.Failed, rep.Skipped)
+	if rep.Path != "" {
+		a.printf("Report: %s\n", EscapeLine(rep.Path))
+	}
+}
+
+func (a *applyText) Diagnostics(diags diag.Diagnostics, _ int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.v.Diagnostics(diags)
+}
+
+func roundDur(d time.Duration) string {
+	if d < time.Second {
+		return "0s"
+	}
+	return d.Round(time.Second).String()
+}
+
+// applyJSON writes the event stream on stdout; the diagnostics also go to
+// stderr as text, for people reading a CI log.
+type applyJSON struct {
+	v  *View
+	ew *EventWriter
+}
+
+func (a *applyJSON) Start(p *plan.Plan, digest string)                   { a.ew.Start(p, digest) }
+func (a *applyJSON) PreApply(r *plan.Resource)                           { a.ew.PreApply(r) }
+func (a *applyJSON) PostApply(r *plan.Resource, rr apply.ResourceReport) { a.ew.PostApply(r, rr) }
+func (a *applyJSON) Heartbeat(r *plan.Resource, d time.Duration)         { a.ew.Heartbeat(r, d) }
+func (a *applyJSON) AlreadyDone(r *plan.Resource)                        { a.ew.AlreadyDone(r) }
+func (a *applyJSON) Summary(rep *apply.Report)                           { a.ew.Summary(rep) }
+
+// Diagnostics writes a diagnostic event for each warning and, when the
+// command fails, the final error event: worded from the first error, with
+// every error diagnostic in its "diagnostics".
+func (a *applyJSON) Diagnostics(diags diag.Diagnostics, exitCode int) {
+	a.v.Diagnostics(diags)
+	var errs diag.Diagnostics
+	for _, d := range diags {
+		if d.Severity == diag.Warning {
+			a.ew.Diagnostic(a.v.JSONDiagnostics(diag.Diagnostics{d})[0])
+		} else {
+			errs = append(errs, d)
+		}
+	}
+	if exitCode == 0 {
+		return
+	}
+	if len(errs) == 0 {
+		a.ew.Error(KindOther, nil, "apply failed", exitCode, nil)
+		return
+	}
+	first := errs[0]
+	a.ew.Error(kindOf(first), first.Err, worded(first).Error(), exitCode, a.v.JSONDiagnostics(errs))
+}
