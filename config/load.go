@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	hcljson "github.com/hashicorp/hcl/v2/json"
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/internal/words"
 	"github.com/toquehq/toque/resources"
@@ -253,6 +254,7 @@ func (c *Config) addBlock(b *hcl.Block, dir string, seen map[string]*ResourceBlo
 
 	content, rest, d := b.Body.PartialContent(MetaSchema)
 	diags = append(diags, d...)
+	diags = append(diags, blockMetaAsAttribute(rest)...)
 	rb.Body = rest
 	if content != nil {
 		m := &rb.Meta
@@ -354,4 +356,88 @@ func parseFile(path string) parsedFile {
 		f, d = hclsyntax.ParseConfig(src, path, hcl.Pos{Line: 1, Column: 1, Byte: 0})
 	}
 	return parsedFile{file: f, diags: d}
+}
+
+// blockMetaAsAttribute reports notifies and subscribes written as
+// attributes, Chef style (`notifies = ["run", "execute[reload]",
+// "delayed"]`): they are blocks here, and an attribute of that name would
+// otherwise be dropped, and the notification with it. The detail shows the
+// block to write, translated from the attribute when its value says enough.
+func blockMetaAsAttribute(rest hcl.Body) hcl.Diagnostics {
+	sb, ok := rest.(*hclsyntax.Body)
+	if !ok {
+		return nil
+	}
+	var diags hcl.Diagnostics
+	for _, kw := range []string{"notifies", "subscribes"} {
+		a, ok := sb.Attributes[kw]
+		if !ok {
+			continue
+		}
+		diags = diags.Append(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Unsupported argument; " + kw + " is a block",
+			Detail:   fmt.Sprintf("%s is written as a block, one per notification, not as an attribute:\n\n%s\nThe timing is delayed (the default), immediately or before.", kw, notifyBlockExample(kw, a.Expr)),
+			Subject:  a.NameRange.Ptr(),
+		})
+	}
+	return diags
+}
+
+// notifyBlockExample writes the block form of a notifies or subscribes
+// attribute: from a list ["ACTION", "TYPE[NAME]", "TIMING"] or an object
+// { ACTION = "TYPE[NAME]" } when the value is a literal, else a template.
+func notifyBlockExample(kw string, expr hcl.Expression) string {
+	block := func(action, resource, timing string) string {
+		s := fmt.Sprintf("  %s %q {\n    resource = %q\n", kw, action, resource)
+		if timing != "" {
+			s += fmt.Sprintf("    timing   = %q\n", timing)
+		}
+		return s + "  }\n"
+	}
+	generic := block("ACTION", "TYPE[NAME]", "delayed")
+	v, d := expr.Value(nil)
+	if d.HasErrors() || !v.IsWhollyKnown() || v.IsNull() {
+		return generic
+	}
+	str := func(v cty.Value) (string, bool) {
+		if v.IsNull() || v.Type() != cty.String {
+			return "", false
+		}
+		return v.AsString(), true
+	}
+	switch t := v.Type(); {
+	case t.IsTupleType() || t.IsListType():
+		var parts []string
+		for it := v.ElementIterator(); it.Next(); {
+			_, e := it.Element()
+			s, ok := str(e)
+			if !ok {
+				return generic
+			}
+			parts = append(parts, s)
+		}
+		switch len(parts) {
+		case 2:
+			return block(parts[0], parts[1], "")
+		case 3:
+			return block(parts[0], parts[1], parts[2])
+		}
+	case t.IsObjectType() || t.IsMapType():
+		var out []string
+		for it := v.ElementIterator(); it.Next(); {
+			k, e := it.Element()
+			s, ok := str(e)
+			if !ok {
+				return generic
+			}
+			out = append(out, block(k.AsString(), s, ""))
+		}
+		if len(out) > 0 {
+			return strings.Join(out, "\n")
+		}
+	case t == cty.String:
+		return block("ACTION", v.AsString(), "")
+	}
+	return generic
 }

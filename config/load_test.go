@@ -169,6 +169,34 @@ func TestLoadDirErrors(t *testing.T) {
 			want:  []string{"Missing required argument"},
 		},
 		{
+			name:   "notifies as an attribute, Chef style",
+			files:  map[string]string{"a.hcl": "file \"/x\" {\n  notifies = [\"run\", \"execute[reload]\", \"delayed\"]\n}\n"},
+			want:   []string{"Unsupported argument; notifies is a block"},
+			at:     "a.hcl:2",
+			detail: "notifies \"run\" {\n    resource = \"execute[reload]\"\n    timing   = \"delayed\"\n  }",
+		},
+		{
+			name:   "notifies as a map attribute",
+			files:  map[string]string{"a.hcl": "file \"/x\" {\n  notifies = { run = \"execute[nope]\" }\n}\n"},
+			want:   []string{"Unsupported argument; notifies is a block"},
+			at:     "a.hcl:2",
+			detail: "notifies \"run\" {\n    resource = \"execute[nope]\"\n  }",
+		},
+		{
+			name:   "subscribes as a string attribute",
+			files:  map[string]string{"a.hcl": "file \"r\" {\n  content = \"x\"\n  subscribes = \"foo\"\n}\n"},
+			want:   []string{"Unsupported argument; subscribes is a block"},
+			at:     "a.hcl:3",
+			detail: "subscribes \"ACTION\" {\n    resource = \"foo\"",
+		},
+		{
+			name:   "notifies from an expression",
+			files:  map[string]string{"a.hcl": "file \"/x\" {\n  notifies = node.n\n}\n"},
+			want:   []string{"Unsupported argument; notifies is a block"},
+			at:     "a.hcl:2",
+			detail: "notifies \"ACTION\" {\n    resource = \"TYPE[NAME]\"",
+		},
+		{
 			name: "every error at once",
 			files: map[string]string{
 				"a.hcl": "fiel \"/x\" {}\nport = 1\n",
