@@ -116,6 +116,7 @@ func Resources(c *config.Config, reg *resources.Registry, scope *Scope) ([]*Inst
 			out = append(out, r.inst)
 		}
 	}
+	diags = append(diags, duplicates(out)...)
 	edges, d := notifications(c, reg, func(dir string) *hcl.EvalContext {
 		ctx := ctxs[dir]
 		if ctx == nil {
@@ -281,6 +282,48 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, ctx *hcl.EvalConte
 	}, diags, ev.templates
 }
 
+// duplicates reports resources that manage the same thing (their identity
+// properties of one namespace hold the same value: a file and a template
+// at one path), which would fight on every apply. Alternatives are allowed:
+// a pair where one is guarded (only_if / not_if) or runs only when
+// notified does not both converge in one run by itself.
+func duplicates(insts []*Instance) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	type claim struct {
+		inst *Instance
+		prop string
+	}
+	first := map[string]claim{}
+	for _, inst := range insts {
+		if inst.Block == nil || inst.Block.Meta.HasGuards() || inst.Resource.Action == "nothing" {
+			continue
+		}
+		for _, p := range inst.Resource.Schema().Properties {
+			if p.Namespace == "" {
+				continue
+			}
+			v, ok := inst.Resource.Values[p.Name]
+			if !ok || !v.IsKnown() || v.IsNull() || v.Type() != cty.String {
+				continue
+			}
+			key := p.Namespace + "\x00" + v.AsString()
+			c, dup := first[key]
+			if !dup {
+				first[key] = claim{inst, p.Name}
+				continue
+			}
+			diags = diags.Append(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Two resources manage the same " + p.Namespace,
+				Detail: fmt.Sprintf("%s and %s (declared at %s:%d) both manage %s %q: they would undo each other on every apply. Keep one of them, or make them alternatives with only_if / not_if.",
+					inst.Resource.Address(), c.inst.Resource.Address(), c.inst.Block.DeclRange.Filename, c.inst.Block.DeclRange.Start.Line, p.Namespace, v.AsString()),
+				Subject: inst.Block.DeclRange.Ptr(),
+			})
+		}
+	}
+	return diags
+}
+
 // mayBeSensitive reports whether a sensitive meta-argument is set to
 // anything but a known false (an error or an unknown value counts as
 // sensitive: its diagnostics must not show values either way).
@@ -313,6 +356,16 @@ func decodeProperty(s *resources.Schema, p *resources.Property, v cty.Value, rng
 	}
 	if !v.IsWhollyKnown() {
 		return v, nil
+	}
+	if p.Warn != nil {
+		if w, _ := safeCall(func() (cty.Value, error) { return cty.StringVal(p.Warn(v)), nil }); w != cty.NilVal && w.AsString() != "" {
+			diags = diags.Append(&hcl.Diagnostic{
+				Severity: hcl.DiagWarning,
+				Summary:  "Value probably not what was meant",
+				Detail:   fmt.Sprintf("The property %q of %s: %s", p.Name, s.Name, w.AsString()),
+				Subject:  rng.Ptr(),
+			})
+		}
 	}
 	if p.Normalize != nil {
 		nv, err := safeCall(func() (cty.Value, error) { return p.Normalize(v) })

@@ -351,9 +351,25 @@ type Property struct {
 	// plain file. The property is still compared and converged; Load must
 	// never copy it into the State without checking the host.
 	LoadInput bool
+	// Namespace, on an identity property, names what its value identifies
+	// on the host: two resources whose identity properties of the same
+	// namespace hold the same value manage the same thing and would fight
+	// on every apply (a file and a template at one path), which is an
+	// error. "" means the value identifies nothing shared (execute's
+	// command may run twice).
+	Namespace string
+	// Warn, when set, returns a warning about a valid value that is
+	// probably not what the recipe meant (mode = 644, a decimal number
+	// that reads like octal), or "". It gets the value as written, before
+	// Normalize.
+	Warn func(cty.Value) string
 	// Description is one line for docs.
 	Description string
 }
+
+// NamespacePath is the namespace of file-system paths (file, template,
+// directory and link).
+const NamespacePath = "path"
 
 // IsDesiredState reports whether the property is compared and converged.
 func (p *Property) IsDesiredState() bool { return !p.NonState && !p.Identity && !p.NameProperty }
