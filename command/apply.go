@@ -146,6 +146,15 @@ func (c *ApplyCommand) Run(args []string) int {
 	}
 
 	view.Start(p, digest)
+	acked := make(chan struct{})
+	defer close(acked)
+	go func() {
+		select {
+		case <-c.Stop:
+			view.Stopping()
+		case <-acked:
+		}
+	}()
 	applier := &apply.Applier{
 		Registry:    c.Registry,
 		StateDir:    stateDir(a.stateDir),
