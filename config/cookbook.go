@@ -64,8 +64,19 @@ func ReadCookbook(dir string, parser *hclparse.Parser) (*Cookbook, hcl.Diagnosti
 			Detail:   fmt.Sprintf("A cookbook is a directory with a metadata.hcl file (name = \"…\", version = \"…\"), but %s: %s.", mdPath, err),
 		})
 	}
-	f, d := parser.ParseHCLFile(mdPath)
+	src, err := os.ReadFile(mdPath)
+	if err != nil {
+		return nil, diags.Append(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Cannot read a cookbook's metadata",
+			Detail:   fmt.Sprintf("Reading %s failed: %s.", mdPath, err),
+		})
+	}
+	f, d := Parse(src, mdPath)
 	diags = append(diags, d...)
+	if f != nil && parser != nil {
+		parser.AddFile(mdPath, f)
+	}
 	if f == nil || d.HasErrors() {
 		return nil, diags
 	}

@@ -1,7 +1,9 @@
 package eval
 
 import (
+	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -16,6 +18,15 @@ import (
 func Attributes(cfg *config.Config, host cty.Value) (*config.Attributes, hcl.Diagnostics) {
 	attrs, diags := compileAttributes(cfg.AttributeBlocks, host)
 	for _, w := range cfg.PolicyWrites {
+		if config.ValueTooDeep(w.Value) {
+			diags = diags.Append(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Attribute nested too deep",
+				Detail:   fmt.Sprintf("The policy attribute %s nests more than %d levels deep.", strings.Join(w.Path, "."), config.MaxNestingDepth),
+				Subject:  w.Range.Ptr(),
+			})
+			continue
+		}
 		attrs.WriteFrom(w.Level, w.Path, w.Value, w.Range, w.Origin)
 	}
 	return attrs, diags

@@ -21,6 +21,8 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
+
+	"github.com/toquehq/toque/config"
 )
 
 // Functions returns the function library expressions can call, in the
@@ -412,6 +414,9 @@ func templateFileFunc(baseDir string, funcs map[string]function.Function) functi
 			src, full, err := readFile(baseDir, args[0].AsString())
 			if err != nil {
 				return cty.DynamicVal, function.NewArgError(0, err)
+			}
+			if d := config.CheckSource(src, full, true); d != nil {
+				return cty.DynamicVal, &TemplateError{Filename: full, Src: src, Diags: hcl.Diagnostics{d}}
 			}
 			expr, diags := hclsyntax.ParseTemplate(src, full, hcl.Pos{Line: 1, Column: 1, Byte: 0})
 			if diags.HasErrors() {

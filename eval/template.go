@@ -163,6 +163,9 @@ func renderFile(addr, dir, name string, vars map[string]cty.Value, ev *evaluator
 		}
 		return cty.NilVal, out
 	}
+	if d := config.CheckSource(src, full, true); d != nil {
+		return fail(hcl.Diagnostics{d})
+	}
 	expr, d := hclsyntax.ParseTemplate(src, full, hcl.Pos{Line: 1, Column: 1, Byte: 0})
 	if d.HasErrors() {
 		return fail(d)
