@@ -72,6 +72,7 @@ func compileAttributes(blocks []*config.AttributeBlock, host cty.Value) (*config
 				continue
 			}
 			v, d := a.Expr.Value(ctx)
+			suggest(d)
 			diags = append(diags, d...)
 			if d.HasErrors() {
 				continue

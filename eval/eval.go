@@ -417,6 +417,7 @@ func (ev *evaluator) value(expr hcl.Expression) (cty.Value, hcl.Diagnostics) {
 	if !diags.HasErrors() {
 		return v, diags
 	}
+	suggest(diags)
 	out := make(hcl.Diagnostics, 0, len(diags))
 	for _, d := range diags {
 		extra, ok := hcl.DiagnosticExtra[hclsyntax.FunctionCallDiagExtra](d)
