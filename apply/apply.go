@@ -286,7 +286,7 @@ func (r *run) preflightOne(ctx context.Context, e *entry) preflightResult {
 func (r *run) subject(e *entry, guards []*guard.Spec) *plan.Subject {
 	return &plan.Subject{
 		Address: e.pr.Address, Type: e.typ, Desired: e.desired, Guards: guards,
-		Sensitive: e.pr.Sensitive, Salt: r.p.Salt,
+		Sensitive: e.pr.Sensitive, SensitiveProps: e.pr.SensitiveProperties, Salt: r.p.Salt,
 	}
 }
 

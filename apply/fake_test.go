@@ -279,7 +279,9 @@ type recorder struct {
 	mu     sync.Mutex
 	events []string
 	beats  []time.Duration
-	onPre  func(r *plan.Resource)
+	// beatsOf are the heartbeats by resource address.
+	beatsOf map[string][]time.Duration
+	onPre   func(r *plan.Resource)
 }
 
 func (h *recorder) add(s string) {
@@ -303,6 +305,10 @@ func (h *recorder) Heartbeat(r *plan.Resource, elapsed time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.beats = append(h.beats, elapsed)
+	if h.beatsOf == nil {
+		h.beatsOf = map[string][]time.Duration{}
+	}
+	h.beatsOf[r.Address] = append(h.beatsOf[r.Address], elapsed)
 }
 
 func (h *recorder) AlreadyDone(r *plan.Resource) { h.add("done " + r.Address) }

@@ -30,6 +30,9 @@ type attrNode struct {
 	level    string
 	rng      hcl.Range
 	origin   string
+	// sensitive marks a leaf written with sensitive(): its value is kept
+	// out of every output.
+	sensitive bool
 }
 
 // Leaf is one leaf of the merged attributes with its provenance.
@@ -45,6 +48,9 @@ type Leaf struct {
 	// `include_policy "base" (revision 1a2b3c4d5e)`; Range is then the
 	// place in policy.hcl that brought it in.
 	Origin string
+	// Sensitive is set when the winning write marked the value sensitive
+	// (sensitive() in an attribute block): it is kept out of every output.
+	Sensitive bool
 }
 
 // NewAttributes returns empty attributes.
@@ -115,6 +121,33 @@ func (a *Attributes) WriteFrom(level string, path []string, v cty.Value, rng hcl
 		return
 	}
 	n.children[last] = &attrNode{value: v, level: level, rng: rng, origin: origin}
+}
+
+// MarkSensitive marks what level holds at path (a leaf, or every leaf of a
+// subtree) as sensitive. Call it right after the write it belongs to: a
+// later write replaces the nodes, and the mark with them.
+func (a *Attributes) MarkSensitive(level string, path []string) {
+	n := a.trees[level]
+	for _, k := range path {
+		if n == nil || n.children == nil {
+			return
+		}
+		n = n.children[k]
+	}
+	if n == nil {
+		return
+	}
+	var mark func(n *attrNode)
+	mark = func(n *attrNode) {
+		if n.children == nil {
+			n.sensitive = true
+			return
+		}
+		for _, c := range n.children {
+			mark(c)
+		}
+	}
+	mark(n)
 }
 
 // setValue merges map-like v into map node n.
@@ -202,7 +235,7 @@ func (a *Attributes) Leaves() []Leaf {
 				walk(c, p)
 				continue
 			}
-			out = append(out, Leaf{Path: p, Value: c.value, Level: c.level, Range: c.rng, Origin: c.origin})
+			out = append(out, Leaf{Path: p, Value: c.value, Level: c.level, Range: c.rng, Origin: c.origin, Sensitive: c.sensitive})
 		}
 	}
 	walk(a.merged(), nil)

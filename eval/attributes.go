@@ -40,7 +40,13 @@ func NewScope(cfg *config.Config, host cty.Value) (*Scope, *config.Attributes, h
 	if host == cty.NilVal {
 		host = cty.DynamicVal
 	}
-	return &Scope{Node: attrs.Node(), Host: host}, attrs, diags
+	scope := &Scope{Node: attrs.Node(), Host: host}
+	for _, l := range attrs.Leaves() {
+		if l.Sensitive {
+			scope.Sensitive = append(scope.Sensitive, l.Path)
+		}
+	}
+	return scope, attrs, diags
 }
 
 func compileAttributes(blocks []*config.AttributeBlock, host cty.Value) (*config.Attributes, hcl.Diagnostics) {
@@ -77,7 +83,14 @@ func compileAttributes(blocks []*config.AttributeBlock, host cty.Value) (*config
 			if d.HasErrors() {
 				continue
 			}
-			attrs.Write(b.Level, []string{b.Name, a.Name}, v, a.Range)
+			v, marked := unmarkSensitive(v)
+			path := []string{b.Name, a.Name}
+			attrs.Write(b.Level, path, v, a.Range)
+			for _, p := range marked {
+				if sub, ok := attributePath(p); ok {
+					attrs.MarkSensitive(b.Level, append(append([]string(nil), path...), sub...))
+				}
+			}
 		}
 	}
 	return attrs, diags
@@ -99,4 +112,41 @@ func nodeReferences(expr hcl.Expression) hcl.Diagnostics {
 		})
 	}
 	return diags
+}
+
+// unmarkSensitive strips every mark from v and returns the paths within v
+// that were marked sensitive.
+func unmarkSensitive(v cty.Value) (cty.Value, []cty.Path) {
+	if !v.ContainsMarked() {
+		return v, nil
+	}
+	out, pms := v.UnmarkDeepWithPaths()
+	var paths []cty.Path
+	for _, pm := range pms {
+		if _, ok := pm.Marks[SensitiveMark]; ok {
+			paths = append(paths, pm.Path)
+		}
+	}
+	return out, paths
+}
+
+// attributePath turns a cty path into attribute keys; ok is false for a
+// path through a list or set (a sensitive element marks the whole list,
+// which is a leaf).
+func attributePath(p cty.Path) ([]string, bool) {
+	var out []string
+	for _, step := range p {
+		switch s := step.(type) {
+		case cty.GetAttrStep:
+			out = append(out, s.Name)
+		case cty.IndexStep:
+			if s.Key.Type() != cty.String {
+				return out, true // inside a list: the list is the leaf
+			}
+			out = append(out, s.Key.AsString())
+		default:
+			return out, true
+		}
+	}
+	return out, true
 }

@@ -34,7 +34,7 @@ func TestContextValues(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var got []string
-			for _, v := range contextValues(c.r, c.sensitive) {
+			for _, v := range contextValues(c.r, func(p *resources.Property) bool { return c.sensitive || p.Sensitive }) {
 				got = append(got, v.Property+"="+v.Value)
 			}
 			if s := strings.Join(got, " "); s != c.want {

@@ -189,9 +189,10 @@ func (p *Planner) planNotified(ctx context.Context, logger hclog.Logger, inst *e
 		specs = inst.NotifiedGuards
 	}
 	nr := &plan.NotifiedRun{Address: addr, Action: action, GuardSpecs: specs}
+	sensProps, hides := sensitivity(inst)
 	rd, err := p.lifecycle(logger.With("notified_action", action)).Evaluate(ctx, &plan.Subject{
 		Address: addr, Type: inst.Type, Desired: desired, Guards: specs,
-		Sensitive: inst.Sensitive, Salt: salt,
+		Sensitive: inst.Sensitive, SensitiveProps: sensProps, Salt: salt,
 	})
 	if err != nil {
 		return nil, lifecycleDiags(inst, rd, fmt.Errorf("the notified action %s: %w", action, err))
@@ -205,7 +206,7 @@ func (p *Planner) planNotified(ctx context.Context, logger hclog.Logger, inst *e
 	nr.Kind, nr.Reason, nr.Groups = step.Kind, step.Reason, step.Groups
 	nr.Current = rd.Current
 	nr.Fingerprint = rd.Fingerprint()
-	nr.Changes = buildChanges(src.Schema(), step.Changes, rd.State, salt, inst.Sensitive)
+	nr.Changes = buildChanges(src.Schema(), step.Changes, rd.State, salt, hides)
 	logger.Debug("planned notified run", "resource", addr, "action", action, "kind", nr.Kind, "reason", nr.Reason)
 	return nr, nil
 }

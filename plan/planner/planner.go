@@ -138,7 +138,14 @@ func (p *Planner) Plan(ctx context.Context, cfg *config.Config) (*plan.Plan, hcl
 		r.Source.Filename = relativeTo(cfg.Dir, r.Source.Filename)
 	}
 	{
-		recorded, err := attributesOf(attrs.Leaves(), cfg.Dir)
+		// Attributes a sensitive resource reads are as secret as it is.
+		read := &eval.Scope{}
+		for _, inst := range insts {
+			if inst.Sensitive && inst.Block != nil {
+				read.Sensitive = append(read.Sensitive, eval.NodePathsRead(inst.Block)...)
+			}
+		}
+		recorded, err := attributesOf(attrs.Leaves(), cfg.Dir, read)
 		if err != nil {
 			evalDiags = evalDiags.Append(&hcl.Diagnostic{
 				Severity: hcl.DiagError,
@@ -176,19 +183,23 @@ func markErrored(pl *plan.Plan, diags hcl.Diagnostics) {
 	}
 }
 
-func attributesOf(leaves []config.Leaf, dir string) ([]plan.Attribute, error) {
+// attributesOf records the merged node attributes; a leaf marked
+// sensitive, or read by a sensitive resource (readBySensitive), is kept
+// without its value.
+func attributesOf(leaves []config.Leaf, dir string, readBySensitive *eval.Scope) ([]plan.Attribute, error) {
 	out := make([]plan.Attribute, 0, len(leaves))
 	var firstErr error
 	for _, l := range leaves {
 		a := plan.Attribute{
-			Path:   strings.Join(l.Path, "."),
-			Level:  l.Level,
-			Source: fmt.Sprintf("%s:%d", relativeTo(dir, l.Range.Filename), l.Range.Start.Line),
+			Path:      strings.Join(l.Path, "."),
+			Level:     l.Level,
+			Source:    fmt.Sprintf("%s:%d", relativeTo(dir, l.Range.Filename), l.Range.Start.Line),
+			Sensitive: l.Sensitive || readBySensitive.Covers(l.Path),
 		}
 		if l.Origin != "" {
 			a.Source = l.Origin + " at " + a.Source
 		}
-		if l.Value == cty.NilVal {
+		if l.Value == cty.NilVal || a.Sensitive {
 			a.Value = []byte(`null`)
 		} else if b, err := (plan.Value{Value: l.Value}).MarshalJSON(); err != nil {
 			if firstErr == nil {
@@ -361,16 +372,13 @@ func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *eval.I
 	if res.Action == "" {
 		res.Action = schema.DefaultAction
 	}
-	for _, prop := range schema.Properties {
-		if _, set := res.Desired[prop.Name]; set && prop.Sensitive {
-			res.SensitiveProperties = append(res.SensitiveProperties, prop.Name)
-		}
-	}
+	var hides func(*resources.Property) bool
+	res.SensitiveProperties, hides = sensitivity(inst)
 	if inst.Block != nil {
 		r := inst.Block.DeclRange
 		res.Source = plan.Range{Filename: r.Filename, Line: r.Start.Line, Column: r.Start.Column}
 	}
-	res.Context = contextValues(desired, inst.Sensitive)
+	res.Context = contextValues(desired, hides)
 
 	if res.Action == "nothing" {
 		res.Kind = resources.NoOp
@@ -386,7 +394,7 @@ func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *eval.I
 	res.GuardSpecs = inst.Guards
 	rd, err := p.lifecycle(logger).Evaluate(ctx, &plan.Subject{
 		Address: addr, Type: inst.Type, Desired: desired, Guards: inst.Guards,
-		Sensitive: inst.Sensitive, Salt: salt,
+		Sensitive: inst.Sensitive, SensitiveProps: res.SensitiveProperties, Salt: salt,
 	})
 	if err != nil {
 		return nil, lifecycleDiags(inst, rd, err)
@@ -407,12 +415,33 @@ func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *eval.I
 	res.Groups = step.Groups
 	res.Current = rd.Current
 	res.Fingerprint = rd.Fingerprint()
-	res.Changes = buildChanges(schema, step.Changes, rd.State, salt, inst.Sensitive)
+	res.Changes = buildChanges(schema, step.Changes, rd.State, salt, hides)
 	if rd.State.Exists && (step.Kind == resources.Update || step.Kind == resources.NoOp) {
 		res.Unmanaged = unmanaged(schema, desired, res.Current)
 	}
 	log.Debug("planned resource", "kind", res.Kind, "reason", res.Reason, "changes", len(res.Changes))
 	return res, nil
+}
+
+// sensitivity is which of inst's values are hidden: the set properties
+// the type marks sensitive or whose value the recipe made sensitive (as
+// recorded in Resource.SensitiveProperties), and a function telling, for
+// any property, whether its values are hidden (all are for a sensitive
+// resource).
+func sensitivity(inst *eval.Instance) ([]string, func(*resources.Property) bool) {
+	hidden := map[string]bool{}
+	for _, name := range inst.SensitiveProps {
+		hidden[name] = true
+	}
+	var props []string
+	for _, prop := range inst.Resource.Schema().Properties {
+		if inst.Resource.IsSet(prop.Name) && (prop.Sensitive || hidden[prop.Name]) {
+			props = append(props, prop.Name)
+		}
+	}
+	return props, func(prop *resources.Property) bool {
+		return inst.Sensitive || (prop != nil && (prop.Sensitive || hidden[prop.Name]))
+	}
 }
 
 // lifecycleDiags words a lifecycle failure of inst as a plan diagnostic:
@@ -471,14 +500,14 @@ func RunReason(typeReason string, guards []plan.GuardResult) string {
 }
 
 // buildChanges turns a step's changes into their display forms.
-func buildChanges(s *resources.Schema, changes []resources.Change, state *resources.State, salt string, sensitiveRes bool) []plan.Change {
+func buildChanges(s *resources.Schema, changes []resources.Change, state *resources.State, salt string, hides func(*resources.Property) bool) []plan.Change {
 	if len(changes) == 0 {
 		return nil
 	}
 	out := make([]plan.Change, 0, len(changes))
 	for _, c := range changes {
 		prop := s.Property(c.Property)
-		sensitive := sensitiveRes || (prop != nil && prop.Sensitive)
+		sensitive := hides(prop)
 		isContent := prop != nil && prop.Content
 		ch := plan.Change{Property: c.Property, Default: c.Default, Sensitive: sensitive}
 		hasBefore := c.Before != cty.NilVal
@@ -579,7 +608,7 @@ func unmanaged(s *resources.Schema, desired *resources.Resource, cur *plan.Curre
 // (Resource.Context): identity and name properties whose value is not the
 // block label, then, for a type with no desired-state property, every other
 // property the recipe set. Schema order within each part.
-func contextValues(desired *resources.Resource, sensitive bool) []plan.ContextValue {
+func contextValues(desired *resources.Resource, hides func(*resources.Property) bool) []plan.ContextValue {
 	s := desired.Schema()
 	acting := true
 	for _, prop := range s.Properties {
@@ -602,7 +631,7 @@ func contextValues(desired *resources.Resource, sensitive bool) []plan.ContextVa
 			continue
 		}
 		shown := plan.DisplayValue(v)
-		if sensitive || prop.Sensitive {
+		if hides(prop) {
 			shown = plan.Sensitive
 		}
 		if isID {
