@@ -166,7 +166,7 @@ func (d *decoder) interpreter() (string, bool) {
 		}
 	}
 	d.errorf(expr.Range(), "Unknown guard interpreter",
-		"There is no guard interpreter %q. Use one of %s: \"default\" runs the guard with /bin/sh -c, the others run it as a resource of that type.", name, words.Quoted(d.interpreters()))
+		"There is no guard interpreter %q.%s Use one of %s: \"default\" runs the guard with /bin/sh -c, the others run it as a resource of that type.", name, words.DidYouMean(name, d.interpreters()), words.Quoted(d.interpreters()))
 	return "", false
 }
 
@@ -271,7 +271,7 @@ func (d *decoder) single(kind Kind, expr hcl.Expression, rng hcl.Range, v cty.Va
 			if key != "command" && !slices.Contains(Params, key) {
 				krng, _ := itemRanges(expr, key, rng)
 				d.errorf(krng, "Unknown guard parameter",
-					"A guard object takes command and the guard parameters %s; %q is none of these.", words.Quoted(Params), key)
+					"A guard object takes command and the guard parameters %s; %q is none of these.%s", words.Quoted(Params), key, words.DidYouMean(key, append([]string{"command"}, Params...)))
 				continue
 			}
 			if ev.IsNull() {
