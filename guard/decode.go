@@ -68,6 +68,7 @@ func Decode(in Input) ([]*Spec, hcl.Diagnostics) {
 	d.diags = nil
 
 	var specs []*Spec
+	var exprGuards []raw
 	for _, g := range []struct {
 		kind Kind
 		expr hcl.Expression
@@ -76,11 +77,15 @@ func Decode(in Input) ([]*Spec, hcl.Diagnostics) {
 			continue
 		}
 		for _, raw := range d.values(g.kind, g.expr) {
+			if raw.form == Expression {
+				exprGuards = append(exprGuards, raw)
+			}
 			if s := d.resolve(raw, interp, known); s != nil {
 				specs = append(specs, s)
 			}
 		}
 	}
+	d.interpreterWithExpressions(interp, known, exprGuards)
 	diags = append(diags, d.diags...)
 	if in.Parent != nil && in.Parent.Action == "nothing" {
 		return nil, diags
@@ -170,6 +175,33 @@ func (d *decoder) interpreter() (string, bool) {
 	return "", false
 }
 
+// interpreterWithExpressions refuses a guard_interpreter that the recipe
+// sets to something other than the resource's default alongside expression
+// guards, as Chef refuses one with block guards ("guard_interpreter does not
+// support blocks"): an expression is evaluated by toque, never run, so the
+// setting would be silently ignored for it. Setting it to the default
+// changes nothing and is accepted.
+func (d *decoder) interpreterWithExpressions(interp string, known bool, exprs []raw) {
+	expr := d.in.GuardInterpreter
+	if expr == nil || !known || len(exprs) == 0 || interp == DefaultInterpreter(d.in.Registry, d.parentType()) {
+		return
+	}
+	where := make([]string, len(exprs))
+	for i, r := range exprs {
+		where[i] = fmt.Sprintf("%s %s (%s:%d)", r.kind, r.source, r.rng.Filename, r.rng.Start.Line)
+	}
+	d.errorf(expr.Range(), "Guard interpreter with an expression guard",
+		"guard_interpreter = %q says how script guards run (command strings and { command = … } objects), but %s %s an expression, which toque evaluates itself and never runs: guard_interpreter would be ignored for it. Remove guard_interpreter, or write the guard as a command.",
+		interp, words.Join(where, ""), isAre(len(where)))
+}
+
+func isAre(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
+}
+
 // raw is one guard as written, before it is resolved.
 type raw struct {
 	kind   Kind
@@ -196,6 +228,12 @@ func (d *decoder) values(kind Kind, expr hcl.Expression) []raw {
 		return nil
 	}
 	if !v.IsKnown() {
+		if v.Type() == cty.Bool {
+			// An expression guard whose value validate cannot know yet.
+			if r, ok := d.single(kind, expr, expr.Range(), v); ok {
+				return []raw{r}
+			}
+		}
 		return nil
 	}
 	t := v.Type()
@@ -270,8 +308,9 @@ func (d *decoder) single(kind Kind, expr hcl.Expression, rng hcl.Range, v cty.Va
 			key := k.AsString()
 			if key != "command" && !slices.Contains(Params, key) {
 				krng, _ := itemRanges(expr, key, rng)
+				keys := append([]string{"command"}, Params...)
 				d.errorf(krng, "Unknown guard parameter",
-					"A guard object takes command and the guard parameters %s; %q is none of these.%s", words.Quoted(Params), key, words.DidYouMean(key, append([]string{"command"}, Params...)))
+					"A guard object takes command and the guard parameters %s; %q is none of these.%s", words.Quoted(Params), key, words.DidYouMean(key, keys))
 				continue
 			}
 			if ev.IsNull() {
