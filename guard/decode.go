@@ -303,12 +303,14 @@ func (d *decoder) single(kind Kind, expr hcl.Expression, rng hcl.Range, v cty.Va
 	case t.IsObjectType() || t.IsMapType():
 		r.form = Script
 		r.params = map[string]cty.Value{}
+		misspeltCommand := false
 		for it := v.ElementIterator(); it.Next(); {
 			k, ev := it.Element()
 			key := k.AsString()
 			if key != "command" && !slices.Contains(Params, key) {
 				krng, _ := itemRanges(expr, key, rng)
 				keys := append([]string{"command"}, Params...)
+				misspeltCommand = misspeltCommand || words.Closest(key, keys) == "command"
 				d.errorf(krng, "Unknown guard parameter",
 					"A guard object takes command and the guard parameters %s; %q is none of these.%s", words.Quoted(Params), key, words.DidYouMean(key, keys))
 				continue
@@ -320,6 +322,8 @@ func (d *decoder) single(kind Kind, expr hcl.Expression, rng hcl.Range, v cty.Va
 		}
 		cmd, ok := r.params["command"]
 		switch {
+		case !ok && misspeltCommand:
+			return r, false // the misspelt key's diagnostic says it all
 		case !ok:
 			d.errorf(rng, "Missing guard command", "A guard object needs command = \"…\", the script to run.")
 			return r, false
