@@ -39,8 +39,12 @@ type Spec struct {
 	// Dir is the working directory; empty means toque's own.
 	Dir string
 
-	// Env is merged over BaseEnv (nil BaseEnv: toque's environment). When
-	// User is set, HOME, USER and LOGNAME of that user sit between the two.
+	// Env is what the recipe sets. It is merged over what the child
+	// inherits from BaseEnv (nil: toque's environment): all of it but
+	// TOQUE_* when the child runs as toque's own user; only the locale and
+	// TZ when it runs as another user. When User is set, HOME, USER,
+	// LOGNAME and SHELL of that user (and, for another user, a standard
+	// PATH) sit between the two. See "Environment" in the package doc.
 	Env     map[string]string
 	BaseEnv []string
 	// Path directories are put in front of PATH.
@@ -127,7 +131,7 @@ func run(ctx context.Context, s Spec, o options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := buildEnv(s.BaseEnv, id.env, s.Env, s.Path)
+	env := childEnv(s, id)
 
 	if s.Dir != "" {
 		fi, err := os.Stat(s.Dir)
@@ -425,9 +429,6 @@ func validEnv(k, v string) error {
 // buildEnv merges the layers in order (later wins), keeping the base order
 // and appending new names sorted, then puts path in front of PATH.
 func buildEnv(base []string, logon, env map[string]string, path []string) []string {
-	if base == nil {
-		base = os.Environ()
-	}
 	var order []string
 	vals := map[string]string{}
 	set := func(k, v string) {
