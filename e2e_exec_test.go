@@ -137,3 +137,26 @@ func checkEnv(t *testing.T, who string, env, want map[string]string, absent ...s
 		}
 	}
 }
+
+// Issue 10.8: a shell guard with a syntax error exits 2; the plan says it
+// is false but warns, quoting the shell's message, escaped.
+func TestE2EGuardExit2Warns(t *testing.T) {
+	e := newEnv(t)
+	e.recipe("main.hcl", `
+file "ROOT/a" {
+  content = "x"
+  only_if = "if then"
+}
+
+file "ROOT/b" {
+  content = "x"
+  not_if  = "printf 'bad \\033[31mred\\n' >&2; exit 2"
+}
+`)
+	r := e.must(0, "plan")
+	out := strings.Join(strings.Fields(r.stdout), " ")
+	contains(t, "plan", out, "only_if `if then` failed", "exit 2: a shell exits 2", "may be broken rather than false", "Syntax error", `bad \x1b[31mred`)
+	if strings.Contains(r.stdout, "\x1b") {
+		t.Errorf("the plan holds a raw escape character:\n%q", r.stdout)
+	}
+}

@@ -16,7 +16,9 @@
 // Chef's order (every only_if, then every not_if) and stops at the first
 // that decides to skip. A guard that cannot run (interpreter, working
 // directory or user missing, timeout) is an error, never a silent verdict;
-// a script guard exiting 127 is false, with a warning.
+// a script guard exiting 127 (a command not found), or exiting 2 from a
+// shell or test (a syntax error, a bad expression), is false, with a
+// warning that quotes the first line of its standard error, escaped.
 //
 // Guards must be side-effect free: toque runs them at plan time, again at
 // apply's pre-flight, and again right before the resource converges.
