@@ -160,3 +160,51 @@ file "ROOT/b" {
 		t.Errorf("the plan holds a raw escape character:\n%q", r.stdout)
 	}
 }
+
+// Issue 10.19: { command = [PROGRAM, ARG…] } runs without a shell, reads in
+// the plan like a script guard, and runs again at apply from the plan file.
+func TestE2EArgvGuard(t *testing.T) {
+	e := newEnv(t)
+	e.write("gate $(touch pwned)", "", 0o644)
+	e.recipe("main.hcl", `
+execute "ran" {
+  command = ["touch", "ROOT/ran"]
+  only_if = { command = ["test", "-f", "ROOT/gate $(touch pwned)"], cwd = "/" }
+}
+
+file "ROOT/b" {
+  content = "x"
+  not_if  = { command = ["test", "-f", "ROOT/gate $(touch pwned)"] }
+}
+`)
+	r := e.must(2, "plan", "-detailed-exitcode", "-out=plan.out")
+	contains(t, "plan", r.stdout,
+		"only_if `test -f '"+e.root+"/gate $(touch pwned)'` passed",
+		"(execute; cwd / from the guard; exit 0 in",
+		"not_if `test -f '"+e.root+"/gate $(touch pwned)'` is true",
+		"1 to run", "1 skipped")
+	if _, err := os.Stat(filepath.Join(e.root, "pwned")); err == nil {
+		t.Fatal("an argument of an argv guard was run by a shell")
+	}
+
+	// Apply evaluates the guards again, from the plan file: with the gate
+	// gone they no longer agree with the plan.
+	os.Remove(filepath.Join(e.root, "gate $(touch pwned)"))
+	before := e.snapshot()
+	r = e.must(3, "apply", "plan.out")
+	contains(t, "apply", r.stderr, "guard only_if `test -f '"+e.root+"/gate $(touch pwned)'`: passed at plan time, now fails")
+	sameSnapshot(t, before, e.snapshot())
+
+	// With the gate back, apply runs them and the command.
+	e.write("gate $(touch pwned)", "", 0o644)
+	e.must(0, "apply", "plan.out")
+	e.read("ran")
+}
+
+func TestE2EArgvGuardBadInput(t *testing.T) {
+	testBadInput(t, []badInput{
+		{"Chef's argv form", "file \"/x\" {\n  content = \"a\"\n  only_if = [\"test\", \"-f\", \"/x\"]\n}\n", "bad.hcl:3"},
+		{"empty argv", "file \"/x\" {\n  only_if = {\n    command = []\n  }\n}\n", "bad.hcl:3"},
+		{"flags on argv", "execute \"x\" {\n  only_if = {\n    command = [\"true\"]\n    flags   = \"-e\"\n  }\n}\n", "bad.hcl:4"},
+	})
+}

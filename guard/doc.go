@@ -3,8 +3,10 @@
 // evaluates them.
 //
 // A guard is a script guard (a command string, optionally with guard
-// parameters) or an expression guard (a bool expression, the HCL form of a
-// Chef block guard). Decode resolves a script guard down to what runs: the
+// parameters), an argv guard ({ command = [PROGRAM, ARG…] }: run without a
+// shell, as an execute resource with that command, inheriting as the
+// resource's guard interpreter would) or an expression guard (a bool
+// expression, the HCL form of a Chef block guard). Decode resolves a script guard down to what runs: the
 // guard interpreter ("default" is `/bin/sh -c` with only the guard's own
 // parameters; any other is a resources.Runner type, such as bash, built with
 // the guard string as its code and the parent resource's cwd, environment,
