@@ -10,7 +10,8 @@
 // and group (set in the child with setuid/setgid), the umask
 // (child only), a timeout, and the allowed exit codes. Standard input is
 // /dev/null; standard output and error are captured up to a size cap (the
-// tail is kept) and streamed line by line to the logger at debug level.
+// tail is kept) and passed on line by line, as they come, to the logger at
+// debug level and to Spec.Output (live_stream), except for a sensitive Spec.
 //
 // Failures have distinct types so callers can tell "could not run" from
 // "ran and said no": *NotFoundError (interpreter or command missing),

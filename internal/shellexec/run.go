@@ -70,9 +70,20 @@ type Spec struct {
 
 	// Logger receives each output line at debug level; nil for none.
 	// Sensitive keeps the command line and its output out of the log (the
-	// resource is sensitive): the log says "(sensitive)" instead.
+	// resource is sensitive): the log says "(sensitive)" instead, and
+	// Output is never called.
 	Sensitive bool
 	Logger    hclog.Logger
+
+	// Output, when set, receives each line of output as the process prints
+	// it, while Run still captures the output for Result: stream is
+	// "stdout" or "stderr", line is the raw text without its line ending
+	// (a line longer than 4 KiB comes in pieces; a last line without a
+	// newline comes when the process ends). Calls never overlap and come
+	// in order within each stream. The text is the process's, unescaped:
+	// escape it before it reaches a terminal. Output should return
+	// quickly: while it runs, the process's writes to that stream wait.
+	Output func(stream, line string)
 }
 
 // Result is what a process did. Run returns it whenever the process started.
@@ -191,8 +202,12 @@ func run(ctx context.Context, s Spec, o options) (*Result, error) {
 	if s.Sensitive {
 		outLog = nil
 	}
-	stdout := newCapture("stdout", limit, outLog)
-	stderr := newCapture("stderr", limit, outLog)
+	var lines *lineOutput
+	if s.Output != nil && !s.Sensitive {
+		lines = &lineOutput{fn: s.Output}
+	}
+	stdout := newCapture("stdout", limit, outLog, lines)
+	stderr := newCapture("stderr", limit, outLog, lines)
 	loggedArgv := any(cmd.Args)
 	if s.Sensitive {
 		loggedArgv = "(sensitive)"
