@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/toquehq/toque/internal/shellexec"
+	"github.com/toquehq/toque/internal/words"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 )
@@ -124,7 +125,7 @@ func runProperties() []*Property {
 		{Name: "timeout", Type: cty.Number, NonState: true, Default: cty.NumberIntVal(DefaultCommandTimeout), Validate: validateTimeout,
 			Description: "Seconds the process may run before its process group is killed."},
 		{Name: "live_stream", Type: cty.Bool, NonState: true, Default: cty.False,
-			Description: "Log each output line at info level instead of debug."},
+			Description: "Show each output line on the console as the process prints it, prefixed with the resource; never for a sensitive resource."},
 	}
 }
 
@@ -512,8 +513,13 @@ func convergeRun(ctx context.Context, env *Env, rt Runner, desired *Resource, st
 	if env != nil && env.Logger != nil {
 		logger = env.Logger
 	}
-	if desired.Bool("live_stream") {
-		logger = infoOutputLogger{logger}
+	if desired.Bool("live_stream") && (env == nil || !env.Sensitive) {
+		if env != nil && env.Output != nil {
+			out := env.Output
+			spec.Output = func(stream, line string) { out(stream, words.Printable(line)) }
+		} else {
+			logger = infoOutputLogger{logger}
+		}
 	}
 	spec.Logger = logger
 	if env != nil && env.Sensitive {
