@@ -33,7 +33,10 @@ type Outcome struct {
 	// scripts that could not run or were killed.
 	ExitCode *int
 	Duration time.Duration
-	// Output is the script's trimmed output (at most OutputCap bytes).
+	// Output is the script's trimmed output (at most OutputCap bytes before
+	// escaping), one line per line, with every other character that could
+	// drive a terminal escaped (words.Printable): plans show it to
+	// reviewers.
 	Output string
 	// Warning is set when the verdict deserves a second look: exit 127 (a
 	// command not found), or exit 2 from a shell or test (a guard that could
@@ -110,7 +113,7 @@ func Run(ctx context.Context, reg *resources.Registry, s *Spec, logger hclog.Log
 	res, err := shellexec.Run(ctx, spec)
 	if res != nil {
 		o.Duration = res.Duration
-		o.Output = trimOutput(res.Stdout, res.Stderr)
+		o.Output = printableLines(trimOutput(res.Stdout, res.Stderr))
 	}
 	var exitErr *shellexec.ExitError
 	var timeout *shellexec.TimeoutError
@@ -363,6 +366,16 @@ func trimOutput(stdout, stderr string) string {
 		out = "…" + out[cut:]
 	}
 	return out
+}
+
+// printableLines escapes s line by line (words.Printable), keeping its line
+// breaks.
+func printableLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = words.Printable(l)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // SortedEnvNames lists an outcome's environment variable names, sorted.
