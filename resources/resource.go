@@ -51,6 +51,15 @@ type Env struct {
 	// Sensitive is set for a sensitive resource: Converge must keep its
 	// values (commands, output, content) out of logs and errors.
 	Sensitive bool
+	// Output, when set, shows the output of a resource that sets
+	// live_stream = true, line by line as its process prints it: stream is
+	// "stdout" or "stderr", line is one line without its ending, with every
+	// character that could drive a terminal escaped (words.Printable). It
+	// is never called for a sensitive resource, nor by guards. Calls for
+	// one process never overlap, but come from another goroutine than
+	// Converge's, while Converge runs; they should return quickly. When
+	// Output is nil, live_stream logs the lines at info level instead.
+	Output func(stream, line string)
 }
 
 // Kind is what a planned step does to the host.
