@@ -155,3 +155,33 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// live_stream shows a command's output as it runs, each line under its
+// resource, escaped; -json has an output event per line.
+func TestE2ELiveStream(t *testing.T) {
+	e := newEnv(t)
+	e.recipe("a.hcl", `
+execute "loud" {
+  command     = "echo first; printf 'esc \\033[2J here\\n'; echo err >&2"
+  live_stream = true
+}
+execute "quiet" {
+  command = "echo hidden-output"
+}
+`)
+	e.must(0, "plan", "-out=plan.out")
+	r := e.must(0, "apply", "plan.out")
+	for _, want := range []string{"execute[loud]: first\n", `execute[loud]: esc \x1b[2J here`, "execute[loud]: err\n"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("apply output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "hidden-output") || strings.Contains(r.stdout, "\x1b") {
+		t.Errorf("output of a command without live_stream, or a raw escape:\n%q", r.stdout)
+	}
+	e.must(0, "plan", "-out=plan.out")
+	r = e.must(0, "apply", "-json", "plan.out")
+	if !strings.Contains(r.stdout, `"type":"output"`) || !strings.Contains(r.stdout, `"line":"first"`) {
+		t.Errorf("no output events:\n%s", r.stdout)
+	}
+}

@@ -469,6 +469,9 @@ func (r *run) convergeStep(ctx context.Context, e *entry, rr *ResourceReport, rd
 	}
 
 	env := &resources.Env{StateDir: r.a.StateDir, Logger: r.logger.Named(e.pr.Address), Sensitive: e.pr.Sensitive}
+	if !e.pr.Sensitive {
+		env.Output = func(stream, line string) { r.hooks.Output(e.pr, stream, line) }
+	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)

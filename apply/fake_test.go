@@ -313,6 +313,10 @@ func (h *recorder) Heartbeat(r *plan.Resource, elapsed time.Duration) {
 
 func (h *recorder) AlreadyDone(r *plan.Resource) { h.add("done " + r.Address) }
 
+func (h *recorder) Output(r *plan.Resource, stream, line string) {
+	h.add("output " + r.Address + " " + stream + " " + line)
+}
+
 func (h *recorder) Events() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()

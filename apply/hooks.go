@@ -26,6 +26,12 @@ type Hooks interface {
 	// PostApply, for a resource with planned work that was found already in
 	// the planned state (an earlier, interrupted run of the plan did it).
 	AlreadyDone(r *plan.Resource)
+	// Output is called, between PreApply and PostApply, with each line a
+	// resource with live_stream = true prints (stream is "stdout" or
+	// "stderr"), as it prints it; the line is escaped already. It is
+	// called from the process's reader goroutines, concurrently with
+	// Heartbeat: implementations lock.
+	Output(r *plan.Resource, stream, line string)
 }
 
 // NopHooks ignores every call.
@@ -35,3 +41,4 @@ func (NopHooks) PreApply(*plan.Resource)                  {}
 func (NopHooks) PostApply(*plan.Resource, ResourceReport) {}
 func (NopHooks) Heartbeat(*plan.Resource, time.Duration)  {}
 func (NopHooks) AlreadyDone(*plan.Resource)               {}
+func (NopHooks) Output(*plan.Resource, string, string)    {}

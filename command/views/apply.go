@@ -124,6 +124,13 @@ func (a *applyText) Heartbeat(r *plan.Resource, elapsed time.Duration) {
 	a.printf("%s: Still %s [%s elapsed]\n", EscapeLine(r.Address), strings.ToLower(strings.TrimSuffix(ing, "…"))+"…", roundDur(elapsed))
 }
 
+// Output prints a live_stream line under its resource, as Chef does.
+func (a *applyText) Output(r *plan.Resource, stream, line string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.printf("%s: %s\n", EscapeLine(r.Address), EscapeLine(line))
+}
+
 func (a *applyText) AlreadyDone(r *plan.Resource) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -239,6 +246,7 @@ func (a *applyJSON) PreApply(r *plan.Resource)                           { a.ew.
 func (a *applyJSON) PostApply(r *plan.Resource, rr apply.ResourceReport) { a.ew.PostApply(r, rr) }
 func (a *applyJSON) Heartbeat(r *plan.Resource, d time.Duration)         { a.ew.Heartbeat(r, d) }
 func (a *applyJSON) AlreadyDone(r *plan.Resource)                        { a.ew.AlreadyDone(r) }
+func (a *applyJSON) Output(r *plan.Resource, stream, line string)        { a.ew.Output(r, stream, line) }
 func (a *applyJSON) Summary(rep *apply.Report)                           { a.ew.Summary(rep) }
 
 // Stopping writes nothing on the event stream (the summary says the run

@@ -24,6 +24,7 @@ const (
 	EventAlreadyDone       = "already_done"
 	EventDiffersFromPlan   = "differs_from_plan"
 	EventHeartbeat         = "heartbeat"
+	EventOutput            = "output"
 	EventNotificationFired = "notification_fired"
 	EventSummary           = "summary"
 	EventDiagnostic        = "diagnostic"
@@ -167,6 +168,18 @@ func (e *EventWriter) Heartbeat(r *plan.Resource, elapsed time.Duration) {
 			resourceHead
 			ElapsedMS int64 `json:"elapsed_ms"`
 		}{h, resourceHead{r.Address, r.Kind}, elapsed.Milliseconds()}
+	})
+}
+
+// Output writes output: one line a live_stream resource printed.
+func (e *EventWriter) Output(r *plan.Resource, stream, line string) {
+	e.emit(EventOutput, func(h head) any {
+		return struct {
+			head
+			resourceHead
+			Stream string `json:"stream"`
+			Line   string `json:"line"`
+		}{h, resourceHead{r.Address, r.Kind}, stream, line}
 	})
 }
 
