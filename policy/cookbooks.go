@@ -113,10 +113,10 @@ func describeSource(s SourceOptions) string {
 // the cookbook's files, whose bytes are at file_store/CHECKSUM next to the
 // cookbook_artifacts directory.
 type artifactManifest struct {
-	Name       string                `json:"name"`
-	Version    string                `json:"version"`
-	Identifier string                `json:"identifier"`
-	Files      []config.CookbookFile `json:"files"`
+	Name       string         `json:"name"`
+	Version    string         `json:"version"`
+	Identifier string         `json:"identifier"`
+	Files      []CookbookFile `json:"files"`
 }
 
 // artifactBase splits "X/cookbook_artifacts/NAME/ID" into "X".
@@ -178,7 +178,7 @@ func (s *store) cookbookDir(ctx context.Context, policyDir, name string, cl *Coo
 			return "", err
 		}
 	}
-	id, err := config.CookbookIdentifier(work)
+	id, err := CookbookIdentifier(work)
 	if err != nil {
 		return "", err
 	}
@@ -245,9 +245,3 @@ func (s *store) fetchArtifact(ctx context.Context, policyDir string, src SourceO
 	}
 	return os.MkdirAll(dest, 0o755)
 }
-
-type cookbookFile = config.CookbookFile
-
-func listCookbook(dir string) ([]cookbookFile, error) { return config.CookbookFiles(dir) }
-
-func identifierOf(files []cookbookFile) string { return config.FilesIdentifier(files) }

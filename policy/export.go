@@ -109,12 +109,12 @@ func (w *Workspace) Export(ctx context.Context, out, group string) (*ExportResul
 	return res, nil
 }
 
-func cookbookFilesChecked(dir, identifier string) ([]cookbookFile, error) {
-	files, err := listCookbook(dir)
+func cookbookFilesChecked(dir, identifier string) ([]CookbookFile, error) {
+	files, err := CookbookFiles(dir)
 	if err != nil {
 		return nil, err
 	}
-	if id := identifierOf(files); id != identifier {
+	if id := FilesIdentifier(files); id != identifier {
 		return nil, fmt.Errorf("%s holds identifier %s, not the locked %s; run toque install", dir, short(id), short(identifier))
 	}
 	return files, nil

@@ -240,7 +240,7 @@ func (w *Workspace) Resolve(ctx context.Context, opts InstallOptions) (*Lock, hc
 		dir, err := w.store.cookbookDir(ctx, w.Dir, n, cl)
 		if err == nil && cl.SourceOptions.Git == "" && cl.SourceOptions.URL == "" && cl.SourceOptions.Artifact == "" {
 			var id string
-			id, err = config.CookbookIdentifier(dir)
+			id, err = CookbookIdentifier(dir)
 			if err == nil && id != cl.Identifier {
 				err = fmt.Errorf("it changed since the including lock was made (identifier %s, now %s); run toque install where that policy lives, then here", short(cl.Identifier), short(id))
 			}
@@ -303,7 +303,7 @@ func (w *Workspace) resolveCookbook(ctx context.Context, spec *CookbookSpec, pre
 		if !filepath.IsAbs(dir) {
 			dir = filepath.Join(w.Dir, dir)
 		}
-		id, err := config.CookbookIdentifier(dir)
+		id, err := CookbookIdentifier(dir)
 		if err != nil {
 			return fail("Cannot read a cookbook", fmt.Sprintf("The cookbook %q: %s.", spec.Name, err), spec.rangeOf("path"))
 		}
@@ -355,7 +355,7 @@ func (s *store) fromGit(ctx context.Context, name, repo, commit, sub string) (st
 	if err := s.git.exportTree(ctx, repo, commit, sub, work); err != nil {
 		return "", "", err
 	}
-	id, err := config.CookbookIdentifier(work)
+	id, err := CookbookIdentifier(work)
 	if err != nil {
 		return "", "", err
 	}

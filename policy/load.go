@@ -54,7 +54,7 @@ func (w *Workspace) StaleInputs(l *Lock) []Change {
 		var err error
 		switch in.Kind {
 		case "cookbook":
-			now, err = config.CookbookIdentifier(p)
+			now, err = CookbookIdentifier(p)
 		default:
 			var b []byte
 			b, err = os.ReadFile(p)
