@@ -223,10 +223,18 @@ func (s *store) fetchArtifact(ctx context.Context, policyDir string, src SourceO
 	if err := json.Unmarshal(mb, &m); err != nil {
 		return fmt.Errorf("the cookbook manifest %s is not valid: %w", src.Artifact, err)
 	}
+	var links []CookbookFile
 	for _, f := range m.Files {
 		clean, err := config.CleanCookbookPath(f.Path)
-		if err != nil || clean != f.Path || !hexRe.MatchString(f.Checksum) || len(f.Checksum) != 64 {
+		if err != nil || clean != f.Path || hiddenPath(f.Path) || !hexRe.MatchString(f.Checksum) || len(f.Checksum) != 64 {
 			return fmt.Errorf("the cookbook manifest %s lists a bad file %q", src.Artifact, f.Path)
+		}
+		if f.Link != "" {
+			if textSHA256(f.Link) != f.Checksum {
+				return fmt.Errorf("the cookbook manifest %s lists the link %q with a checksum that is not its target's", src.Artifact, f.Path)
+			}
+			links = append(links, f)
+			continue
 		}
 		b, err := read(path.Join(base, "file_store", f.Checksum))
 		if err != nil {
@@ -243,5 +251,20 @@ func (s *store) fetchArtifact(ctx context.Context, policyDir string, src SourceO
 			return err
 		}
 	}
-	return os.MkdirAll(dest, 0o755)
+	if err := os.MkdirAll(dest, 0o755); err != nil {
+		return err
+	}
+	return placeLinks(dest, links)
+}
+
+// hiddenPath reports whether a component of p (slash-separated) starts
+// with '.': such entries are not part of a cookbook's identifier, so a
+// manifest may not bring them.
+func hiddenPath(p string) bool {
+	for _, part := range strings.Split(p, "/") {
+		if strings.HasPrefix(part, ".") {
+			return true
+		}
+	}
+	return false
 }

@@ -69,6 +69,9 @@ func (w *Workspace) Export(ctx context.Context, out, group string) (*ExportResul
 			return nil, fmt.Errorf("cookbook %s: %w", n, err)
 		}
 		for _, f := range files {
+			if f.Link != "" {
+				continue // the manifest holds the target
+			}
 			b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f.Path)))
 			if err != nil {
 				return nil, err
