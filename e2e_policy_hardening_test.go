@@ -1,0 +1,57 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// withoutMachineID returns argv that runs toque args in a mount namespace
+// where /etc/machine-id (and /var/lib/dbus/machine-id) read empty, or
+// skips the test, saying why, where such a namespace cannot be made.
+func withoutMachineID(t *testing.T, args ...string) []string {
+	t.Helper()
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("unshare is not installed: cannot hide the machine id")
+	}
+	if _, err := os.Stat("/etc/machine-id"); err != nil {
+		t.Skip("this host has no /etc/machine-id to hide")
+	}
+	script := `mount --bind /dev/null /etc/machine-id || exit 97
+if [ -e /var/lib/dbus/machine-id ]; then mount --bind /dev/null /var/lib/dbus/machine-id || exit 97; fi
+exec "$@"`
+	if err := exec.Command("unshare", "--mount", "--map-root-user", "sh", "-c", script, "sh", "true").Run(); err != nil {
+		t.Skipf("cannot hide the machine id in a mount namespace here (%v)", err)
+	}
+	return append([]string{"unshare", "--mount", "--map-root-user", "sh", "-c", script, "sh", toqueBin}, args...)
+}
+
+// TestE2EMachineIDIsRequired: a plan is applied only where its machine id
+// matches; a plan without one, or a host without one, is refused with
+// what to do, and nothing changes.
+func TestE2EMachineIDIsRequired(t *testing.T) {
+	e := newEnv(t)
+	e.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
+
+	argv := withoutMachineID(t, "-chdir="+e.dir, "plan", "-out=nomid.plan")
+	if r := e.runCmd(exec.Command(argv[0], argv[1:]...)); r.code != 0 {
+		t.Fatalf("plan without a machine id: %s", r)
+	}
+	r := e.must(1, "apply", "nomid.plan")
+	if !strings.Contains(r.stderr, "the plan records no machine id") || !strings.Contains(r.stderr, "toque plan") {
+		t.Fatalf("a plan without a machine id: %s", r)
+	}
+
+	e.must(0, "plan", "-out=here.plan")
+	argv = withoutMachineID(t, "-chdir="+e.dir, "apply", "here.plan")
+	r = e.runCmd(exec.Command(argv[0], argv[1:]...))
+	if r.code != 1 || !strings.Contains(r.stderr, "this host has no machine id") || !strings.Contains(r.stderr, "systemd-machine-id-setup") {
+		t.Fatalf("a host without a machine id: %s", r)
+	}
+	if _, err := os.Stat(filepath.Join(e.root, "a.conf")); !os.IsNotExist(err) {
+		t.Fatal("a refused plan changed the host")
+	}
+	e.must(0, "apply", "here.plan")
+}
