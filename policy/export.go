@@ -36,6 +36,7 @@ func (w *Workspace) Export(ctx context.Context, out, group string) (*ExportResul
 		}
 		return nil, err
 	}
+	w.trustIncludes(l)
 	if ch := w.StaleInputs(l); len(ch) > 0 {
 		return nil, fmt.Errorf("the lock is stale (%s); run toque install first", ch[0])
 	}

@@ -24,10 +24,16 @@ type Options struct {
 	// CacheDir holds bare git mirrors, files read from git, locks fetched
 	// from servers and materialised cookbooks.
 	CacheDir string
-	// HTTPClient fetches from policy servers; nil means http.DefaultClient
-	// (TLS certificates verified).
+	// HTTPClient, when set, lends its Transport to fetches from policy
+	// servers (for a custom TLS configuration); nil means the default
+	// transport, which verifies TLS certificates. Its redirect policy and
+	// timeout are not used: toque's are (see HTTP and httpClient).
 	HTTPClient *http.Client
-	// Token, when set, is sent to servers as a bearer token (see TokenEnv).
+	// HTTP bounds those fetches: timeouts, attempts, size.
+	HTTP HTTPOptions
+	// Token, when set, is sent as a bearer token to the servers and remote
+	// URLs policy.hcl names, over https or to a loopback address only (see
+	// TokenEnv).
 	Token  string
 	Logger hclog.Logger
 }
@@ -51,7 +57,7 @@ func NewWorkspace(dir string, opts Options) *Workspace {
 		opts.Logger = hclog.NewNullLogger()
 	}
 	g := newGitClient(opts.CacheDir, opts.Logger)
-	h := &httpClient{client: opts.HTTPClient, token: opts.Token}
+	h := newHTTPClient(opts.HTTPClient, opts.Token, opts.HTTP)
 	return &Workspace{
 		Dir:    dir,
 		Parser: hclparse.NewParser(),
@@ -59,6 +65,15 @@ func NewWorkspace(dir string, opts Options) *Workspace {
 		git:    g,
 		http:   h,
 		store:  &store{dir: filepath.Join(opts.CacheDir, "cookbooks"), git: g, http: h},
+	}
+}
+
+// trustIncludes lets the token go to the servers and remote URLs of the
+// includes l records for its own policy.hcl (not those of included locks).
+func (w *Workspace) trustIncludes(l *Lock) {
+	for _, inc := range l.IncludedPolicyLocks {
+		w.http.trust(inc.SourceOptions.Server)
+		w.http.trust(inc.SourceOptions.Remote)
 	}
 }
 
@@ -135,6 +150,10 @@ func (w *Workspace) Resolve(ctx context.Context, opts InstallOptions) (*Lock, hc
 	p, diags := ReadPolicy(w.Dir, w.Parser)
 	if p == nil || diags.HasErrors() {
 		return nil, diags
+	}
+	for _, inc := range p.Includes {
+		w.http.trust(inc.Server)
+		w.http.trust(inc.Remote)
 	}
 	var prev *Lock
 	if _, err := os.Stat(w.LockPath()); err == nil {

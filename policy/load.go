@@ -92,6 +92,7 @@ func (w *Workspace) LoadLock(ctx context.Context) (*Lock, config.PolicyInput, hc
 			Detail:   fmt.Sprintf("%s. Run toque install to write it again.", err),
 		})
 	}
+	w.trustIncludes(l)
 	if changes := w.StaleInputs(l); len(changes) > 0 {
 		var lines []string
 		for _, c := range changes {
