@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toquehq/toque/internal/testutil"
 )
 
 // withoutMachineID returns argv that runs toque args in a mount namespace
@@ -54,4 +58,60 @@ func TestE2EMachineIDIsRequired(t *testing.T) {
 		t.Fatal("a refused plan changed the host")
 	}
 	e.must(0, "apply", "here.plan")
+}
+
+// TestE2EPolicyListsMergeWithCookbookLists: a cookbook's default list and
+// the policy's default list at the same path reach the node as their
+// union, cookbook first, as in Chef; the plan names both sources.
+func TestE2EPolicyListsMergeWithCookbookLists(t *testing.T) {
+	isolatedGit(t)
+	e := newEnv(t)
+	testutil.WriteFiles(t, e.dir, map[string]string{
+		"policy.hcl": `name = "app"
+run_list = ["app"]
+cookbook "app" {
+  path = "cookbooks/app"
+}
+default_attributes = { app = { hosts = ["b", "c"], port = 8080 } }
+`,
+		"cookbooks/app/metadata.hcl": "name = \"app\"\nversion = \"1.0.0\"\n",
+		"cookbooks/app/attributes/default.hcl": `default "app" {
+  hosts = ["a", "b"]
+  port  = 80
+}
+`,
+		"cookbooks/app/recipes/default.hcl": `file "` + e.root + `/hosts" {
+  content = "${join(",", node.app.hosts)} ${node.app.port}\n"
+}
+`,
+	})
+	e.must(0, "install")
+	e.must(0, "plan", "-out=plan.out")
+	r := e.must(0, "show", "-json", "plan.out")
+	var shown struct {
+		Attributes []struct {
+			Path   string          `json:"path"`
+			Value  json.RawMessage `json:"value"`
+			Source string          `json:"source"`
+		} `json:"attributes"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &shown); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, a := range shown.Attributes {
+		var v bytes.Buffer
+		json.Compact(&v, a.Value)
+		got[a.Path] = v.String() + " from " + a.Source
+	}
+	if want := `["a","b","c"] from list merged from cookbooks/app/attributes/default.hcl:2 and the policy's list at policy.hcl:6`; got["app.hosts"] != want {
+		t.Errorf("app.hosts: %s\nwant       %s", got["app.hosts"], want)
+	}
+	if want := `8080 from policy.hcl:6`; got["app.port"] != want {
+		t.Errorf("app.port: %s, want %s", got["app.port"], want)
+	}
+	e.must(0, "apply", "plan.out")
+	if got := e.read("hosts"); got != "a,b,c 8080\n" {
+		t.Errorf("hosts file %q", got)
+	}
 }

@@ -37,7 +37,9 @@ type PolicyInput struct {
 	// Writes are the policy's attribute writes. They are applied, in order,
 	// after every attribute block of the cookbooks each time the attributes
 	// are compiled, so: cookbook default < policy default < cookbook
-	// override < policy override.
+	// override < policy override — except that, within one level, a list
+	// the policy writes where a cookbook wrote a list is merged with it
+	// (the cookbook's elements first), as Chef does.
 	Writes []AttributeWrite
 }
 
@@ -134,10 +136,13 @@ func LoadPolicy(in PolicyInput, reg *resources.Registry) (*Config, hcl.Diagnosti
 	return c, diags
 }
 
-// applyFixedWrites writes the fixed (policy) attribute writes into attrs,
-// after the attribute blocks.
+// applyFixedWrites writes the fixed (policy) attribute writes into the
+// policy's component of attrs, so that at each level they merge onto the
+// cookbooks' attribute blocks as Chef merges a policy's attributes (lists
+// into their union; see Attributes).
 func (c *Config) applyFixedWrites(attrs *Attributes) {
+	attrs.dir = c.Dir
 	for _, w := range c.fixedWrites {
-		attrs.WriteFrom(w.Level, w.Path, w.Value, w.Range, w.Origin)
+		attrs.WritePolicy(w.Level, w.Path, w.Value, w.Range, w.Origin)
 	}
 }
