@@ -428,7 +428,12 @@ func (w *Workspace) fetchInclude(ctx context.Context, spec *IncludeSpec, prev *I
 			}
 		}
 		rel = filepath.ToSlash(rel)
-		inc.loc = location{kind: "local", dir: path.Dir(rel)}
+		lockDir, err := filepath.Abs(filepath.Dir(p))
+		if err != nil {
+			return fail("Cannot read an included lock", fmt.Sprintf("The include %q: %s.", spec.Name, err))
+		}
+		root, inRepo := repositoryRoot(w.Dir)
+		inc.loc = location{kind: "local", dir: path.Dir(rel), lockDir: lockDir, root: root, inRepo: inRepo}
 		inc.source = IncludeSource{Path: filepath.ToSlash(spec.Path), SHA256: digestOf(b)}
 		inc.input = &Input{Kind: "include", Name: spec.Name, Path: rel, Digest: digestOf(b)}
 	case "git":
