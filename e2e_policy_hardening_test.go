@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toquehq/toque/internal/testutil"
 )
@@ -113,5 +114,72 @@ default_attributes = { app = { hosts = ["b", "c"], port = 8080 } }
 	e.must(0, "apply", "plan.out")
 	if got := e.read("hosts"); got != "a,b,c 8080\n" {
 		t.Errorf("hosts file %q", got)
+	}
+}
+
+// TestE2EInstallAndUpdateSayWhatChanged: install and update print what
+// moved, and leave an up-to-date lock alone.
+func TestE2EInstallAndUpdateSayWhatChanged(t *testing.T) {
+	isolatedGit(t)
+	e := newEnv(t)
+	base := t.TempDir()
+	bare, work := filepath.Join(base, "policies.git"), filepath.Join(base, "work")
+	testutil.Git(t, base, "init", "--quiet", "--bare", "-b", "main", bare)
+	testutil.Git(t, base, "init", "--quiet", "-b", "main", work)
+	publish := func(version string) string {
+		testutil.WriteFiles(t, work, map[string]string{
+			"base/policy.hcl":                         "name = \"base\"\nrun_list = [\"base\"]\ncookbook \"base\" {\n  path = \"cookbooks/base\"\n}\ndefault_attributes = { base = { version = \"" + version + "\" } }\n",
+			"base/cookbooks/base/metadata.hcl":        "name = \"base\"\nversion = \"" + version + "\"\n",
+			"base/cookbooks/base/recipes/default.hcl": "",
+		})
+		if r := e.runCmd(exec.Command(toqueBin, "-chdir="+filepath.Join(work, "base"), "install")); r.code != 0 {
+			t.Fatalf("base install: %s", r)
+		}
+		testutil.Git(t, work, "add", "-A")
+		testutil.Git(t, work, "commit", "--quiet", "-m", version)
+		testutil.Git(t, work, "push", "--quiet", bare, "main")
+		return testutil.Git(t, work, "rev-parse", "HEAD")
+	}
+	c1 := publish("1.0.0")
+	testutil.WriteFiles(t, e.dir, map[string]string{
+		"policy.hcl": `name = "app"
+include_policy "base" {
+  git  = "file://` + bare + `"
+  path = "base/policy.lock.json"
+  ref  = "main"
+}
+`,
+	})
+	r := e.must(0, "install")
+	if !strings.Contains(r.stdout, "No lock before: everything above is new.") || !strings.Contains(r.stdout, "Wrote policy.lock.json.") {
+		t.Fatalf("first install: %s", r)
+	}
+	lockPath := filepath.Join(e.dir, "policy.lock.json")
+	past := time.Now().Add(-time.Hour).Truncate(time.Second)
+	os.Chtimes(lockPath, past, past)
+	for _, cmd := range []string{"install", "update"} {
+		r = e.must(0, cmd)
+		if !strings.Contains(r.stdout, "No changes: the lock is up to date") || strings.Contains(r.stdout, "Wrote") {
+			t.Fatalf("%s with nothing to move: %s", cmd, r)
+		}
+	}
+	if fi, _ := os.Stat(lockPath); !fi.ModTime().Equal(past) {
+		t.Fatal("a run that moved nothing rewrote the lock")
+	}
+
+	c2 := publish("1.1.0")
+	r = e.must(0, "update")
+	for _, want := range []string{
+		"Changes, revision ",
+		"~ cookbook base 1.0.0 (",
+		") → 1.1.0 (",
+		"~ include base: revision ",
+		"at " + c1 + " → git file://" + bare + " base/policy.lock.json at " + c2,
+		`~ default attribute base.version: "1.0.0" → "1.1.0"`,
+		"Wrote policy.lock.json.",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("update output lacks %q:\n%s", want, r.stdout)
+		}
 	}
 }

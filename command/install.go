@@ -1,6 +1,7 @@
 package command
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -60,14 +61,103 @@ func (b *Base) runInstall(name string, help func() string, args []string, update
 		return ExitError
 	}
 	ws := b.workspace(state)
-	lock, diags := ws.Install(b.ReadCtx, policy.InstallOptions{Update: update, Names: fs.Args()})
+	res, diags := ws.Install(b.ReadCtx, policy.InstallOptions{Update: update, Names: fs.Args()})
 	b.showDiags(diags, ws.Parser.Files(), col.enabled(b.Streams.Stderr))
-	if lock == nil || diags.HasErrors() {
+	if res == nil || diags.HasErrors() {
 		return ExitError
 	}
-	printLockSummary(b.Streams.Stdout, lock)
+	if !res.Written {
+		fmt.Fprintf(b.Streams.Stdout, "No changes: the lock is up to date (revision %s).\n", res.Lock.RevisionID)
+		return ExitOK
+	}
+	printLockSummary(b.Streams.Stdout, res.Lock)
+	printLockChanges(b.Streams.Stdout, res.Changes)
 	fmt.Fprintf(b.Streams.Stdout, "\nWrote %s.\n", policy.LockFileName)
 	return ExitOK
+}
+
+// printLockChanges lists what moved from the previous lock.
+func printLockChanges(w io.Writer, c *policy.LockChanges) {
+	fmt.Fprintln(w)
+	switch {
+	case c.OldRevision == "":
+		fmt.Fprintln(w, "No lock before: everything above is new.")
+	case c.Empty():
+		fmt.Fprintln(w, "No changes to the policy; the lock's recorded inputs changed, so it is written again.")
+		return
+	case c.OldRevision == c.NewRevision:
+		fmt.Fprintf(w, "Changes (revision %s unchanged):\n", shortID(c.NewRevision))
+	default:
+		fmt.Fprintf(w, "Changes, revision %s → %s:\n", shortID(c.OldRevision), shortID(c.NewRevision))
+	}
+	if c.OldRevision == "" {
+		return // the summary above lists everything
+	}
+	if c.RunList != nil {
+		fmt.Fprintf(w, "  ~ run list: %s → %s\n", strings.Join(c.RunList.Old, ", "), strings.Join(c.RunList.New, ", "))
+	}
+	for _, cb := range c.Cookbooks {
+		switch cb.Kind {
+		case policy.Added:
+			fmt.Fprintf(w, "  + cookbook %s %s (%s) from %s\n", cb.Name, cb.New.Version, shortID(cb.New.Identifier), cb.New.Source)
+		case policy.Removed:
+			fmt.Fprintf(w, "  - cookbook %s %s (%s)\n", cb.Name, cb.Old.Version, shortID(cb.Old.Identifier))
+		default:
+			fmt.Fprintf(w, "  ~ cookbook %s %s (%s) → %s (%s)", cb.Name, cb.Old.Version, shortID(cb.Old.Identifier), cb.New.Version, shortID(cb.New.Identifier))
+			if cb.Old.Source != cb.New.Source {
+				fmt.Fprintf(w, ", from %s → %s", cb.Old.Source, cb.New.Source)
+			}
+			fmt.Fprintln(w)
+		}
+	}
+	for _, inc := range c.Includes {
+		switch inc.Kind {
+		case policy.Added:
+			fmt.Fprintf(w, "  + include %s: policy %s revision %s from %s\n", inc.Name, inc.New.PolicyName, shortID(inc.New.RevisionID), describePin(inc.New.SourceOptions))
+		case policy.Removed:
+			fmt.Fprintf(w, "  - include %s: policy %s revision %s\n", inc.Name, inc.Old.PolicyName, shortID(inc.Old.RevisionID))
+		default:
+			fmt.Fprintf(w, "  ~ include %s: revision %s → %s, pin %s → %s\n", inc.Name, shortID(inc.Old.RevisionID), shortID(inc.New.RevisionID),
+				describePin(inc.Old.SourceOptions), describePin(inc.New.SourceOptions))
+		}
+	}
+	for _, a := range c.Attributes {
+		p := strings.Join(a.Path, ".")
+		switch a.Kind {
+		case policy.Added:
+			fmt.Fprintf(w, "  + %s attribute %s = %s\n", a.Level, p, jsonValue(a.New))
+		case policy.Removed:
+			fmt.Fprintf(w, "  - %s attribute %s (was %s)\n", a.Level, p, jsonValue(a.Old))
+		default:
+			fmt.Fprintf(w, "  ~ %s attribute %s: %s → %s\n", a.Level, p, jsonValue(a.Old), jsonValue(a.New))
+		}
+	}
+}
+
+func shortID(id string) string { return id[:min(10, len(id))] }
+
+func jsonValue(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	if len(b) > 80 {
+		return string(b[:77]) + "…"
+	}
+	return string(b)
+}
+
+// describePin is an include's source and pin in one line.
+func describePin(s policy.IncludeSource) string {
+	switch {
+	case s.Git != "":
+		return fmt.Sprintf("git %s %s at %s", s.Git, s.Path, s.Sha)
+	case s.Server != "":
+		return fmt.Sprintf("server %s, revision %s", s.Server, s.PolicyRevisionID)
+	case s.Remote != "":
+		return fmt.Sprintf("%s (%s)", s.Remote, s.SHA256)
+	}
+	return fmt.Sprintf("path %s (%s)", s.Path, s.SHA256)
 }
 
 // printLockSummary lists what a lock pins.
@@ -75,19 +165,7 @@ func printLockSummary(w io.Writer, l *policy.Lock) {
 	fmt.Fprintf(w, "Policy %s, revision %s\n", l.Name, l.RevisionID)
 	fmt.Fprintf(w, "Run list: %s\n", strings.Join(l.RunList, ", "))
 	for _, inc := range l.IncludedPolicyLocks {
-		s := inc.SourceOptions
-		pin := ""
-		switch {
-		case s.Git != "":
-			pin = fmt.Sprintf("git %s %s at %s", s.Git, s.Path, s.Sha)
-		case s.Server != "":
-			pin = fmt.Sprintf("server %s, revision %s", s.Server, s.PolicyRevisionID)
-		case s.Remote != "":
-			pin = fmt.Sprintf("%s (%s)", s.Remote, s.SHA256)
-		default:
-			pin = fmt.Sprintf("path %s (%s)", s.Path, s.SHA256)
-		}
-		fmt.Fprintf(w, "  include %s: policy %s revision %s from %s\n", inc.Name, inc.PolicyName, inc.RevisionID[:min(10, len(inc.RevisionID))], pin)
+		fmt.Fprintf(w, "  include %s: policy %s revision %s from %s\n", inc.Name, inc.PolicyName, shortID(inc.RevisionID), describePin(inc.SourceOptions))
 	}
 	names := make([]string, 0, len(l.CookbookLocks))
 	for n := range l.CookbookLocks {

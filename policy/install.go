@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -123,17 +124,36 @@ func (i *included) origin() string {
 	return fmt.Sprintf("include_policy %q (revision %s) at %s:%d", i.spec.Name, short(i.lock.RevisionID), PolicyFileName, i.spec.DeclRange.Start.Line)
 }
 
+// InstallResult is what Install did.
+type InstallResult struct {
+	Lock *Lock
+	// Changes is what moved from the lock there was (none: everything is
+	// added).
+	Changes *LockChanges
+	// Written says whether policy.lock.json was written: it is not when
+	// its bytes would stay the same.
+	Written bool
+}
+
 // Install resolves policy.hcl into a lock and writes policy.lock.json. Pins
 // the existing lock records are kept for every source that did not change,
-// except those opts says to move. Nothing is written when there are errors.
-func (w *Workspace) Install(ctx context.Context, opts InstallOptions) (*Lock, hcl.Diagnostics) {
+// except those opts says to move. Nothing is written when there are errors,
+// nor when the lock would not change.
+func (w *Workspace) Install(ctx context.Context, opts InstallOptions) (*InstallResult, hcl.Diagnostics) {
 	lock, diags := w.Resolve(ctx, opts)
 	if diags.HasErrors() || lock == nil {
 		return nil, diags
 	}
-	b, err := lock.Marshal()
+	var prev *Lock
+	before, err := os.ReadFile(w.LockPath())
 	if err == nil {
+		prev, _ = ParseLock(before) // an unreadable lock: everything is new
+	}
+	res := &InstallResult{Lock: lock, Changes: DiffLocks(prev, lock)}
+	b, err := lock.Marshal()
+	if err == nil && !bytes.Equal(b, before) {
 		err = WriteFileAtomic(w.LockPath(), b, 0o644)
+		res.Written = err == nil
 	}
 	if err != nil {
 		return nil, diags.Append(&hcl.Diagnostic{
@@ -142,7 +162,7 @@ func (w *Workspace) Install(ctx context.Context, opts InstallOptions) (*Lock, hc
 			Detail:   err.Error() + ".",
 		})
 	}
-	return lock, diags
+	return res, diags
 }
 
 // Resolve computes the lock Install would write.
