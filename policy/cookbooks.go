@@ -211,6 +211,10 @@ func artifactBase(artifact string) (string, error) {
 	return strings.Join(parts[:len(parts)-3], "/"), nil
 }
 
+// maxCookbookBytes bounds the bytes of one cookbook written into the
+// cache from git or an artifact, so a hostile source cannot fill the disk.
+var maxCookbookBytes int64 = 1 << 30
+
 // store keeps materialised cookbooks by name and identifier.
 type store struct {
 	dir  string // {cache}/cookbooks
@@ -307,6 +311,7 @@ func (s *store) fetchArtifact(ctx context.Context, policyDir string, src SourceO
 		return fmt.Errorf("the cookbook manifest %s is not valid: %w", src.Artifact, err)
 	}
 	var links []CookbookFile
+	var total int64
 	for _, f := range m.Files {
 		clean, err := config.CleanCookbookPath(f.Path)
 		if err != nil || clean != f.Path || hiddenPath(f.Path) || !hexRe.MatchString(f.Checksum) || len(f.Checksum) != 64 {
@@ -322,6 +327,9 @@ func (s *store) fetchArtifact(ctx context.Context, policyDir string, src SourceO
 		b, err := read(path.Join(base, "file_store", f.Checksum))
 		if err != nil {
 			return fmt.Errorf("reading %s of the cookbook: %w", f.Path, err)
+		}
+		if total += int64(len(b)); total > maxCookbookBytes {
+			return fmt.Errorf("the cookbook is larger than %d bytes", maxCookbookBytes)
 		}
 		if got := digestOf(b); got != "sha256:"+f.Checksum {
 			return fmt.Errorf("%s of the cookbook does not match its checksum", f.Path)

@@ -281,6 +281,7 @@ func extractTar(r io.Reader, dest string) error {
 	}
 	tr := tar.NewReader(r)
 	var links []CookbookFile
+	var total int64
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -314,7 +315,12 @@ func extractTar(r io.Reader, dest string) error {
 			if err != nil {
 				return err
 			}
-			if _, err := io.Copy(out, tr); err != nil {
+			n, err := io.Copy(out, io.LimitReader(tr, maxCookbookBytes-total+1))
+			total += n
+			if err == nil && total > maxCookbookBytes {
+				err = fmt.Errorf("the cookbook is larger than %d bytes", maxCookbookBytes)
+			}
+			if err != nil {
 				out.Close()
 				return err
 			}

@@ -212,6 +212,15 @@ func TestExtractTarLinks(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a cookbook too large", func(t *testing.T) {
+		defer func(n int64) { maxCookbookBytes = n }(maxCookbookBytes)
+		maxCookbookBytes = 10
+		dest := filepath.Join(t.TempDir(), "cb")
+		err := extractTar(tarOf(t, [][2]string{{"a", "12345"}, {"b", "123456"}}), dest)
+		if err == nil || !strings.Contains(err.Error(), "larger than 10 bytes") {
+			t.Fatalf("err %v", err)
+		}
+	})
 	t.Run("a link target is read from the archive", func(t *testing.T) {
 		dest := filepath.Join(t.TempDir(), "cb")
 		if err := extractTar(tarOf(t, [][2]string{{"t/a", "A"}, {"t/cur", "->a"}}), dest); err != nil {
