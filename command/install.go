@@ -28,8 +28,9 @@ Usage: toque [-chdir=DIR] install [options]
   reported, all at once, and no lock is written.
 
   Git sources are fetched with the git binary into bare mirrors under the
-  cache directory (TOQUE_CACHE_DIR, else STATE_DIR/cache). Policy servers
-  get TOQUE_POLICY_TOKEN, when set, as a bearer token.
+  cache directory (TOQUE_CACHE_DIR, else STATE_DIR/cache). The servers and
+  remote URLs policy.hcl names get TOQUE_POLICY_TOKEN, when set, as a
+  bearer token: over https or to loopback only, never across a redirect.
 
 Options:
 
