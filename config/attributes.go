@@ -38,9 +38,6 @@ var levels = []string{LevelDefault, LevelOverride}
 type Attributes struct {
 	trees  map[string]*attrNode // the cookbooks' component, by level
 	policy map[string]*attrNode // the policy's component, by level
-	// dir, when set, is the directory file names in merged origins are
-	// written relative to.
-	dir string
 }
 
 // attrNode is a map (children non-nil) or a leaf.
@@ -281,10 +278,12 @@ func sameValue(x, y cty.Value) bool {
 
 // mergedOrigin names both writes of a merged list: the cookbook's, and the
 // policy's origin (or "the policy's list") — the policy's range follows.
+// The cookbook's file is named relative to the policy's directory (where
+// its policy.hcl or lock is) when it is below it.
 func (a *Attributes) mergedOrigin(b, o *attrNode) string {
 	file := b.rng.Filename
-	if a.dir != "" {
-		if rel, err := filepath.Rel(a.dir, file); err == nil && !strings.HasPrefix(rel, "..") {
+	if o.rng.Filename != "" && filepath.IsAbs(o.rng.Filename) {
+		if rel, err := filepath.Rel(filepath.Dir(o.rng.Filename), file); err == nil && !strings.HasPrefix(rel, "..") {
 			file = filepath.ToSlash(rel)
 		}
 	}

@@ -124,7 +124,6 @@ func TestPolicyComponentMerge(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			a := NewAttributes()
-			a.dir = "/p"
 			for _, w := range tc.writes {
 				file := "/p/cookbooks/app/attributes/cookbook.hcl"
 				if w.policy {

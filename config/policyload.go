@@ -141,7 +141,6 @@ func LoadPolicy(in PolicyInput, reg *resources.Registry) (*Config, hcl.Diagnosti
 // cookbooks' attribute blocks as Chef merges a policy's attributes (lists
 // into their union; see Attributes).
 func (c *Config) applyFixedWrites(attrs *Attributes) {
-	attrs.dir = c.Dir
 	for _, w := range c.fixedWrites {
 		attrs.WritePolicy(w.Level, w.Path, w.Value, w.Range, w.Origin)
 	}
