@@ -142,8 +142,8 @@ func jsonValue(v any) string {
 	if err != nil {
 		return fmt.Sprint(v)
 	}
-	if len(b) > 80 {
-		return string(b[:77]) + "…"
+	if r := []rune(string(b)); len(r) > 80 {
+		return string(r[:77]) + "…"
 	}
 	return string(b)
 }
