@@ -36,7 +36,9 @@ type PolicyInput struct {
 	// Writes are the policy's attribute writes. They are applied, in order,
 	// after every attribute block of the cookbooks each time the attributes
 	// are compiled, so: cookbook default < policy default < cookbook
-	// override < policy override.
+	// override < policy override — except that, within one level, a list
+	// the policy writes where a cookbook wrote a list is merged with it
+	// (the cookbook's elements first), as Chef does.
 	Writes []AttributeWrite
 }
 

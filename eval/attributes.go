@@ -27,7 +27,7 @@ func Attributes(cfg *config.Config, host cty.Value) (*config.Attributes, hcl.Dia
 			})
 			continue
 		}
-		attrs.WriteFrom(w.Level, w.Path, w.Value, w.Range, w.Origin)
+		attrs.WritePolicy(w.Level, w.Path, w.Value, w.Range, w.Origin)
 	}
 	return attrs, diags
 }
