@@ -231,6 +231,7 @@ func TestPolicyDecodeErrors(t *testing.T) {
 		{"path with server options", "name = \"p\"\ninclude_policy \"b\" {\n  path = \"x\"\n  policy_group = \"prod\"\n}\n", []string{"Argument not valid for this source"}},
 		{"bad run list item", "name = \"p\"\nrun_list = [\"role[web]\", \"ok::default\"]\n", []string{"Invalid run-list item"}},
 		{"cookbook without source", "name = \"p\"\ncookbook \"x\" {}\n", []string{"Cookbook without a source"}},
+		{"sensitive policy attribute", "name = \"p\"\ndefault_attributes = { db = { pw = sensitive(\"x\") } }\n", []string{"Sensitive policy attribute"}},
 		{"every error at once", "name = \"p\"\nrun_list = [\"role[x]\"]\ncookbook \"x\" {}\ninclude_policy \"b\" {}\n", []string{"Invalid run-list item", "Cookbook without a source", "Include without a source"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
