@@ -185,3 +185,13 @@ execute "quiet" {
 		t.Errorf("no output events:\n%s", r.stdout)
 	}
 }
+
+// A bad flag is one short error, not the usage twice.
+func TestE2EBadFlagIsOneError(t *testing.T) {
+	e := newEnv(t)
+	e.recipe("a.hcl", `file "ROOT/a" { content = "a" }`)
+	r := e.must(1, "plan", "-outt=p")
+	if r.stderr != "Error: plan has no option -outt. Did you mean -out? Run 'toque plan -help' for its options.\n" {
+		t.Errorf("stderr:\n%s", r.stderr)
+	}
+}

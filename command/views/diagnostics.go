@@ -46,7 +46,7 @@ func (p *diagPrinter) print(diags diag.Diagnostics) {
 }
 
 func (p *diagPrinter) one(d *diag.Diagnostic) {
-	d = worded(d)
+	d = reworded(worded(d))
 	head := "Error: "
 	attrs := []color.Attribute{color.FgRed, color.Bold}
 	if d.Severity == diag.Warning {
@@ -90,6 +90,25 @@ func (p *diagPrinter) one(d *diag.Diagnostic) {
 		fmt.Fprintln(p.w, wrapDetail(Escape(d.Detail), width))
 		fmt.Fprintln(p.w)
 	}
+}
+
+// goisms are phrases of Go and of libraries that reach messages through
+// wrapped errors, with what a person reads instead.
+var goisms = strings.NewReplacer(
+	"context canceled", "interrupted",
+	"context deadline exceeded", "timed out",
+	"must have 1 labels", "must have one label",
+)
+
+// reworded is d with library phrasing replaced (see goisms).
+func reworded(d *diag.Diagnostic) *diag.Diagnostic {
+	s, t := goisms.Replace(d.Summary), goisms.Replace(d.Detail)
+	if s == d.Summary && t == d.Detail {
+		return d
+	}
+	out := *d
+	out.Summary, out.Detail = s, t
+	return &out
 }
 
 // wrapDetail wraps the paragraphs of a detail at width, but keeps lines
@@ -356,7 +375,7 @@ type JSONSnippet struct {
 func (v *View) JSONDiagnostics(diags diag.Diagnostics) []JSONDiagnostic {
 	out := make([]JSONDiagnostic, 0, len(diags))
 	for _, d := range diags {
-		d = worded(d)
+		d = reworded(worded(d))
 		jd := JSONDiagnostic{Severity: d.Severity.String(), Summary: d.Summary, Detail: d.Detail, Kind: kindOf(d)}
 		if r := d.Subject; r != nil {
 			jd.Range = &JSONRange{
