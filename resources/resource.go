@@ -95,6 +95,23 @@ type Step struct {
 	Changes []Change
 	// Groups names the converge groups that will run, in order.
 	Groups []string
+	// Needs are what the step needs on the host and the host lacked when
+	// it was read (the parent directory of a file to create): the planner
+	// refuses the plan unless an earlier step provides each one, so apply
+	// never fails half-way on it.
+	Needs []Need
+	// Provides are what the step makes exist (a directory it creates,
+	// with the parents a recursive create makes), for later steps' Needs.
+	Provides []Need
+}
+
+// Need is one thing on the host, in a namespace of identities
+// (NamespacePath: a directory path).
+type Need struct {
+	Namespace string
+	Value     string
+	// What words it for a reviewer: "directory".
+	What string
 }
 
 // Change is one property that will change.

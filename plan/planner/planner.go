@@ -252,6 +252,7 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 	}
 	type outcome struct {
 		res   *plan.Resource
+		step  *resources.Step
 		diags hcl.Diagnostics
 	}
 	results := make([]outcome, len(insts))
@@ -269,18 +270,22 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 		go func(i int, inst *eval.Instance) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			res, d := p.planOne(ctx, logger, inst, salt)
-			results[i] = outcome{res, d}
+			res, step, d := p.planOne(ctx, logger, inst, salt)
+			results[i] = outcome{res, step, d}
 		}(i, inst)
 	}
 	wg.Wait()
 
 	ress := make([]*plan.Resource, len(results))
+	provided := map[string]bool{}
 	for i, o := range results {
 		diags = append(diags, o.diags...)
 		ress[i] = o.res
 		if o.res != nil {
 			pl.Resources = append(pl.Resources, o.res)
+		}
+		if o.step != nil {
+			diags = append(diags, unmetNeeds(insts[i], o.step, provided)...)
 		}
 	}
 	if ctx.Err() == nil {
@@ -346,10 +351,20 @@ func (p *Planner) lifecycle(logger hclog.Logger) *plan.Lifecycle {
 
 // planOne plans one resource. It never panics: a panicking type becomes an
 // error diagnostic.
-func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *eval.Instance, salt string) (res *plan.Resource, diags hcl.Diagnostics) {
+func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *eval.Instance, salt string) (*plan.Resource, *resources.Step, hcl.Diagnostics) {
+	res, step, diags := p.planResource(ctx, logger, inst, salt)
+	if res == nil {
+		step = nil
+	}
+	return res, step, diags
+}
+
+// planResource plans one resource; step is what its action would do (nil
+// when it is not read: skipped, or action nothing).
+func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *eval.Instance, salt string) (res *plan.Resource, step *resources.Step, diags hcl.Diagnostics) {
 	addr := instAddress(inst)
 	if inst == nil || inst.Resource == nil || inst.Type == nil || inst.Resource.Schema() == nil {
-		return nil, hcl.Diagnostics{{
+		return nil, nil, hcl.Diagnostics{{
 			Severity: hcl.DiagError,
 			Summary:  "Cannot plan " + addr,
 			Detail:   "The resource was not evaluated against a known resource type. This is a bug in toque.",
@@ -384,11 +399,11 @@ func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *eval.I
 		res.Kind = resources.NoOp
 		res.Reason = plan.ReasonNothing
 		log.Debug("planned resource", "kind", res.Kind, "reason", res.Reason)
-		return res, nil
+		return res, nil, nil
 	}
 
 	if d := hostChecks(inst, desired); d.HasErrors() {
-		return nil, append(diags, d...)
+		return nil, nil, append(diags, d...)
 	}
 
 	res.GuardSpecs = inst.Guards
@@ -397,16 +412,16 @@ func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *eval.I
 		Sensitive: inst.Sensitive, SensitiveProps: res.SensitiveProperties, Salt: salt,
 	})
 	if err != nil {
-		return nil, lifecycleDiags(inst, rd, err)
+		return nil, nil, lifecycleDiags(inst, rd, err)
 	}
 	res.Guards = GuardResults(rd.Guards, rd.DecidedBy)
 	if rd.Skip {
 		res.Kind = resources.Skip
 		res.Reason = skipReason(res.Guards)
 		log.Debug("planned resource", "kind", res.Kind, "reason", res.Reason)
-		return res, nil
+		return res, nil, nil
 	}
-	step := rd.Step
+	step = rd.Step
 	res.Kind = step.Kind
 	res.Reason = step.Reason
 	if step.Kind == resources.Run && len(res.Guards) > 0 {
@@ -420,7 +435,32 @@ func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *eval.I
 		res.Unmanaged = unmanaged(schema, desired, res.Current)
 	}
 	log.Debug("planned resource", "kind", res.Kind, "reason", res.Reason, "changes", len(res.Changes))
-	return res, nil
+	return res, step, nil
+}
+
+// unmetNeeds checks step's needs against what earlier steps provide (and
+// records what step provides): a need nothing provides would fail at
+// apply, after earlier resources changed the host, so it fails the plan.
+func unmetNeeds(inst *eval.Instance, step *resources.Step, provided map[string]bool) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	if step.Kind.IsWork() {
+		for _, n := range step.Needs {
+			if provided[n.Namespace+"\x00"+n.Value] {
+				continue
+			}
+			diags = diags.Append(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Missing " + n.What,
+				Detail: fmt.Sprintf("%s needs the %s %s, which does not exist, and no earlier resource of the plan creates it. Declare a %s resource for it before %s, or create it with recursive = true.",
+					instAddress(inst), n.What, n.Value, n.What, instAddress(inst)),
+				Subject: declRange(inst),
+			})
+		}
+		for _, n := range step.Provides {
+			provided[n.Namespace+"\x00"+n.Value] = true
+		}
+	}
+	return diags
 }
 
 // sensitivity is which of inst's values are hidden: the set properties
