@@ -102,7 +102,7 @@ func TestE2EMarkdownBadInput(t *testing.T) {
 	}{
 		{"limit too small", []string{"show", "-markdown", "-max-bytes=100", "plan.out"}, "too small"},
 		{"limit zero", []string{"show", "-markdown", "-max-bytes=0", "plan.out"}, "-max-bytes must be a positive"},
-		{"limit not a number", []string{"show", "-markdown", "-max-bytes=lots", "plan.out"}, "invalid value"},
+		{"limit not a number", []string{"show", "-markdown", "-max-bytes=lots", "plan.out"}, `-max-bytes wants a whole number, not "lots"`},
 		{"not a plan", []string{"show", "-markdown", "notaplan"}, "not a toque plan file"},
 		{"changes-only without markdown", []string{"show", "-changes-only", "plan.out"}, "-changes-only only applies with -markdown"},
 		{"markdown and json", []string{"show", "-markdown", "-json", "plan.out"}, "cannot be used together"},
