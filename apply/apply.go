@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -26,9 +27,16 @@ type Applier struct {
 	// Registry holds the resource types the plan's resources are rebuilt
 	// with.
 	Registry *resources.Registry
-	// StateDir holds the apply lock, the reports and the backups. It is
-	// created (0700) if missing.
+	// StateDir holds the apply lock, the journal, the reports and the
+	// backups. It is created (0700) if missing, and refused unless it can
+	// be trusted (statedir.go).
 	StateDir string
+	// HostLock is the host-wide apply lock file, taken before the state
+	// directory's, so that two applies with different state directories
+	// cannot run at once. Its directory is created and checked like the
+	// state directory. "" takes no host-wide lock (the command always
+	// names one).
+	HostLock string
 	// Logger receives traces; nil discards them.
 	Logger hclog.Logger
 	// Hooks receives progress; nil means NopHooks.
@@ -53,6 +61,7 @@ type Applier struct {
 type run struct {
 	a       *Applier
 	p       *plan.Plan
+	state   *StateDir
 	hooks   Hooks
 	logger  hclog.Logger
 	now     func() time.Time
@@ -116,7 +125,13 @@ func (a *Applier) Apply(ctx context.Context, p *plan.Plan) (*Report, error) {
 	}
 	started := r.now()
 
-	lock, err := acquireLock(ctx, a.StateDir, max(a.LockTimeout, 0), a.Stop, r.now, a.PlanDigest)
+	state, err := OpenStateDir(a.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	defer state.Close()
+	r.state = state
+	release, err := r.lock(ctx)
 	if err != nil {
 		var ie *InterruptedError
 		if errors.As(err, &ie) {
@@ -124,13 +139,63 @@ func (a *Applier) Apply(ctx context.Context, p *plan.Plan) (*Report, error) {
 		}
 		return nil, err
 	}
-	defer lock.release()
-	r.logger.Debug("apply lock taken", "path", lock.f.Name())
+	defer release()
+	// Every folder this apply writes in is checked before anything
+	// changes. (Resource types write backups by path below the trusted
+	// state directory.)
+	for _, name := range []string{filepath.Base(resources.BackupDir(state.Path())), reportsDirName} {
+		sub, err := state.Subdir(name)
+		if err != nil {
+			return nil, err
+		}
+		sub.Close()
+	}
 
 	if err := r.preflight(ctx); err != nil {
 		return nil, err
 	}
 	return r.converge(ctx, started)
+}
+
+// lock takes the host-wide apply lock (when Applier.HostLock names one),
+// then the state directory's, both within one LockTimeout, always in that
+// order so that two waiting applies cannot deadlock. It returns the
+// function that releases them.
+func (r *run) lock(ctx context.Context) (func(), error) {
+	a := r.a
+	start := time.Now()
+	req := lockRequest{started: start, stop: a.Stop, now: r.now, digest: a.PlanDigest, stateDir: r.state.Path()}
+	if a.LockTimeout > 0 {
+		req.deadline = start.Add(a.LockTimeout)
+	}
+	var host *applyLock
+	if a.HostLock != "" {
+		dir, err := OpenStateDir(filepath.Dir(a.HostLock))
+		if err != nil {
+			return nil, fmt.Errorf("host-wide apply lock: %w", err)
+		}
+		hreq := req
+		hreq.hostWide = true
+		host, err = acquireLock(ctx, dir, filepath.Base(a.HostLock), hreq)
+		dir.Close()
+		if err != nil {
+			return nil, err
+		}
+		r.logger.Debug("host-wide apply lock taken", "path", a.HostLock)
+	}
+	if host.sameFile(r.state, LockFileName) {
+		return host.release, nil
+	}
+	own, err := acquireLock(ctx, r.state, LockFileName, req)
+	if err != nil {
+		host.release()
+		return nil, err
+	}
+	r.logger.Debug("apply lock taken", "path", own.f.Name())
+	return func() {
+		own.release()
+		host.release()
+	}, nil
 }
 
 func countWork(p *plan.Plan) int {
@@ -395,7 +460,7 @@ func (r *run) converge(ctx context.Context, started time.Time) (*Report, error) 
 	}
 	rep.Finished = r.now()
 	rep.tally()
-	if err := rep.write(r.a.StateDir); err != nil {
+	if err := rep.write(r.state); err != nil {
 		r.logger.Error("could not write the apply report", "error", err)
 		runErr = errors.Join(runErr, err)
 	}

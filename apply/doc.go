@@ -6,9 +6,17 @@
 //
 //  1. A plan marked errored is refused. (The command verifies the plan file's
 //     checksum, format version and host before calling Apply.)
-//  2. The apply lock, {StateDir}/apply.lock, is held with flock for the whole
-//     run: one apply per host at a time. A second apply fails fast with a
-//     *LockHeldError naming the holder, or waits up to Applier.LockTimeout.
+//  2. The state directory is opened and checked (statedir.go): created 0700
+//     when missing, refused with an *UntrustedError when another user owns
+//     it or could write it or a directory above it; every file in it is
+//     opened no-follow relative to the opened directory and checked with
+//     fstat before it is written. Then two locks are held with flock for
+//     the whole run, always in this order: the host-wide lock
+//     (Applier.HostLock; its directory is checked like the state
+//     directory), so that applies with different state directories exclude
+//     each other, and {StateDir}/apply.lock. A second apply fails fast with
+//     a *LockHeldError naming the holder and which lock, or waits up to
+//     Applier.LockTimeout for both.
 //  3. Pre-flight: every resource the plan read is read again before anything
 //     changes. A reading identical to the plan's is fine; a resource already
 //     in the planned state counts as "already done" (so re-running a plan
@@ -46,7 +54,8 @@
 //	*LockHeldError           4  another apply holds the lock; nothing was changed
 //	*InterruptedError        5  the first SIGINT stopped the run between resources,
 //	                            or the second aborted it (Aborted)
-//	anything else            1  error: an errored plan, a pre-flight read failure,
+//	anything else            1  error: an errored plan, an untrusted state
+//	                            directory (*UntrustedError), a pre-flight read failure,
 //	                            a failed resource (*ResourceError), a report
 //	                            that could not be written
 //

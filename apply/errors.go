@@ -48,23 +48,33 @@ func orNone(s string) string {
 	return s
 }
 
-// LockHeldError is returned when another apply holds the lock. Nothing was
-// changed. Exit code 4.
+// LockHeldError is returned when another apply holds the lock: the
+// host-wide one (HostWide) or the state directory's. Nothing was changed.
+// Exit code 4.
 type LockHeldError struct {
-	// PID, User, Hostname and Since describe the holder as it recorded
-	// itself; PID is 0 when the holder's record could not be read.
+	// PID, User, Hostname, Since and StateDir describe the holder as it
+	// recorded itself; PID is 0 when the holder's record could not be
+	// read.
 	PID      int
 	User     string
 	Hostname string
 	Since    time.Time
+	StateDir string
+	// Path is the lock file; HostWide is set when it is the host-wide
+	// lock (Applier.HostLock) rather than the state directory's.
 	Path     string
+	HostWide bool
 	// Waited is how long this apply waited (LockTimeout) before giving up.
 	Waited time.Duration
 }
 
 func (e *LockHeldError) Error() string {
 	var b strings.Builder
-	b.WriteString("another toque apply holds the lock")
+	b.WriteString("another toque apply holds the ")
+	if e.HostWide {
+		b.WriteString("host-wide ")
+	}
+	b.WriteString("lock")
 	if e.PID != 0 {
 		fmt.Fprintf(&b, ": pid %d", e.PID)
 		if e.User != "" {
@@ -72,6 +82,9 @@ func (e *LockHeldError) Error() string {
 		}
 		if !e.Since.IsZero() {
 			fmt.Fprintf(&b, " since %s", e.Since.Format(time.RFC3339))
+		}
+		if e.StateDir != "" {
+			fmt.Fprintf(&b, ", with state directory %s", e.StateDir)
 		}
 	} else {
 		b.WriteString(" (its holder did not record itself)")

@@ -2,9 +2,7 @@ package apply
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -107,16 +105,21 @@ func (r *Report) tally() {
 	}
 }
 
-// ReportsDir is the reports folder inside the state directory.
-func ReportsDir(stateDir string) string { return filepath.Join(stateDir, "reports") }
+// reportsDirName is the reports folder's name inside the state directory.
+const reportsDirName = "reports"
 
-// write stores the report as {UTC timestamp}.json and last.json, both 0600,
-// each written atomically.
-func (r *Report) write(stateDir string) error {
-	dir := ReportsDir(stateDir)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+// ReportsDir is the reports folder inside the state directory.
+func ReportsDir(stateDir string) string { return filepath.Join(stateDir, reportsDirName) }
+
+// write stores the report in the state directory's reports folder as
+// {UTC timestamp}.json and last.json, both 0600, each written atomically
+// through the trusted directory.
+func (r *Report) write(state *StateDir) error {
+	dir, err := state.Subdir(reportsDirName)
+	if err != nil {
 		return fmt.Errorf("write apply report: %w", err)
 	}
+	defer dir.Close()
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return fmt.Errorf("write apply report: %w", err)
@@ -124,55 +127,15 @@ func (r *Report) write(stateDir string) error {
 	b = append(b, '\n')
 	base := r.Started.UTC().Format("20060102T150405.000Z")
 	name := base + ".json"
-	for i := 1; ; i++ {
-		if _, err := os.Lstat(filepath.Join(dir, name)); errors.Is(err, os.ErrNotExist) {
-			break
-		}
+	for i := 1; dir.Exists(name); i++ {
 		name = fmt.Sprintf("%s-%d.json", base, i)
 	}
-	path := filepath.Join(dir, name)
-	if err := writeFileAtomic(path, b); err != nil {
+	if err := dir.WriteFileAtomic(name, b); err != nil {
 		return fmt.Errorf("write apply report: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(dir, "last.json"), b); err != nil {
+	if err := dir.WriteFileAtomic("last.json", b); err != nil {
 		return fmt.Errorf("write apply report: %w", err)
 	}
-	r.Path = path
-	return nil
-}
-
-// writeFileAtomic writes b to path through a temp file in the same folder,
-// fsynced, then renamed over path.
-func writeFileAtomic(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			os.Remove(tmp)
-		}
-	}()
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	ok = true
+	r.Path = dir.Join(name)
 	return nil
 }

@@ -14,7 +14,7 @@ import (
 
 // EventsFormatVersion is the version of the JSON event stream written by
 // EventWriter (`toque apply -json`), documented in docs/apply-json.md.
-const EventsFormatVersion = "1.1"
+const EventsFormatVersion = "1.2"
 
 // Event types of the JSON event stream.
 const (
@@ -257,6 +257,8 @@ type LockHolder struct {
 	Hostname string `json:"hostname"`
 	Since    string `json:"since"`
 	Path     string `json:"path"`
+	HostWide bool   `json:"host_wide"`
+	StateDir string `json:"state_dir"`
 }
 
 // Diagnostic writes one diagnostic event.
@@ -295,7 +297,7 @@ func (e *EventWriter) Error(kind string, err error, msg string, exitCode int, di
 		}
 	}
 	if errors.As(err, &held) {
-		holder = &LockHolder{PID: held.PID, User: held.User, Hostname: held.Hostname, Path: held.Path}
+		holder = &LockHolder{PID: held.PID, User: held.User, Hostname: held.Hostname, Path: held.Path, HostWide: held.HostWide, StateDir: held.StateDir}
 		if !held.Since.IsZero() {
 			holder.Since = held.Since.UTC().Format(time.RFC3339)
 		}

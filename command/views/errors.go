@@ -20,19 +20,23 @@ const (
 	KindInterrupted    = "interrupted"
 	KindResourceFailed = "resource_failed"
 	KindDigestMismatch = "digest_mismatch"
+	KindUntrusted      = "untrusted_state"
 	KindPlanRefused    = "plan_refused"
 	KindUsage          = "usage"
 	KindOther          = "error"
 )
 
 // errorKind classifies an error: KindStale, KindLockHeld, KindInterrupted,
-// KindResourceFailed, or KindOther.
+// KindUntrusted, KindResourceFailed, or KindOther.
 func errorKind(err error) string {
 	var stale *apply.StaleError
 	var held *apply.LockHeldError
 	var intr *apply.InterruptedError
 	var rerr *apply.ResourceError
+	var untrusted *apply.UntrustedError
 	switch {
+	case errors.As(err, &untrusted):
+		return KindUntrusted
 	case errors.As(err, &stale):
 		return KindStale
 	case errors.As(err, &held):
@@ -66,12 +70,18 @@ func worded(d *diag.Diagnostic) *diag.Diagnostic {
 	}
 	var stale *apply.StaleError
 	var held *apply.LockHeldError
+	var untrusted *apply.UntrustedError
 	out := *d
 	switch {
 	case errors.As(d.Err, &stale):
 		out.Summary, out.Detail = staleText(stale)
 	case errors.As(d.Err, &held):
 		out.Summary, out.Detail = "Another toque apply holds the lock", lockHeldText(held)
+		if held.HostWide {
+			out.Summary = "Another toque apply holds the host-wide lock"
+		}
+	case errors.As(d.Err, &untrusted):
+		out.Summary, out.Detail = "Refusing an untrusted state directory", untrustedText(untrusted)
 	default:
 		return d
 	}
@@ -104,16 +114,29 @@ func lockHeldText(e *apply.LockHeldError) string {
 		if !e.Since.IsZero() {
 			fmt.Fprintf(&b, " since %s", e.Since.Format(time.RFC3339))
 		}
+		if e.StateDir != "" {
+			fmt.Fprintf(&b, ", applying with state directory %s", EscapeLine(e.StateDir))
+		}
 		b.WriteString(".")
 	} else {
 		b.WriteString("Its holder did not record itself.")
 	}
 	fmt.Fprintf(&b, " Lock file: %s.", EscapeLine(e.Path))
+	if e.HostWide {
+		b.WriteString(" One apply runs on a host at a time, whatever its state directory.")
+	}
 	if e.Waited > 0 {
 		fmt.Fprintf(&b, " Gave up after waiting %s.", e.Waited.Round(time.Millisecond))
 	}
 	b.WriteString(" Nothing was changed. Wait for that apply to finish, or give -lock-timeout=DURATION to wait for it.")
 	return b.String()
+}
+
+func untrustedText(e *apply.UntrustedError) string {
+	return fmt.Sprintf("%s %s. Nothing was changed: toque writes its lock, journal, reports and backups there, "+
+		"so another user who controls them could make it overwrite any file. Give it to the user toque runs as, writable by no one else (chmod 0700), "+
+		"remove any link planted in it, or choose another directory (-state-dir or TOQUE_STATE_DIR; TOQUE_HOST_LOCK for the host-wide lock).",
+		EscapeLine(e.Path), EscapeLine(e.Reason))
 }
 
 func orNone(s string) string {
