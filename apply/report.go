@@ -18,6 +18,10 @@ const (
 	OutcomeFailedIgnored = "failed (ignored)"
 	OutcomeNotStarted    = "not started"
 	OutcomeSkipped       = "skipped"
+	// OutcomeDoneEarlier: an earlier apply of the same plan, which did not
+	// finish, finished this resource or notified run (the journal says
+	// so); it was not done again.
+	OutcomeDoneEarlier = "done earlier"
 )
 
 // Report is what an apply did, written as JSON to
@@ -37,17 +41,26 @@ type Report struct {
 	// notification is listed with the outcome "refused: not in the plan".
 	Notified []ResourceReport `json:"notified,omitempty"`
 	// Changed counts "changed"; Unchanged counts "unchanged" (no-op
-	// resources included); AlreadyDone counts "already done"; Failed counts
-	// "failed" and "failed (ignored)"; Skipped counts "skipped";
-	// NotStarted counts "not started".
+	// resources included); AlreadyDone counts "already done"; DoneEarlier
+	// counts "done earlier"; Failed counts "failed" and "failed
+	// (ignored)"; Skipped counts "skipped"; NotStarted counts "not
+	// started".
 	Changed     int `json:"changed"`
 	Unchanged   int `json:"unchanged"`
 	AlreadyDone int `json:"already_done"`
+	DoneEarlier int `json:"done_earlier"`
 	Failed      int `json:"failed"`
 	Skipped     int `json:"skipped"`
 	NotStarted  int `json:"not_started"`
 	// Interrupted is true when Stop or ctx ended the run before its end.
 	Interrupted bool `json:"interrupted"`
+	// Resumed is true when this apply resumed an earlier, unfinished apply
+	// of the same plan (its journal existed).
+	Resumed bool `json:"resumed"`
+	// PlanFinished is true when the plan is now finished: every resource and
+	// notified run reached its outcome, so the plan will not be applied
+	// again.
+	PlanFinished bool `json:"plan_finished"`
 	// Path is where the report was written ("" when it was not).
 	Path string `json:"-"`
 }
@@ -72,7 +85,7 @@ type ResourceReport struct {
 // notified runs that happened (a resource whose own action is nothing is
 // then counted by its notified runs, not as unchanged).
 func (r *Report) tally() {
-	r.Changed, r.Unchanged, r.AlreadyDone, r.Failed, r.Skipped, r.NotStarted = 0, 0, 0, 0, 0, 0
+	r.Changed, r.Unchanged, r.AlreadyDone, r.DoneEarlier, r.Failed, r.Skipped, r.NotStarted = 0, 0, 0, 0, 0, 0, 0
 	ran := map[string]bool{}
 	list := make([]ResourceReport, 0, len(r.Resources)+len(r.Notified))
 	for _, rr := range r.Notified {
@@ -95,6 +108,8 @@ func (r *Report) tally() {
 			r.Unchanged++
 		case OutcomeAlreadyDone:
 			r.AlreadyDone++
+		case OutcomeDoneEarlier:
+			r.DoneEarlier++
 		case OutcomeFailed, OutcomeFailedIgnored:
 			r.Failed++
 		case OutcomeSkipped:

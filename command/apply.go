@@ -68,8 +68,14 @@ Options:
   -json                Print progress as JSON events, one object per line
                        (docs/apply-json.md), instead of text. Needs PLANFILE.
 
+  A saved plan is applied once: its journal, in the state directory, makes
+  a second apply of a finished plan fail, and an apply of a plan whose
+  apply was interrupted or failed resume it, never repeating what was done.
+
 Exit status: 0 done, 1 error, 3 stale plan (nothing changed), 4 the apply
-lock is held by another toque, 5 interrupted (the report says what ran).
+lock is held by another toque, 5 interrupted (the report says what ran;
+apply the plan again to resume), 6 the plan was already applied (nothing
+changed).
 `
 }
 
