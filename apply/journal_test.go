@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -498,5 +500,61 @@ func TestJournalsArePruned(t *testing.T) {
 		if _, err := os.Stat(f); err != nil {
 			t.Errorf("%s was pruned: %v", f, err)
 		}
+	}
+}
+
+// TestApplyThatCannotRecordStops fills the disk under the journal (its
+// descriptor is pointed at /dev/full) while the first script runs: the
+// apply must stop before the next step, and the next apply must refuse to
+// guess whether that script ran.
+func TestApplyThatCannotRecordStops(t *testing.T) {
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skipf("no /dev/full to fill the disk with: %v", err)
+	}
+	defer full.Close()
+	log := counter(filepath.Join(t.TempDir(), "log"))
+	a, h := newApplier(t, testRegistry())
+	p := makePlan(t, a.Registry, log.script("one"), log.script("two"))
+	journal := journalPath(t, a, p)
+	h.onPre = func(r *plan.Resource) {
+		if r.Address != "tscript[one]" {
+			return
+		}
+		fds, _ := filepath.Glob("/proc/self/fd/*")
+		for _, fd := range fds {
+			if target, _ := os.Readlink(fd); target == journal {
+				n, _ := strconv.Atoi(filepath.Base(fd))
+				if err := syscall.Dup2(int(full.Fd()), n); err != nil {
+					t.Error(err)
+				}
+				return
+			}
+		}
+		t.Error("the journal is not open while a resource runs")
+	}
+	rep, err := a.Apply(context.Background(), p)
+	var je *JournalError
+	if !errors.As(err, &je) || !strings.Contains(err.Error(), "cannot record this apply's progress") {
+		t.Fatalf("Apply: %v, want a *JournalError", err)
+	}
+	if got := log.runs(t); got != "one" {
+		t.Errorf("runs %q: nothing may run once progress cannot be recorded", got)
+	}
+	if rep == nil || rep.PlanFinished || outcomes(rep)["tscript[two]"] != OutcomeNotStarted {
+		t.Errorf("report %+v", rep)
+	}
+	if ev := strings.Join(h.Events(), "; "); !strings.Contains(ev, "warning apply journal") {
+		t.Errorf("the failed end record was not warned about: %s", ev)
+	}
+
+	h.onPre = nil
+	_, err = a.Apply(context.Background(), p)
+	var se *StaleError
+	if !errors.As(err, &se) || se.Resources[0].Address != "tscript[one]" {
+		t.Fatalf("next apply: %v, want tscript[one] in doubt", err)
+	}
+	if got := log.runs(t); got != "one" {
+		t.Errorf("runs %q", got)
 	}
 }
