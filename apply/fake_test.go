@@ -317,6 +317,12 @@ func (h *recorder) Output(r *plan.Resource, stream, line string) {
 	h.add("output " + r.Address + " " + stream + " " + line)
 }
 
+func (h *recorder) Resumed(r *plan.Resource, rr ResourceReport) {
+	h.add("earlier " + r.Address + " " + rr.Outcome)
+}
+
+func (h *recorder) Warning(err error) { h.add("warning " + err.Error()) }
+
 func (h *recorder) Events() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -327,11 +333,10 @@ func newApplier(t *testing.T, reg *resources.Registry) (*Applier, *recorder) {
 	t.Helper()
 	h := &recorder{}
 	return &Applier{
-		Registry:   reg,
-		StateDir:   filepath.Join(t.TempDir(), "state"),
-		Logger:     hclog.NewNullLogger(),
-		Hooks:      h,
-		PlanDigest: "sha256:testdigest",
+		Registry: reg,
+		StateDir: filepath.Join(t.TempDir(), "state"),
+		Logger:   hclog.NewNullLogger(),
+		Hooks:    h,
 	}, h
 }
 

@@ -310,6 +310,29 @@ func stateDir(flagValue string) string {
 	return filepath.Join(os.TempDir(), "toque-state")
 }
 
+// HostLockEnv names the host-wide apply lock file, instead of the default
+// hostLock picks.
+const HostLockEnv = "TOQUE_HOST_LOCK"
+
+// hostLock picks the host-wide apply lock: TOQUE_HOST_LOCK, else
+// /run/toque/apply.lock as root, else toque/apply.lock in the user's
+// runtime directory ($XDG_RUNTIME_DIR), else toque-UID/apply.lock in the
+// temporary directory. A normal user's applies exclude each other, not
+// root's: they cannot change what root's change.
+func hostLock() string {
+	if v := os.Getenv(HostLockEnv); v != "" {
+		return v
+	}
+	uid := os.Geteuid()
+	if uid == 0 {
+		return "/run/toque/apply.lock"
+	}
+	if v := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(v) {
+		return filepath.Join(v, "toque", "apply.lock")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("toque-%d", uid), "apply.lock")
+}
+
 // helpFunc is toque's top-level help: the global options, then the
 // commands, as Terraform lays it out.
 func helpFunc(commands map[string]cli.CommandFactory) string {

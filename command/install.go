@@ -57,7 +57,12 @@ func (b *Base) runInstall(name string, help func() string, args []string, update
 		return b.fail(col.noColor, "%s holds no policy.hcl; %s works on a policy (see docs/policies.md)", b.workDir(), name)
 	}
 	v := b.view(col.noColor)
-	ws := b.workspace(state)
+	ws, err := b.workspace(state)
+	if err != nil {
+		diags := diag.Diagnostics{}.Append(err)
+		v.Diagnostics(diags)
+		return exitStatus(diags)
+	}
 	res, hdiags := ws.Install(b.ReadCtx, policy.InstallOptions{Update: update, Names: fs.Args()})
 	b.addFiles(ws.Parser.Files())
 	diags := diag.Diagnostics{}.Append(hdiags)

@@ -137,6 +137,18 @@ func (a *applyText) AlreadyDone(r *plan.Resource) {
 	a.printf("%s: already in its planned state (done earlier), skipping\n", EscapeLine(r.Address))
 }
 
+func (a *applyText) Resumed(r *plan.Resource, rr apply.ResourceReport) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.printf("%s: %s\n", EscapeLine(r.Address), EscapeLine(rr.Reason))
+}
+
+func (a *applyText) Warning(err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.v.Diagnostics(warningDiags(err))
+}
+
 func (a *applyText) Stopping() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -169,6 +181,12 @@ func (a *applyText) Summary(rep *apply.Report) {
 	}
 	if len(dropped) > 0 {
 		a.printf("Notified runs that did not happen because the apply stopped:\n%s\n", strings.Join(dropped, "\n"))
+	}
+	if rep.Resumed {
+		a.printf("Resumed an unfinished apply of this plan: %d step%s it had finished %s not done again.\n", rep.DoneEarlier, plural(rep.DoneEarlier), were(rep.DoneEarlier))
+	}
+	if !rep.PlanFinished {
+		a.printf("The plan is not finished: applying it again resumes it, retrying what failed and never repeating what was done.\n")
 	}
 	if rep.Path != "" {
 		a.printf("Report: %s\n", EscapeLine(rep.Path))
@@ -214,6 +232,9 @@ func summaryCounts(rep *apply.Report) string {
 	if rep.AlreadyDone > 0 {
 		parts = append(parts, fmt.Sprintf("%d already done", rep.AlreadyDone))
 	}
+	if rep.DoneEarlier > 0 {
+		parts = append(parts, fmt.Sprintf("%d done earlier", rep.DoneEarlier))
+	}
 	parts = append(parts, fmt.Sprintf("%d unchanged", rep.Unchanged), fmt.Sprintf("%d failed", rep.Failed), fmt.Sprintf("%d skipped", rep.Skipped))
 	if rep.NotStarted > 0 {
 		parts = append(parts, fmt.Sprintf("%d not started", rep.NotStarted))
@@ -225,6 +246,20 @@ func (a *applyText) Diagnostics(diags diag.Diagnostics, _ int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.v.Diagnostics(diags)
+}
+
+func were(n int) string {
+	if n == 1 {
+		return "was"
+	}
+	return "were"
+}
+
+// warningDiags makes a warning diagnostic of err, worded like an error of
+// the same type.
+func warningDiags(err error) diag.Diagnostics {
+	d := &diag.Diagnostic{Severity: diag.Warning, Summary: err.Error(), Err: err}
+	return diag.Diagnostics{worded(d)}
 }
 
 func roundDur(d time.Duration) string {
@@ -247,7 +282,16 @@ func (a *applyJSON) PostApply(r *plan.Resource, rr apply.ResourceReport) { a.ew.
 func (a *applyJSON) Heartbeat(r *plan.Resource, d time.Duration)         { a.ew.Heartbeat(r, d) }
 func (a *applyJSON) AlreadyDone(r *plan.Resource)                        { a.ew.AlreadyDone(r) }
 func (a *applyJSON) Output(r *plan.Resource, stream, line string)        { a.ew.Output(r, stream, line) }
+func (a *applyJSON) Resumed(r *plan.Resource, rr apply.ResourceReport)   { a.ew.Resumed(r, rr) }
 func (a *applyJSON) Summary(rep *apply.Report)                           { a.ew.Summary(rep) }
+
+// Warning writes a diagnostic event at once, and the warning as text on
+// stderr.
+func (a *applyJSON) Warning(err error) {
+	d := warningDiags(err)
+	a.v.Diagnostics(d)
+	a.ew.Diagnostic(a.v.JSONDiagnostics(d)[0])
+}
 
 // Stopping writes nothing on the event stream (the summary says the run
 // was interrupted) but acknowledges on stderr, for the person at the
