@@ -354,7 +354,8 @@ func ownerValues(si statInfo, withMode bool) map[string]cty.Value {
 func parentDir(path string) string { return filepath.Dir(filepath.Clean(path)) }
 
 // PathProperty returns the name property of a file-system type: an absolute
-// path.
+// path, normalised by CanonicalPath when it is decoded, so that "/s/./a",
+// "/s//a" and "/s/a/" are one identity, "/s/a".
 func PathProperty(name, description string) *Property {
 	return &Property{
 		Name:         name,
@@ -362,29 +363,61 @@ func PathProperty(name, description string) *Property {
 		NameProperty: true,
 		Identity:     true,
 		Required:     true,
-		Validate:     validateAbsPath(name),
+		Normalize:    normalizePath,
+		Validate:     validateAbsPath,
 		Description:  description,
 	}
 }
 
-func validateAbsPath(name string) func(cty.Value) error {
-	return func(v cty.Value) error {
-		if !v.IsKnown() || v.IsNull() || v.Type() != cty.String {
-			return nil
+// CanonicalPath is the one form of a path property that toque compares,
+// stores and acts on: absolute, without "." components, repeated slashes
+// or a trailing slash ("/s/./a", "/s//a" and "/s/a/" all become "/s/a").
+// It refuses, without any I/O, what it cannot normalise safely: an empty
+// or relative path, a NUL byte, and a ".." component, whose meaning
+// depends on the symbolic links along the path (it is refused rather than
+// resolved lexically), and the root directory itself.
+func CanonicalPath(p string) (string, error) {
+	switch {
+	case p == "":
+		return "", errors.New("the path must not be empty")
+	case strings.ContainsRune(p, 0):
+		return "", errors.New("the path must not contain a NUL byte")
+	case !strings.HasPrefix(p, "/"):
+		return "", fmt.Errorf("%q is not an absolute path; toque does not resolve paths against its working directory", p)
+	}
+	for _, c := range strings.Split(p, "/") {
+		if c == ".." {
+			return "", fmt.Errorf("%q has a \"..\" component; write the path without it (what \"..\" names depends on the symbolic links before it, so toque does not resolve it)", p)
 		}
-		s := v.AsString()
-		switch {
-		case s == "":
-			return fmt.Errorf("%s must not be empty", name)
-		case strings.ContainsRune(s, 0):
-			return fmt.Errorf("%s must not contain a NUL byte", name)
-		case !filepath.IsAbs(s):
-			return fmt.Errorf("%s %q is not an absolute path; toque does not resolve paths against its working directory", name, s)
-		case filepath.Clean(s) == "/":
-			return fmt.Errorf("%s must not be the root directory", name)
-		}
+	}
+	clean := filepath.Clean(p)
+	if clean == "/" {
+		return "", errors.New("the path must not be the root directory")
+	}
+	return clean, nil
+}
+
+// normalizePath is the Normalize of a path property: CanonicalPath.
+func normalizePath(v cty.Value) (cty.Value, error) {
+	if v == cty.NilVal || !v.IsKnown() || v.IsNull() || v.Type() != cty.String {
+		return v, nil
+	}
+	c, err := CanonicalPath(v.AsString())
+	if err != nil {
+		return cty.NilVal, err
+	}
+	return cty.StringVal(c), nil
+}
+
+// validateAbsPath checks a path property that Normalize has made
+// canonical; it refuses the same values, so that a value that bypassed
+// Normalize is caught too.
+func validateAbsPath(v cty.Value) error {
+	if !v.IsKnown() || v.IsNull() || v.Type() != cty.String {
 		return nil
 	}
+	_, err := CanonicalPath(v.AsString())
+	return err
 }
 
 // nonNegativeInt validates a whole number >= 0.
