@@ -29,11 +29,12 @@ func backupKey(path string) string {
 	return strings.ReplaceAll(strings.TrimPrefix(filepath.Clean(path), "/"), "/", "_")
 }
 
-// backupFile copies the regular file path to
-// StateDir/backup/KEY.YYYYMMDDhhmmss.nnnnnnnnn (UTC) with the same mode, then
-// removes all but the newest keep copies of path. keep <= 0 and an empty
-// StateDir disable backups. It returns the backup's path ("" when none).
-func backupFile(env *Env, path string, keep int, now time.Time) (string, error) {
+// backupFrom copies the regular file path, open as src (read from offset
+// 0, whatever src's offset), to StateDir/backup/KEY.YYYYMMDDhhmmss.nnnnnnnnn
+// (UTC) with mode, then removes all but the newest keep copies of path.
+// keep <= 0 and an empty StateDir disable backups. It returns the backup's
+// path ("" when none).
+func backupFrom(env *Env, path string, src *os.File, mode uint32, keep int, now time.Time) (string, error) {
 	if env == nil || env.StateDir == "" || keep <= 0 {
 		return "", nil
 	}
@@ -41,24 +42,15 @@ func backupFile(env *Env, path string, keep int, now time.Time) (string, error) 
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("backing up %s: creating %s: %w", path, dir, err)
 	}
-	src, err := os.Open(path)
-	if err != nil {
-		return "", fmt.Errorf("backing up %s: %w", path, err)
-	}
-	defer src.Close()
-	fi, err := src.Stat()
-	if err != nil {
-		return "", fmt.Errorf("backing up %s: %w", path, err)
-	}
 	key := backupKey(path)
 	dst := filepath.Join(dir, key+"."+now.UTC().Format(backupStamp))
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return "", fmt.Errorf("backing up %s: %w", path, err)
 	}
-	_, err = io.Copy(out, src)
+	_, err = io.Copy(out, io.NewSectionReader(src, 0, 1<<62))
 	if err == nil {
-		err = syscall.Fchmod(int(out.Fd()), newStatInfo(fi).mode)
+		err = syscall.Fchmod(int(out.Fd()), mode)
 	}
 	if err == nil {
 		err = out.Sync()

@@ -142,7 +142,7 @@ func TestDirectoryConverge(t *testing.T) {
 			t.Fatalf("still there: %v", err)
 		}
 	})
-	t.Run("symlink to a directory is managed but not deleted", func(t *testing.T) {
+	t.Run("symlink to a directory is managed only when asked, and not deleted", func(t *testing.T) {
 		root := t.TempDir()
 		real := filepath.Join(root, "real")
 		link := filepath.Join(root, "link")
@@ -152,7 +152,8 @@ func TestDirectoryConverge(t *testing.T) {
 		if err := os.Symlink(real, link); err != nil {
 			t.Fatal(err)
 		}
-		apply(t, dt, testEnv(t), newRes(t, dt, "", map[string]any{"path": link, "mode": "0750"}), Update)
+		planErr(t, dt, newRes(t, dt, "", map[string]any{"path": link, "mode": "0750"}), "unless the recipe sets manage_symlink_source = true")
+		apply(t, dt, testEnv(t), newRes(t, dt, "", map[string]any{"path": link, "mode": "0750", "manage_symlink_source": true}), Update)
 		if permOf(t, real) != 0o750 {
 			t.Errorf("target mode = %04o", permOf(t, real))
 		}

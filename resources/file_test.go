@@ -146,12 +146,18 @@ func TestFileOnOtherKinds(t *testing.T) {
 		{"directory create", sub, "create", "cannot manage a directory at " + sub},
 		{"directory delete", sub, "delete", "cannot manage a directory"},
 		{"directory touch", sub, "touch", "cannot manage a directory"},
-		{"dangling link", dangling, "create", "dangling link"},
-		{"link to directory", toDir, "create", "which is a directory"},
+		{"dangling link", dangling, "create", "unless the recipe sets manage_symlink_source = true"},
+		{"link to directory", toDir, "create", "unless the recipe sets manage_symlink_source = true"},
+		{"followed dangling link", dangling, "create", "dangling link"},
+		{"followed link to directory", toDir, "create", "which is a directory"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			planErr(t, ft, newRes(t, ft, c.action, map[string]any{"path": c.path, "content": "x"}), c.want)
+			vals := map[string]any{"path": c.path, "content": "x"}
+			if strings.HasPrefix(c.name, "followed") {
+				vals["manage_symlink_source"] = true
+			}
+			planErr(t, ft, newRes(t, ft, c.action, vals), c.want)
 		})
 	}
 	t.Run("delete removes a dangling link, not its target", func(t *testing.T) {
@@ -285,11 +291,15 @@ func TestFileConverge(t *testing.T) {
 		if err := os.Symlink("real", link); err != nil {
 			t.Fatal(err)
 		}
-		st, _ := plan(t, ft, newRes(t, ft, "", map[string]any{"path": link}))
+		planErr(t, ft, newRes(t, ft, "", map[string]any{"path": link, "content": "new"}), "unless the recipe sets manage_symlink_source = true")
+		if st := load(t, ft, newRes(t, ft, "", map[string]any{"path": link})); st.Extra["kind"] != "symlink" || len(st.Values) != 0 {
+			t.Fatalf("a link not followed was read through: %+v", st)
+		}
+		st, _ := plan(t, ft, newRes(t, ft, "", map[string]any{"path": link, "manage_symlink_source": true}))
 		if st.Extra["kind"] != "symlink" || st.Extra["link_target"] != "real" || st.Extra["resolved_path"] != real {
 			t.Fatalf("extra = %v", st.Extra)
 		}
-		apply(t, ft, testEnv(t), newRes(t, ft, "", map[string]any{"path": link, "content": "new", "mode": "0600"}), Update)
+		apply(t, ft, testEnv(t), newRes(t, ft, "", map[string]any{"path": link, "content": "new", "mode": "0600", "manage_symlink_source": true}), Update)
 		if target, err := os.Readlink(link); err != nil || target != "real" {
 			t.Fatalf("the link was replaced: %q, %v", target, err)
 		}

@@ -149,6 +149,11 @@ type State struct {
 	// that the plan depends on (for example the kind of file found at a
 	// path). They take part in the staleness fingerprint.
 	Extra map[string]string
+
+	// obj and src identify the objects Load read (the file at a path; a
+	// hard link's source), so that Converge changes those and no other.
+	// Set by the built-in file-system types; never stored in a plan.
+	obj, src fileID
 }
 
 // Absent is the State of a thing that does not exist.
