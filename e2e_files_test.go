@@ -243,3 +243,41 @@ file "ROOT/drop/sub/shadow" {
 	}
 	t.Logf("%d applies raced: exit codes %v", attempts, codes)
 }
+
+// TestE2EPlanShowsOnlyContentEveryUserMayRead checks that no rendering of
+// a plan (text, JSON, the Markdown of a pull-request comment) shows the
+// current content of a file not every user of the host may read, even
+// when the recipe names its owner; and that a readable file still gets its
+// diff.
+func TestE2EPlanShowsOnlyContentEveryUserMayRead(t *testing.T) {
+	e := newEnv(t)
+	secret := newSecret(t, filepath.Join(e.root, "etc", "shadow"))
+	e.write("etc/motd", "old motd\n", 0o644)
+	e.recipe("r.hcl", `
+file "ROOT/etc/shadow" {
+  content = "replaced\n"
+  owner   = "root"
+}
+file "ROOT/etc/motd" { content = "new motd\n" }
+`)
+	for _, args := range [][]string{{"plan", "-out=plan.out"}, {"plan", "-json"}, {"show", "-markdown", "plan.out"}, {"show", "-json", "plan.out"}} {
+		r := e.run(args...)
+		if r.code != 0 {
+			t.Fatalf("toque %v:\n%s", args, r)
+		}
+		out := r.stdout + r.stderr
+		if strings.Contains(out, "secret-hash") {
+			t.Errorf("toque %v shows the root-only content:\n%s", args, out)
+		}
+		if !strings.Contains(flat(out), "current content not shown: not every user of this host may read it (mode 0600") {
+			t.Errorf("toque %v does not say why the content is not shown:\n%s", args, out)
+		}
+		if !strings.Contains(out, "-old motd") || !strings.Contains(out, "+new motd") {
+			t.Errorf("toque %v does not show the diff of a readable file:\n%s", args, out)
+		}
+	}
+	e.must(0, "apply", "plan.out")
+	if got, _ := os.ReadFile(secret.path); string(got) != "replaced\n" {
+		t.Fatalf("the planned change was not applied: %q", got)
+	}
+}

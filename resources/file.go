@@ -55,8 +55,9 @@ func (t *fileType) Schema() *Schema { return t.schema }
 //
 // The content is read from the descriptor whose stat gives mode and
 // owner, so the values are of one object, which Converge checks it
-// changes. Extra "refused" records a regular file with other names in a
-// directory other users can write (hardLinkRisk).
+// changes. Private holds the content when not every user of the host may
+// read it (privateContent), and Extra "refused" a regular file with other
+// names in a directory other users can write (hardLinkRisk).
 func (t *fileType) Load(ctx context.Context, r *Resource) (*State, error) {
 	path := r.String("path")
 	if err := ctxErr(ctx, "reading "+path); err != nil {
@@ -94,10 +95,31 @@ func (t *fileType) Load(ctx context.Context, r *Resource) (*State, error) {
 		// sensitive file's content.
 		st.Extra["content_bytes"] = "not normalised UTF-8"
 	}
+	if why := privateContent(f, si); why != "" {
+		st.Private = map[string]string{"content": why}
+	}
 	if why := hardLinkRisk(f, si); why != "" {
 		st.Extra["refused"] = why
 	}
 	return st, nil
+}
+
+// privateContent says why the current content of the regular file f (stat
+// si) must not be shown, or "" when it may be: a plan, and the pull-request
+// comment made from it, show current content only when every user of the
+// host may read it already — the file is readable by others and every
+// directory up to / lets others through. The recipe's author is not
+// assumed to be anyone in particular, and naming an owner or a group in
+// the recipe does not make a file readable.
+func privateContent(f *found, si statInfo) string {
+	who := fmt.Sprintf("mode %04o, owner %s, group %s", si.mode, ownerName(si.uid), groupName(si.gid))
+	if si.mode&0o004 == 0 {
+		return "current content not shown: not every user of this host may read it (" + who + "); a plan shows only what every user may read"
+	}
+	if ok, err := searchableByAll(f.dir); err != nil || !ok {
+		return "current content not shown: a directory on the way to it is closed to other users; a plan shows only what every user may read"
+	}
+	return ""
 }
 
 // hardLinkRisk says why toque must not change the regular file f (stat si),

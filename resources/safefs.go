@@ -546,6 +546,44 @@ func chownFile(f *os.File, o ownership) error {
 	return nil
 }
 
+// searchableByAll reports whether every directory from d up to "/" lets
+// every user of the host through (o+x), so that a file in d is reachable
+// by anyone its own mode lets read it.
+func searchableByAll(d *heldDir) (bool, error) {
+	fd, err := unix.Openat(d.fd, ".", oPath|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false, &fs.PathError{Op: "open", Path: d.path, Err: err}
+	}
+	for range 4096 {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			return false, err
+		}
+		if st.Mode&0o001 == 0 {
+			unix.Close(fd)
+			return false, nil
+		}
+		up, err := unix.Openat(fd, "..", oPath|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		unix.Close(fd)
+		if err != nil {
+			return false, err
+		}
+		var ust unix.Stat_t
+		if err := unix.Fstat(up, &ust); err != nil {
+			unix.Close(up)
+			return false, err
+		}
+		if idOf(&ust) == idOf(&st) {
+			unix.Close(up)
+			return true, nil // "/": its ".." is itself
+		}
+		fd = up
+	}
+	unix.Close(fd)
+	return false, nil
+}
+
 // found is what lookupPath found at a path: the held directory the object
 // at its end is in, its name there, and its lstat. For a path that is
 // itself a symbolic link, link is what the link says, and followed tells

@@ -254,3 +254,56 @@ func TestTempNames(t *testing.T) {
 		t.Fatal("not created")
 	}
 }
+
+// publicDir is a temporary directory every user may reach (t.TempDir
+// makes 0700 ones): where a plan may show a file's current content.
+func publicDir(t *testing.T) string {
+	t.Helper()
+	base := t.TempDir()
+	for _, d := range []string{filepath.Dir(base), base} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return base
+}
+
+// TestPrivateContent checks when Load marks a file's current content as
+// not to be shown: unless every user of the host may read it already.
+func TestPrivateContent(t *testing.T) {
+	ft := FileType()
+	base := publicDir(t)
+	closed := filepath.Join(base, "closed")
+	mkdir(t, closed, 0o700)
+	cases := []struct {
+		name string
+		dir  string
+		mode os.FileMode
+		want string // "" means shown
+	}{
+		{"readable by all", base, 0o644, ""},
+		{"readable by others only", base, 0o604, ""},
+		{"owner and group only", base, 0o640, "not every user of this host may read it (mode 0640, owner "},
+		{"owner only", base, 0o600, "(mode 0600"},
+		{"nobody", base, 0o000, "(mode 0000"},
+		{"readable by all in a closed directory", closed, 0o644, "a directory on the way to it is closed to other users"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.mode&0o400 == 0 {
+				requireRoot(t) // to read a file of mode 0000
+			}
+			p := filepath.Join(c.dir, strings.ReplaceAll(c.name, " ", "-"))
+			writeFile(t, p, "current\n", c.mode)
+			r := newRes(t, ft, "", map[string]any{"path": p, "content": "new\n"})
+			st := load(t, ft, r)
+			got := st.Private["content"]
+			if c.want == "" && got != "" || c.want != "" && !strings.Contains(got, c.want) {
+				t.Fatalf("Private = %q, want %q", got, c.want)
+			}
+			if strings.Contains(got, "current\n") {
+				t.Fatal("the note holds the content")
+			}
+		})
+	}
+}
