@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -279,5 +281,84 @@ file "ROOT/etc/motd" { content = "new motd\n" }
 	e.must(0, "apply", "plan.out")
 	if got, _ := os.ReadFile(secret.path); string(got) != "replaced\n" {
 		t.Fatalf("the planned change was not applied: %q", got)
+	}
+}
+
+// TestE2EKilledApplyLeftoversAreCleanedUp kills (SIGKILL) a real apply
+// while it copies a file's backup, and checks that the next apply removes
+// what it left and what older versions left (a zero-byte backup, a
+// temporary file beside the managed one), none of which counts as a
+// backup.
+func TestE2EKilledApplyLeftoversAreCleanedUp(t *testing.T) {
+	e := newEnv(t)
+	big := bytes.Repeat([]byte("0123456789abcdef"), (16<<20)/16) // 16 MiB: a copy long enough to kill
+	e.recipe("r.hcl", `file "ROOT/big" {
+  content = "small\n"
+  backup  = 2
+}`)
+	backups := filepath.Join(e.state, "backup", e.root, "big")
+	tmp := filepath.Join(backups, ".toque-tmp")
+	killed := false
+	for attempt := 0; attempt < 5 && !killed; attempt++ {
+		if err := os.WriteFile(filepath.Join(e.root, "big"), big, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		e.must(0, "plan", "-out=plan.out")
+		cmd := exec.Command(toqueBin, "-chdir="+e.dir, "apply", "plan.out")
+		cmd.Env = append(os.Environ(), "TOQUE_STATE_DIR="+e.state, "NO_COLOR=1")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+	poll:
+		for {
+			select {
+			case <-exited:
+				break poll // too fast: try again
+			default:
+			}
+			if _, err := os.Lstat(tmp); err == nil {
+				cmd.Process.Kill()
+				<-exited
+				killed = true
+				break
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+	if !killed {
+		t.Skip("apply always finished its backup before it could be killed")
+	}
+	if _, err := os.Lstat(tmp); err != nil {
+		t.Fatalf("the killed apply left no temporary backup: %v", err)
+	}
+	// What toque before atomic backups left: a zero-byte backup; and a
+	// temporary file of a killed write beside the managed file.
+	if err := os.WriteFile(filepath.Join(backups, "20200101000000.000000000"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.write(".big.toque-tmp", "half a new big", 0o600)
+
+	r := e.must(0, "apply", "plan.out") // resumes the interrupted apply
+	if got := e.read("big"); got != "small\n" {
+		t.Fatalf("big = %q after the second apply:\n%s", got[:min(len(got), 40)], r)
+	}
+	entries, err := os.ReadDir(backups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 {
+		var names []string
+		for _, en := range entries {
+			names = append(names, en.Name())
+		}
+		t.Fatalf("backups of big = %v, want the one whole copy", names)
+	}
+	if b, _ := os.ReadFile(filepath.Join(backups, entries[0].Name())); !bytes.Equal(b, big) {
+		t.Fatalf("the backup is not a whole copy: %d bytes", len(b))
+	}
+	if _, err := os.Lstat(filepath.Join(e.root, ".big.toque-tmp")); !os.IsNotExist(err) {
+		t.Fatalf("the temporary file beside big is still there: %v", err)
 	}
 }

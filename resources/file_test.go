@@ -256,7 +256,7 @@ func TestFileConverge(t *testing.T) {
 		if permOf(t, p) != 0o644 || inodeOf(t, p) != before {
 			t.Fatalf("mode %04o, inode kept %v", permOf(t, p), inodeOf(t, p) == before)
 		}
-		if names, _ := listBackups(BackupDir(env.StateDir), backupKey(p)); len(names) != 0 {
+		if _, names := backupsOf(t, env, p); len(names) != 0 {
 			t.Errorf("a chmod made backups: %v", names)
 		}
 	})
@@ -329,11 +329,7 @@ func TestFileBackups(t *testing.T) {
 		for i := 1; i <= 4; i++ {
 			apply(t, ft, env, newRes(t, ft, "", map[string]any{"path": p, "content": "v" + string(rune('0'+i)), "backup": 2}), Update)
 		}
-		dir := BackupDir(env.StateDir)
-		names, err := listBackups(dir, backupKey(p))
-		if err != nil {
-			t.Fatal(err)
-		}
+		dir, names := backupsOf(t, env, p)
 		if len(names) != 2 {
 			t.Fatalf("backups = %v, want 2", names)
 		}
@@ -346,13 +342,11 @@ func TestFileBackups(t *testing.T) {
 		if got := permOf(t, filepath.Join(dir, names[0])); got != 0o640 {
 			t.Errorf("backup mode = %04o, want the file's 0640", got)
 		}
-		wantPrefix := strings.ReplaceAll(strings.TrimPrefix(p, "/"), "/", "_") + "."
-		if !strings.HasPrefix(names[0], wantPrefix) {
-			t.Errorf("backup name %q does not start with %q", names[0], wantPrefix)
+		if want := filepath.Join(env.StateDir, "backup", p); dir != want {
+			t.Errorf("backups are in %s, want %s (the path, mirrored)", dir, want)
 		}
-		stamp := strings.TrimPrefix(names[0], wantPrefix)
-		if _, err := time.Parse(backupStamp, stamp); err != nil {
-			t.Errorf("backup stamp %q: %v", stamp, err)
+		if _, err := time.Parse(backupStamp, names[0]); err != nil {
+			t.Errorf("backup stamp %q: %v", names[0], err)
 		}
 	})
 	t.Run("backup 0 keeps none", func(t *testing.T) {
@@ -360,7 +354,7 @@ func TestFileBackups(t *testing.T) {
 		writeFile(t, p, "old", 0o644)
 		env := testEnv(t)
 		apply(t, ft, env, newRes(t, ft, "", map[string]any{"path": p, "content": "new", "backup": 0}), Update)
-		if names, _ := listBackups(BackupDir(env.StateDir), backupKey(p)); len(names) != 0 {
+		if _, names := backupsOf(t, env, p); len(names) != 0 {
 			t.Fatalf("backups = %v", names)
 		}
 	})
@@ -368,21 +362,6 @@ func TestFileBackups(t *testing.T) {
 		p := filepath.Join(t.TempDir(), "f")
 		writeFile(t, p, "old", 0o644)
 		apply(t, ft, &Env{}, newRes(t, ft, "", map[string]any{"path": p, "content": "new"}), Update)
-	})
-	t.Run("similar names are not pruned", func(t *testing.T) {
-		env := testEnv(t)
-		dir := BackupDir(env.StateDir)
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		other := filepath.Join(dir, "a_b.conf.20200101000000.000000000")
-		writeFile(t, other, "x", 0o600)
-		if err := pruneBackups(dir, "a_b", 0); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := os.Stat(other); err != nil {
-			t.Fatalf("backup of another path was pruned: %v", err)
-		}
 	})
 }
 
@@ -396,8 +375,8 @@ func TestFileDeleteAndTouch(t *testing.T) {
 		if _, err := os.Lstat(p); !os.IsNotExist(err) {
 			t.Fatalf("still there: %v", err)
 		}
-		names, _ := listBackups(BackupDir(env.StateDir), backupKey(p))
-		if len(names) != 1 || readFile(t, filepath.Join(BackupDir(env.StateDir), names[0])) != "keep me" {
+		dir, names := backupsOf(t, env, p)
+		if len(names) != 1 || readFile(t, filepath.Join(dir, names[0])) != "keep me" {
 			t.Fatalf("backups = %v", names)
 		}
 	})

@@ -197,7 +197,7 @@ type raceWorld struct {
 }
 
 func newRaceWorld(t *testing.T) *raceWorld {
-	base := raceTempDir(t)
+	base := tmpfsDir(t)
 	w := &raceWorld{drop: filepath.Join(base, "drop")}
 	mkdir(t, w.drop, 0o777)
 	vault := filepath.Join(base, "vault")
@@ -207,10 +207,10 @@ func newRaceWorld(t *testing.T) *raceWorld {
 	return w
 }
 
-// raceTempDir is a temporary directory on a tmpfs when /dev/shm is one
+// tmpfsDir is a temporary directory on a tmpfs when /dev/shm is one
 // (fsync is free there, and a race converges hundreds of times), else
 // t.TempDir().
-func raceTempDir(t *testing.T) string {
+func tmpfsDir(t testing.TB) string {
 	var fs syscall.Statfs_t
 	if syscall.Statfs("/dev/shm", &fs) == nil && fs.Type == 0x01021994 { // TMPFS_MAGIC
 		if dir, err := os.MkdirTemp("/dev/shm", "toque-race-"); err == nil {
