@@ -347,7 +347,8 @@ func (t *fileType) update(env *Env, desired *Resource, current *State, path stri
 	// already has its mode and owner.
 	target, atomic := file, false
 	if step.HasGroup("content") {
-		if _, err := backupFrom(env, real, file, live.mode, desired.Int("backup"), time.Now()); err != nil {
+		backup, err := backupFrom(env, real, file, live.mode, desired.Int("backup"), time.Now())
+		if err != nil {
 			return err
 		}
 		content := []byte(desired.String("content"))
@@ -370,7 +371,7 @@ func (t *fileType) update(env *Env, desired *Resource, current *State, path stri
 			}
 			defer nf.Close()
 			target, atomic = nf, true
-		} else if err := rewriteInPlace(f.dir, f.name, idOf(&fst), content); err != nil {
+		} else if err := rewriteInPlace(f.dir, f.name, idOf(&fst), content, backup); err != nil {
 			return err
 		}
 	}
@@ -523,18 +524,63 @@ func replaceAtomic(d *heldDir, name string, content []byte, mode uint32, own own
 	return tmp, nil
 }
 
+// pwriteAll writes content at the start of f, in chunks of inPlaceChunk,
+// and returns how many bytes the kernel says it wrote: os.File.WriteAt
+// drops the count of a short write that an error follows, and the error
+// must say how far the file was written.
+func pwriteAll(f *os.File, content []byte) (int, error) {
+	n := 0
+	for n < len(content) {
+		m, err := unix.Pwrite(int(f.Fd()), content[n:min(n+inPlaceChunk, len(content))], int64(n))
+		if m > 0 {
+			n += m
+		}
+		switch {
+		case errors.Is(err, unix.EINTR):
+		case err != nil:
+			return n, &fs.PathError{Op: "write", Path: f.Name(), Err: err}
+		case m == 0:
+			return n, &fs.PathError{Op: "write", Path: f.Name(), Err: io.ErrShortWrite}
+		}
+	}
+	return n, nil
+}
+
+// inPlaceChunk is how much rewriteInPlace writes per write(2).
+const inPlaceChunk = 1 << 20
+
+// reserveSpace is reserve (safefs_*.go); a variable so that tests can play
+// a file system without fallocate.
+var reserveSpace = reserve
+
 // rewriteInPlace rewrites the regular file name in d, which must be the
-// inode want, keeping its inode (atomic_update = false).
-func rewriteInPlace(d *heldDir, name string, want fileID, content []byte) error {
+// inode want, keeping its inode (atomic_update = false). It first reserves
+// the blocks the new content needs (fallocate, where the file system has
+// it), so that a full disk fails before the file is touched; a failure
+// after the first byte is written says the file is left partially written
+// and where its backup is (backup; "" when none was kept).
+func rewriteInPlace(d *heldDir, name string, want fileID, content []byte, backup string) error {
 	path := d.join(name)
 	// Not O_TRUNC: the inode is checked first.
 	f, _, err := openAt(d, name, unix.O_WRONLY, unix.S_IFREG, want)
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return fmt.Errorf("writing %s in place (atomic_update = false): %w; the file is unchanged", path, err)
 	}
-	err = f.Truncate(0)
+	if len(content) > 0 {
+		err := reserveSpace(int(f.Fd()), int64(len(content)))
+		if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) || errors.Is(err, unix.EFBIG) {
+			f.Close()
+			return fmt.Errorf("writing %s in place (atomic_update = false): cannot reserve %d bytes: %w; the file is unchanged", path, len(content), err)
+		}
+		// Any other error (EOPNOTSUPP...): this file system reserves
+		// nothing ahead; write anyway.
+	}
+	// Over the old bytes, then cut the rest: the file is never empty in
+	// between. In chunks, so that a failure says how far it got even on
+	// file systems that fail a whole write they cannot finish.
+	n, err := pwriteAll(f, content)
 	if err == nil {
-		_, err = f.Write(content)
+		err = f.Truncate(int64(len(content)))
 	}
 	if err == nil {
 		err = f.Sync()
@@ -542,8 +588,15 @@ func rewriteInPlace(d *heldDir, name string, want fileID, content []byte) error 
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+	if err == nil {
+		return nil
 	}
-	return nil
+	if n == 0 {
+		return fmt.Errorf("writing %s in place (atomic_update = false): %w; the file is unchanged", path, err)
+	}
+	where := "no backup was kept (backup = 0, or no state directory)"
+	if backup != "" {
+		where = "its previous content is in the backup " + backup
+	}
+	return fmt.Errorf("writing %s in place (atomic_update = false) failed after %d of %d bytes: %w; %s is left partially written: %s", path, n, len(content), err, path, where)
 }

@@ -64,3 +64,10 @@ func touchFd(fd int) error {
 	}
 	return nil
 }
+
+// reserve allocates the blocks of the first n bytes of fd's file without
+// changing its size (fallocate FALLOC_FL_KEEP_SIZE), so that writing them
+// cannot run out of space.
+func reserve(fd int, n int64) error {
+	return unix.Fallocate(fd, unix.FALLOC_FL_KEEP_SIZE, 0, n)
+}

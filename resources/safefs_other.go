@@ -22,3 +22,5 @@ func openNoFollow(dfd int, name string) (int, error) { return -1, unix.ENOSYS }
 func chownFd(fd int, uid, gid int) error { return unix.Fchown(fd, uid, gid) }
 
 func touchFd(fd int) error { return unix.Futimes(fd, nil) }
+
+func reserve(int, int64) error { return unix.ENOTSUP }
