@@ -271,6 +271,9 @@ func (t *directoryType) delete(desired *Resource, current *State, path string) e
 		}
 	}
 	if err := unix.Unlinkat(f.dir.fd, f.name, unix.AT_REMOVEDIR); err != nil {
+		if (errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST)) && desired.Bool("recursive") {
+			return fmt.Errorf("deleting %s: something keeps being created in it while it is deleted", path)
+		}
 		if errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST) {
 			return fmt.Errorf("directory %s is not empty; set recursive = true to delete it and everything in it", path)
 		}

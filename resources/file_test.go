@@ -56,6 +56,7 @@ func TestFilePlan(t *testing.T) {
 	ft := FileType()
 	existing := filepath.Join(dir, "existing")
 	writeFile(t, existing, "old\n", 0o600)
+	me, myUID, myGroup, _ := whoami(t)
 
 	cases := []struct {
 		name    string
@@ -70,12 +71,12 @@ func TestFilePlan(t *testing.T) {
 		{"create absent", filepath.Join(dir, "new"), "", map[string]any{"content": "x"}, Create, []string{"content", "mode"}, []string{"content", "mode"}, "does not exist"},
 		{"update content", existing, "create", map[string]any{"content": "new\n"}, Update, []string{"content"}, []string{"content"}, "content differs"},
 		{"no-op", existing, "create", map[string]any{"content": "old\n"}, NoOp, nil, nil, "already in the desired state"},
-		{"unset mode left alone", existing, "create", map[string]any{"content": "old\n", "owner": "root"}, NoOp, nil, nil, ""},
+		{"unset mode left alone", existing, "create", map[string]any{"content": "old\n", "owner": me}, NoOp, nil, nil, ""},
 		{"mode 600 equals 0600", existing, "create", map[string]any{"mode": "600"}, NoOp, nil, nil, ""},
 		{"mode 384 equals 0600", existing, "create", map[string]any{"mode": 384}, NoOp, nil, nil, ""},
 		{"mode differs", existing, "create", map[string]any{"mode": "0644"}, Update, []string{"mode"}, []string{"mode"}, "mode differs"},
-		{"owner by id equals root", existing, "create", map[string]any{"owner": "0", "group": "root"}, NoOp, nil, nil, ""},
-		{"owner differs", existing, "create", map[string]any{"owner": "65534"}, Update, []string{"owner"}, []string{"owner"}, ""},
+		{"owner by id equals its name", existing, "create", map[string]any{"owner": myUID, "group": myGroup}, NoOp, nil, nil, ""},
+		{"owner differs", existing, "create", map[string]any{"owner": someoneElse()}, Update, []string{"owner"}, []string{"owner"}, ""},
 		{"content and mode", existing, "create", map[string]any{"content": "n", "mode": "0644"}, Update, []string{"content", "mode"}, []string{"content", "mode"}, "content and mode differ"},
 		{"create_if_missing exists", existing, "create_if_missing", map[string]any{"content": "other"}, NoOp, nil, nil, "exists; create_if_missing leaves it as it is"},
 		{"create_if_missing absent", filepath.Join(dir, "new"), "create_if_missing", map[string]any{}, Create, []string{"mode"}, []string{"mode"}, ""},
