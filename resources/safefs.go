@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/zclconf/go-cty/cty"
 	"golang.org/x/sys/unix"
@@ -546,6 +547,13 @@ func chownFile(f *os.File, o ownership) error {
 	return nil
 }
 
+// openToAll caches, per directory (device and inode), whether every
+// directory from it up to / lets others through: a plan reads thousands of
+// files in a handful of directories. It lives for the process (one plan or
+// one apply), like the owner-name caches; what it decides is only what a
+// plan shows, never what toque changes.
+var openToAll sync.Map // fileID → bool
+
 // searchableByAll reports whether every directory from d up to "/" lets
 // every user of the host through (o+x), so that a file in d is reachable
 // by anyone its own mode lets read it.
@@ -554,16 +562,31 @@ func searchableByAll(d *heldDir) (bool, error) {
 	if err != nil {
 		return false, &fs.PathError{Op: "open", Path: d.path, Err: err}
 	}
+	var walked []fileID // the directories on the way up, all o+x
+	verdict := func(v bool) (bool, error) {
+		for _, id := range walked {
+			openToAll.Store(id, v)
+		}
+		return v, nil
+	}
 	for range 4096 {
 		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil {
+		err := unix.Fstat(fd, &st)
+		if err != nil {
 			unix.Close(fd)
 			return false, err
 		}
+		id := idOf(&st)
+		if v, ok := openToAll.Load(id); ok {
+			unix.Close(fd)
+			return verdict(v.(bool))
+		}
 		if st.Mode&0o001 == 0 {
 			unix.Close(fd)
-			return false, nil
+			openToAll.Store(id, false)
+			return verdict(false)
 		}
+		walked = append(walked, id)
 		up, err := unix.Openat(fd, "..", oPath|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		unix.Close(fd)
 		if err != nil {
@@ -574,9 +597,9 @@ func searchableByAll(d *heldDir) (bool, error) {
 			unix.Close(up)
 			return false, err
 		}
-		if idOf(&ust) == idOf(&st) {
+		if idOf(&ust) == id {
 			unix.Close(up)
-			return true, nil // "/": its ".." is itself
+			return verdict(true) // "/": its ".." is itself
 		}
 		fd = up
 	}
