@@ -166,7 +166,7 @@ func (t *directoryType) create(desired *Resource, path string) error {
 	defer d.close()
 	if err := unix.Mkdirat(d.fd, name, 0o700); err != nil {
 		if errors.Is(err, unix.EEXIST) {
-			return fmt.Errorf("creating %s: something appeared there: %w", path, errChanged)
+			return fmt.Errorf("creating %s: something appeared there: %w", path, ErrChanged)
 		}
 		return fmt.Errorf("creating %s: %w", path, err)
 	}
@@ -177,7 +177,7 @@ func (t *directoryType) create(desired *Resource, path string) error {
 	defer dir.Close()
 	if int64(st.Uid) != int64(os.Geteuid()) {
 		// Swapped for another user's directory since the mkdir.
-		return fmt.Errorf("creating %s: the directory there belongs to %s, not to toque's user: %w", path, ownerName(st.Uid), errChanged)
+		return fmt.Errorf("creating %s: the directory there belongs to %s, not to toque's user: %w", path, ownerName(st.Uid), ErrChanged)
 	}
 	if err := chownFile(dir, own); err != nil {
 		return err
@@ -199,11 +199,11 @@ func openLoaded(desired *Resource, current *State, path string) (*found, *os.Fil
 	}
 	switch {
 	case !f.exists:
-		err = fmt.Errorf("it is gone: %w", errChanged)
+		err = fmt.Errorf("it is gone: %w", ErrChanged)
 	case f.link != "" && !f.followed:
-		err = fmt.Errorf("it is a symbolic link now: %w", errChanged)
+		err = fmt.Errorf("it is a symbolic link now: %w", ErrChanged)
 	case f.followed && f.path() != current.Extra["resolved_path"]:
-		err = fmt.Errorf("the link leads to %s now: %w", f.path(), errChanged)
+		err = fmt.Errorf("the link leads to %s now: %w", f.path(), ErrChanged)
 	}
 	if err != nil {
 		f.close()

@@ -321,11 +321,11 @@ func (t *fileType) update(env *Env, desired *Resource, current *State, path stri
 	defer f.close()
 	switch {
 	case !f.exists:
-		return fmt.Errorf("updating %s: it is gone: %w", path, errChanged)
+		return fmt.Errorf("updating %s: it is gone: %w", path, ErrChanged)
 	case f.link != "" && !f.followed:
-		return fmt.Errorf("updating %s: it is a symbolic link now: %w", path, errChanged)
+		return fmt.Errorf("updating %s: it is a symbolic link now: %w", path, ErrChanged)
 	case f.followed && f.path() != current.Extra["resolved_path"]:
-		return fmt.Errorf("updating %s: the link leads to %s now, not %s: %w", path, f.path(), current.Extra["resolved_path"], errChanged)
+		return fmt.Errorf("updating %s: the link leads to %s now, not %s: %w", path, f.path(), current.Extra["resolved_path"], ErrChanged)
 	}
 	real := f.path()
 	file, fst, err := openAt(f.dir, f.name, unix.O_RDONLY, unix.S_IFREG, current.obj)
@@ -468,7 +468,7 @@ func writeNew(d *heldDir, name string, content []byte, mode uint32, own ownershi
 	}
 	if err = renameAt(d, tmpName, name, true); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("creating %s: something appeared there: %w", path, errChanged)
+			return fmt.Errorf("creating %s: something appeared there: %w", path, ErrChanged)
 		}
 		return fmt.Errorf("creating %s: %w", path, err)
 	}
@@ -481,7 +481,7 @@ func writeNewInPlace(d *heldDir, name string, content []byte, mode uint32, own o
 	path := d.join(name)
 	fd, err := unix.Openat(d.fd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if errors.Is(err, unix.EEXIST) {
-		return fmt.Errorf("creating %s: something appeared there: %w", path, errChanged)
+		return fmt.Errorf("creating %s: something appeared there: %w", path, ErrChanged)
 	}
 	if err != nil {
 		return fmt.Errorf("creating %s: %w", path, err)

@@ -255,7 +255,7 @@ func makeLink(d *heldDir, name string, desired *Resource, current *State, own ow
 		return err
 	}
 	if !create && current.obj.known() && (!oldExists || idOf(&old) != current.obj) {
-		return fmt.Errorf("link %s: %w", path, errChanged)
+		return fmt.Errorf("link %s: %w", path, ErrChanged)
 	}
 	if linkType == "symbolic" && oldExists && old.Mode&unix.S_IFMT == unix.S_IFLNK {
 		if own.uid < 0 {
@@ -302,7 +302,7 @@ func makeLink(d *heldDir, name string, desired *Resource, current *State, own ow
 	}
 	if err = renameAt(d, tmp, name, create); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("creating %s: something appeared there: %w", path, errChanged)
+			return fmt.Errorf("creating %s: something appeared there: %w", path, ErrChanged)
 		}
 		return fmt.Errorf("replacing %s with a link: %w", path, err)
 	}
@@ -327,7 +327,7 @@ func checkMade(d *heldDir, tmp, linkType string, want fileID) (fileID, error) {
 		kind = unix.S_IFREG
 	}
 	if !ok || uint32(st.Mode)&unix.S_IFMT != kind || (want.known() && idOf(&st) != want) {
-		return fileID{}, fmt.Errorf("the link made at %s was replaced, or its source is not the file read: %w", d.join(tmp), errChanged)
+		return fileID{}, fmt.Errorf("the link made at %s was replaced, or its source is not the file read: %w", d.join(tmp), ErrChanged)
 	}
 	return idOf(&st), nil
 }
@@ -356,7 +356,7 @@ func chownEntry(d *heldDir, name string, own ownership, want fileID) error {
 		return fmt.Errorf("setting the owner of %s: %w", d.join(name), err)
 	}
 	if want.known() && idOf(&st) != want {
-		return fmt.Errorf("setting the owner of %s: %w", d.join(name), errChanged)
+		return fmt.Errorf("setting the owner of %s: %w", d.join(name), ErrChanged)
 	}
 	if err := chownFd(fd, own.uid, own.gid); err != nil {
 		return fmt.Errorf("setting the owner of %s: %w", d.join(name), err)
@@ -381,7 +381,7 @@ func (t *linkType) delete(d *heldDir, name string, desired *Resource, current *S
 		return fmt.Errorf("deleting %s: it is %s now, not a symbolic link; refusing to delete it", path, article(kindOf(kind)))
 	}
 	if current.obj.known() && idOf(&st) != current.obj {
-		return fmt.Errorf("deleting %s: %w", path, errChanged)
+		return fmt.Errorf("deleting %s: %w", path, ErrChanged)
 	}
 	if err := unix.Unlinkat(d.fd, name, 0); err != nil {
 		return fmt.Errorf("deleting %s: %w", path, err)

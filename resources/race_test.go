@@ -179,7 +179,7 @@ func raceOnce(t *testing.T, early bool, typ Type, env *Env, r *Resource, attack 
 	}
 	if err := typ.Converge(t.Context(), env, r, st, step); err != nil {
 		var ule *UnsafeLinkError
-		if !errors.Is(err, errChanged) && !errors.As(err, &ule) && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+		if !errors.Is(err, ErrChanged) && !errors.As(err, &ule) && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 			t.Logf("converge error: %v", err)
 		}
 		tally.refused++

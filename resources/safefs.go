@@ -400,7 +400,7 @@ func openAt(d *heldDir, name string, flags int, kind uint32, want fileID) (*os.F
 	}
 	fd, err := unix.Openat(d.fd, name, flags|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ELOOP) {
-		return nil, st, fmt.Errorf("%s is a symbolic link now: %w", d.join(name), errChanged)
+		return nil, st, fmt.Errorf("%s is a symbolic link now: %w", d.join(name), ErrChanged)
 	}
 	if err != nil {
 		return nil, st, &fs.PathError{Op: "open", Path: d.join(name), Err: err}
@@ -412,10 +412,10 @@ func openAt(d *heldDir, name string, flags int, kind uint32, want fileID) (*os.F
 	switch {
 	case uint32(st.Mode)&unix.S_IFMT != kind:
 		unix.Close(fd)
-		return nil, st, fmt.Errorf("%s is %s now: %w", d.join(name), article(kindOf(uint32(st.Mode))), errChanged)
+		return nil, st, fmt.Errorf("%s is %s now: %w", d.join(name), article(kindOf(uint32(st.Mode))), ErrChanged)
 	case want.known() && idOf(&st) != want:
 		unix.Close(fd)
-		return nil, st, fmt.Errorf("%s is another file than the one read: %w", d.join(name), errChanged)
+		return nil, st, fmt.Errorf("%s is another file than the one read: %w", d.join(name), ErrChanged)
 	}
 	// Back to blocking mode for the reads and writes that follow.
 	if err := unix.SetNonblock(fd, false); err != nil {
@@ -425,9 +425,12 @@ func openAt(d *heldDir, name string, flags int, kind uint32, want fileID) (*os.F
 	return os.NewFile(uintptr(fd), d.join(name)), st, nil
 }
 
-// errChanged is wrapped by the errors of a Converge that found the object
-// it was to change replaced since Load read it.
-var errChanged = errors.New("it changed since it was read (another process is changing it); nothing was changed: run toque plan again")
+// ErrChanged is wrapped by the errors of a built-in file-system type's
+// Converge that found the object it was to change replaced, or something
+// new where it was to create one, since Load read it: another process is
+// changing the path, and nothing was changed. Apply may tell it from other
+// failures with errors.Is.
+var ErrChanged = errors.New("it changed since it was read (another process is changing it); nothing was changed: run toque plan again")
 
 // kindOf names the file type in a stat mode, as fileKind does for an
 // os.FileMode.
@@ -652,7 +655,7 @@ func lookupPath(path string, follow bool) (*found, error) {
 	}
 	if f.link, err = readlinkAt(d, name); err != nil || !follow {
 		if errors.Is(err, unix.EINVAL) {
-			err = fmt.Errorf("%s is no longer a symbolic link: %w", path, errChanged)
+			err = fmt.Errorf("%s is no longer a symbolic link: %w", path, ErrChanged)
 		}
 		if err != nil {
 			d.close()
