@@ -550,12 +550,19 @@ func chownFile(f *os.File, o ownership) error {
 	return nil
 }
 
-// openToAll caches, per directory (device and inode), whether every
-// directory from it up to / lets others through: a plan reads thousands of
-// files in a handful of directories. It lives for the process (one plan or
-// one apply), like the owner-name caches; what it decides is only what a
-// plan shows, never what toque changes.
-var openToAll sync.Map // fileID → bool
+// openToAll caches, per directory, whether every directory from it up to
+// / lets others through: a plan reads thousands of files in a handful of
+// directories. A directory is known by device, inode and change time, so a
+// chmod, or a new directory on a recycled inode, is a new entry; a change
+// to a directory above it is not seen until the process ends (one plan or
+// one apply). What it decides is only what a plan shows, never what toque
+// changes.
+var openToAll sync.Map // dirKey → bool
+
+type dirKey struct {
+	id    fileID
+	ctime unix.Timespec
+}
 
 // searchableByAll reports whether every directory from d up to "/" lets
 // every user of the host through (o+x), so that a file in d is reachable
@@ -565,7 +572,7 @@ func searchableByAll(d *heldDir) (bool, error) {
 	if err != nil {
 		return false, &fs.PathError{Op: "open", Path: d.path, Err: err}
 	}
-	var walked []fileID // the directories on the way up, all o+x
+	var walked []dirKey // the directories on the way up, all o+x
 	verdict := func(v bool) (bool, error) {
 		for _, id := range walked {
 			openToAll.Store(id, v)
@@ -580,16 +587,17 @@ func searchableByAll(d *heldDir) (bool, error) {
 			return false, err
 		}
 		id := idOf(&st)
-		if v, ok := openToAll.Load(id); ok {
+		key := dirKey{id: id, ctime: st.Ctim}
+		if v, ok := openToAll.Load(key); ok {
 			unix.Close(fd)
 			return verdict(v.(bool))
 		}
 		if st.Mode&0o001 == 0 {
 			unix.Close(fd)
-			openToAll.Store(id, false)
+			openToAll.Store(key, false)
 			return verdict(false)
 		}
-		walked = append(walked, id)
+		walked = append(walked, key)
 		up, err := unix.Openat(fd, "..", oPath|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		unix.Close(fd)
 		if err != nil {
