@@ -23,6 +23,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	toqueBin = filepath.Join(dir, "toque")
+	// Every apply takes the host-wide lock: keep it in the scratch dir, never
+	// the machine's /run/toque.
+	os.Setenv("TOQUE_HOST_LOCK", filepath.Join(dir, "run", "apply.lock"))
 	cmd := exec.Command("go", "build", "-o", toqueBin, ".")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -105,7 +106,10 @@ func humanSize(n int64) string {
 }
 
 // StoreCurrent turns a live reading into the form kept in the plan.
-func StoreCurrent(s *resources.Schema, st *resources.State, salt string, sensitive bool) *Current {
+// sensitive hides every value (a sensitive resource); sensitiveProps names
+// properties whose values are hidden besides those the schema marks (the
+// recipe made their value sensitive).
+func StoreCurrent(s *resources.Schema, st *resources.State, salt string, sensitive bool, sensitiveProps ...string) *Current {
 	c := &Current{Exists: st.Exists}
 	if len(st.Values) > 0 {
 		c.Values = make(map[string]StoredValue, len(st.Values))
@@ -113,7 +117,7 @@ func StoreCurrent(s *resources.Schema, st *resources.State, salt string, sensiti
 			if v == cty.NilVal {
 				continue
 			}
-			c.Values[k] = StoreValue(s.Property(k), v, salt, sensitive)
+			c.Values[k] = StoreValue(s.Property(k), v, salt, sensitive || slices.Contains(sensitiveProps, k))
 		}
 	}
 	if len(st.Extra) > 0 {

@@ -30,6 +30,7 @@ func ModeProperty(def, description string) *Property {
 		Name:        "mode",
 		Type:        cty.DynamicPseudoType,
 		Normalize:   NormalizeMode,
+		Warn:        WarnDecimalMode,
 		Description: description,
 	}
 	if def != "" {
@@ -74,6 +75,30 @@ func validateNonEmpty(name string) func(cty.Value) error {
 		}
 		return nil
 	}
+}
+
+// WarnDecimalMode warns about a mode written as a decimal number whose
+// digits read like an octal mode (644, 755, 2775): HCL has no octal
+// literals, so it is the numeric mode — 644 is 01204, sticky, and the owner
+// cannot read. When the number is also a sensible mode (420 is 0644), the
+// warning says both readings; either way a string says it unambiguously.
+func WarnDecimalMode(v cty.Value) string {
+	if v == cty.NilVal || !v.IsKnown() || v.IsNull() || v.Type() != cty.Number {
+		return ""
+	}
+	bf := v.AsBigFloat()
+	n, acc := bf.Int64()
+	if !bf.IsInt() || acc != big.Exact || n < 100 || n > 7777 {
+		return ""
+	}
+	digits := strconv.FormatInt(n, 10)
+	if strings.Trim(digits, "01234567") != "" {
+		return ""
+	}
+	if n > 0o777 || n&0o400 == 0 {
+		return fmt.Sprintf("mode = %s is the decimal number %s, which is the mode 0%o, not 0%s: HCL has no octal numbers. Write the mode as a string: mode = \"0%s\".", digits, digits, n, strings.TrimLeft(digits, "0"), strings.TrimLeft(digits, "0"))
+	}
+	return fmt.Sprintf("mode = %s is the decimal number %s, which is the mode 0%o. If you meant 0%s, write mode = \"0%s\"; write modes as strings either way (mode = \"0%o\").", digits, digits, n, digits, digits, n)
 }
 
 // NormalizeMode turns a mode into its canonical form, a four-digit octal
@@ -336,6 +361,7 @@ func PathProperty(name, description string) *Property {
 		Required:     true,
 		Normalize:    normalizePath,
 		Validate:     validateAbsPath,
+		Namespace:    NamespacePath,
 		Description:  description,
 	}
 }
