@@ -26,6 +26,8 @@ func TestE2EPathsAreNormalisedOrRefusedAtValidate(t *testing.T) {
 		{"relative label", "directory \"srv/www\" {}\n", "bad.hcl:1:"},
 		{"relative link", "link \"rel/link\" {\n  to = \"/x\"\n}\n", "bad.hcl:1:"},
 		{"root", "directory \"//\" {}\n", "bad.hcl:1:"},
+		// One identity: the duplicate check sees the canonical paths.
+		{"two spellings of one path", "file \"/srv/./a\" {}\ntemplate \"/srv//a/\" {\n  content_template = \"x\"\n}\n", "bad.hcl:2:"},
 	})
 
 	t.Run("spellings of one path plan and apply as that path", func(t *testing.T) {
