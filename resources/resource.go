@@ -175,6 +175,18 @@ type State struct {
 	// that the plan depends on (for example the kind of file found at a
 	// path). They take part in the staleness fingerprint.
 	Extra map[string]string
+	// Private names live values that no output may show beyond their size
+	// and digest, each with the reason, which outputs show instead (a
+	// file's current content when not every user of the host may read
+	// it). It applies to Content properties: the planner shows no diff
+	// from a private value. Not part of the fingerprint: Load derives it
+	// from what Values and Extra hold and from the directories on the way.
+	Private map[string]string
+
+	// obj and src identify the objects Load read (the file at a path; a
+	// hard link's source), so that Converge changes those and no other.
+	// Set by the built-in file-system types; never stored in a plan.
+	obj, src fileID
 }
 
 // Absent is the State of a thing that does not exist.

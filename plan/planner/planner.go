@@ -565,7 +565,10 @@ func buildChanges(s *resources.Schema, changes []resources.Change, state *resour
 				ch.Before = plan.StoreValue(prop, c.Before, salt, false).Display
 			}
 			ch.After = plan.StoreValue(prop, c.After, salt, false).Display
-			if isContent {
+			if why := state.Private[c.Property]; isContent && why != "" {
+				// The type says who may not see the live value: no diff.
+				ch.DiffNote = why
+			} else if isContent {
 				before, bok := stringOf(state.Values[c.Property])
 				if !bok {
 					before, bok = stringOf(c.Before)
