@@ -117,7 +117,16 @@ func StoreCurrent(s *resources.Schema, st *resources.State, salt string, sensiti
 			if v == cty.NilVal {
 				continue
 			}
-			c.Values[k] = StoreValue(s.Property(k), v, salt, sensitive || slices.Contains(sensitiveProps, k))
+			hidden := sensitive || slices.Contains(sensitiveProps, k)
+			sv := StoreValue(s.Property(k), v, salt, hidden)
+			if !hidden && st.Private[k] != "" {
+				// A value not every user may read (a private file's
+				// content): its plain sha256 would let anyone holding the
+				// plan guess a short secret, so it is keyed like a
+				// sensitive value's, and shown by size only.
+				sv = StoredValue{Digest: DigestValue(v, salt, true), Size: sv.Size, Display: fmt.Sprintf("(%s, private)", humanSize(sv.Size))}
+			}
+			c.Values[k] = sv
 		}
 	}
 	if len(st.Extra) > 0 {
