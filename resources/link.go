@@ -68,7 +68,9 @@ func (t *linkType) Load(ctx context.Context, r *Resource) (*State, error) {
 	}
 	d, name, err := holdParent(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return Absent(), nil
+		st := Absent()
+		st.parentMissing = true
+		return st, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
@@ -147,6 +149,11 @@ func linkSource(d *heldDir, to string) (unix.Stat_t, bool, error) {
 
 // Plan decides what the link's action does. It never does I/O.
 func (t *linkType) Plan(desired *Resource, current *State) (*Step, error) {
+	step, err := t.plan(desired, current)
+	return withPathNeeds(step, err, current, desired.String("target_file"), false, false)
+}
+
+func (t *linkType) plan(desired *Resource, current *State) (*Step, error) {
 	action := effectiveAction(desired)
 	if action == "nothing" {
 		return nothingStep(), nil

@@ -183,6 +183,11 @@ type State struct {
 	// from what Values and Extra hold and from the directories on the way.
 	Private map[string]string
 
+	// parentMissing is set by the file-system types' Load when a directory
+	// on the way to the path does not exist: a create then needs its
+	// parent from an earlier resource (Step.Needs).
+	parentMissing bool
+
 	// obj and src identify the objects Load read (the file at a path; a
 	// hard link's source), so that Converge changes those and no other.
 	// Set by the built-in file-system types; never stored in a plan.
