@@ -76,6 +76,10 @@ func (t *linkType) Load(ctx context.Context, r *Resource) (*State, error) {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	defer d.close()
+	unwritable := ""
+	if effectiveUID() != 0 && !dirWritable(d) {
+		unwritable = d.path
+	}
 	ls, exists, err := statAt(d, name)
 	if err != nil {
 		return nil, err
@@ -90,10 +94,12 @@ func (t *linkType) Load(ctx context.Context, r *Resource) (*State, error) {
 				st.src = idOf(&sst)
 			}
 		}
+		st.dirUnwritable = unwritable
 		return st, nil
 	}
 	kind := kindOf(uint32(ls.Mode))
 	st := &State{Exists: true, Values: map[string]cty.Value{}, Extra: map[string]string{"kind": kind}}
+	st.dirUnwritable, st.ownerUID, st.ownerKnown = unwritable, int(ls.Uid), true
 	si := statInfoOf(&ls)
 	switch kind {
 	case "symlink":

@@ -187,6 +187,12 @@ type State struct {
 	// on the way to the path does not exist: a create then needs its
 	// parent from an earlier resource (Step.Needs).
 	parentMissing bool
+	// ownerUID is the owner of what Load found (ownerKnown), and
+	// dirUnwritable the directory toque's user may not write, "" when it
+	// may: for the plan to refuse what apply could not do (privilege.go).
+	ownerUID      int
+	ownerKnown    bool
+	dirUnwritable string
 
 	// obj and src identify the objects Load read (the file at a path; a
 	// hard link's source), so that Converge changes those and no other.

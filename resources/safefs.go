@@ -717,6 +717,17 @@ func lookupPath(path string, follow bool) (*found, error) {
 // and, for a path that is a symbolic link, what it points to (Extra
 // link_target; with resolved_path and target_kind when it was followed).
 func stateOf(f *found) *State {
+	st := stateOfFound(f)
+	if f.dir != nil && effectiveUID() != 0 && !dirWritable(f.dir) {
+		st.dirUnwritable = f.dir.path
+	}
+	if f.exists {
+		st.ownerUID, st.ownerKnown = int(f.st.Uid), true
+	}
+	return st
+}
+
+func stateOfFound(f *found) *State {
 	if !f.exists && f.link == "" {
 		st := Absent()
 		st.parentMissing = f.dir == nil
@@ -755,8 +766,14 @@ func statInfoOf(st *unix.Stat_t) statInfo {
 // makes the parents itself); a directory it creates is provided, with its
 // parents when recursive.
 func withPathNeeds(step *Step, err error, current *State, path string, isDir, recursive bool) (*Step, error) {
-	if err != nil || step == nil || step.Kind != Create {
+	if err != nil || step == nil {
 		return step, err
+	}
+	if err := privilegeError(step, current, path); err != nil {
+		return nil, err
+	}
+	if step.Kind != Create {
+		return step, nil
 	}
 	if current.parentMissing && !(isDir && recursive) {
 		step.Needs = append(step.Needs, Need{Namespace: NamespacePath, Value: parentDir(path), What: "directory"})
