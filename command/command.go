@@ -229,6 +229,7 @@ func (b *Base) view(noColor bool) *views.View {
 	v := views.NewView(views.Streams{Stdout: b.Streams.Stdout, Stderr: b.Streams.Stderr}, noColor, nil)
 	v.Workdir = b.workDir()
 	v.Files = b.files
+	v.Registry = b.Registry
 	return v
 }
 

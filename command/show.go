@@ -19,6 +19,7 @@ Usage: toque [-chdir=DIR] show [options] PLANFILE
 
   Shows a plan saved by 'toque plan -out=PLANFILE', as plan printed it, with
   the plan's digest. It needs only the file, not the host it was made on.
+  What it shows is derived from the values apply runs.
 
 Options:
 

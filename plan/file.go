@@ -20,7 +20,7 @@ import (
 
 // The plan file is one JSON document, the envelope
 //
-//	{"toque_plan": 1, "checksum": "sha256:HEX", "plan": {…}}
+//	{"toque_plan": 2, "checksum": "sha256:HEX", "plan": {…}}
 //
 // where checksum is the sha256 of the exact bytes of the "plan" member, which
 // are the plan's canonical JSON (encoding/json of Plan). Digest is the same
@@ -45,6 +45,9 @@ type VersionError struct {
 }
 
 func (e *VersionError) Error() string {
+	if e.Got == 1 {
+		return fmt.Sprintf("%s was made by an older, incompatible version of toque (plan format 1; this build reads format %d). Format 1 kept the text it showed reviewers beside the values apply runs, so what it showed cannot be trusted to be what runs: make a new plan with this build", e.Path, e.Want)
+	}
 	return fmt.Sprintf("%s was made by an incompatible version of toque (plan format %d; this build reads format %d): make a new plan with this build", e.Path, e.Got, e.Want)
 }
 
@@ -185,7 +188,8 @@ func (p *Plan) Encode() (*Encoded, error) {
 // WriteEncoded is Write for a plan already encoded.
 func WriteEncoded(path string, enc *Encoded) error {
 	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "{%q:%d,\"checksum\":%q,\"plan\":", envelopeKey, enc.FormatVersion, enc.Digest)
+	fmt.Fprintf(&buf, "{%q:%d,\"checksum\":%q,", envelopeKey, enc.FormatVersion, enc.Digest)
+	buf.WriteString(`"plan":`)
 	buf.Write(enc.Body)
 	buf.WriteString("}\n")
 

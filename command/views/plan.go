@@ -49,7 +49,7 @@ func (t *planText) Show(p *plan.Plan, diags diag.Diagnostics, o PlanOptions) err
 	if p == nil || p.Errored {
 		return nil
 	}
-	return RenderText(t.v.Streams.Stdout, p, RenderOptions{Color: t.v.Color, SavedTo: o.SavedTo, Digest: o.Digest})
+	return RenderText(t.v.Streams.Stdout, p, RenderOptions{Color: t.v.Color, SavedTo: o.SavedTo, Digest: o.Digest, Registry: t.v.Registry})
 }
 
 // planJSON prints one JSON document on stdout: the plan in the format of
@@ -57,9 +57,9 @@ func (t *planText) Show(p *plan.Plan, diags diag.Diagnostics, o PlanOptions) err
 // the diagnostics for people reading a CI log.
 type planJSON struct{ v *View }
 
-func (j *planJSON) Show(p *plan.Plan, diags diag.Diagnostics, _ PlanOptions) error {
+func (j *planJSON) Show(p *plan.Plan, diags diag.Diagnostics, o PlanOptions) error {
 	j.v.Diagnostics(diags)
-	b, err := JSONView(p, j.v.JSONDiagnostics(diags))
+	b, err := JSONView(p, JSONOptions{Diagnostics: j.v.JSONDiagnostics(diags), Registry: j.v.Registry, Digest: o.Digest})
 	if err != nil {
 		return fmt.Errorf("cannot render the plan as JSON: %w", err)
 	}
@@ -81,6 +81,9 @@ func (m *planMarkdown) Show(p *plan.Plan, diags diag.Diagnostics, o PlanOptions)
 	mo := o.Markdown
 	if mo.Digest == "" {
 		mo.Digest = o.Digest
+	}
+	if mo.Registry == nil {
+		mo.Registry = m.v.Registry
 	}
 	if err := RenderMarkdown(&buf, p, mo); err != nil {
 		return fmt.Errorf("cannot render the plan as Markdown: %w", err)

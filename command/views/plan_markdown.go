@@ -47,6 +47,9 @@ type MarkdownOptions struct {
 	// Color is ignored: Markdown has no colours. It is here so callers can
 	// pass the same choices to every renderer.
 	Color bool
+	// Registry holds this build's resource types (nil:
+	// resources.Builtin()).
+	Registry *resources.Registry
 }
 
 // RenderMarkdown writes p as GitHub-flavoured Markdown for a pull-request
@@ -61,6 +64,9 @@ type MarkdownOptions struct {
 // <details> sections are dropped from the end, with a visible note. A limit
 // too small for the head is an error wrapping ErrMarkdownTooSmall, and
 // nothing is written. Sensitive values are shown only as "(sensitive)".
+//
+// What it shows of a resource is derived from the values apply uses
+// (plan.Show).
 func RenderMarkdown(w io.Writer, p *plan.Plan, o MarkdownOptions) error {
 	if p == nil {
 		return errors.New("render Markdown: no plan")
@@ -76,6 +82,7 @@ func RenderMarkdown(w io.Writer, p *plan.Plan, o MarkdownOptions) error {
 	if o.Digest == "" {
 		o.Digest = p.Digest()
 	}
+	o.Registry = registryOr(o.Registry)
 	head := markdownHead(p, o)
 	sections := markdownSections(p, o)
 
@@ -262,7 +269,7 @@ func markdownSections(p *plan.Plan, o MarkdownOptions) []mdSection {
 			if nr.Kind == resources.NoOp || (nr.Kind == resources.Skip && o.ChangesOnly) {
 				continue
 			}
-			out = append(out, mdSection{text: markdownResource(p.NotifiedView(nr)), resources: 1})
+			out = append(out, mdSection{text: markdownResource(p.ShowNotified(o.Registry, nr)), resources: 1})
 		}
 	}
 	for i, r := range p.Resources {
@@ -275,7 +282,7 @@ func markdownSections(p *plan.Plan, o MarkdownOptions) []mdSection {
 				continue
 			}
 		default:
-			if r.Reason == plan.ReasonNotNotified {
+			if r.Action == "nothing" && p.Why(r) == plan.ReasonNotNotified {
 				unchanged = append(unchanged, mdCode(r.Address)+": action nothing, nothing notifies it in this plan")
 			} else {
 				unchanged = append(unchanged, mdCode(r.Address))
@@ -283,7 +290,7 @@ func markdownSections(p *plan.Plan, o MarkdownOptions) []mdSection {
 			notified(i, false)
 			continue
 		}
-		out = append(out, mdSection{text: markdownResource(r), resources: 1})
+		out = append(out, mdSection{text: markdownResource(p.Show(o.Registry, r)), resources: 1})
 		notified(i, false)
 	}
 	notified(len(p.Resources), false)
@@ -319,33 +326,33 @@ func markdownSign(k resources.Kind) string {
 	return " "
 }
 
-func markdownHeadline(r *plan.Resource) string {
-	var s string
-	switch r.Kind {
+// markdownHeadline words what happens to a resource, for its <summary>.
+func markdownHeadline(k resources.Kind) string {
+	switch k {
 	case resources.Create:
-		s = "will be created"
+		return "will be created"
 	case resources.Update:
-		s = "will be updated in place"
+		return "will be updated in place"
 	case resources.Delete:
-		s = "will be deleted"
+		return "will be deleted"
 	case resources.Run:
-		s = "will run"
+		return "will run"
 	case resources.Skip:
-		s = "skipped"
-	default:
-		s = "is unchanged"
+		return "skipped"
 	}
-	if r.Reason != "" {
-		s += ": " + r.Reason
-	}
-	return s
+	return "is unchanged"
 }
 
 // markdownResource renders one resource's <details> section.
-func markdownResource(r *plan.Resource) string {
+func markdownResource(s *plan.Shown) string {
+	r := s.Resource
 	var b strings.Builder
+	headline := markdownHeadline(r.Kind)
+	if s.Why != "" {
+		headline += ": " + s.Why
+	}
 	fmt.Fprintf(&b, "<details><summary><code>%s</code> <code>%s</code> %s</summary>\n\n",
-		markdownSign(r.Kind), html.EscapeString(oneLine(r.Address)), html.EscapeString(oneLine(markdownHeadline(r))))
+		markdownSign(r.Kind), html.EscapeString(oneLine(r.Address)), html.EscapeString(oneLine(headline)))
 
 	if r.Source.Filename != "" {
 		fmt.Fprintf(&b, "Declared at %s; action %s.\n\n", mdCode(fmt.Sprintf("%s:%d", r.Source.Filename, r.Source.Line)), mdCode(r.Action))
@@ -353,11 +360,14 @@ func markdownResource(r *plan.Resource) string {
 	if r.Sensitive {
 		b.WriteString("_Sensitive resource: every value is hidden._\n\n")
 	}
+	if s.UnknownType {
+		fmt.Fprintf(&b, "_Type %s is not a resource type of this build of toque: apply refuses this plan._\n\n", mdCode(r.Type))
+	}
 
 	// Context (what the resource names or runs), then property changes,
 	// in one diff block; content diffs, one block each.
 	var props []string
-	for _, cv := range r.Context {
+	for _, cv := range s.Context {
 		sign := "  "
 		if r.Kind == resources.Create {
 			sign = "+ "
@@ -370,22 +380,17 @@ func markdownResource(r *plan.Resource) string {
 		}
 		props = append(props, prefixLines(sign, cv.Property+" = "+cv.Value)...)
 	}
-	var diffs []plan.Change
-	for _, c := range r.Changes {
-		sensitive := c.Sensitive || r.Sensitive
-		if c.Diff != "" && !sensitive {
+	var diffs []plan.ShownChange
+	for _, c := range s.Changes {
+		if c.Diff != "" && !c.Sensitive {
 			diffs = append(diffs, c)
 			continue
 		}
-		props = append(props, propertyLines(r.Kind, c, sensitive)...)
+		props = append(props, propertyLines(r.Kind, c)...)
 	}
-	if len(r.Changes) > 0 || len(r.Unmanaged) > 0 {
-		for _, u := range r.Unmanaged {
-			cur := u.Current
-			if r.Sensitive {
-				cur = plan.Sensitive
-			}
-			props = append(props, prefixLines("  # ", u.Property+": not set in the recipe, left as it is: "+cur)...)
+	if len(s.Changes) > 0 || len(s.Unmanaged) > 0 {
+		for _, u := range s.Unmanaged {
+			props = append(props, prefixLines("  # ", u.Property+": not set in the recipe, left as it is: "+u.Value)...)
 		}
 	}
 	if len(props) > 0 {
@@ -398,13 +403,16 @@ func markdownResource(r *plan.Resource) string {
 			label += " (default)"
 		}
 		b.WriteString(label + ":\n\n")
+		if c.DiffNote != "" {
+			b.WriteString("_" + mdText(c.DiffNote) + "_\n\n")
+		}
 		b.WriteString(mdFence("diff", strings.TrimRight(c.Diff, "\n")))
 		b.WriteString("\n")
 	}
 
-	if len(r.Guards) > 0 {
+	if len(s.Guards) > 0 {
 		b.WriteString("**Guards**\n\n")
-		for _, g := range r.Guards {
+		for _, g := range s.Guards {
 			b.WriteString(markdownGuard(g))
 		}
 		b.WriteString("\n")
@@ -427,35 +435,36 @@ func markdownResource(r *plan.Resource) string {
 // propertyLines renders one property change as diff lines: "-"/"+" pairs
 // for a value that changes, "+" for a new one, "!" for a hidden one. The
 // marker is always in column 0, on every line of a multi-line value.
-func propertyLines(kind resources.Kind, c plan.Change, sensitive bool) []string {
+func propertyLines(kind resources.Kind, c plan.ShownChange) []string {
 	var lines []string
 	suffix := ""
 	if c.Default {
 		suffix = "  # default"
 	}
+	prop := c.Property
 	switch {
-	case sensitive:
+	case c.Sensitive:
 		sign := "+"
 		if kind == resources.Update && c.Before != "" {
 			sign = "!"
 		}
-		lines = append(lines, sign+" "+c.Property+" = "+plan.Sensitive+suffix)
+		lines = append(lines, sign+" "+prop+" = "+plan.Sensitive+suffix)
 		return lines
 	case kind == resources.Create || c.Before == "":
-		lines = append(lines, prefixLines("+ ", c.Property+" = "+c.After+suffix)...)
+		lines = append(lines, prefixLines("+ ", prop+" = "+c.After+suffix)...)
 	default:
-		lines = append(lines, prefixLines("- ", c.Property+" = "+c.Before)...)
-		lines = append(lines, prefixLines("+ ", c.Property+" = "+c.After+suffix)...)
+		lines = append(lines, prefixLines("- ", prop+" = "+c.Before)...)
+		lines = append(lines, prefixLines("+ ", prop+" = "+c.After+suffix)...)
 	}
 	if c.DiffNote != "" {
-		lines = append(lines, prefixLines("  # ", c.Property+": "+c.DiffNote)...)
+		lines = append(lines, prefixLines("  # ", prop+": "+c.DiffNote)...)
 	}
 	return lines
 }
 
-// markdownGuard renders one guard result as a list item, its output (if
-// any) in a code block inside the item.
-func markdownGuard(g plan.GuardResult) string {
+// markdownGuard renders one guard as a list item, its output (if any) in
+// a code block inside the item.
+func markdownGuard(g plan.ShownGuard) string {
 	var b strings.Builder
 	verdict := guard.ConditionWord(g.Kind, g.Form, g.Passed)
 	effect := ""

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Who may write plan.out is who decides what a root apply runs. These tests
+// take the side of someone who can write plan.out (a pull-request author)
+// and of the reviewer who reads `toque show`: the reviewer must read what
+// apply runs.
+
+// editPlan does what an attacker with a text editor and sha256sum does:
+// change the plan member, then compute the checksum again.
+func editPlan(t *testing.T, path string, edit func(p map[string]any)) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &env); err != nil {
+		t.Fatal(err)
+	}
+	var p map[string]any
+	dec := json.NewDecoder(bytes.NewReader(env["plan"]))
+	dec.UseNumber()
+	if err := dec.Decode(&p); err != nil {
+		t.Fatal(err)
+	}
+	edit(p)
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(p); err != nil {
+		t.Fatal(err)
+	}
+	b := bytes.TrimRight(body.Bytes(), "\n")
+	sum := sha256.Sum256(b)
+	var out bytes.Buffer
+	out.WriteString(`{"toque_plan":` + string(env["toque_plan"]) + `,"checksum":"sha256:` + hex.EncodeToString(sum[:]) + `",`)
+	out.WriteString(`"plan":`)
+	out.Write(b)
+	out.WriteString("}\n")
+	if err := os.WriteFile(path, out.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// obj walks a decoded plan: obj(p, "resources", 0, "desired").
+func obj(t *testing.T, v any, path ...any) map[string]any {
+	t.Helper()
+	for _, k := range path {
+		switch k := k.(type) {
+		case string:
+			v = v.(map[string]any)[k]
+		case int:
+			v = v.([]any)[k]
+		}
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		t.Fatalf("%v is not an object: %#v", path, v)
+	}
+	return m
+}
+
+// A plan whose command and guard were edited (and checksum recomputed)
+// shows, in every output, the command apply then runs.
+func TestE2ETrustShowIsWhatApplyRuns(t *testing.T) {
+	e := newEnv(t)
+	e.recipe("run.hcl", `
+execute "greet" {
+  command = "echo hello > ROOT/greeting"
+  only_if = "true"
+}
+`)
+	e.must(0, "plan", "-out=plan.out")
+	editPlan(t, filepath.Join(e.dir, "plan.out"), func(p map[string]any) {
+		obj(t, p, "resources", 0, "desired", "command")["value"] = "echo pwned > " + e.root + "/greeting"
+		spec := obj(t, p, "resources", 0, "guard_specs", 0)
+		spec["source"] = "test -d /"
+		obj(t, spec, "values", "command")["value"] = "test -d /"
+		// The plan's own prose still says the old command: no output
+		// may print it.
+	})
+	pwned := `echo pwned > ` + e.root + `/greeting`
+
+	text := e.must(0, "show", "plan.out").stdout
+	md := e.must(0, "show", "-markdown", "plan.out").stdout
+	for name, out := range map[string]string{"text": text, "Markdown": md} {
+		contains(t, name, out, pwned, "only_if `test -d /` passed")
+		for _, old := range []string{"echo hello", "only_if `true`"} {
+			if strings.Contains(out, old) {
+				t.Errorf("%s shows %q, which apply does not run:\n%s", name, old, out)
+			}
+		}
+	}
+	var view struct {
+		Resources []struct {
+			Reason  string            `json:"reason"`
+			Desired map[string]string `json:"desired"`
+			Guards  []struct {
+				Command string `json:"command"`
+			} `json:"guards"`
+		} `json:"resources"`
+	}
+	js := e.must(0, "show", "-json", "plan.out").stdout
+	if err := json.Unmarshal([]byte(js), &view); err != nil {
+		t.Fatal(err)
+	}
+	r := view.Resources[0]
+	if r.Desired["command"] != pwned || r.Guards[0].Command != "test -d /" || !strings.Contains(r.Reason, "test -d /") {
+		t.Errorf("the JSON view does not show what runs:\n%s", js)
+	}
+
+	// What was shown is what runs.
+	e.must(0, "apply", "plan.out")
+	if got := e.read("greeting"); got != "pwned\n" {
+		t.Errorf("apply wrote %q", got)
+	}
+}
+
+// motdPlan plans a file update into plan.out and returns its path.
+func motdPlan(t *testing.T, e *env) string {
+	t.Helper()
+	e.write("motd", "welcome\n", 0o644)
+	e.recipe("motd.hcl", `file "ROOT/motd" { content = "welcome, friends\n" }`)
+	e.must(0, "plan", "-out=plan.out")
+	return filepath.Join(e.dir, "plan.out")
+}
+
+// The diff is made when the plan is shown, from the live content the plan
+// keeps and the content apply writes: an edited desired content shows in
+// the diff.
+func TestE2ETrustDiffIsComputedWhenShown(t *testing.T) {
+	e := newEnv(t)
+	planFile := motdPlan(t, e)
+	editPlan(t, planFile, func(p map[string]any) {
+		obj(t, p, "resources", 0, "desired", "content")["value"] = "welcome, friends\nssh-ed25519 AAAA attacker\n"
+	})
+	for _, args := range [][]string{{"show", "plan.out"}, {"show", "-markdown", "plan.out"}} {
+		out := e.must(0, args...).stdout
+		contains(t, strings.Join(args, " "), out, "-welcome\n", "+welcome, friends\n", "+ssh-ed25519 AAAA attacker\n")
+	}
+}
