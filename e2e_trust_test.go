@@ -150,3 +150,22 @@ func TestE2ETrustDiffIsComputedWhenShown(t *testing.T) {
 		contains(t, strings.Join(args, " "), out, "-welcome\n", "+welcome, friends\n", "+ssh-ed25519 AAAA attacker\n")
 	}
 }
+
+// A live value whose digest is left as it was would show the reviewer a
+// "before" that is not the host's: the plan is refused.
+func TestE2ETrustEditedLiveValueRefused(t *testing.T) {
+	e := newEnv(t)
+	planFile := motdPlan(t, e)
+	editPlan(t, planFile, func(p map[string]any) {
+		obj(t, p, "resources", 0, "current", "values", "content")["value"].(map[string]any)["value"] = "something else entirely\n"
+	})
+	before := e.snapshot()
+	for _, args := range [][]string{{"show", "plan.out"}, {"show", "-json", "plan.out"}, {"apply", "plan.out"}} {
+		r := e.must(1, args...)
+		contains(t, strings.Join(args, " "), r.stderr, "the plan contradicts itself", `the live value of "content" does not match its digest`)
+	}
+	sameSnapshot(t, before, e.snapshot())
+
+	r := e.must(1, "apply", "-json", "plan.out")
+	contains(t, "apply -json", r.stdout, `"plan_refused"`)
+}

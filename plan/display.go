@@ -335,7 +335,8 @@ func specAt(specs []*guard.Spec, i int) *guard.Spec {
 	if i < len(specs) && specs[i] != nil {
 		return specs[i]
 	}
-	// A result without its guard: say so rather than show another.
+	// Read refuses a plan with a result and no guard; this is for plans
+	// made in memory.
 	return &guard.Spec{Kind: guard.OnlyIf, Form: guard.Expression, Source: "(a guard missing from the plan)"}
 }
 

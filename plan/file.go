@@ -231,9 +231,10 @@ func WriteEncoded(path string, enc *Encoded) error {
 	return nil
 }
 
-// Read reads and verifies a plan file: the envelope, the format version and
-// the checksum. Its errors can be told apart with errors.Is (ErrNotPlan,
-// ErrChecksum, fs errors such as fs.ErrNotExist) and errors.As
+// Read reads and verifies a plan file: the envelope, the format version,
+// the checksum, and that the plan does not contradict itself (check). Its
+// errors can be told apart with errors.Is (ErrNotPlan, ErrChecksum,
+// ErrInconsistent, fs errors such as fs.ErrNotExist) and errors.As
 // (*VersionError). It never panics, whatever the file holds.
 func Read(path string) (*Plan, error) {
 	p, _, err := ReadWithDigest(path)
@@ -288,10 +289,8 @@ func decode(path string, data []byte) (*Plan, string, error) {
 	if p.FormatVersion != version {
 		return nil, "", &VersionError{Path: path, Got: p.FormatVersion, Want: FormatVersion}
 	}
-	for i, r := range p.Resources {
-		if r == nil {
-			return nil, "", fmt.Errorf("%w: %s: resource %d is null", ErrNotPlan, path, i)
-		}
+	if err := p.check(); err != nil {
+		return nil, "", fmt.Errorf("%w: %s: %v; the planner never writes this, so the plan was edited after it was made and its checksum computed again", ErrInconsistent, path, err)
 	}
 	return &p, *env.Checksum, nil
 }

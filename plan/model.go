@@ -79,7 +79,7 @@ type Range struct {
 // Desired, GuardSpecs and Current with Plan.Show, so a plan cannot show one
 // thing and run another.
 type Resource struct {
-	Address string `json:"address"` // TYPE[NAME]
+	Address string `json:"address"` // TYPE[NAME]; Read refuses any other
 	Type    string `json:"type"`
 	Name    string `json:"name"`
 	Source  Range  `json:"source"`
@@ -108,7 +108,8 @@ type Resource struct {
 	SensitiveProperties []string `json:"sensitive_properties,omitempty"`
 	// Current is the live value read at plan time; nil when it was not read
 	// (a resource skipped by a guard before loading, or whose action is
-	// nothing).
+	// nothing). Read verifies every value kept in full against its digest,
+	// and Fingerprint against Current.
 	Current *Current `json:"current,omitempty"`
 	// Changes are the properties a create or update changes, in schema
 	// order. Their values are Desired's (or the type's default) and
@@ -127,8 +128,9 @@ type Resource struct {
 	// resource notifies when it changes (subscribes edges naming it too).
 	Notifications []Notification `json:"notifications,omitempty"`
 	// NotifiedBy are the incoming notification edges: which resources
-	// notify this one, with which action and timing: the other resources'
-	// Notifications seen from here (renderings derive them from those).
+	// notify this one, with which action and timing. They are the other
+	// resources' Notifications seen from here; Read refuses a plan where
+	// they are not.
 	NotifiedBy []Trigger `json:"notified_by,omitempty"`
 	// Fingerprint is a sha256 over everything Load read (absence
 	// included): Current.Fingerprint(), "" when nothing was read.
@@ -151,7 +153,8 @@ type Current struct {
 // otherwise only its size and digest. How it is shown is decided when it is
 // shown (Display), from these.
 type StoredValue struct {
-	// Value is present when the value is kept in full.
+	// Value is present when the value is kept in full. Read refuses a plan
+	// where it does not match Digest.
 	Value *Value `json:"value,omitempty"`
 	// Digest is "sha256:HEX" of the value (the bytes of a string, the
 	// typed JSON of anything else), or, for a sensitive value,

@@ -67,6 +67,11 @@ func TestStoreValue(t *testing.T) {
 			if (c.sensitive || c.prop.Sensitive) != sv.IsSensitive() {
 				t.Errorf("digest %s", sv.Digest)
 			}
+			// What Read checks: a value kept matches its digest.
+			p := &Plan{Salt: "salt"}
+			if err := p.checkStored(sv); err != nil {
+				t.Errorf("a stored value fails its own check: %v", err)
+			}
 		})
 	}
 }

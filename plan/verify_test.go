@@ -1,0 +1,143 @@
+package plan
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/toquehq/toque/resources"
+)
+
+// envelope splits a plan file into its members.
+type envelope struct {
+	Version   int             `json:"toque_plan"`
+	Checksum  string          `json:"checksum"`
+	Signature json.RawMessage `json:"signature"`
+	Plan      json.RawMessage `json:"plan"`
+}
+
+// reseal is what an attacker who can write plan.out does: edit the plan,
+// then compute its checksum again (keeping any signature as it was).
+func reseal(t *testing.T, raw []byte, edit func(p *Plan)) []byte {
+	t.Helper()
+	var env envelope
+	if err := json.Unmarshal(raw, &env); err != nil {
+		t.Fatal(err)
+	}
+	var p Plan
+	if err := json.Unmarshal(env.Plan, &p); err != nil {
+		t.Fatal(err)
+	}
+	edit(&p)
+	body, err := json.Marshal(&p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	buf.WriteString(`{"toque_plan":2,"checksum":"` + digestOf(body) + `",`)
+	if len(env.Signature) > 0 {
+		buf.WriteString(`"signature":`)
+		buf.Write(env.Signature)
+		buf.WriteString(",")
+	}
+	buf.WriteString(`"plan":`)
+	buf.Write(body)
+	buf.WriteString("}\n")
+	return buf.Bytes()
+}
+
+func writeTemp(t *testing.T, data []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "plan.out")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func resourceNamed(p *Plan, addr string) *Resource {
+	for _, r := range p.Resources {
+		if r.Address == addr {
+			return r
+		}
+	}
+	return nil
+}
+
+func TestReadRefusesAContradictoryPlan(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "sample.plan"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const old = "fake_file[/etc/old]"
+	cases := []struct {
+		name string
+		edit func(p *Plan)
+		want string
+	}{
+		{"a live value that is not its digest", func(p *Plan) {
+			sv := resourceNamed(p, old).Current.Values["content"]
+			sv.Value = &Value{Value: cty.StringVal("<h1>innocent</h1>\n")}
+			resourceNamed(p, old).Current.Values["content"] = sv
+		}, `the live value of "content" does not match its digest`},
+		{"a live value whose size is not its own", func(p *Plan) {
+			sv := resourceNamed(p, old).Current.Values["content"]
+			sv.Size++
+			resourceNamed(p, old).Current.Values["content"] = sv
+		}, "bytes long, but the plan says"},
+		{"a live value and digest changed, the fingerprint not", func(p *Plan) {
+			r := resourceNamed(p, old)
+			v := cty.StringVal("<h1>innocent</h1>\n")
+			r.Current.Values["content"] = StoredValue{Value: &Value{Value: v}, Digest: DigestValue(v, p.Salt, false), Size: 18}
+		}, "the fingerprint is not the live reading's"},
+		{"a digest of no known kind", func(p *Plan) {
+			sv := resourceNamed(p, old).Current.Values["mode"]
+			sv.Value, sv.Digest = nil, "md5:00"
+			resourceNamed(p, old).Current.Values["mode"] = sv
+		}, "digest of no known kind"},
+		{"an address that is not its type and name", func(p *Plan) {
+			resourceNamed(p, old).Name = "/etc/shadow"
+		}, `is named "fake_file[/etc/old]", but its type and name make "fake_file[/etc/shadow]"`},
+		{"an update without its reading", func(p *Plan) {
+			r := resourceNamed(p, old)
+			r.Current, r.Fingerprint = nil, ""
+		}, `a step of kind "update" without the live reading`},
+		{"a guard result without its guard", func(p *Plan) {
+			resourceNamed(p, "fake_file[/etc/skip]").GuardSpecs = nil
+		}, "1 guard results for 0 guards"},
+		{"a guard of an unknown kind", func(p *Plan) {
+			resourceNamed(p, "fake_file[/etc/skip]").GuardSpecs[0].Kind = "unless"
+		}, `neither only_if nor not_if`},
+		{"a forged incoming edge", func(p *Plan) {
+			resourceNamed(p, old).NotifiedBy = []Trigger{{Notifier: "fake_file[/etc/new]", Action: "create", Timing: "delayed"}}
+		}, "notified_by edges are not the notifications that name it"},
+		{"a resource twice", func(p *Plan) {
+			p.Resources = append(p.Resources, p.Resources[0])
+		}, "is planned twice"},
+		{"a notified run of nothing in the plan", func(p *Plan) {
+			p.NotifiedRuns = []*NotifiedRun{{Address: "fake_file[/nowhere]", Kind: resources.Skip}}
+		}, "which the plan does not hold"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Read(writeTemp(t, reseal(t, raw, c.edit)))
+			if !errors.Is(err, ErrInconsistent) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want ErrInconsistent with %q", err, c.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("the refusal spans lines: %q", err)
+			}
+		})
+	}
+	t.Run("unedited", func(t *testing.T) {
+		if _, err := Read(writeTemp(t, reseal(t, raw, func(*Plan) {}))); err != nil {
+			t.Fatalf("a resealed, unedited plan is refused: %v", err)
+		}
+	})
+}
