@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/aymanbagabas/go-udiff"
@@ -354,6 +355,7 @@ func showGuard(spec *guard.Spec, g GuardResult, sensitive bool) ShownGuard {
 		Passed: g.Passed, Decided: g.Decided, Warning: g.Warning, Verdict: spec.Verdict(g.Passed),
 	}
 	if spec.Form == guard.Script {
+		sg.Params = guardParams(spec)
 		sg.Cwd = guardString(spec, "cwd")
 		sg.User = guardString(spec, "user")
 		if ev := spec.Values["environment"].Value; ev != cty.NilVal && ev.IsWhollyKnown() && !ev.IsNull() && (ev.Type().IsMapType() || ev.Type().IsObjectType()) {
@@ -378,8 +380,85 @@ func showGuard(spec *guard.Spec, g GuardResult, sensitive bool) ShownGuard {
 		for k := range sg.Environment {
 			sg.Environment[k] = Sensitive
 		}
+		for i := range sg.Params {
+			sg.Params[i].Value = Sensitive
+		}
 	}
 	return sg
+}
+
+// guardParamOrder is the order guard parameters are shown in; others
+// follow by name.
+var guardParamOrder = []string{"cwd", "environment", "user", "group", "path", "umask"}
+
+// guardParams lists what a script guard runs with: every value of its spec
+// but the script (Read checks it is the spec's Source) and a timeout that is
+// the default.
+func guardParams(spec *guard.Spec) []ShownValue {
+	skip := func(k string, v cty.Value) bool {
+		switch k {
+		case "code", "command":
+			text, ok := stringOf(v)
+			return ok && text == spec.Source
+		case "timeout":
+			return v.Type() == cty.Number && v.RawEquals(cty.NumberIntVal(int64(guard.DefaultTimeout.Seconds())))
+		case "convert_boolean_return":
+			return spec.Interpreter == "powershell_script" && v.RawEquals(cty.True)
+		}
+		return false
+	}
+	keys := sortedKeys(spec.Values)
+	sort.SliceStable(keys, func(i, j int) bool { return paramRank(keys[i]) < paramRank(keys[j]) })
+	var out []ShownValue
+	for _, k := range keys {
+		v := spec.Values[k].Value
+		if v == cty.NilVal || v.IsNull() || skip(k, v) {
+			continue
+		}
+		out = append(out, ShownValue{Property: k, Value: paramDisplay(v)})
+	}
+	return out
+}
+
+func paramRank(k string) int {
+	for i, o := range guardParamOrder {
+		if o == k {
+			return i
+		}
+	}
+	return len(guardParamOrder)
+}
+
+// paramDisplay shows a guard parameter as a shell user reads it: a string
+// as it is, a map as NAME=VALUE pairs, a list of strings space-separated.
+func paramDisplay(v cty.Value) string {
+	if text, ok := stringOf(v); ok {
+		return text
+	}
+	if v.IsWhollyKnown() && (v.Type().IsMapType() || v.Type().IsObjectType()) {
+		m := v.AsValueMap()
+		parts := make([]string, 0, len(m))
+		for _, k := range sortedKeys(m) {
+			e, ok := stringOf(m[k])
+			if !ok {
+				e = DisplayValue(m[k])
+			}
+			parts = append(parts, k+"="+e)
+		}
+		return strings.Join(parts, " ")
+	}
+	if v.IsWhollyKnown() && (v.Type().IsListType() || v.Type().IsTupleType()) {
+		var parts []string
+		for _, e := range v.AsValueSlice() {
+			text, ok := stringOf(e)
+			if !ok {
+				return DisplayValue(v)
+			}
+			parts = append(parts, text)
+		}
+		return strings.Join(parts, " ")
+	}
+	return DisplayValue(v)
 }
 
 func guardString(spec *guard.Spec, name string) string {

@@ -155,6 +155,10 @@ func TestShowGuardsFromSpecs(t *testing.T) {
 	if g.Command != "test -f /etc/done" || g.Cwd != "/opt" || g.Environment["A"] != "1" || g.Output != "ok" || !g.Decided {
 		t.Errorf("guard %+v", g)
 	}
+	// Every parameter it runs with, with its value; not the script again.
+	if len(g.Params) != 2 || g.Params[0] != (ShownValue{"cwd", "/opt"}) || g.Params[1] != (ShownValue{"environment", "A=1"}) {
+		t.Errorf("guard parameters %+v", g.Params)
+	}
 	r.Sensitive = true
 	g = p.Show(showRegistry(), r).Guards[0]
 	if g.Command != Sensitive || g.Cwd != Sensitive || g.Environment["A"] != Sensitive || g.Output != "" || g.Verdict != "not_if (sensitive) is true" {

@@ -95,6 +95,18 @@ func (p *Plan) checkStep(where string, needsReading bool, cur *Current, fingerpr
 		if s.Form != guard.Script && s.Form != guard.Expression {
 			return fmt.Errorf("%s: guard %d is of form %q, neither script nor expression", where, i, truncate(string(s.Form), 40))
 		}
+		// What a script guard runs is its code (or command) value when a
+		// resource type runs it, and its source with /bin/sh: they must be
+		// the one script reviewers are shown.
+		for _, k := range []string{"code", "command"} {
+			v, ok := s.Values[k]
+			if !ok {
+				continue
+			}
+			if text, isText := stringOf(v.Value); !isText || text != s.Source {
+				return fmt.Errorf("%s: guard %d runs a %s that is not its source", where, i, k)
+			}
+		}
 	}
 	return nil
 }

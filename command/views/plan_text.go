@@ -375,26 +375,19 @@ func guardDetails(g plan.ShownGuard) []string {
 	for _, k := range g.Inherited {
 		inherited[k] = true
 	}
-	from := func(k string) string {
-		if inherited[k] {
-			return " inherited"
-		}
-		return " from the guard"
-	}
+	// Every parameter the guard runs with, with its value: what runs is
+	// what is shown, whether it was inherited or given.
 	var settings []string
-	if g.Cwd != "" {
-		settings = append(settings, "cwd "+g.Cwd+from("cwd"))
-	}
-	if len(g.Environment) > 0 {
-		settings = append(settings, strings.Join(sortedKeys(g.Environment), " ")+from("environment"))
-	}
-	if g.User != "" {
-		settings = append(settings, "user "+g.User+from("user"))
-	}
-	for _, k := range []string{"group", "path", "umask", "architecture", "interpreter"} {
-		if inherited[k] {
-			settings = append(settings, k+" inherited")
+	for _, p := range g.Params {
+		from := " from the guard"
+		if inherited[p.Property] {
+			from = " inherited"
 		}
+		if p.Property == "environment" {
+			settings = append(settings, p.Value+from)
+			continue
+		}
+		settings = append(settings, p.Property+" "+p.Value+from)
 	}
 	if len(settings) > 0 {
 		parts = append(parts, strings.Join(settings, ", "))

@@ -67,7 +67,7 @@ func TestPlanRunsDecodedGuards(t *testing.T) {
 	views.RenderText(&b, pl, views.RenderOptions{Registry: resources.NewRegistry(f)})
 	for _, want := range []string{
 		"# fake_file[/run] will run: only_if `test",
-		"#   (/bin/sh; cwd " + dir + " from the guard, X from the guard; exit 0 in ",
+		"#   (/bin/sh; cwd " + dir + " from the guard, X=1 from the guard; exit 0 in ",
 		"# fake_file[/skip] skipped: not_if `exit 0` is true",
 		"#   only_if `true` passed (/bin/sh; exit 0 in ",
 		"#   not_if node.off is false\n",
