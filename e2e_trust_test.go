@@ -14,7 +14,8 @@ import (
 // Who may write plan.out is who decides what a root apply runs. These tests
 // take the side of someone who can write plan.out (a pull-request author)
 // and of the reviewer who reads `toque show`: the reviewer must read what
-// apply runs.
+// apply runs, and no plan file, however made, may drive the reviewer's
+// terminal.
 
 // editPlan does what an attacker with a text editor and sha256sum does:
 // change the plan member, then compute the checksum again.
@@ -168,4 +169,33 @@ func TestE2ETrustEditedLiveValueRefused(t *testing.T) {
 
 	r := e.must(1, "apply", "-json", "plan.out")
 	contains(t, "apply -json", r.stdout, `"plan_refused"`)
+}
+
+// Names and content from a pull request cannot drive the reviewer's
+// terminal or turn into active Markdown.
+func TestE2ETrustHostileNamesAndContent(t *testing.T) {
+	e := newEnv(t)
+	name := "notes\u202etxt.sh"
+	e.write(name, "old\n\x1b[2Jcleared\n", 0o644)
+	e.recipe("hostile.hcl", `
+file "ROOT/`+name+`" {
+  content = "new\n\u001b]0;pwned\u0007\n`+"```"+`\n<details><summary>click</summary>\n[x](https://evil.example) <img src=x>\n"
+}
+`)
+	planned := e.must(0, "plan", "-out=plan.out")
+	text := e.must(0, "show", "plan.out").stdout
+	md := e.must(0, "show", "-markdown", "plan.out").stdout
+	for what, out := range map[string]string{"plan": planned.stdout, "show": text, "show -markdown": md} {
+		for _, raw := range []string{"\x1b", "\x07", "\u202e"} {
+			if strings.Contains(out, raw) {
+				t.Errorf("%s prints %q raw:\n%q", what, raw, out)
+			}
+		}
+	}
+	contains(t, "show", text, `notes\u202etxt.sh`, `-\x1b[2Jcleared`, `+\x1b]0;pwned\x07`)
+	// In Markdown the content sits in a fence longer than its own.
+	contains(t, "show -markdown", md, "````diff\n", "+```\n+<details><summary>click</summary>\n", "<code>file["+e.root+"/notes\\u202etxt.sh]</code>")
+	if strings.Count(md, "<details>") != 2 { // the resource's section and the content's line
+		t.Errorf("<details> count %d:\n%s", strings.Count(md, "<details>"), md)
+	}
 }

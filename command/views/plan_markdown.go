@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/toquehq/toque/guard"
@@ -66,7 +65,11 @@ type MarkdownOptions struct {
 // nothing is written. Sensitive values are shown only as "(sensitive)".
 //
 // What it shows of a resource is derived from the values apply uses
-// (plan.Show).
+// (plan.Show). Every string that came from recipes, the host or the plan
+// file (names, values, content, commands, reasons) is written only inside
+// a code span, a fenced code block or an HTML-escaped <code> element, with
+// control characters and bidirectional overrides escaped: it cannot become
+// a link, an image, HTML, a mention or a new block in the comment.
 func RenderMarkdown(w io.Writer, p *plan.Plan, o MarkdownOptions) error {
 	if p == nil {
 		return errors.New("render Markdown: no plan")
@@ -204,7 +207,7 @@ func markdownHead(p *plan.Plan, o MarkdownOptions) string {
 		fmt.Fprintf(&b, "## toque plan for %s failed\n\n", mdCode(hostName))
 		b.WriteString("> [!CAUTION]\n> Planning failed part-way: this plan is incomplete and cannot be applied. Fix the errors below and plan again.\n\n")
 		if len(p.Errors) > 0 {
-			b.WriteString(mdFence("text", strings.Join(p.Errors, "\n")))
+			b.WriteString(mdFence("text", Escape(strings.Join(p.Errors, "\n"))))
 			b.WriteString("\n")
 		}
 	} else {
@@ -343,16 +346,20 @@ func markdownHeadline(k resources.Kind) string {
 	return "is unchanged"
 }
 
+// htmlCode is s as an HTML <code> element, on one line, escaped.
+func htmlCode(s string) string {
+	return "<code>" + html.EscapeString(EscapeLine(s)) + "</code>"
+}
+
 // markdownResource renders one resource's <details> section.
 func markdownResource(s *plan.Shown) string {
 	r := s.Resource
 	var b strings.Builder
-	headline := markdownHeadline(r.Kind)
+	fmt.Fprintf(&b, "<details><summary><code>%s</code> %s %s", markdownSign(r.Kind), htmlCode(r.Address), markdownHeadline(r.Kind))
 	if s.Why != "" {
-		headline += ": " + s.Why
+		b.WriteString(": " + htmlCode(s.Why))
 	}
-	fmt.Fprintf(&b, "<details><summary><code>%s</code> <code>%s</code> %s</summary>\n\n",
-		markdownSign(r.Kind), html.EscapeString(oneLine(r.Address)), html.EscapeString(oneLine(headline)))
+	b.WriteString("</summary>\n\n")
 
 	if r.Source.Filename != "" {
 		fmt.Fprintf(&b, "Declared at %s; action %s.\n\n", mdCode(fmt.Sprintf("%s:%d", r.Source.Filename, r.Source.Line)), mdCode(r.Action))
@@ -373,12 +380,12 @@ func markdownResource(s *plan.Shown) string {
 			sign = "+ "
 		}
 		if text, ok := multiline(cv.Value); ok {
-			props = append(props, sign+cv.Property+" = <<EOT")
-			props = append(props, prefixLines(sign+"    ", strings.TrimSuffix(text, "\n"))...)
+			props = append(props, sign+EscapeLine(cv.Property)+" = <<EOT")
+			props = append(props, prefixLines(sign+"    ", Escape(strings.TrimSuffix(text, "\n")))...)
 			props = append(props, sign+"EOT")
 			continue
 		}
-		props = append(props, prefixLines(sign, cv.Property+" = "+cv.Value)...)
+		props = append(props, sign+EscapeLine(cv.Property)+" = "+EscapeLine(cv.Value))
 	}
 	var diffs []plan.ShownChange
 	for _, c := range s.Changes {
@@ -390,7 +397,7 @@ func markdownResource(s *plan.Shown) string {
 	}
 	if len(s.Changes) > 0 || len(s.Unmanaged) > 0 {
 		for _, u := range s.Unmanaged {
-			props = append(props, prefixLines("  # ", u.Property+": not set in the recipe, left as it is: "+u.Value)...)
+			props = append(props, "  # "+EscapeLine(u.Property)+": not set in the recipe, left as it is: "+EscapeLine(u.Value))
 		}
 	}
 	if len(props) > 0 {
@@ -406,7 +413,7 @@ func markdownResource(s *plan.Shown) string {
 		if c.DiffNote != "" {
 			b.WriteString("_" + mdText(c.DiffNote) + "_\n\n")
 		}
-		b.WriteString(mdFence("diff", strings.TrimRight(c.Diff, "\n")))
+		b.WriteString(mdFence("diff", Escape(strings.TrimRight(c.Diff, "\n"))))
 		b.WriteString("\n")
 	}
 
@@ -424,7 +431,7 @@ func markdownResource(s *plan.Shown) string {
 			if n.Subscribe {
 				via = " (declared by the target's subscribes)"
 			}
-			fmt.Fprintf(&b, "- %s with %s, %s%s\n", mdCode(n.Target), mdCode(n.Action), mdText(n.Timing), via)
+			fmt.Fprintf(&b, "- %s with %s, %s%s\n", mdCode(n.Target), mdCode(n.Action), mdTiming(n.Timing), via)
 		}
 		b.WriteString("\n")
 	}
@@ -432,16 +439,26 @@ func markdownResource(s *plan.Shown) string {
 	return b.String()
 }
 
+// mdTiming is a notification's timing: the word for a timing toque knows,
+// a code span for anything else.
+func mdTiming(t string) string {
+	switch t {
+	case plan.TimingBefore, plan.TimingImmediately, plan.TimingDelayed:
+		return t
+	}
+	return mdCode(t)
+}
+
 // propertyLines renders one property change as diff lines: "-"/"+" pairs
 // for a value that changes, "+" for a new one, "!" for a hidden one. The
-// marker is always in column 0, on every line of a multi-line value.
+// marker is always in column 0; values are on one line, escaped.
 func propertyLines(kind resources.Kind, c plan.ShownChange) []string {
 	var lines []string
 	suffix := ""
 	if c.Default {
 		suffix = "  # default"
 	}
-	prop := c.Property
+	prop := EscapeLine(c.Property)
 	switch {
 	case c.Sensitive:
 		sign := "+"
@@ -451,19 +468,20 @@ func propertyLines(kind resources.Kind, c plan.ShownChange) []string {
 		lines = append(lines, sign+" "+prop+" = "+plan.Sensitive+suffix)
 		return lines
 	case kind == resources.Create || c.Before == "":
-		lines = append(lines, prefixLines("+ ", prop+" = "+c.After+suffix)...)
+		lines = append(lines, "+ "+prop+" = "+EscapeLine(c.After)+suffix)
 	default:
-		lines = append(lines, prefixLines("- ", prop+" = "+c.Before)...)
-		lines = append(lines, prefixLines("+ ", prop+" = "+c.After+suffix)...)
+		lines = append(lines, "- "+prop+" = "+EscapeLine(c.Before))
+		lines = append(lines, "+ "+prop+" = "+EscapeLine(c.After)+suffix)
 	}
 	if c.DiffNote != "" {
-		lines = append(lines, prefixLines("  # ", prop+": "+c.DiffNote)...)
+		lines = append(lines, "  # "+prop+": "+EscapeLine(c.DiffNote))
 	}
 	return lines
 }
 
-// markdownGuard renders one guard as a list item, its output (if any) in
-// a code block inside the item.
+// markdownGuard renders one guard as a list item: its command in a code
+// span, what it ran with in another, its output (if any) in a code block
+// inside the item.
 func markdownGuard(g plan.ShownGuard) string {
 	var b strings.Builder
 	verdict := guard.ConditionWord(g.Kind, g.Form, g.Passed)
@@ -471,13 +489,15 @@ func markdownGuard(g plan.ShownGuard) string {
 	if g.Decided {
 		effect = " — **decided: skip**"
 	}
-	_, details := guardLine(g)
-	if details != "" {
-		details = " " + mdText(details)
+	details := ""
+	if g.Form != "expression" {
+		if d := guardDetails(g); len(d) > 0 {
+			details = " (" + mdCode(strings.Join(d, "; ")) + ")"
+		}
 	}
-	fmt.Fprintf(&b, "- %s %s %s%s%s\n", mdText(g.Kind), mdCode(g.Command), verdict, details, effect)
+	fmt.Fprintf(&b, "- %s %s %s%s%s\n", mdCode(g.Kind), mdCode(g.Command), verdict, details, effect)
 	if out := strings.TrimRight(g.Output, "\n"); out != "" {
-		for _, line := range strings.Split(strings.TrimSuffix(mdFence("text", out), "\n"), "\n") {
+		for _, line := range strings.Split(strings.TrimSuffix(mdFence("text", Escape(out)), "\n"), "\n") {
 			b.WriteString("  " + line + "\n")
 		}
 	}
@@ -501,9 +521,10 @@ func mdFence(lang, body string) string {
 }
 
 // mdCode is an inline code span holding s verbatim, whatever backticks it
-// holds; line breaks and other control characters are shown escaped.
+// holds; line breaks, other control characters and bidirectional
+// overrides are shown escaped (EscapeLine).
 func mdCode(s string) string {
-	s = oneLine(s)
+	s = EscapeLine(s)
 	fence := strings.Repeat("`", longestRun(s, '`')+1)
 	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") || (strings.HasPrefix(s, " ") && strings.HasSuffix(s, " ") && strings.TrimSpace(s) != "") {
 		s = " " + s + " "
@@ -515,31 +536,15 @@ func mdCode(s string) string {
 }
 
 // mdText escapes s for Markdown running text: no character of it can start
-// emphasis, a link, HTML, an entity or a table cell.
+// emphasis, a link, HTML, an entity or a table cell, and control
+// characters and bidirectional overrides are escaped. It is for toque's
+// own words; text from outside goes in code spans (mdCode).
 func mdText(s string) string {
-	s = oneLine(s)
+	s = EscapeLine(s)
 	var b strings.Builder
 	for _, r := range s {
 		if strings.ContainsRune("\\`*_[]<>|~&", r) {
 			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-// oneLine shows control characters (line breaks included) escaped, so a
-// name or a reason cannot break the Markdown structure around it.
-func oneLine(s string) string {
-	if strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) < 0 {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-			continue
 		}
 		b.WriteRune(r)
 	}

@@ -80,12 +80,13 @@ func (pt painter) symbol(k resources.Kind) string {
 // with work, its changes and diffs, the summary, and the plan's digest.
 // Unchanged resources are counted, not listed. What it shows of a resource
 // is derived from the values apply uses (plan.Show); sensitive values are
-// never shown.
+// never shown; every string that came from recipes, the host or the plan
+// file is escaped, so it cannot drive the reviewer's terminal.
 func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 	pt := newPainter(o.Color)
 	bw := &errWriter{w: w}
 	reg := registryOr(o.Registry)
-	hostName := p.Host.Hostname
+	hostName := EscapeLine(p.Host.Hostname)
 	if hostName == "" {
 		hostName = "this host"
 	}
@@ -93,7 +94,7 @@ func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 	if p.Errored {
 		bw.printf("%s\n", pt.del(pt.bold("Error: planning failed; this plan is incomplete and cannot be applied.")))
 		for _, e := range p.Errors {
-			bw.printf("  %s\n", indentRest(e, "  "))
+			bw.printf("  %s\n", indentRest(Escape(e), "  "))
 		}
 		bw.printf("\n")
 	}
@@ -141,7 +142,7 @@ func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 	}
 	for _, r := range p.Resources {
 		if r.Action == "nothing" && r.Kind == resources.NoOp && p.Why(r) == plan.ReasonNotNotified {
-			bw.printf("\n  %s\n", pt.faint("# "+r.Address+": "+plan.ReasonNotNotified))
+			bw.printf("\n  %s\n", pt.faint("# "+EscapeLine(r.Address)+": "+plan.ReasonNotNotified))
 		}
 	}
 
@@ -151,9 +152,10 @@ func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 	if digest == "" {
 		digest = p.Digest()
 	}
-	bw.printf("\nPlan digest: %s\n", digest)
+	bw.printf("\nPlan digest: %s\n", EscapeLine(digest))
 	if o.SavedTo != "" {
-		bw.printf("Saved the plan to %s. To apply exactly this plan: toque apply %s\n", o.SavedTo, shellQuote(o.SavedTo))
+		saved := EscapeLine(o.SavedTo)
+		bw.printf("Saved the plan to %s. To apply exactly this plan: toque apply %s\n", saved, EscapeLine(shellQuote(o.SavedTo)))
 	}
 	return bw.err
 }
@@ -184,9 +186,10 @@ func indentRest(s, ind string) string {
 	return strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+ind)
 }
 
-// headline words what happens to a resource and why.
+// headline words what happens to a resource and why; why is escaped.
 func headline(r *plan.Resource, why string) string {
-	addr := r.Address
+	addr := EscapeLine(r.Address)
+	why = EscapeLine(why)
 	if strings.HasPrefix(why, "notified by ") && r.Kind != resources.Run && r.Kind != resources.Skip {
 		// A notified run: say why it happens.
 		return strings.TrimSuffix(headline(&plan.Resource{Address: r.Address, Kind: r.Kind}, ""), " is unchanged") + ": " + why
@@ -219,11 +222,12 @@ func renderResource(bw *errWriter, pt painter, s *plan.Shown) {
 		bw.printf("  %s\n", pt.faint("#   (sensitive resource: every value is hidden)"))
 	}
 	if s.UnknownType {
-		bw.printf("  %s\n", pt.faint(fmt.Sprintf("#   (type %s is not a resource type of this build of toque: apply refuses this plan)", strconv.Quote(r.Type))))
+		bw.printf("  %s\n", pt.faint(fmt.Sprintf("#   (type %s is not a resource type of this build of toque: apply refuses this plan)", EscapeLine(strconv.Quote(r.Type)))))
 	}
+	why := EscapeLine(s.Why)
 	for _, g := range s.Guards {
 		verdict, details := guardLine(g)
-		if strings.Contains(s.Why, verdict) && (len(s.Guards) == 1 || (r.Kind == resources.Skip && g.Decided)) {
+		if strings.Contains(why, verdict) && (len(s.Guards) == 1 || (r.Kind == resources.Skip && g.Decided)) {
 			// The headline already gives this guard's verdict.
 			if details != "" {
 				bw.printf("  %s\n", pt.faint("#   "+details))
@@ -240,9 +244,9 @@ func renderResource(bw *errWriter, pt painter, s *plan.Shown) {
 		if n.Subscribe {
 			verb = "notifies (by its subscribes)"
 		}
-		bw.printf("  %s\n", pt.faint(fmt.Sprintf("#   %s %s with %s (%s)", verb, n.Target, n.Action, n.Timing)))
+		bw.printf("  %s\n", pt.faint(fmt.Sprintf("#   %s %s with %s (%s)", verb, EscapeLine(n.Target), EscapeLine(n.Action), EscapeLine(n.Timing))))
 	}
-	head := fmt.Sprintf("%s %s", r.Type, strconv.Quote(r.Name))
+	head := fmt.Sprintf("%s %s", EscapeLine(r.Type), EscapeLine(strconv.Quote(r.Name)))
 	sym := pt.symbol(r.Kind)
 	changing := (r.Kind == resources.Create || r.Kind == resources.Update) && (len(s.Changes) > 0 || len(s.Unmanaged) > 0)
 	if !changing && len(s.Context) == 0 {
@@ -252,15 +256,15 @@ func renderResource(bw *errWriter, pt painter, s *plan.Shown) {
 	bw.printf("  %s %s {\n", sym, head)
 	width := 0
 	for _, c := range s.Changes {
-		width = max(width, len(c.Property))
+		width = max(width, len(EscapeLine(c.Property)))
 	}
 	for _, id := range s.Context {
-		width = max(width, len(id.Property))
+		width = max(width, len(EscapeLine(id.Property)))
 	}
 	for _, id := range s.Context {
 		// What the resource names: new with the thing on create, context
 		// (no marker) otherwise, as Terraform shows an id.
-		prop := id.Property
+		prop := EscapeLine(id.Property)
 		name := prop + strings.Repeat(" ", width-len(prop))
 		lead := "        "
 		if r.Kind == resources.Create {
@@ -270,12 +274,12 @@ func renderResource(bw *errWriter, pt painter, s *plan.Shown) {
 			// Scripts read best as written: a heredoc, not one escaped line.
 			bw.printf("%s%s = <<EOT\n", lead, name)
 			for _, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
-				bw.printf("            %s\n", line)
+				bw.printf("            %s\n", Escape(line))
 			}
 			bw.printf("          EOT\n")
 			continue
 		}
-		bw.printf("%s%s = %s\n", lead, name, id.Value)
+		bw.printf("%s%s = %s\n", lead, name, EscapeLine(id.Value))
 	}
 	if !changing {
 		bw.printf("    }\n")
@@ -285,11 +289,11 @@ func renderResource(bw *errWriter, pt painter, s *plan.Shown) {
 		renderChange(bw, pt, r.Kind, c, width)
 	}
 	for _, u := range s.Unmanaged {
-		cur := unquote(u.Value)
+		cur := EscapeLine(unquote(u.Value))
 		if !strings.HasPrefix(cur, "(") || !strings.HasSuffix(cur, ")") {
 			cur = "(" + cur + ")"
 		}
-		bw.printf("        %s\n", pt.faint(fmt.Sprintf("# %s: not set in the recipe, left as it is %s", u.Property, cur)))
+		bw.printf("        %s\n", pt.faint(fmt.Sprintf("# %s: not set in the recipe, left as it is %s", EscapeLine(u.Property), cur)))
 	}
 	bw.printf("    }\n")
 }
@@ -306,7 +310,7 @@ func unquote(s string) string {
 }
 
 func renderChange(bw *errWriter, pt painter, kind resources.Kind, c plan.ShownChange, width int) {
-	prop := c.Property
+	prop := EscapeLine(c.Property)
 	name := prop + strings.Repeat(" ", max(0, width-len(prop)))
 	sym, paint := pt.update("~"), pt.update
 	if kind == resources.Create || c.Before == "" {
@@ -320,17 +324,17 @@ func renderChange(bw *errWriter, pt painter, kind resources.Kind, c plan.ShownCh
 	case c.Diff != "" && !c.Sensitive:
 		bw.printf("      %s %s:%s\n", sym, prop, suffix)
 		for _, line := range strings.Split(strings.TrimRight(c.Diff, "\n"), "\n") {
-			bw.printf("          %s\n", diffLine(pt, line))
+			bw.printf("          %s\n", diffLine(pt, Escape(line)))
 		}
 	case c.Sensitive:
 		bw.printf("      %s %s = %s%s\n", sym, name, plan.Sensitive, suffix)
 	case c.Before != "" && kind != resources.Create:
-		bw.printf("      %s %s = %s %s %s%s\n", sym, name, c.Before, paint("->"), c.After, suffix)
+		bw.printf("      %s %s = %s %s %s%s\n", sym, name, EscapeLine(c.Before), paint("->"), EscapeLine(c.After), suffix)
 	default:
-		bw.printf("      %s %s = %s%s\n", sym, name, c.After, suffix)
+		bw.printf("      %s %s = %s%s\n", sym, name, EscapeLine(c.After), suffix)
 	}
 	if c.DiffNote != "" && !c.Sensitive {
-		bw.printf("        %s\n", pt.faint("# "+prop+": "+c.DiffNote))
+		bw.printf("        %s\n", pt.faint("# "+prop+": "+EscapeLine(c.DiffNote)))
 	}
 }
 
@@ -348,16 +352,16 @@ func diffLine(pt painter, line string) string {
 	return line
 }
 
-// guardLine words one guard: its verdict, and the details a
+// guardLine words one guard, escaped: its verdict, and the details a
 // reviewer needs to trust it — "(bash; cwd /opt from the guard, JAVA_HOME
 // inherited; exit 0 in 4 ms)" — empty when there are none (expressions).
 func guardLine(g plan.ShownGuard) (verdict, details string) {
-	verdict = g.Verdict
+	verdict = EscapeLine(g.Verdict)
 	if g.Form == "expression" {
 		return verdict, ""
 	}
 	if d := guardDetails(g); len(d) > 0 {
-		details = "(" + strings.Join(d, "; ") + ")"
+		details = "(" + EscapeLine(strings.Join(d, "; ")) + ")"
 	}
 	return verdict, details
 }
@@ -433,6 +437,9 @@ func renderSummary(bw *errWriter, pt painter, p *plan.Plan, width int) {
 		if len(addrs) == 0 {
 			continue
 		}
+		for i, a := range addrs {
+			addrs[i] = EscapeLine(a)
+		}
 		label := fmt.Sprintf("  %-8s", g.label)
 		bw.printf("%s%s\n", label, wrapList(addrs, width-len(label), strings.Repeat(" ", len(label))))
 	}
@@ -483,8 +490,12 @@ func multiline(display string) (string, bool) {
 	if err != nil || !strings.Contains(strings.TrimSuffix(text, "\n"), "\n") {
 		return "", false
 	}
-	if strings.Contains(text, "EOT\n") {
-		return "", false
+	for _, line := range strings.Split(text, "\n") {
+		if strings.TrimSpace(line) == "EOT" {
+			// A line that would read as the heredoc's end: one escaped
+			// line cannot be misread.
+			return "", false
+		}
 	}
 	return text, true
 }
