@@ -2,20 +2,24 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // Who may write plan.out is who decides what a root apply runs. These tests
 // take the side of someone who can write plan.out (a pull-request author)
 // and of the reviewer who reads `toque show`: the reviewer must read what
-// apply runs, and no plan file, however made, may drive the reviewer's
-// terminal.
+// apply runs, and no plan file, however made, may hang toque or drive the
+// reviewer's terminal.
 
 // editPlan does what an attacker with a text editor and sha256sum does:
 // change the plan member, then compute the checksum again.
@@ -169,6 +173,41 @@ func TestE2ETrustEditedLiveValueRefused(t *testing.T) {
 
 	r := e.must(1, "apply", "-json", "plan.out")
 	contains(t, "apply -json", r.stdout, `"plan_refused"`)
+}
+
+// toqueWithin runs toque and fails the test if it does not end within d.
+func (e *env) toqueWithin(d time.Duration, args ...string) result {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, toqueBin, append([]string{"-chdir=" + e.dir}, args...)...)
+	r := e.runCmd(cmd)
+	if ctx.Err() != nil {
+		e.t.Fatalf("toque %s did not end within %s: %s", strings.Join(args, " "), d, r)
+	}
+	return r
+}
+
+// A plan file that is a FIFO or a device fails at once, with the reason.
+func TestE2ETrustPlanFileMustBeARegularFile(t *testing.T) {
+	e := newEnv(t)
+	fifo := filepath.Join(e.dir, "plan.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("cannot make a FIFO here: %v", err)
+	}
+	for _, c := range []struct{ path, why string }{
+		{fifo, "is a named pipe (FIFO); a plan file is a regular file"},
+		{"/dev/zero", "is a character device; a plan file is a regular file"},
+		{e.root, "is a directory"},
+	} {
+		for _, cmd := range [][]string{{"show"}, {"show", "-json"}, {"apply"}} {
+			r := e.toqueWithin(10*time.Second, append(cmd, c.path)...)
+			if r.code != 1 {
+				t.Errorf("%v %s: exit %d", cmd, c.path, r.code)
+			}
+			contains(t, strings.Join(cmd, " ")+" "+c.path, r.stderr, c.why)
+		}
+	}
 }
 
 // Names and content from a pull request cannot drive the reviewer's

@@ -166,21 +166,21 @@ func (c *ApplyCommand) Run(args []string) int {
 // readVerifiedPlan reads a plan file and checks that it may be applied
 // here. It returns the plan and its digest.
 func (b *Base) readVerifiedPlan(path string) (*plan.Plan, string, error) {
-	p, digest, err := plan.ReadWithDigest(path)
+	f, err := plan.ReadFile(b.ReadCtx, path)
 	if err != nil {
 		return nil, "", err
 	}
-	if err := plan.Applicable(p); err != nil {
+	if err := plan.Applicable(f.Plan); err != nil {
 		return nil, "", err
 	}
 	facts, err := host.Detect(b.ReadCtx)
 	if err != nil {
 		return nil, "", fmt.Errorf("cannot read the host's identity: %w", err)
 	}
-	if err := plan.VerifyHost(p, facts.Identity); err != nil {
+	if err := plan.VerifyHost(f.Plan, facts.Identity); err != nil {
 		return nil, "", err
 	}
-	return p, digest, nil
+	return f.Plan, f.Digest, nil
 }
 
 // planAndConfirm plans, shows the plan and asks for "yes". It returns the

@@ -56,12 +56,16 @@ func (c *ShowCommand) Run(args []string) int {
 		return c.fail(col.noColor, "show needs exactly one argument, the plan file: toque show PLANFILE")
 	}
 	var diags diag.Diagnostics
-	p, digest, err := plan.ReadWithDigest(c.path(fs.Arg(0)))
+	o := views.PlanOptions{Markdown: md.options(fs.Arg(0))}
+	var p *plan.Plan
+	f, err := plan.ReadFile(c.ReadCtx, c.path(fs.Arg(0)))
 	if err != nil {
 		diags = diags.Append(diag.Errorf("%w", err).WithKind(views.KindPlanRefused))
+	} else {
+		p, o.Digest = f.Plan, f.Digest
 	}
 	view := views.NewPlan(c.view(col.noColor), asJSON, md.markdown)
-	if err := view.Show(p, diags, views.PlanOptions{Digest: digest, Markdown: md.options(fs.Arg(0))}); err != nil {
+	if err := view.Show(p, diags, o); err != nil {
 		diags = diags.Append(err)
 		c.view(col.noColor).Diagnostics(diag.Diagnostics{}.Append(err))
 	}

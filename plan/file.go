@@ -2,18 +2,23 @@ package plan
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/toquehq/toque/internal/host"
 )
@@ -26,9 +31,18 @@ import (
 // are the plan's canonical JSON (encoding/json of Plan). Digest is the same
 // sha256: what a reviewer approves is what the file holds.
 
+// MaxFileSize is the largest plan file Read reads (1 GiB): far above what
+// planning 10,000 resources with a megabyte of content each makes, and low
+// enough that a mistaken path (a log, a device) is refused at once instead
+// of filling memory. Write refuses to write a larger plan.
+const MaxFileSize = 1 << 30
+
 // ErrNotPlan is returned by Read for a file that is not a toque plan file
-// (not JSON, or not the plan envelope).
+// (not a regular file, not JSON, or not the plan envelope).
 var ErrNotPlan = errors.New("not a toque plan file")
+
+// ErrTooLarge is returned by Read for a file larger than MaxFileSize.
+var ErrTooLarge = errors.New("the plan file is too large")
 
 // ErrChecksum is returned by Read for a plan file whose content does not
 // match its checksum: it was edited, truncated or damaged.
@@ -192,6 +206,9 @@ func WriteEncoded(path string, enc *Encoded) error {
 	buf.WriteString(`"plan":`)
 	buf.Write(enc.Body)
 	buf.WriteString("}\n")
+	if buf.Len() > MaxFileSize {
+		return fmt.Errorf("write plan %s: %w: the plan is %d bytes, and a plan file holds at most %d (1 GiB); plan fewer resources at once", path, ErrTooLarge, buf.Len(), MaxFileSize)
+	}
 
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
@@ -231,11 +248,20 @@ func WriteEncoded(path string, enc *Encoded) error {
 	return nil
 }
 
+// File is a plan file as Read verified it.
+type File struct {
+	Plan *Plan
+	// Digest is the plan's digest: the checksum verified over the file's
+	// own bytes, which is what Plan.Digest would compute again.
+	Digest string
+}
+
 // Read reads and verifies a plan file: the envelope, the format version,
 // the checksum, and that the plan does not contradict itself (check). Its
-// errors can be told apart with errors.Is (ErrNotPlan, ErrChecksum,
-// ErrInconsistent, fs errors such as fs.ErrNotExist) and errors.As
-// (*VersionError). It never panics, whatever the file holds.
+// errors can be told apart with errors.Is (ErrNotPlan, ErrTooLarge,
+// ErrChecksum, ErrInconsistent, fs
+// errors such as fs.ErrNotExist) and errors.As (*VersionError). It never
+// panics, whatever the file holds.
 func Read(path string) (*Plan, error) {
 	p, _, err := ReadWithDigest(path)
 	return p, err
@@ -245,16 +271,112 @@ func Read(path string) (*Plan, error) {
 // it verified over the file's own bytes, which is what Digest would compute
 // again by encoding the whole plan.
 func ReadWithDigest(path string) (*Plan, string, error) {
-	data, err := os.ReadFile(path)
+	f, err := ReadFile(context.Background(), path)
 	if err != nil {
-		return nil, "", fmt.Errorf("read plan: %w", err)
+		return nil, "", err
+	}
+	return f.Plan, f.Digest, nil
+}
+
+// ReadFile is Read with a context that stops reading a large file, and
+// the plan's digest.
+//
+// Only a regular file is read, and at most MaxFileSize bytes of it: a named
+// pipe, a device, a socket or a directory is refused before it is opened
+// for reading, so a path such as /dev/zero or a FIFO nobody writes to
+// fails at once instead of blocking or filling memory.
+func ReadFile(ctx context.Context, path string) (*File, error) {
+	data, err := readCapped(ctx, path)
+	if err != nil {
+		return nil, err
 	}
 	return decode(path, data)
 }
 
-// decode verifies and decodes a plan file's bytes, returning the plan and
-// the checksum it verified (the plan's digest).
-func decode(path string, data []byte) (*Plan, string, error) {
+// readCapped reads path when it is a regular file of at most MaxFileSize
+// bytes.
+func readCapped(ctx context.Context, path string) ([]byte, error) {
+	// Stat first, so that a device or a pipe is never opened: opening has
+	// side effects on some (a tape rewinds, a FIFO waits for a writer).
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("read plan: %w", err)
+	}
+	if err := regularPlanFile(path, st); err != nil {
+		return nil, err
+	}
+	// O_NONBLOCK: should path have become a FIFO since the Stat, opening
+	// it does not wait for a writer; the Stat of the open file refuses it.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read plan: %w", err)
+	}
+	defer f.Close()
+	if st, err = f.Stat(); err != nil {
+		return nil, fmt.Errorf("read plan: %w", err)
+	}
+	if err := regularPlanFile(path, st); err != nil {
+		return nil, err
+	}
+	// Read at most one byte more than allowed: a file that grew after the
+	// Stat is refused too.
+	buf := make([]byte, 0, min(st.Size(), MaxFileSize)+1)
+	r := io.LimitReader(f, MaxFileSize+1)
+	const chunk = 4 << 20
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("read plan %s: %w", path, err)
+		}
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, chunk)
+		}
+		n, err := r.Read(buf[len(buf):min(cap(buf), len(buf)+chunk)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read plan: %w", err)
+		}
+	}
+	if len(buf) > MaxFileSize {
+		return nil, tooLarge(path, int64(len(buf)))
+	}
+	return buf, nil
+}
+
+// regularPlanFile refuses what cannot be a plan file: anything but a
+// regular file, and a file larger than MaxFileSize.
+func regularPlanFile(path string, st fs.FileInfo) error {
+	m := st.Mode()
+	if !m.IsRegular() {
+		what := "not a regular file"
+		switch {
+		case m.IsDir():
+			what = "a directory"
+		case m&fs.ModeNamedPipe != 0:
+			what = "a named pipe (FIFO)"
+		case m&fs.ModeSocket != 0:
+			what = "a socket"
+		case m&fs.ModeCharDevice != 0:
+			what = "a character device"
+		case m&fs.ModeDevice != 0:
+			what = "a block device"
+		}
+		return fmt.Errorf("%w: %s is %s; a plan file is a regular file written by 'toque plan -out'", ErrNotPlan, path, what)
+	}
+	if st.Size() > MaxFileSize {
+		return tooLarge(path, st.Size())
+	}
+	return nil
+}
+
+func tooLarge(path string, size int64) error {
+	return fmt.Errorf("%w: %s is %d bytes or more, and a plan file holds at most %d (1 GiB); it is not a plan toque wrote", ErrTooLarge, path, size, MaxFileSize)
+}
+
+// decode verifies and decodes a plan file's bytes.
+func decode(path string, data []byte) (*File, error) {
 	var env struct {
 		Version  json.RawMessage `json:"toque_plan"`
 		Checksum *string         `json:"checksum"`
@@ -262,37 +384,39 @@ func decode(path string, data []byte) (*Plan, string, error) {
 	}
 	if err := json.Unmarshal(data, &env); err != nil {
 		if looksLikePlan(data) {
-			return nil, "", fmt.Errorf("%w: %s is damaged or truncated (%v)", ErrChecksum, path, err)
+			return nil, fmt.Errorf("%w: %s is damaged or truncated (%v)", ErrChecksum, path, err)
 		}
-		return nil, "", fmt.Errorf("%w: %s is not a JSON document of the plan format (%v)", ErrNotPlan, path, err)
+		return nil, fmt.Errorf("%w: %s is not a JSON document of the plan format (%v)", ErrNotPlan, path, err)
 	}
 	if len(env.Version) == 0 {
-		return nil, "", fmt.Errorf("%w: %s has no %q member", ErrNotPlan, path, envelopeKey)
+		return nil, fmt.Errorf("%w: %s has no %q member", ErrNotPlan, path, envelopeKey)
 	}
 	var version int
 	if err := json.Unmarshal(env.Version, &version); err != nil {
-		return nil, "", fmt.Errorf("%w: %s has a %q member that is not a format version: %s", ErrNotPlan, path, envelopeKey, truncate(string(env.Version), 40))
+		return nil, fmt.Errorf("%w: %s has a %q member that is not a format version: %s", ErrNotPlan, path, envelopeKey, truncate(string(env.Version), 40))
 	}
 	if version != FormatVersion {
-		return nil, "", &VersionError{Path: path, Got: version, Want: FormatVersion}
+		return nil, &VersionError{Path: path, Got: version, Want: FormatVersion}
 	}
 	if env.Checksum == nil || len(env.Plan) == 0 {
-		return nil, "", fmt.Errorf("%w: %s has no checksum or no plan", ErrChecksum, path)
+		return nil, fmt.Errorf("%w: %s has no checksum or no plan", ErrChecksum, path)
 	}
 	if got := digestOf(env.Plan); got != *env.Checksum {
-		return nil, "", fmt.Errorf("%w: %s was edited or damaged after it was written (checksum %s, content %s)", ErrChecksum, path, truncate(*env.Checksum, 80), got)
+		return nil, fmt.Errorf("%w: %s was edited or damaged after it was written (checksum %s, content %s)", ErrChecksum, path, truncate(*env.Checksum, 80), got)
 	}
+	f := &File{Digest: *env.Checksum}
 	var p Plan
 	if err := json.Unmarshal(env.Plan, &p); err != nil {
-		return nil, "", fmt.Errorf("%w: %s holds a plan this build cannot decode: %v", ErrNotPlan, path, err)
+		return nil, fmt.Errorf("%w: %s holds a plan this build cannot decode: %v", ErrNotPlan, path, err)
 	}
 	if p.FormatVersion != version {
-		return nil, "", &VersionError{Path: path, Got: p.FormatVersion, Want: FormatVersion}
+		return nil, &VersionError{Path: path, Got: p.FormatVersion, Want: FormatVersion}
 	}
 	if err := p.check(); err != nil {
-		return nil, "", fmt.Errorf("%w: %s: %v; the planner never writes this, so the plan was edited after it was made and its checksum computed again", ErrInconsistent, path, err)
+		return nil, fmt.Errorf("%w: %s: %v; the planner never writes this, so the plan was edited after it was made and its checksum computed again", ErrInconsistent, path, err)
 	}
-	return &p, *env.Checksum, nil
+	f.Plan = &p
+	return f, nil
 }
 
 // looksLikePlan reports whether data starts like a plan file's envelope.

@@ -2,12 +2,14 @@ package plan
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zclconf/go-cty/cty"
 
@@ -144,4 +146,55 @@ func TestReadRefusesAContradictoryPlan(t *testing.T) {
 			t.Fatalf("a resealed, unedited plan is refused: %v", err)
 		}
 	})
+}
+
+// A path that is not a plan file fails at once, whatever it is.
+func TestReadRefusesWhatIsNotARegularFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "plan.fifo")
+	if err := mkfifo(fifo); err != nil {
+		t.Skipf("cannot make a FIFO here: %v", err)
+	}
+	sparse := filepath.Join(dir, "huge.plan")
+	if err := os.WriteFile(sparse, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(sparse, MaxFileSize+1); err != nil {
+		t.Skipf("cannot make a sparse file here: %v", err)
+	}
+	link := filepath.Join(dir, "zero.plan")
+	if err := os.Symlink("/dev/zero", link); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, path string
+		target     error
+		words      string
+	}{
+		{"FIFO nobody writes to", fifo, ErrNotPlan, "is a named pipe (FIFO)"},
+		{"/dev/zero", "/dev/zero", ErrNotPlan, "is a character device"},
+		{"a link to /dev/zero", link, ErrNotPlan, "is a character device"},
+		{"a directory", dir, ErrNotPlan, "is a directory"},
+		{"over the size limit", sparse, ErrTooLarge, "holds at most 1073741824 (1 GiB)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := os.Stat(c.path); err != nil {
+				t.Skip(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := ReadFile(context.Background(), c.path)
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if !errors.Is(err, c.target) || !strings.Contains(err.Error(), c.words) {
+					t.Errorf("got %v, want %v saying %q", err, c.target, c.words)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("reading did not fail fast")
+			}
+		})
+	}
 }
