@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,11 +19,12 @@ import (
 // Who may write plan.out is who decides what a root apply runs. These tests
 // take the side of someone who can write plan.out (a pull-request author)
 // and of the reviewer who reads `toque show`: the reviewer must read what
-// apply runs, and no plan file, however made, may hang toque or drive the
-// reviewer's terminal.
+// apply runs, a signing host must apply only its CI's plans, and no plan
+// file, however made, may hang toque or drive the reviewer's terminal.
 
 // editPlan does what an attacker with a text editor and sha256sum does:
-// change the plan member, then compute the checksum again.
+// change the plan member, then compute the checksum again. A signature, if
+// any, is kept as it was.
 func editPlan(t *testing.T, path string, edit func(p map[string]any)) {
 	t.Helper()
 	raw, err := os.ReadFile(path)
@@ -50,6 +52,11 @@ func editPlan(t *testing.T, path string, edit func(p map[string]any)) {
 	sum := sha256.Sum256(b)
 	var out bytes.Buffer
 	out.WriteString(`{"toque_plan":` + string(env["toque_plan"]) + `,"checksum":"sha256:` + hex.EncodeToString(sum[:]) + `",`)
+	if sig, ok := env["signature"]; ok {
+		out.WriteString(`"signature":`)
+		out.Write(sig)
+		out.WriteString(",")
+	}
 	out.WriteString(`"plan":`)
 	out.Write(b)
 	out.WriteString("}\n")
@@ -173,6 +180,116 @@ func TestE2ETrustEditedLiveValueRefused(t *testing.T) {
 
 	r := e.must(1, "apply", "-json", "plan.out")
 	contains(t, "apply -json", r.stdout, `"plan_refused"`)
+}
+
+var fingerprintRe = regexp.MustCompile(`SHA256:[A-Za-z0-9+/]{43}`)
+
+func TestE2ETrustSignedPlans(t *testing.T) {
+	e := newEnv(t)
+	e.recipe("motd.hcl", `file "ROOT/motd" { content = "signed\n" }`)
+	keys := t.TempDir()
+	ci, next := filepath.Join(keys, "ci"), filepath.Join(keys, "next")
+	gen := e.must(0, "keygen", "-comment=ci 2025", ci)
+	ciFP := fingerprintRe.FindString(gen.stdout)
+	if ciFP == "" {
+		t.Fatalf("keygen names no fingerprint:\n%s", gen.stdout)
+	}
+	nextFP := fingerprintRe.FindString(e.must(0, "keygen", next).stdout)
+	if st, err := os.Stat(ci); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("private key: %v %v", st.Mode(), err)
+	}
+	contains(t, "keygen again", e.must(1, "keygen", ci).stderr, "exists already")
+	pub := func(k string) string {
+		b, err := os.ReadFile(k + ".pub")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	trusted := filepath.Join(keys, "trusted.pub")
+	trust := func(ks ...string) {
+		content := "# keys whose plans this host applies\n"
+		for _, k := range ks {
+			content += pub(k)
+		}
+		if err := os.WriteFile(trusted, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	trust(ci)
+
+	// Signed by CI: shown with its signer, applied under -verify-key.
+	planned := e.must(0, "plan", "-sign-key="+ci, "-out=signed.out")
+	contains(t, "plan -sign-key", planned.stdout, "Signed by key "+ciFP+".")
+	contains(t, "show", e.must(0, "show", "signed.out").stdout, "Signed by key "+ciFP+".")
+	contains(t, "show -verify-key", e.must(0, "show", "-verify-key="+trusted, "signed.out").stdout, "Signed by key "+ciFP+" (ci 2025), one of the trusted keys.")
+	contains(t, "show -json", e.must(0, "show", "-json", "signed.out").stdout, `"signed_by": "`+ciFP+`"`)
+
+	// Refused before anything happens: unsigned, edited after signing,
+	// signed by a key the host does not trust.
+	e.must(0, "plan", "-out=unsigned.out")
+	contains(t, "show unsigned", e.must(0, "show", "unsigned.out").stdout, "Not signed.")
+	tampered := filepath.Join(e.dir, "tampered.out")
+	raw, _ := os.ReadFile(filepath.Join(e.dir, "signed.out"))
+	os.WriteFile(tampered, raw, 0o600)
+	editPlan(t, tampered, func(p map[string]any) {
+		obj(t, p, "resources", 0, "desired", "content")["value"] = "not what CI planned\n"
+	})
+	e.must(0, "plan", "-sign-key="+next, "-out=by-next.out")
+	before := e.snapshot()
+	for _, c := range []struct{ file, why string }{
+		{"unsigned.out", "carries no signature, and this host applies only plans signed by a key in " + trusted},
+		{"tampered.out", "the plan was changed after it was signed"},
+		{"by-next.out", "is signed by key " + nextFP + ", which is not one of the 1 key(s) in " + trusted},
+	} {
+		r := e.must(1, "apply", "-json", "-verify-key="+trusted, c.file)
+		contains(t, "apply "+c.file, r.stdout, `"plan_refused"`)
+		contains(t, "apply "+c.file, r.stderr, c.why)
+		if strings.Count(strings.TrimSpace(r.stderr), "\n") > 2 {
+			t.Errorf("apply %s: not a short refusal:\n%s", c.file, r.stderr)
+		}
+		// The environment variable does what the flag does.
+		r = e.mustToque(1, []string{"TOQUE_VERIFY_KEY=" + trusted}, "-chdir="+e.dir, "apply", c.file)
+		contains(t, "TOQUE_VERIFY_KEY apply "+c.file, r.stderr, c.why)
+	}
+	// A signature that does not verify is refused without any key, too.
+	contains(t, "show tampered", e.must(1, "show", "tampered.out").stderr, "the plan was changed after it was signed")
+	// Under TOQUE_VERIFY_KEY, apply without a plan file (plan and confirm)
+	// is refused: nobody signed that plan.
+	r := e.mustToque(1, []string{"TOQUE_VERIFY_KEY=" + trusted}, "-chdir="+e.dir, "apply", "-auto-approve")
+	contains(t, "apply without a plan file", r.stderr, "TOQUE_VERIFY_KEY names the keys whose signed plans this host applies")
+	sameSnapshot(t, before, e.snapshot())
+
+	e.must(0, "apply", "-verify-key="+trusted, "signed.out")
+	if got := e.read("motd"); got != "signed\n" {
+		t.Fatalf("motd %q", got)
+	}
+
+	// Rotation: while both keys are listed, plans of either are accepted;
+	// once the old one is retired, its plans are refused.
+	e.recipe("motd.hcl", `file "ROOT/motd" { content = "rotated\n" }`)
+	e.mustToque(0, []string{"TOQUE_SIGN_KEY=" + ci}, "-chdir="+e.dir, "plan", "-out=old-key.out")
+	e.must(0, "plan", "-sign-key="+next, "-out=new-key.out")
+	trust(ci, next)
+	for _, f := range []string{"old-key.out", "new-key.out"} {
+		contains(t, "show "+f, e.must(0, "show", "-verify-key="+trusted, f).stdout, "one of the trusted keys")
+	}
+	trust(next)
+	contains(t, "retired key", e.must(1, "apply", "-verify-key="+trusted, "old-key.out").stderr, "is signed by key "+ciFP+", which is not one of")
+	e.mustToque(0, []string{"TOQUE_VERIFY_KEY=" + trusted}, "-chdir="+e.dir, "apply", "new-key.out")
+	if got := e.read("motd"); got != "rotated\n" {
+		t.Fatalf("motd %q", got)
+	}
+
+	// A signing key others may read is refused before planning.
+	os.Chmod(ci, 0o644)
+	os.Remove(filepath.Join(e.dir, "again.out"))
+	contains(t, "readable key", e.must(1, "plan", "-sign-key="+ci, "-out=again.out").stderr, "chmod 600")
+	if _, err := os.Stat(filepath.Join(e.dir, "again.out")); err == nil {
+		t.Error("a plan was written with a refused key")
+	}
+	contains(t, "-sign-key without -out", e.must(1, "plan", "-sign-key="+next).stderr, "give -out=FILE too")
+	contains(t, "missing trusted keys", e.must(1, "apply", "-verify-key="+filepath.Join(keys, "nope"), "new-key.out").stderr, "unusable key file")
 }
 
 // toqueWithin runs toque and fails the test if it does not end within d.

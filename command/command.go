@@ -117,6 +117,7 @@ func Run(ctx context.Context, stop <-chan struct{}, args []string, streams Strea
 			"update":   func() (cli.Command, error) { return &UpdateCommand{Base: base}, nil },
 			"export":   func() (cli.Command, error) { return &ExportCommand{Base: base}, nil },
 			"graph":    func() (cli.Command, error) { return &GraphCommand{Base: base}, nil },
+			"keygen":   func() (cli.Command, error) { return &KeygenCommand{Base: base}, nil },
 		},
 		HelpFunc: helpFunc,
 	}

@@ -25,11 +25,13 @@ import (
 
 // The plan file is one JSON document, the envelope
 //
-//	{"toque_plan": 2, "checksum": "sha256:HEX", "plan": {…}}
+//	{"toque_plan": 2, "checksum": "sha256:HEX", "signature": {…}, "plan": {…}}
 //
 // where checksum is the sha256 of the exact bytes of the "plan" member, which
 // are the plan's canonical JSON (encoding/json of Plan). Digest is the same
-// sha256: what a reviewer approves is what the file holds.
+// sha256: what a reviewer approves is what the file holds. "signature" is
+// present when the plan was signed (sign.go): an ed25519 signature over the
+// digest, and the public key that made it.
 
 // MaxFileSize is the largest plan file Read reads (1 GiB): far above what
 // planning 10,000 resources with a megabyte of content each makes, and low
@@ -182,11 +184,13 @@ func Write(path string, p *Plan) error {
 
 // Encoded is a plan's canonical bytes and their digest, computed once so
 // that a command which both prints the digest and writes the file encodes a
-// large plan only once.
+// large plan only once, and the signature over that digest, when signed.
 type Encoded struct {
 	FormatVersion int
 	Body          []byte
 	Digest        string
+	// Signature is set by Sign.
+	Signature *Signature
 }
 
 // Encode computes p's canonical bytes and digest. The Encoded value
@@ -199,10 +203,19 @@ func (p *Plan) Encode() (*Encoded, error) {
 	return &Encoded{FormatVersion: p.FormatVersion, Body: body, Digest: digestOf(body)}, nil
 }
 
-// WriteEncoded is Write for a plan already encoded.
+// WriteEncoded is Write for a plan already encoded (and perhaps signed).
 func WriteEncoded(path string, enc *Encoded) error {
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "{%q:%d,\"checksum\":%q,", envelopeKey, enc.FormatVersion, enc.Digest)
+	if enc.Signature != nil {
+		sig, err := json.Marshal(enc.Signature)
+		if err != nil {
+			return fmt.Errorf("write plan %s: %w", path, err)
+		}
+		buf.WriteString(`"signature":`)
+		buf.Write(sig)
+		buf.WriteString(",")
+	}
 	buf.WriteString(`"plan":`)
 	buf.Write(enc.Body)
 	buf.WriteString("}\n")
@@ -254,12 +267,30 @@ type File struct {
 	// Digest is the plan's digest: the checksum verified over the file's
 	// own bytes, which is what Plan.Digest would compute again.
 	Digest string
+	// Signer is the key that signed the plan, nil when it is not signed.
+	// Its signature over Digest was verified.
+	Signer *PublicKey
+	// Trusted is set when ReadOptions.Trusted was given and holds Signer;
+	// TrustedKey is that entry (with the comment its key file gives it).
+	Trusted    bool
+	TrustedKey *PublicKey
+}
+
+// ReadOptions say how ReadFile reads a plan file.
+type ReadOptions struct {
+	// Trusted, when not nil, are the only keys whose plans are accepted:
+	// an unsigned plan, or one signed by another key, is refused (with
+	// ErrUnsigned or ErrUntrusted) before the plan itself is decoded. An
+	// empty, non-nil list refuses every plan.
+	Trusted []PublicKey
+	// TrustedFrom names where Trusted came from, for messages.
+	TrustedFrom string
 }
 
 // Read reads and verifies a plan file: the envelope, the format version,
-// the checksum, and that the plan does not contradict itself (check). Its
-// errors can be told apart with errors.Is (ErrNotPlan, ErrTooLarge,
-// ErrChecksum, ErrInconsistent, fs
+// the checksum, a signature if there is one, and that the plan does not
+// contradict itself (check). Its errors can be told apart with errors.Is
+// (ErrNotPlan, ErrTooLarge, ErrChecksum, ErrSignature, ErrInconsistent, fs
 // errors such as fs.ErrNotExist) and errors.As (*VersionError). It never
 // panics, whatever the file holds.
 func Read(path string) (*Plan, error) {
@@ -271,26 +302,26 @@ func Read(path string) (*Plan, error) {
 // it verified over the file's own bytes, which is what Digest would compute
 // again by encoding the whole plan.
 func ReadWithDigest(path string) (*Plan, string, error) {
-	f, err := ReadFile(context.Background(), path)
+	f, err := ReadFile(context.Background(), path, ReadOptions{})
 	if err != nil {
 		return nil, "", err
 	}
 	return f.Plan, f.Digest, nil
 }
 
-// ReadFile is Read with a context that stops reading a large file, and
-// the plan's digest.
+// ReadFile is Read with options (trusted signing keys) and a context that
+// stops reading a large file.
 //
 // Only a regular file is read, and at most MaxFileSize bytes of it: a named
 // pipe, a device, a socket or a directory is refused before it is opened
 // for reading, so a path such as /dev/zero or a FIFO nobody writes to
 // fails at once instead of blocking or filling memory.
-func ReadFile(ctx context.Context, path string) (*File, error) {
+func ReadFile(ctx context.Context, path string, o ReadOptions) (*File, error) {
 	data, err := readCapped(ctx, path)
 	if err != nil {
 		return nil, err
 	}
-	return decode(path, data)
+	return decode(path, data, o)
 }
 
 // readCapped reads path when it is a regular file of at most MaxFileSize
@@ -376,11 +407,12 @@ func tooLarge(path string, size int64) error {
 }
 
 // decode verifies and decodes a plan file's bytes.
-func decode(path string, data []byte) (*File, error) {
+func decode(path string, data []byte, o ReadOptions) (*File, error) {
 	var env struct {
-		Version  json.RawMessage `json:"toque_plan"`
-		Checksum *string         `json:"checksum"`
-		Plan     json.RawMessage `json:"plan"`
+		Version   json.RawMessage `json:"toque_plan"`
+		Checksum  *string         `json:"checksum"`
+		Signature json.RawMessage `json:"signature"`
+		Plan      json.RawMessage `json:"plan"`
 	}
 	if err := json.Unmarshal(data, &env); err != nil {
 		if looksLikePlan(data) {
@@ -404,7 +436,22 @@ func decode(path string, data []byte) (*File, error) {
 	if got := digestOf(env.Plan); got != *env.Checksum {
 		return nil, fmt.Errorf("%w: %s was edited or damaged after it was written (checksum %s, content %s)", ErrChecksum, path, truncate(*env.Checksum, 80), got)
 	}
-	f := &File{Digest: *env.Checksum}
+	digest := *env.Checksum
+	f := &File{Digest: digest}
+	// The signature is checked before the plan is decoded: under trusted
+	// keys, nothing of an unsigned or foreign plan is looked at.
+	signer, err := verifySignature(path, env.Signature, digest)
+	if err != nil {
+		return nil, err
+	}
+	f.Signer = signer
+	if o.Trusted != nil {
+		k, err := trusted(path, signer, o)
+		if err != nil {
+			return nil, err
+		}
+		f.Trusted, f.TrustedKey = true, k
+	}
 	var p Plan
 	if err := json.Unmarshal(env.Plan, &p); err != nil {
 		return nil, fmt.Errorf("%w: %s holds a plan this build cannot decode: %v", ErrNotPlan, path, err)

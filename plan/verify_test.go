@@ -184,7 +184,7 @@ func TestReadRefusesWhatIsNotARegularFile(t *testing.T) {
 			}
 			done := make(chan error, 1)
 			go func() {
-				_, err := ReadFile(context.Background(), c.path)
+				_, err := ReadFile(context.Background(), c.path, ReadOptions{})
 				done <- err
 			}()
 			select {

@@ -28,9 +28,12 @@ type jsonView struct {
 	CreatedAt         string   `json:"created_at"`
 	Host              jsonHost `json:"host"`
 	Digest            string   `json:"digest"`
-	InputsDigest      string   `json:"inputs_digest"`
-	LockRevision      string   `json:"lock_revision"`
-	Errored           bool     `json:"errored"`
+	// SignedBy is the fingerprint of the key that signed the plan, "" when
+	// it is not signed (or the plan was not read from a file).
+	SignedBy     string `json:"signed_by"`
+	InputsDigest string `json:"inputs_digest"`
+	LockRevision string `json:"lock_revision"`
+	Errored      bool   `json:"errored"`
 	// Diagnostics are the errors and warnings of the command that printed
 	// the plan (plan -json); [] for show -json of a saved plan.
 	Diagnostics  []JSONDiagnostic `json:"diagnostics"`
@@ -162,6 +165,8 @@ type JSONOptions struct {
 	// Digest is the plan's digest when the caller has it (the file's
 	// verified checksum); "" computes it.
 	Digest string
+	// Signature says who signed the plan.
+	Signature *SignatureInfo
 }
 
 // JSONView renders p in the documented, stable machine format of `toque
@@ -208,6 +213,9 @@ func JSONView(p *plan.Plan, o JSONOptions) ([]byte, error) {
 		Attributes:   make([]jsonAttribute, 0, len(p.Attributes)),
 		Resources:    make([]jsonResource, 0, len(p.Resources)),
 		NotifiedRuns: make([]jsonNotified, 0, len(p.NotifiedRuns)),
+	}
+	if o.Signature != nil && o.Signature.Signed {
+		v.SignedBy = o.Signature.Fingerprint
 	}
 	for _, a := range p.Attributes {
 		v.Attributes = append(v.Attributes, viewAttribute(a))

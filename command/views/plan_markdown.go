@@ -49,6 +49,8 @@ type MarkdownOptions struct {
 	// Registry holds this build's resource types (nil:
 	// resources.Builtin()).
 	Registry *resources.Registry
+	// Signature says who signed the plan; nil says nothing about it.
+	Signature *SignatureInfo
 }
 
 // RenderMarkdown writes p as GitHub-flavoured Markdown for a pull-request
@@ -259,6 +261,18 @@ func markdownHead(p *plan.Plan, o MarkdownOptions) string {
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "Plan digest: %s\n", mdCode(o.Digest))
+	if sig := o.Signature; sig != nil {
+		switch {
+		case !sig.Signed:
+			b.WriteString("\nNot signed.\n")
+		case sig.Trusted && sig.Comment != "":
+			fmt.Fprintf(&b, "\nSigned by key %s (%s), one of the trusted keys.\n", mdCode(sig.Fingerprint), mdCode(sig.Comment))
+		case sig.Trusted:
+			fmt.Fprintf(&b, "\nSigned by key %s, one of the trusted keys.\n", mdCode(sig.Fingerprint))
+		default:
+			fmt.Fprintf(&b, "\nSigned by key %s.\n", mdCode(sig.Fingerprint))
+		}
+	}
 	return b.String()
 }
 

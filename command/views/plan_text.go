@@ -31,6 +31,8 @@ type RenderOptions struct {
 	// defaults, sensitivity and what a resource is shown by; nil means
 	// resources.Builtin().
 	Registry *resources.Registry
+	// Signature says who signed the plan; nil says nothing about it.
+	Signature *SignatureInfo
 }
 
 // painter colours text when enabled, and is the identity otherwise.
@@ -153,6 +155,9 @@ func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 		digest = p.Digest()
 	}
 	bw.printf("\nPlan digest: %s\n", EscapeLine(digest))
+	if line := o.Signature.line(); line != "" {
+		bw.printf("%s\n", line)
+	}
 	if o.SavedTo != "" {
 		saved := EscapeLine(o.SavedTo)
 		bw.printf("Saved the plan to %s. To apply exactly this plan: toque apply %s\n", saved, EscapeLine(shellQuote(o.SavedTo)))
