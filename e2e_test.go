@@ -23,6 +23,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	toqueBin = filepath.Join(dir, "toque")
+	// Every apply takes the host-wide lock: keep it in the scratch dir, never
+	// the machine's /run/toque.
+	os.Setenv("TOQUE_HOST_LOCK", filepath.Join(dir, "run", "apply.lock"))
 	cmd := exec.Command("go", "build", "-o", toqueBin, ".")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {
@@ -46,6 +49,13 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	base := t.TempDir()
+	// Reachable by every user, as /etc is (t.TempDir makes 0700 dirs): a
+	// plan shows current content only of files every user may read.
+	for _, d := range []string{filepath.Dir(base), base} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	e := &env{t: t, dir: filepath.Join(base, "recipes"), root: filepath.Join(base, "root"), state: filepath.Join(base, "state")}
 	for _, d := range []string{e.dir, e.root} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -273,11 +283,11 @@ func TestE2ECreateFromNothingThenNoChanges(t *testing.T) {
 
 func TestE2EUnsetModeIsLeftAlone(t *testing.T) {
 	e := newEnv(t)
-	e.write("motd", "old\n", 0o600)
+	e.write("motd", "old\n", 0o604) // readable by others: the diff is shown
 	e.recipe("motd.hcl", `file "ROOT/motd" { content = "new\n" }`)
 
 	r := e.must(2, "plan", "-detailed-exitcode", "-out=plan.out")
-	for _, want := range []string{"-old", "+new", "mode: not set in the recipe, left as it is", "0600"} {
+	for _, want := range []string{"-old", "+new", "mode: not set in the recipe, left as it is", "0604"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("plan lacks %q:\n%s", want, r.stdout)
 		}
@@ -286,7 +296,7 @@ func TestE2EUnsetModeIsLeftAlone(t *testing.T) {
 	if got := e.read("motd"); got != "new\n" {
 		t.Errorf("content = %q", got)
 	}
-	if m := e.mode("motd"); m != 0o600 {
+	if m := e.mode("motd"); m != 0o604 {
 		t.Errorf("mode changed to %o; an unset mode must be left alone", m)
 	}
 	backups, _ := filepath.Glob(filepath.Join(e.state, "backup", "*"))

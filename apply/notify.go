@@ -49,16 +49,61 @@ type notifier struct {
 	// differs holds, per notifier, how its live state differed from the
 	// plan when it converged: the notification followed the live truth.
 	differs map[string]string
+	// index is each planned run's index in Plan.NotifiedRuns (its key in
+	// the journal); earlier holds, for a run an earlier apply of the plan
+	// finished, the notifiers it ran for.
+	index   map[*plan.NotifiedRun]int
+	earlier map[*plan.NotifiedRun][]string
 }
 
 func newNotifier(r *run, rep *Report) *notifier {
-	n := &notifier{r: r, rep: rep, edges: map[string][]plan.Notification{}, used: map[*plan.NotifiedRun]bool{}, queued: map[notifyKey][]string{}, differs: map[string]string{}, active: map[notifyKey]bool{}}
+	n := &notifier{r: r, rep: rep, edges: map[string][]plan.Notification{}, used: map[*plan.NotifiedRun]bool{}, queued: map[notifyKey][]string{}, differs: map[string]string{}, active: map[notifyKey]bool{},
+		index: map[*plan.NotifiedRun]int{}, earlier: map[*plan.NotifiedRun][]string{}}
 	for _, pr := range r.p.Resources {
 		if len(pr.Notifications) > 0 {
 			n.edges[pr.Address] = pr.Notifications
 		}
 	}
+	for i, nr := range r.p.NotifiedRuns {
+		n.index[nr] = i
+	}
 	return n
+}
+
+// resume takes up what an earlier, unfinished apply of the plan left: its
+// finished notified runs are reported and not run again for the same
+// notifiers, and the edges of everything it changed are fired again, in the
+// order it changed them: an "immediately" run it did not get to runs now,
+// a "delayed" one is queued (a run already done for those notifiers is
+// not repeated). It returns the first error of a run that failed.
+func (n *notifier) resume(ctx context.Context) error {
+	past := n.r.j.past
+	for i, nr := range n.r.p.NotifiedRuns {
+		s := past.notified[i]
+		if !s.final() {
+			continue
+		}
+		n.earlier[nr] = s.covered
+		view := n.r.p.NotifiedView(nr)
+		rr := ResourceReport{Address: nr.Address, Kind: nr.Kind, Outcome: OutcomeDoneEarlier, Reason: nr.Reason + "; " + doneEarlier(s)}
+		n.rep.Notified = append(n.rep.Notified, rr)
+		n.r.hooks.Resumed(view, rr)
+	}
+	for _, ref := range past.changed {
+		var addr string
+		if ref.notified {
+			addr = n.r.p.NotifiedRuns[ref.index].Address
+		} else {
+			addr = n.r.p.Resources[ref.index].Address
+		}
+		if err := n.fire(ctx, addr, plan.TimingImmediately); err != nil {
+			return err
+		}
+		if err := n.fire(ctx, addr, plan.TimingDelayed); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // before runs e's before edges when e is about to change: its guards do
@@ -132,7 +177,7 @@ func (n *notifier) fire(ctx context.Context, addr, timing string) error {
 func (n *notifier) drain(ctx context.Context) error {
 	var errs []error
 	for i := 0; i < len(n.queue); i++ {
-		if ctx.Err() != nil || stopped(n.r.a.Stop) {
+		if ctx.Err() != nil || stopped(n.r.a.Stop) || n.r.j.Err() != nil {
 			break
 		}
 		k := n.queue[i]
@@ -174,6 +219,10 @@ func (n *notifier) runTarget(ctx context.Context, k notifyKey, timing string, fr
 		n.rep.Notified = append(n.rep.Notified, ResourceReport{Address: k.addr, Outcome: OutcomeRefused, Reason: reason})
 		return nil
 	}
+	if done, ok := n.earlier[nr]; ok && subset(from, done) {
+		// An earlier apply of the plan ran it for these notifiers.
+		return nil
+	}
 	n.used[nr] = true
 	n.active[k] = true
 	defer delete(n.active, k)
@@ -188,7 +237,7 @@ func (n *notifier) runTarget(ctx context.Context, k notifyKey, timing string, fr
 	}
 	idx := len(n.rep.Notified)
 	n.rep.Notified = append(n.rep.Notified, rr)
-	err := n.converge(ctx, nr, view, &rr)
+	err := n.converge(ctx, nr, view, &rr, from)
 	if len(differs) > 0 {
 		if rr.DiffersFromPlan != "" {
 			differs = append(differs, rr.DiffersFromPlan)
@@ -197,7 +246,8 @@ func (n *notifier) runTarget(ctx context.Context, k notifyKey, timing string, fr
 	}
 	n.rep.Notified[idx] = rr
 	if err != nil {
-		if view.IgnoreFailure {
+		var je *JournalError
+		if view.IgnoreFailure && !errors.As(err, &je) {
 			r.logger.Warn("notified run failed; ignore_failure is set, continuing", "resource", k.addr, "error", err)
 			return nil
 		}
@@ -223,17 +273,23 @@ func typeReason(nr *plan.NotifiedRun) string {
 	return strings.TrimPrefix(nr.Reason[i+len(mark):], "; ")
 }
 
-func (n *notifier) converge(ctx context.Context, nr *plan.NotifiedRun, view *plan.Resource, rr *ResourceReport) error {
+// converge runs nr for the notifiers from, recording it in the journal as
+// convergeOne records a resource.
+func (n *notifier) converge(ctx context.Context, nr *plan.NotifiedRun, view *plan.Resource, rr *ResourceReport, from []string) error {
 	r := n.r
+	if err := r.j.Err(); err != nil {
+		return err
+	}
+	ref := stepRef{notified: true, index: n.index[nr]}
 	if nr.Kind == resources.Skip {
 		rr.Outcome = OutcomeSkipped
 		rr.Reason = "skipped: " + nr.Reason
-		return nil
+		return r.j.ended(ref, nr.Address, nr.Kind, rr.Outcome, from)
 	}
 	t, d, err := plan.DesiredResource(r.a.Registry, view)
 	if err != nil {
 		r.hooks.PreApply(view)
-		return n.failed(view, rr, err)
+		return n.failed(ctx, ref, from, view, rr, err)
 	}
 	e := &entry{pr: view, typ: t, desired: d, planned: nr.Fingerprint}
 	start := time.Now()
@@ -243,7 +299,7 @@ func (n *notifier) converge(ctx context.Context, nr *plan.NotifiedRun, view *pla
 		rr.Outcome = OutcomeSkipped
 		rr.Reason = "skipped: " + why
 		rr.DiffersFromPlan = why
-		return nil
+		return r.j.ended(ref, nr.Address, nr.Kind, rr.Outcome, from)
 	}
 	if err == nil && rd.Step.Kind != resources.NoOp && n.has(view.Address, plan.TimingBefore) {
 		// Before edges of a notified run: only when it is about to
@@ -253,27 +309,34 @@ func (n *notifier) converge(ctx context.Context, nr *plan.NotifiedRun, view *pla
 		}
 		rd, err = r.lc.Evaluate(ctx, r.subject(e, nil))
 	}
+	if jerr := r.j.started(ref, nr.Address, nr.Kind); jerr != nil {
+		return jerr
+	}
 	r.hooks.PreApply(view)
 	if err == nil {
 		err = r.convergeStep(ctx, e, rr, rd)
 	}
 	rr.DurationMS = time.Since(start).Milliseconds()
 	if err != nil {
-		return n.failed(view, rr, err)
+		return n.failed(ctx, ref, from, view, rr, err)
 	}
 	if rr.Outcome == OutcomeChanged {
 		rr.Reason = view.Reason
 	}
+	jerr := r.j.ended(ref, nr.Address, nr.Kind, rr.Outcome, from)
 	r.hooks.PostApply(view, *rr)
-	return nil
+	return jerr
 }
 
-func (n *notifier) failed(view *plan.Resource, rr *ResourceReport, err error) error {
+func (n *notifier) failed(ctx context.Context, ref stepRef, from []string, view *plan.Resource, rr *ResourceReport, err error) error {
 	err = &ResourceError{Address: view.Address, Err: err}
 	rr.Error = err.Error()
 	rr.Outcome = OutcomeFailed
 	if view.IgnoreFailure {
 		rr.Outcome = OutcomeFailedIgnored
+	}
+	if jerr := n.r.j.ended(ref, view.Address, view.Kind, failedOutcome(ctx, rr.Outcome), from); jerr != nil {
+		err = errors.Join(err, jerr)
 	}
 	n.r.hooks.PostApply(view, *rr)
 	return err
@@ -293,7 +356,7 @@ func (n *notifier) notFired(rep *Report, interrupted bool) {
 		}
 	}
 	for _, nr := range n.r.p.NotifiedRuns {
-		if n.used[nr] {
+		if _, done := n.earlier[nr]; n.used[nr] || done {
 			continue
 		}
 		var why []string
@@ -326,6 +389,16 @@ func (n *notifier) notFired(rep *Report, interrupted bool) {
 	}
 }
 
+// subset reports whether every one of xs is in of.
+func subset(xs, of []string) bool {
+	for _, x := range xs {
+		if !contains(of, x) {
+			return false
+		}
+	}
+	return true
+}
+
 func contains(xs []string, x string) bool {
 	for _, y := range xs {
 		if y == x {
@@ -346,7 +419,17 @@ func (r *run) preflightNotified(ctx context.Context) ([]StaleResource, []error) 
 	var stale []StaleResource
 	var errs []error
 	checked := map[string]bool{}
-	for _, nr := range r.p.NotifiedRuns {
+	for i, nr := range r.p.NotifiedRuns {
+		// As for resources: a run an earlier apply of the plan finished is
+		// not checked; one it started and did not see end is stale.
+		s := r.j.past.notified[i]
+		if s.final() {
+			continue
+		}
+		if nr.Kind == resources.Run && s.inDoubt() {
+			stale = append(stale, *inDoubt(nr.Address+" (notified "+nr.Action+")", s))
+			continue
+		}
 		key := nr.Address + "\x00" + nr.Action
 		if checked[key] {
 			continue
@@ -391,14 +474,4 @@ func (r *run) preflightNotified(ctx context.Context) ([]StaleResource, []error) 
 		stale = append(stale, sr)
 	}
 	return stale, errs
-}
-
-// ownFailure reports whether err is the failure of addr itself, not of a
-// target it notified (whose own ignore_failure decides for it).
-func ownFailure(err error, addr string) bool {
-	var re *ResourceError
-	if errors.As(err, &re) {
-		return re.Address == addr
-	}
-	return true
 }

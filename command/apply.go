@@ -53,9 +53,13 @@ Options:
   -auto-approve        Apply without asking (only without PLANFILE).
   -state-dir=DIR       Where backups, reports and the apply lock live
                        (default: TOQUE_STATE_DIR, else /var/lib/toque as
-                       root, else $XDG_STATE_HOME/toque).
+                       root, else $XDG_STATE_HOME/toque). It must be owned
+                       by the user toque runs as and writable by no one
+                       else; it is created 0700.
   -lock-timeout=DUR    Wait up to DUR for another apply to finish (default
-                       0s: fail at once, naming the holder).
+                       0s: fail at once, naming the holder). Besides the
+                       state directory's lock, apply takes a host-wide one:
+                       TOQUE_HOST_LOCK, else /run/toque/apply.lock as root.
   -parallelism=N       Read at most N resources at once while planning
                        (only without PLANFILE).
   -no-color            No colour (also NO_COLOR=1).
@@ -70,8 +74,14 @@ Options:
   -json                Print progress as JSON events, one object per line
                        (docs/apply-json.md), instead of text. Needs PLANFILE.
 
+  A saved plan is applied once: its journal, in the state directory, makes
+  a second apply of a finished plan fail, and an apply of a plan whose
+  apply was interrupted or failed resume it, never repeating what was done.
+
 Exit status: 0 done, 1 error, 3 stale plan (nothing changed), 4 the apply
-lock is held by another toque, 5 interrupted (the report says what ran).
+lock is held by another toque, 5 interrupted (the report says what ran;
+apply the plan again to resume), 6 the plan was already applied (nothing
+changed).
 `
 }
 
@@ -159,9 +169,19 @@ func (c *ApplyCommand) Run(args []string) int {
 	}
 
 	view.Start(p, digest)
+	acked := make(chan struct{})
+	defer close(acked)
+	go func() {
+		select {
+		case <-c.Stop:
+			view.Stopping()
+		case <-acked:
+		}
+	}()
 	applier := &apply.Applier{
 		Registry:    c.Registry,
 		StateDir:    stateDir(a.stateDir),
+		HostLock:    hostLock(),
 		Logger:      c.Logger.Named("apply"),
 		Hooks:       view,
 		LockTimeout: a.lockTimeout,

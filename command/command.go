@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/cli"
 	"github.com/hashicorp/go-hclog"
@@ -185,7 +186,7 @@ func (c *colorFlags) register(fs *flag.FlagSet) {
 func (b *Base) newFlagSet(name string, help func() string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.Usage = func() { fmt.Fprintln(b.Streams.Stderr, help()) }
+	fs.Usage = func() {} // parseFlags says what went wrong, once
 	return fs
 }
 
@@ -197,10 +198,58 @@ func (b *Base) parseFlags(fs *flag.FlagSet, args []string, help func() string) i
 			fmt.Fprintln(b.Streams.Stdout, strings.TrimSpace(help()))
 			return ExitOK
 		}
-		fmt.Fprintf(b.Streams.Stderr, "Error: %s\n\n%s\n", err, strings.TrimSpace(help()))
-		return ExitError
+		return b.fail(false, "%s Run 'toque %s -help' for its options.", flagError(fs, err), fs.Name())
 	}
 	return -1
+}
+
+// flagError words a flag package error for people: "plan has no option
+// -outt. Did you mean -out?", "-parallelism wants a whole number, not
+// "x"."
+func flagError(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		hint := ""
+		if s := words.Closest(name, names); s != "" {
+			hint = fmt.Sprintf(" Did you mean -%s?", s)
+		}
+		return fmt.Sprintf("%s has no option -%s.%s", fs.Name(), name, hint)
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		return fmt.Sprintf("-%s needs a value: -%s=VALUE.", name, name)
+	}
+	// invalid value "x" for flag -parallelism: …
+	// invalid boolean value "x" for -json: …
+	for _, prefix := range []string{"invalid value ", "invalid boolean value "} {
+		rest, ok := strings.CutPrefix(msg, prefix)
+		if !ok {
+			continue
+		}
+		val, tail, ok := strings.Cut(rest, " for ")
+		if !ok {
+			break
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(tail, "flag "), "-"), ":")
+		want := "a valid value"
+		if f := fs.Lookup(name); f != nil {
+			if g, ok := f.Value.(flag.Getter); ok {
+				switch g.Get().(type) {
+				case bool:
+					want = "true or false"
+				case int, int64, uint, uint64:
+					want = "a whole number"
+				case float64:
+					want = "a number"
+				case time.Duration:
+					want = "a duration such as 30s or 5m"
+				}
+			}
+		}
+		return fmt.Sprintf("-%s wants %s, not %s.", name, want, val)
+	}
+	return msg + "."
 }
 
 // path resolves p against -chdir.
@@ -261,6 +310,29 @@ func stateDir(flagValue string) string {
 		return filepath.Join(home, ".local", "state", "toque")
 	}
 	return filepath.Join(os.TempDir(), "toque-state")
+}
+
+// HostLockEnv names the host-wide apply lock file, instead of the default
+// hostLock picks.
+const HostLockEnv = "TOQUE_HOST_LOCK"
+
+// hostLock picks the host-wide apply lock: TOQUE_HOST_LOCK, else
+// /run/toque/apply.lock as root, else toque/apply.lock in the user's
+// runtime directory ($XDG_RUNTIME_DIR), else toque-UID/apply.lock in the
+// temporary directory. A normal user's applies exclude each other, not
+// root's: they cannot change what root's change.
+func hostLock() string {
+	if v := os.Getenv(HostLockEnv); v != "" {
+		return v
+	}
+	uid := os.Geteuid()
+	if uid == 0 {
+		return "/run/toque/apply.lock"
+	}
+	if v := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(v) {
+		return filepath.Join(v, "toque", "apply.lock")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("toque-%d", uid), "apply.lock")
 }
 
 // helpFunc is toque's top-level help: the global options, then the

@@ -15,6 +15,9 @@ const (
 	ExitStale       = 3 // apply: the host no longer matches the plan
 	ExitLockHeld    = 4 // apply: another apply holds the lock
 	ExitInterrupted = 5 // stopped by a signal before finishing
+	// ExitAlreadyApplied: apply: the plan was applied already (its journal
+	// says an apply of it finished); nothing was changed.
+	ExitAlreadyApplied = 6
 )
 
 // errInterrupted is the error of a read-only command (plan, install…)
@@ -23,8 +26,8 @@ var errInterrupted = errors.New("interrupted: stopped before finishing; nothing 
 
 // exitStatus is the one mapping from a command's diagnostics to its exit
 // status: 0 without errors; 3 for a stale plan, 4 for a held apply lock, 5
-// for an interrupted run (the first such error decides); 1 for any other
-// error. plan -detailed-exitcode's 2 is decided by plan itself, when this
+// for an interrupted run, 6 for a plan applied already (the first such
+// error decides); 1 for any other error. plan -detailed-exitcode's 2 is decided by plan itself, when this
 // is 0.
 func exitStatus(diags diag.Diagnostics) int {
 	for _, d := range diags {
@@ -34,7 +37,10 @@ func exitStatus(diags diag.Diagnostics) int {
 		var stale *apply.StaleError
 		var held *apply.LockHeldError
 		var intr *apply.InterruptedError
+		var applied *apply.AlreadyAppliedError
 		switch {
+		case errors.As(d.Err, &applied):
+			return ExitAlreadyApplied
 		case errors.As(d.Err, &stale):
 			return ExitStale
 		case errors.As(d.Err, &held):

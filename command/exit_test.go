@@ -26,6 +26,9 @@ func TestExitStatus(t *testing.T) {
 		{"interrupted apply", diag.Diagnostics{}.Append(&apply.InterruptedError{}), ExitInterrupted},
 		{"interrupted read", diag.Diagnostics{}.Append(errInterrupted), ExitInterrupted},
 		{"the first typed error decides", diag.Diagnostics{}.Append(fmt.Errorf("plain"), &apply.LockHeldError{}, &apply.StaleError{}), ExitLockHeld},
+		{"already applied", diag.Diagnostics{}.Append(fmt.Errorf("apply: %w", &apply.AlreadyAppliedError{})), ExitAlreadyApplied},
+		{"a journal toque cannot read", diag.Diagnostics{}.Append(&apply.JournalError{Err: fmt.Errorf("x")}), ExitError},
+		{"an untrusted state directory", diag.Diagnostics{}.Append(&apply.UntrustedError{}), ExitError},
 		{"a resource failed", diag.Diagnostics{}.Append(&apply.ResourceError{Address: "x", Err: fmt.Errorf("boom")}), ExitError},
 	}
 	for _, c := range cases {

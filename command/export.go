@@ -53,7 +53,11 @@ func (c *ExportCommand) Run(args []string) int {
 		return c.fail(false, "%s holds no policy.hcl; export works on a policy (see docs/policies.md)", c.workDir())
 	}
 	out := c.path(fs.Arg(0))
-	res, err := c.workspace(state).Export(c.ReadCtx, out, group)
+	ws, err := c.workspace(state)
+	var res *policy.ExportResult
+	if err == nil {
+		res, err = ws.Export(c.ReadCtx, out, group)
+	}
 	if err != nil {
 		diags := diag.Diagnostics{}.Append(diag.Errorf("cannot export: %w", err))
 		c.view(false).Diagnostics(diags)

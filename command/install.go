@@ -25,8 +25,9 @@ Usage: toque [-chdir=DIR] install [options]
   reported, all at once, and no lock is written.
 
   Git sources are fetched with the git binary into bare mirrors under the
-  cache directory (TOQUE_CACHE_DIR, else STATE_DIR/cache). Policy servers
-  get TOQUE_POLICY_TOKEN, when set, as a bearer token.
+  cache directory (TOQUE_CACHE_DIR, else STATE_DIR/cache). The servers and
+  remote URLs policy.hcl names get TOQUE_POLICY_TOKEN, when set, as a
+  bearer token: over https or to loopback only, never across a redirect.
 
 Options:
 
@@ -56,15 +57,24 @@ func (b *Base) runInstall(name string, help func() string, args []string, update
 		return b.fail(col.noColor, "%s holds no policy.hcl; %s works on a policy (see docs/policies.md)", b.workDir(), name)
 	}
 	v := b.view(col.noColor)
-	ws := b.workspace(state)
-	lock, hdiags := ws.Install(b.ReadCtx, policy.InstallOptions{Update: update, Names: fs.Args()})
+	ws, err := b.workspace(state)
+	if err != nil {
+		diags := diag.Diagnostics{}.Append(err)
+		v.Diagnostics(diags)
+		return exitStatus(diags)
+	}
+	res, hdiags := ws.Install(b.ReadCtx, policy.InstallOptions{Update: update, Names: fs.Args()})
 	b.addFiles(ws.Parser.Files())
 	diags := diag.Diagnostics{}.Append(hdiags)
-	if lock == nil && !diags.HasErrors() {
+	if res == nil && !diags.HasErrors() {
 		diags = diags.Append(diag.Errorf("%s wrote no lock", name))
 	}
 	if !diags.HasErrors() {
-		views.Messages{V: v}.LockWritten(lock, policy.LockFileName)
+		if res.Written {
+			views.Messages{V: v}.LockWritten(res.Lock, res.Changes, policy.LockFileName)
+		} else {
+			views.Messages{V: v}.LockUpToDate(res.Lock)
+		}
 	}
 	v.Diagnostics(diags)
 	return exitStatus(diags)

@@ -2,8 +2,10 @@ package command
 
 import (
 	"crypto/ed25519"
+	"errors"
 	"flag"
 	"strings"
+	"syscall"
 
 	"github.com/toquehq/toque/command/views"
 	"github.com/toquehq/toque/internal/diag"
@@ -104,6 +106,13 @@ func (c *PlanCommand) Run(args []string) int {
 		}
 	}
 	view := views.NewPlan(c.view(a.color.noColor), a.json, a.md.markdown)
+	if a.out != "" {
+		// An older plan at -out goes first: if this one fails or is
+		// interrupted, no plan is left there to be applied by mistake.
+		if err := plan.RemoveStale(c.path(a.out)); err != nil {
+			return c.fail(a.color.noColor, "%s", err)
+		}
+	}
 
 	p, diags := c.makePlan(a.parallelism)
 	var enc *plan.Encoded
@@ -138,9 +147,11 @@ func (c *PlanCommand) Run(args []string) int {
 			}
 		}
 	}
-	if err := view.Show(p, diags, o); err != nil {
+	if err := view.Show(p, diags, o); err != nil && !errors.Is(err, syscall.EPIPE) {
 		// The plan could not be printed (Markdown over its size limit):
-		// nothing reached stdout; say why on stderr.
+		// nothing reached stdout; say why on stderr. (A closed stdout, as
+		// in toque plan | head, is the reader having seen enough: the plan
+		// file is written already.)
 		diags = diag.Diagnostics{}.Append(err)
 		c.view(a.color.noColor).Diagnostics(diags)
 	}

@@ -2,10 +2,10 @@ package command
 
 import (
 	"os"
-	"path/filepath"
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/toquehq/toque/apply"
 	"github.com/toquehq/toque/config"
 	"github.com/toquehq/toque/eval"
 	"github.com/toquehq/toque/internal/diag"
@@ -18,21 +18,37 @@ import (
 const CacheDirEnv = "TOQUE_CACHE_DIR"
 
 // cacheDir is where git mirrors, fetched locks and cookbooks are kept:
-// TOQUE_CACHE_DIR, else STATE_DIR/cache.
-func cacheDir(stateFlag string) string {
+// TOQUE_CACHE_DIR, else STATE_DIR/cache. The state directory and its
+// cache/ are created and checked as apply checks them (apply.OpenStateDir):
+// cookbooks planted there by another user would run as root.
+func cacheDir(stateFlag string) (string, error) {
 	if v := os.Getenv(CacheDirEnv); v != "" {
-		return v
+		return v, nil
 	}
-	return filepath.Join(stateDir(stateFlag), "cache")
+	state, err := apply.OpenStateDir(stateDir(stateFlag))
+	if err != nil {
+		return "", err
+	}
+	defer state.Close()
+	cache, err := state.Subdir("cache")
+	if err != nil {
+		return "", err
+	}
+	cache.Close()
+	return cache.Path(), nil
 }
 
 // workspace is the policy workflow for the working directory.
-func (b *Base) workspace(stateFlag string) *policy.Workspace {
+func (b *Base) workspace(stateFlag string) (*policy.Workspace, error) {
+	dir, err := cacheDir(stateFlag)
+	if err != nil {
+		return nil, err
+	}
 	return policy.NewWorkspace(b.workDir(), policy.Options{
-		CacheDir: cacheDir(stateFlag),
+		CacheDir: dir,
 		Token:    os.Getenv(policy.TokenEnv),
 		Logger:   b.Logger.Named("policy"),
-	})
+	}), nil
 }
 
 // loaded is what loadConfig read: the configuration, and in policy mode
@@ -65,7 +81,10 @@ func (b *Base) loadConfig() (*config.Config, *loaded, diag.Diagnostics) {
 	if !policy.Exists(b.workDir()) {
 		cfg, diags = config.LoadDir(b.workDir(), b.Registry)
 	} else {
-		ws := b.workspace("")
+		ws, err := b.workspace("")
+		if err != nil {
+			return nil, l, diag.Diagnostics{}.Append(err)
+		}
 		lock, in, d := ws.LoadLock(b.ReadCtx)
 		b.addFiles(ws.Parser.Files())
 		diags = d

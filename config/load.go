@@ -12,7 +12,6 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
-	hcljson "github.com/hashicorp/hcl/v2/json"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/internal/words"
@@ -348,12 +347,10 @@ func parseFile(path string) parsedFile {
 			Detail:   fmt.Sprintf("Reading %s failed: %s.", path, err),
 		}}}
 	}
-	var f *hcl.File
-	var d hcl.Diagnostics
-	if strings.HasSuffix(path, ".hcl.json") {
-		f, d = hcljson.Parse(src, path)
-	} else {
-		f, d = hclsyntax.ParseConfig(src, path, hcl.Pos{Line: 1, Column: 1, Byte: 0})
+	f, d := Parse(src, path)
+	if f == nil {
+		// Keep the bytes so the diagnostic can show a snippet.
+		f = &hcl.File{Body: hcl.EmptyBody(), Bytes: src}
 	}
 	return parsedFile{file: f, diags: d}
 }

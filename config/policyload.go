@@ -2,7 +2,7 @@ package config
 
 import (
 	"fmt"
-	"strings"
+	"os"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
@@ -36,7 +36,9 @@ type PolicyInput struct {
 	// Writes are the policy's attribute writes. They are applied, in order,
 	// after every attribute block of the cookbooks each time the attributes
 	// are compiled, so: cookbook default < policy default < cookbook
-	// override < policy override.
+	// override < policy override — except that, within one level, a list
+	// the policy writes where a cookbook wrote a list is merged with it
+	// (the cookbook's elements first), as Chef does.
 	Writes []AttributeWrite
 }
 
@@ -58,14 +60,21 @@ func LoadPolicy(in PolicyInput, reg *resources.Registry) (*Config, hcl.Diagnosti
 		byName[cb.Name] = cb
 	}
 	parse := func(path string) *hcl.File {
-		var f *hcl.File
-		var d hcl.Diagnostics
-		if strings.HasSuffix(path, ".hcl.json") {
-			f, d = c.Parser.ParseJSONFile(path)
-		} else {
-			f, d = c.Parser.ParseHCLFile(path)
+		src, err := os.ReadFile(path)
+		if err != nil {
+			diags = diags.Append(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Cannot read a cookbook file",
+				Detail:   fmt.Sprintf("Reading %s failed: %s.", path, err),
+			})
+			return nil
 		}
+		f, d := Parse(src, path)
 		diags = append(diags, d...)
+		if f == nil {
+			f = &hcl.File{Body: hcl.EmptyBody(), Bytes: src}
+		}
+		c.Parser.AddFile(path, f)
 		c.Files = append(c.Files, path)
 		if f == nil || f.Body == nil {
 			return nil

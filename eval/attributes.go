@@ -1,7 +1,9 @@
 package eval
 
 import (
+	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -16,7 +18,16 @@ import (
 func Attributes(cfg *config.Config, host cty.Value) (*config.Attributes, hcl.Diagnostics) {
 	attrs, diags := compileAttributes(cfg.AttributeBlocks, host)
 	for _, w := range cfg.PolicyWrites {
-		attrs.WriteFrom(w.Level, w.Path, w.Value, w.Range, w.Origin)
+		if config.ValueTooDeep(w.Value) {
+			diags = diags.Append(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Attribute nested too deep",
+				Detail:   fmt.Sprintf("The policy attribute %s nests more than %d levels deep.", strings.Join(w.Path, "."), config.MaxNestingDepth),
+				Subject:  w.Range.Ptr(),
+			})
+			continue
+		}
+		attrs.WritePolicy(w.Level, w.Path, w.Value, w.Range, w.Origin)
 	}
 	return attrs, diags
 }
@@ -29,7 +40,13 @@ func NewScope(cfg *config.Config, host cty.Value) (*Scope, *config.Attributes, h
 	if host == cty.NilVal {
 		host = cty.DynamicVal
 	}
-	return &Scope{Node: attrs.Node(), Host: host}, attrs, diags
+	scope := &Scope{Node: attrs.Node(), Host: host}
+	for _, l := range attrs.Leaves() {
+		if l.Sensitive {
+			scope.Sensitive = append(scope.Sensitive, l.Path)
+		}
+	}
+	return scope, attrs, diags
 }
 
 func compileAttributes(blocks []*config.AttributeBlock, host cty.Value) (*config.Attributes, hcl.Diagnostics) {
@@ -61,11 +78,19 @@ func compileAttributes(blocks []*config.AttributeBlock, host cty.Value) (*config
 				continue
 			}
 			v, d := a.Expr.Value(ctx)
+			suggest(d)
 			diags = append(diags, d...)
 			if d.HasErrors() {
 				continue
 			}
-			attrs.Write(b.Level, []string{b.Name, a.Name}, v, a.Range)
+			v, marked := unmarkSensitive(v)
+			path := []string{b.Name, a.Name}
+			attrs.Write(b.Level, path, v, a.Range)
+			for _, p := range marked {
+				if sub, ok := attributePath(p); ok {
+					attrs.MarkSensitive(b.Level, append(append([]string(nil), path...), sub...))
+				}
+			}
 		}
 	}
 	return attrs, diags
@@ -87,4 +112,41 @@ func nodeReferences(expr hcl.Expression) hcl.Diagnostics {
 		})
 	}
 	return diags
+}
+
+// unmarkSensitive strips every mark from v and returns the paths within v
+// that were marked sensitive.
+func unmarkSensitive(v cty.Value) (cty.Value, []cty.Path) {
+	if !v.ContainsMarked() {
+		return v, nil
+	}
+	out, pms := v.UnmarkDeepWithPaths()
+	var paths []cty.Path
+	for _, pm := range pms {
+		if _, ok := pm.Marks[SensitiveMark]; ok {
+			paths = append(paths, pm.Path)
+		}
+	}
+	return out, paths
+}
+
+// attributePath turns a cty path into attribute keys; ok is false for a
+// path through a list or set (a sensitive element marks the whole list,
+// which is a leaf).
+func attributePath(p cty.Path) ([]string, bool) {
+	var out []string
+	for _, step := range p {
+		switch s := step.(type) {
+		case cty.GetAttrStep:
+			out = append(out, s.Name)
+		case cty.IndexStep:
+			if s.Key.Type() != cty.String {
+				return out, true // inside a list: the list is the leaf
+			}
+			out = append(out, s.Key.AsString())
+		default:
+			return out, true
+		}
+	}
+	return out, true
 }

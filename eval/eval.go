@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+	"github.com/zclconf/go-cty/cty/function"
 
 	"github.com/toquehq/toque/config"
 	"github.com/toquehq/toque/guard"
@@ -28,6 +30,10 @@ type Scope struct {
 	// Host is the host facts (an object), or cty.DynamicVal when the host
 	// must not be read (validate).
 	Host cty.Value
+	// Sensitive lists the paths below node of the sensitive attribute
+	// leaves (["db", "password"]); an expression that reads one makes what
+	// it sets sensitive.
+	Sensitive [][]string
 }
 
 // Instance is a resource block evaluated against its type's schema.
@@ -50,6 +56,11 @@ type Instance struct {
 	// decide a notified run of it (Chef evaluates guards when a notified
 	// action runs).
 	NotifiedGuards []*guard.Spec
+	// SensitiveProps names the properties whose value the recipe made
+	// sensitive: written with sensitive(), or from an expression reading a
+	// sensitive node attribute (a template's content, when its variables
+	// or template do). In schema order.
+	SensitiveProps []string
 }
 
 // EvalContext is the plan-time evaluation context: node and host, and the
@@ -68,6 +79,119 @@ func (s *Scope) EvalContext(baseDir string) *hcl.EvalContext {
 		Variables: map[string]cty.Value{"node": node, "host": h},
 		Functions: Functions(baseDir),
 	}
+}
+
+// unmarkingContext is ctx whose sensitive() marks nothing, for evaluations
+// whose results toque does not store as values (guards, notification
+// references): their sensitivity is decided from the expressions.
+func unmarkingContext(ctx *hcl.EvalContext) *hcl.EvalContext {
+	fs := make(map[string]function.Function, len(ctx.Functions))
+	for k, v := range ctx.Functions {
+		fs[k] = v
+	}
+	fs["sensitive"] = identityFunc
+	return &hcl.EvalContext{Variables: ctx.Variables, Functions: fs}
+}
+
+var identityFunc = function.New(&function.Spec{
+	Params: []function.Parameter{{Name: "value", Type: cty.DynamicPseudoType, AllowUnknown: true, AllowNull: true, AllowDynamicType: true}},
+	Type:   func(args []cty.Value) (cty.Type, error) { return args[0].Type(), nil },
+	Impl:   func(args []cty.Value, _ cty.Type) (cty.Value, error) { return args[0], nil },
+})
+
+// ReadsSensitive reports whether expr reads a sensitive node attribute: a
+// traversal of node that leads to a sensitive leaf, or to an object or
+// list holding one.
+func (s *Scope) ReadsSensitive(expr hcl.Expression) bool {
+	if s == nil || len(s.Sensitive) == 0 || expr == nil {
+		return false
+	}
+	for _, tr := range expr.Variables() {
+		if s.sensitiveTraversal(tr) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Scope) sensitiveTraversal(tr hcl.Traversal) bool {
+	if tr.RootName() != "node" {
+		return false
+	}
+	var path []string
+	for _, step := range tr[1:] {
+		switch st := step.(type) {
+		case hcl.TraverseAttr:
+			path = append(path, st.Name)
+		case hcl.TraverseIndex:
+			if st.Key.Type() == cty.String && st.Key.IsKnown() {
+				path = append(path, st.Key.AsString())
+				continue
+			}
+			return s.prefixOfSensitive(path)
+		default:
+			return s.prefixOfSensitive(path)
+		}
+	}
+	return s.prefixOfSensitive(path)
+}
+
+// Covers reports whether path (below node) is one of the scope's
+// sensitive paths, or lies inside or around one.
+func (s *Scope) Covers(path []string) bool {
+	return s != nil && s.prefixOfSensitive(path)
+}
+
+// NodePathsRead lists the paths below node that b's expressions read
+// (properties, meta-arguments, notification references): node.web.port
+// is ["web", "port"]; a read of node itself is the empty path.
+func NodePathsRead(b *config.ResourceBlock) [][]string {
+	var exprs []hcl.Expression
+	if attrs, _ := b.Attributes(); attrs != nil {
+		for _, a := range attrs {
+			exprs = append(exprs, a.Expr)
+		}
+	}
+	m := b.Meta
+	exprs = append(exprs, m.Action, m.OnlyIf, m.NotIf, m.GuardInterpreter, m.IgnoreFailure, m.Sensitive)
+	for _, nb := range append(append([]*config.NotifyBlock(nil), m.Notifies...), m.Subscribes...) {
+		exprs = append(exprs, nb.Resource, nb.Timing)
+	}
+	var out [][]string
+	for _, e := range exprs {
+		if e == nil {
+			continue
+		}
+		for _, tr := range e.Variables() {
+			if tr.RootName() != "node" {
+				continue
+			}
+			path := []string{}
+			for _, step := range tr[1:] {
+				if a, ok := step.(hcl.TraverseAttr); ok {
+					path = append(path, a.Name)
+				} else if ix, ok := step.(hcl.TraverseIndex); ok && ix.Key.Type() == cty.String && ix.Key.IsKnown() {
+					path = append(path, ix.Key.AsString())
+				} else {
+					break
+				}
+			}
+			out = append(out, path)
+		}
+	}
+	return out
+}
+
+// prefixOfSensitive reports whether path leads to a sensitive leaf, or to
+// something holding one, or into one.
+func (s *Scope) prefixOfSensitive(path []string) bool {
+	for _, leaf := range s.Sensitive {
+		n := min(len(leaf), len(path))
+		if slices.Equal(leaf[:n], path[:n]) {
+			return true
+		}
+	}
+	return false
 }
 
 // Resources decodes every resource block of c, in collection order,
@@ -100,7 +224,7 @@ func Resources(c *config.Config, reg *resources.Registry, scope *Scope) ([]*Inst
 			results[i].diags = hcl.Diagnostics{config.UnknownTypeDiag(b.Type, b.TypeRange, reg)}
 			return
 		}
-		results[i].inst, results[i].diags, results[i].templates = evaluateBlock(b, t, ctxs[b.Dir], reg, c.SourceText)
+		results[i].inst, results[i].diags, results[i].templates = evaluateBlock(b, t, scope, ctxs[b.Dir], reg, c.SourceText)
 	})
 	for _, r := range results {
 		diags = append(diags, r.diags...)
@@ -136,13 +260,15 @@ func Resources(c *config.Config, reg *resources.Registry, scope *Scope) ([]*Inst
 // the diagnostics when anything is wrong. Guard interpreters are resolved
 // against the built-in types.
 func Block(b *config.ResourceBlock, t resources.Type, scope *Scope) (*Instance, hcl.Diagnostics) {
-	inst, diags, _ := evaluateBlock(b, t, scope.EvalContext(b.Dir), resources.Builtin(), nil)
+	inst, diags, _ := evaluateBlock(b, t, scope, scope.EvalContext(b.Dir), resources.Builtin(), nil)
 	return inst, diags
 }
 
-func evaluateBlock(b *config.ResourceBlock, t resources.Type, ctx *hcl.EvalContext, reg *resources.Registry, source func(hcl.Range) string) (*Instance, hcl.Diagnostics, []*TemplateError) {
+func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx *hcl.EvalContext, reg *resources.Registry, source func(hcl.Range) string) (*Instance, hcl.Diagnostics, []*TemplateError) {
 	s := t.Schema()
-	ev := &evaluator{ctx: ctx}
+	ev := &evaluator{ctx: ctx, scope: scope}
+	plainCtx := unmarkingContext(ctx)
+	sensitiveProps := map[string]bool{}
 	var diags hcl.Diagnostics
 	values := map[string]cty.Value{}
 
@@ -183,9 +309,11 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, ctx *hcl.EvalConte
 			})
 			continue
 		}
-		v, d := ev.value(a.Expr)
-		if p.Sensitive {
+		v, d, sens := ev.sensitiveValue(a.Expr)
+		sens = sens || p.Sensitive
+		if sens {
 			diag.MarkSensitive(d)
+			sensitiveProps[p.Name] = true
 		}
 		diags = append(diags, d...)
 		if d.HasErrors() {
@@ -193,7 +321,7 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, ctx *hcl.EvalConte
 			continue
 		}
 		v, d = decodeProperty(s, p, v, a.Expr.Range())
-		if p.Sensitive {
+		if sens {
 			diag.MarkSensitive(d)
 		}
 		diags = append(diags, d...)
@@ -235,18 +363,25 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, ctx *hcl.EvalConte
 	diags = append(diags, d...)
 	if templated {
 		diags = append(diags, renderTemplate(b, tt, action, byName, values, errored, ev)...)
+		props := tt.TemplateProperties()
+		if sensitiveProps[props.Variables] || ev.templateReadSensitive {
+			sensitiveProps[props.Content] = true
+		}
 	}
 
 	res := resources.NewResource(s, b.Name, action, values)
+	// Guards that read a sensitive attribute (or use sensitive()) hide
+	// their command, output and environment like a sensitive resource's.
+	guardsSensitive := sensitive || ev.marksOrReadsSensitive(b.Meta.OnlyIf) || ev.marksOrReadsSensitive(b.Meta.NotIf)
 	guards, d := guard.Decode(guard.Input{
 		OnlyIf:           b.Meta.OnlyIf,
 		NotIf:            b.Meta.NotIf,
 		GuardInterpreter: b.Meta.GuardInterpreter,
 		Parent:           res,
-		Ctx:              ctx,
+		Ctx:              plainCtx,
 		Registry:         reg,
 		Source:           source,
-		Sensitive:        sensitive,
+		Sensitive:        guardsSensitive,
 	})
 	diags = append(diags, d...)
 	var notifiedGuards []*guard.Spec
@@ -257,7 +392,7 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, ctx *hcl.EvalConte
 			NotIf:            b.Meta.NotIf,
 			GuardInterpreter: b.Meta.GuardInterpreter,
 			Parent:           resources.NewResource(s, b.Name, s.DefaultAction, values),
-			Ctx:              ctx,
+			Ctx:              plainCtx,
 			Registry:         reg,
 			Source:           source,
 		})
@@ -271,7 +406,14 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, ctx *hcl.EvalConte
 	if diags.HasErrors() {
 		return nil, diags, ev.templates
 	}
+	var sensList []string
+	for _, p := range s.Properties {
+		if sensitiveProps[p.Name] {
+			sensList = append(sensList, p.Name)
+		}
+	}
 	return &Instance{
+		SensitiveProps: sensList,
 		NotifiedGuards: notifiedGuards,
 		Block:          b,
 		Type:           t,
@@ -407,16 +549,61 @@ func safeCall(f func() (cty.Value, error)) (v cty.Value, err error) {
 // evaluator evaluates expressions and collects template errors.
 type evaluator struct {
 	ctx       *hcl.EvalContext
+	scope     *Scope
 	templates []*TemplateError
+	// templateReadSensitive is set when a rendered template (inline or
+	// file) reads a sensitive node attribute.
+	templateReadSensitive bool
+}
+
+// sensitiveValue is value, also saying whether the value is sensitive:
+// marked by sensitive(), or computed from a sensitive node attribute. The
+// value returned carries no marks.
+func (ev *evaluator) sensitiveValue(expr hcl.Expression) (cty.Value, hcl.Diagnostics, bool) {
+	v, diags := ev.raw(expr)
+	sens := ev.scope.ReadsSensitive(expr)
+	if v != cty.NilVal && v.ContainsMarked() {
+		var marked []cty.Path
+		v, marked = unmarkSensitive(v)
+		sens = sens || len(marked) > 0
+	}
+	return v, diags, sens
+}
+
+// marksOrReadsSensitive reports whether expr reads a sensitive node
+// attribute or calls sensitive() (nil: false). Its diagnostics are left to
+// whoever evaluates expr for real.
+func (ev *evaluator) marksOrReadsSensitive(expr hcl.Expression) bool {
+	if expr == nil {
+		return false
+	}
+	if ev.scope.ReadsSensitive(expr) {
+		return true
+	}
+	v, _ := expr.Value(ev.ctx)
+	return v != cty.NilVal && v.ContainsMarked()
 }
 
 // value evaluates expr, replacing a templatefile failure with the
 // template's own diagnostics (which point into the template file).
 func (ev *evaluator) value(expr hcl.Expression) (cty.Value, hcl.Diagnostics) {
+	v, diags := ev.raw(expr)
+	if v != cty.NilVal && v.ContainsMarked() {
+		v, _ = v.UnmarkDeep()
+	}
+	return v, diags
+}
+
+// raw is value with sensitive() marks kept.
+func (ev *evaluator) raw(expr hcl.Expression) (cty.Value, hcl.Diagnostics) {
 	v, diags := expr.Value(ev.ctx)
+	if ev.scope.ReadsSensitive(expr) {
+		diag.MarkSensitive(diags)
+	}
 	if !diags.HasErrors() {
 		return v, diags
 	}
+	suggest(diags)
 	out := make(hcl.Diagnostics, 0, len(diags))
 	for _, d := range diags {
 		extra, ok := hcl.DiagnosticExtra[hclsyntax.FunctionCallDiagExtra](d)

@@ -21,6 +21,8 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
+
+	"github.com/toquehq/toque/config"
 )
 
 // Functions returns the function library expressions can call, in the
@@ -30,8 +32,31 @@ import (
 func Functions(baseDir string) map[string]function.Function {
 	fs := baseFunctions(baseDir)
 	fs["templatefile"] = templateFileFunc(baseDir, baseFunctions(baseDir))
+	fs["sensitive"] = SensitiveFunc
 	return fs
 }
+
+// SensitiveMark is the cty mark sensitive() puts on a value. Marks live
+// only while an expression is evaluated: eval strips them and records
+// what they marked (a sensitive node attribute, a sensitive property).
+const SensitiveMark = "sensitive"
+
+// SensitiveFunc is sensitive(value): the value, marked so that toque keeps
+// it, and whatever reads it, out of every output (as Terraform's
+// sensitive()). In an attribute block it marks a node attribute; on a
+// property it marks that property.
+var SensitiveFunc = function.New(&function.Spec{
+	Description: "Marks a value as sensitive: it is shown as (sensitive) in every output.",
+	Params: []function.Parameter{{
+		Name: "value", Type: cty.DynamicPseudoType,
+		AllowUnknown: true, AllowNull: true, AllowMarked: true, AllowDynamicType: true,
+	}},
+	Type:         func(args []cty.Value) (cty.Type, error) { return args[0].Type(), nil },
+	RefineResult: func(b *cty.RefinementBuilder) *cty.RefinementBuilder { return b },
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		return args[0].Mark(SensitiveMark), nil
+	},
+})
 
 // baseFunctions is the library without templatefile (templates cannot
 // render templates).
@@ -412,6 +437,9 @@ func templateFileFunc(baseDir string, funcs map[string]function.Function) functi
 			src, full, err := readFile(baseDir, args[0].AsString())
 			if err != nil {
 				return cty.DynamicVal, function.NewArgError(0, err)
+			}
+			if d := config.CheckSource(src, full, true); d != nil {
+				return cty.DynamicVal, &TemplateError{Filename: full, Src: src, Diags: hcl.Diagnostics{d}}
 			}
 			expr, diags := hclsyntax.ParseTemplate(src, full, hcl.Pos{Line: 1, Column: 1, Byte: 0})
 			if diags.HasErrors() {

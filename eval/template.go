@@ -84,6 +84,9 @@ func renderTemplate(b *config.ResourceBlock, tt resources.Templated, action stri
 	if inline != nil {
 		child := ev.ctx.NewChild()
 		child.Variables = vars
+		if ev.scope.ReadsSensitive(inline.Expr) {
+			ev.templateReadSensitive = true
+		}
 		v, d := inline.Expr.Value(child)
 		for _, x := range d {
 			x.Expression, x.EvalContext = nil, nil
@@ -109,6 +112,11 @@ func renderTemplate(b *config.ResourceBlock, tt resources.Templated, action stri
 			return diags
 		}
 		val = v
+	}
+	if val.ContainsMarked() {
+		// sensitive() inside the template: the content is sensitive.
+		val, _ = val.UnmarkDeep()
+		ev.templateReadSensitive = true
 	}
 	if !val.IsWhollyKnown() {
 		values[props.Content] = cty.UnknownVal(cty.String)
@@ -163,9 +171,15 @@ func renderFile(addr, dir, name string, vars map[string]cty.Value, ev *evaluator
 		}
 		return cty.NilVal, out
 	}
+	if d := config.CheckSource(src, full, true); d != nil {
+		return fail(hcl.Diagnostics{d})
+	}
 	expr, d := hclsyntax.ParseTemplate(src, full, hcl.Pos{Line: 1, Column: 1, Byte: 0})
 	if d.HasErrors() {
 		return fail(d)
+	}
+	if ev.scope.ReadsSensitive(expr) {
+		ev.templateReadSensitive = true
 	}
 	scope := make(map[string]cty.Value, len(vars)+2)
 	for k, v := range vars {

@@ -305,6 +305,15 @@ func (s *Shown) change(name string) ShownChange {
 	if hasLive {
 		beforeText, known = live.Text()
 	}
+	if hasLive && live.Private != "" {
+		// The live content may not be shown; what apply writes may.
+		c.Diff, _ = ContentDiff("", afterText)
+		c.DiffNote = live.Private + "; the diff shows the planned content in full"
+		if c.Diff == "" {
+			c.DiffNote = live.Private + "; the planned content is empty"
+		}
+		return c
+	}
 	if known && diffable(beforeText) {
 		c.Diff, c.DiffNote = ContentDiff(beforeText, afterText)
 		return c
@@ -398,8 +407,7 @@ func guardParams(spec *guard.Spec) []ShownValue {
 	skip := func(k string, v cty.Value) bool {
 		switch k {
 		case "code", "command":
-			text, ok := stringOf(v)
-			return ok && text == spec.Source
+			return runsSource(v, spec.Source)
 		case "timeout":
 			return v.Type() == cty.Number && v.RawEquals(cty.NumberIntVal(int64(guard.DefaultTimeout.Seconds())))
 		case "convert_boolean_return":

@@ -169,7 +169,6 @@ func TestVerifyHost(t *testing.T) {
 		ok   bool
 	}{
 		{"same host", host.Identity{Hostname: "web-01", MachineID: "aaaa"}, true},
-		{"no machine id here", host.Identity{Hostname: "web-01"}, true},
 		{"other hostname", host.Identity{Hostname: "web-02", MachineID: "aaaa"}, false},
 		{"same name, other machine", host.Identity{Hostname: "web-01", MachineID: "bbbb"}, false},
 	}
@@ -192,10 +191,19 @@ func TestVerifyHost(t *testing.T) {
 			}
 		})
 	}
+	// Without a machine id on either side, a hostname would be all that is
+	// checked: refused, saying what to do.
+	t.Run("no machine id here", func(t *testing.T) {
+		err := VerifyHost(pl, host.Identity{Hostname: "web-01"})
+		if err == nil || !strings.Contains(err.Error(), "this host has no machine id") || !strings.Contains(err.Error(), "systemd-machine-id-setup") {
+			t.Errorf("got %v", err)
+		}
+	})
 	t.Run("plan without machine id", func(t *testing.T) {
 		p := &Plan{Host: Host{Hostname: "web-01"}}
-		if err := VerifyHost(p, host.Identity{Hostname: "web-01", MachineID: "cccc"}); err != nil {
-			t.Error(err)
+		err := VerifyHost(p, host.Identity{Hostname: "web-01", MachineID: "cccc"})
+		if err == nil || !strings.Contains(err.Error(), "the plan records no machine id") || !strings.Contains(err.Error(), "toque plan") {
+			t.Errorf("got %v", err)
 		}
 	})
 }

@@ -29,8 +29,10 @@ type Subject struct {
 	// every not_if); none means the action is not guarded.
 	Guards []*guard.Spec
 	// Sensitive hides every live value of the resource (kept as salted
-	// HMACs in Current).
-	Sensitive bool
+	// HMACs in Current); SensitiveProps names the properties whose values
+	// are hidden besides those the schema marks (Resource.SensitiveProperties).
+	Sensitive      bool
+	SensitiveProps []string
 	// Salt keys the HMACs of sensitive live values: the plan's salt, so
 	// readings taken at apply compare with those taken at plan.
 	Salt string
@@ -184,7 +186,7 @@ func (l *Lifecycle) Evaluate(ctx context.Context, s *Subject) (*Reading, error) 
 		return fail(PhasePlan, err)
 	}
 	rd.State, rd.Step = st, step
-	rd.Current = StoreCurrent(s.Desired.Schema(), st, s.Salt, s.Sensitive)
+	rd.Current = StoreCurrent(s.Desired.Schema(), st, s.Salt, s.Sensitive, s.SensitiveProps...)
 	log.Trace("evaluated", "kind", step.Kind, "load", loadDur, "plan", time.Since(t1))
 	return rd, nil
 }

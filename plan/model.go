@@ -64,6 +64,10 @@ type Attribute struct {
 	Level string `json:"level"`
 	// Source is FILE:LINE of the winning write.
 	Source string `json:"source"`
+	// Sensitive is set for an attribute written with sensitive(), or read
+	// by a sensitive resource: its Value is null, in the file and in every
+	// output (apply needs only the values resources were evaluated to).
+	Sensitive bool `json:"sensitive,omitempty"`
 }
 
 // Range is a source range (file:line:col) kept so output can point at recipes.
@@ -103,8 +107,10 @@ type Resource struct {
 	// Desired holds the evaluated value of every property the recipe set,
 	// in full (sensitive ones too: only the plan file holds them).
 	Desired map[string]Value `json:"desired"`
-	// SensitiveProperties names the set properties whose type marks them
-	// sensitive (every property is, besides, when Sensitive is set).
+	// SensitiveProperties names the set properties whose values are hidden:
+	// those the type marks sensitive, and those whose value the recipe made
+	// sensitive (sensitive(), or an expression reading a sensitive node
+	// attribute). Every property is, besides, when Sensitive is set.
 	SensitiveProperties []string `json:"sensitive_properties,omitempty"`
 	// Current is the live value read at plan time; nil when it was not read
 	// (a resource skipped by a guard before loading, or whose action is
@@ -162,6 +168,11 @@ type StoredValue struct {
 	Digest string `json:"digest"`
 	// Size is the length in bytes of a string value.
 	Size int64 `json:"size,omitempty"`
+	// Private, when set, says why no output may show the value beyond
+	// its size (a file not every user of the host may read): it is kept
+	// keyed like a sensitive value, and renderings show this reason
+	// instead of a diff from it.
+	Private string `json:"private,omitempty"`
 }
 
 // Change names one property a create or update changes. Its values are

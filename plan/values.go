@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -98,11 +99,14 @@ func StoreValue(p *resources.Property, v cty.Value, salt string, sensitive bool)
 	return sv
 }
 
-// Display is how a stored live value is shown: "(sensitive)" for a
-// sensitive one, its HCL form when it is kept in full, short and not
+// Display is how a stored live value is shown: "(12 bytes, private)" for
+// one not every user may read, "(sensitive)" for a sensitive one, its HCL form when it is kept in full, short and not
 // content, otherwise its size and digest ("(12 KiB, sha256:…)"). content
 // is whether the property is a Content property (file content).
 func (sv StoredValue) Display(content bool) string {
+	if sv.Private != "" {
+		return fmt.Sprintf("(%s, private)", humanSize(sv.Size))
+	}
 	if sv.IsSensitive() {
 		return Sensitive
 	}
@@ -162,7 +166,10 @@ func humanSize(n int64) string {
 }
 
 // StoreCurrent turns a live reading into the form kept in the plan.
-func StoreCurrent(s *resources.Schema, st *resources.State, salt string, sensitive bool) *Current {
+// sensitive hides every value (a sensitive resource); sensitiveProps names
+// properties whose values are hidden besides those the schema marks (the
+// recipe made their value sensitive).
+func StoreCurrent(s *resources.Schema, st *resources.State, salt string, sensitive bool, sensitiveProps ...string) *Current {
 	c := &Current{Exists: st.Exists}
 	if len(st.Values) > 0 {
 		c.Values = make(map[string]StoredValue, len(st.Values))
@@ -170,7 +177,16 @@ func StoreCurrent(s *resources.Schema, st *resources.State, salt string, sensiti
 			if v == cty.NilVal {
 				continue
 			}
-			c.Values[k] = StoreValue(s.Property(k), v, salt, sensitive)
+			hidden := sensitive || slices.Contains(sensitiveProps, k)
+			sv := StoreValue(s.Property(k), v, salt, hidden)
+			if !hidden && st.Private[k] != "" {
+				// A value not every user may read (a private file's
+				// content): its plain sha256 would let anyone holding the
+				// plan guess a short secret, so it is keyed like a
+				// sensitive value's, and shown by size only.
+				sv = StoredValue{Digest: DigestValue(v, salt, true), Size: sv.Size, Private: st.Private[k]}
+			}
+			c.Values[k] = sv
 		}
 	}
 	if len(st.Extra) > 0 {

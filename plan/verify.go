@@ -97,13 +97,14 @@ func (p *Plan) checkStep(where string, needsReading bool, cur *Current, fingerpr
 		}
 		// What a script guard runs is its code (or command) value when a
 		// resource type runs it, and its source with /bin/sh: they must be
-		// the one script reviewers are shown.
+		// the one script reviewers are shown (an argv guard's source is its
+		// words quoted, guard.ArgvSource).
 		for _, k := range []string{"code", "command"} {
 			v, ok := s.Values[k]
 			if !ok {
 				continue
 			}
-			if text, isText := stringOf(v.Value); !isText || text != s.Source {
+			if !runsSource(v.Value, s.Source) {
 				return fmt.Errorf("%s: guard %d runs a %s that is not its source", where, i, k)
 			}
 		}
@@ -125,6 +126,9 @@ func (p *Plan) checkStored(sv StoredValue) error {
 	if sv.Value == nil {
 		return nil
 	}
+	if sv.Private != "" || sensitive {
+		return errors.New("is kept in full, but it is private or sensitive")
+	}
 	v := sv.Value.Value
 	if v == cty.NilVal {
 		return errors.New("is kept without a value")
@@ -140,6 +144,26 @@ func (p *Plan) checkStored(sv StoredValue) error {
 		return fmt.Errorf("is %d bytes long, but the plan says %d", size, sv.Size)
 	}
 	return nil
+}
+
+// runsSource reports whether a guard's code or command value is the source
+// it is shown by: the same string, or the argv its source quotes.
+func runsSource(v cty.Value, source string) bool {
+	if text, ok := stringOf(v); ok {
+		return text == source
+	}
+	if v == cty.NilVal || !v.IsWhollyKnown() || v.IsNull() || !(v.Type().IsListType() || v.Type().IsTupleType()) {
+		return false
+	}
+	var argv []string
+	for _, e := range v.AsValueSlice() {
+		text, ok := stringOf(e)
+		if !ok {
+			return false
+		}
+		argv = append(argv, text)
+	}
+	return guard.ArgvSource(argv) == source
 }
 
 func sameTriggers(a, b []Trigger) bool {

@@ -318,6 +318,15 @@ func (p *Policy) decodeAttributes(level string, a *hcl.Attribute) hcl.Diagnostic
 			Subject:  a.Expr.Range().Ptr(),
 		})
 	}
+	if v.ContainsMarked() {
+		return diags.Append(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Sensitive policy attribute",
+			Detail: fmt.Sprintf("%s uses sensitive(). Policy attributes are written into policy.lock.json, which is committed and shared, so they cannot hold a secret. "+
+				"Write the attribute with sensitive() in a cookbook's attributes/ file (or read it from the host with env() or file()) instead.", a.Name),
+			Subject: a.Expr.Range().Ptr(),
+		})
+	}
 	m, err := ctyToJSON(v)
 	if err != nil {
 		return diags.Append(&hcl.Diagnostic{

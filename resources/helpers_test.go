@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -227,6 +228,22 @@ func inodeOf(t *testing.T, path string) uint64 {
 		t.Fatal(err)
 	}
 	return st.Ino
+}
+
+// whoami is the test's user and group, by name and by id, so that
+// owner cases hold for root and for any other user.
+func whoami(t *testing.T) (user, uid, group, gid string) {
+	t.Helper()
+	uid, gid = strconv.Itoa(os.Geteuid()), strconv.Itoa(os.Getegid())
+	return ownerName(uint32(os.Geteuid())), uid, groupName(uint32(os.Getegid())), gid
+}
+
+// someoneElse is a uid that is not the test's.
+func someoneElse() string {
+	if os.Geteuid() == 65534 {
+		return "0"
+	}
+	return "65534"
 }
 
 func requireRoot(t *testing.T) {

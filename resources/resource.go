@@ -51,6 +51,15 @@ type Env struct {
 	// Sensitive is set for a sensitive resource: Converge must keep its
 	// values (commands, output, content) out of logs and errors.
 	Sensitive bool
+	// Output, when set, shows the output of a resource that sets
+	// live_stream = true, line by line as its process prints it: stream is
+	// "stdout" or "stderr", line is one line without its ending, with every
+	// character that could drive a terminal escaped (words.Printable). It
+	// is never called for a sensitive resource, nor by guards. Calls for
+	// one process never overlap, but come from another goroutine than
+	// Converge's, while Converge runs; they should return quickly. When
+	// Output is nil, live_stream logs the lines at info level instead.
+	Output func(stream, line string)
 }
 
 // Kind is what a planned step does to the host.
@@ -86,6 +95,23 @@ type Step struct {
 	Changes []Change
 	// Groups names the converge groups that will run, in order.
 	Groups []string
+	// Needs are what the step needs on the host and the host lacked when
+	// it was read (the parent directory of a file to create): the planner
+	// refuses the plan unless an earlier step provides each one, so apply
+	// never fails half-way on it.
+	Needs []Need
+	// Provides are what the step makes exist (a directory it creates,
+	// with the parents a recursive create makes), for later steps' Needs.
+	Provides []Need
+}
+
+// Need is one thing on the host, in a namespace of identities
+// (NamespacePath: a directory path).
+type Need struct {
+	Namespace string
+	Value     string
+	// What words it for a reviewer: "directory".
+	What string
 }
 
 // Change is one property that will change.
@@ -149,6 +175,18 @@ type State struct {
 	// that the plan depends on (for example the kind of file found at a
 	// path). They take part in the staleness fingerprint.
 	Extra map[string]string
+	// Private names live values that no output may show beyond their size
+	// and digest, each with the reason, which outputs show instead (a
+	// file's current content when not every user of the host may read
+	// it). It applies to Content properties: the planner shows no diff
+	// from a private value. Not part of the fingerprint: Load derives it
+	// from what Values and Extra hold and from the directories on the way.
+	Private map[string]string
+
+	// obj and src identify the objects Load read (the file at a path; a
+	// hard link's source), so that Converge changes those and no other.
+	// Set by the built-in file-system types; never stored in a plan.
+	obj, src fileID
 }
 
 // Absent is the State of a thing that does not exist.

@@ -28,6 +28,9 @@ type Apply interface {
 	// Diagnostics is called last, with every error and warning of the
 	// command and the exit status it ends with.
 	Diagnostics(diags diag.Diagnostics, exitCode int)
+	// Stopping acknowledges the first Ctrl-C at once: the resource in hand
+	// finishes, nothing else starts. It may be called from any goroutine.
+	Stopping()
 }
 
 // NewApply returns the text view, or with asJSON the JSON event stream
@@ -44,6 +47,9 @@ func NewApply(v *View, asJSON bool, now func() time.Time) Apply {
 type applyText struct {
 	mu sync.Mutex
 	v  *View
+	// inHand is the resource between PreApply and PostApply, "" between
+	// resources.
+	inHand string
 }
 
 func (a *applyText) paint(attr color.Attribute, s string) string {
@@ -85,12 +91,14 @@ func (a *applyText) PreApply(r *plan.Resource) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	ing, _ := verbs(r.Kind)
+	a.inHand = r.Address
 	a.printf("%s: %s\n", a.paint(color.FgWhite, EscapeLine(r.Address)), ing)
 }
 
 func (a *applyText) PostApply(r *plan.Resource, rr apply.ResourceReport) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.inHand = ""
 	addr := EscapeLine(r.Address)
 	d := time.Duration(rr.DurationMS) * time.Millisecond
 	_, done := verbs(r.Kind)
@@ -116,12 +124,45 @@ func (a *applyText) Heartbeat(r *plan.Resource, elapsed time.Duration) {
 	a.printf("%s: Still %s [%s elapsed]\n", EscapeLine(r.Address), strings.ToLower(strings.TrimSuffix(ing, "…"))+"…", roundDur(elapsed))
 }
 
+// Output prints a live_stream line under its resource, as Chef does.
+func (a *applyText) Output(r *plan.Resource, stream, line string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.printf("%s: %s\n", EscapeLine(r.Address), EscapeLine(line))
+}
+
 func (a *applyText) AlreadyDone(r *plan.Resource) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.printf("%s: already in its planned state (done earlier), skipping\n", EscapeLine(r.Address))
 }
 
+func (a *applyText) Resumed(r *plan.Resource, rr apply.ResourceReport) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.printf("%s: %s\n", EscapeLine(r.Address), EscapeLine(rr.Reason))
+}
+
+func (a *applyText) Warning(err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.v.Diagnostics(warningDiags(err))
+}
+
+func (a *applyText) Stopping() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.inHand != "" {
+		fmt.Fprintf(a.v.Streams.Stderr, "Stopping after %s, the resource in hand; nothing else will start. Press Ctrl-C again to abort it.\n", EscapeLine(a.inHand))
+		return
+	}
+	fmt.Fprintln(a.v.Streams.Stderr, "Stopping before the next resource; nothing else will start. Press Ctrl-C again to abort.")
+}
+
+// Summary says what the apply did, by kind of change ("2 created, 1
+// updated, 1 ran"), what was already done, unchanged, failed, skipped or
+// not started, and names every notified run that did not happen because
+// the apply stopped.
 func (a *applyText) Summary(rep *apply.Report) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -131,16 +172,94 @@ func (a *applyText) Summary(rep *apply.Report) {
 	} else if rep.Failed > 0 {
 		head = "Apply failed!"
 	}
-	a.printf("\n%s Resources: %d changed, %d unchanged, %d failed, %d skipped.\n", a.paint(color.FgGreen, head), rep.Changed, rep.Unchanged, rep.Failed, rep.Skipped)
+	a.printf("\n%s Resources: %s.\n", a.paint(color.FgGreen, head), summaryCounts(rep))
+	var dropped []string
+	for _, n := range rep.Notified {
+		if n.Outcome == apply.OutcomeNotStarted {
+			dropped = append(dropped, fmt.Sprintf("  %s: %s", EscapeLine(n.Address), EscapeLine(n.Reason)))
+		}
+	}
+	if len(dropped) > 0 {
+		a.printf("Notified runs that did not happen because the apply stopped:\n%s\n", strings.Join(dropped, "\n"))
+	}
+	if rep.Resumed {
+		a.printf("Resumed an unfinished apply of this plan: %d step%s it had finished %s not done again.\n", rep.DoneEarlier, plural(rep.DoneEarlier), were(rep.DoneEarlier))
+	}
+	if !rep.PlanFinished {
+		a.printf("The plan is not finished: applying it again resumes it, retrying what failed and never repeating what was done.\n")
+	}
 	if rep.Path != "" {
 		a.printf("Report: %s\n", EscapeLine(rep.Path))
 	}
+}
+
+// summaryCounts words a report's counts: changes by kind, then the other
+// outcomes that occurred ("2 created, 1 ran, 1 already done, 3 unchanged,
+// 0 failed").
+func summaryCounts(rep *apply.Report) string {
+	byKind := map[resources.Kind]int{}
+	ran := map[string]bool{}
+	count := func(rr apply.ResourceReport) {
+		if rr.Outcome == apply.OutcomeChanged {
+			byKind[rr.Kind]++
+		}
+	}
+	for _, n := range rep.Notified {
+		switch n.Outcome {
+		case apply.OutcomeNotNotified, apply.OutcomeRefused, apply.OutcomeNotStarted:
+			continue
+		}
+		ran[n.Address] = true
+		count(n)
+	}
+	for _, rr := range rep.Resources {
+		if !(rr.Kind == resources.NoOp && ran[rr.Address]) {
+			count(rr)
+		}
+	}
+	var parts []string
+	for _, k := range []struct {
+		kind resources.Kind
+		verb string
+	}{{resources.Create, "created"}, {resources.Update, "updated"}, {resources.Delete, "deleted"}, {resources.Run, "ran"}} {
+		if n := byKind[k.kind]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, k.verb))
+		}
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "0 changed")
+	}
+	if rep.AlreadyDone > 0 {
+		parts = append(parts, fmt.Sprintf("%d already done", rep.AlreadyDone))
+	}
+	if rep.DoneEarlier > 0 {
+		parts = append(parts, fmt.Sprintf("%d done earlier", rep.DoneEarlier))
+	}
+	parts = append(parts, fmt.Sprintf("%d unchanged", rep.Unchanged), fmt.Sprintf("%d failed", rep.Failed), fmt.Sprintf("%d skipped", rep.Skipped))
+	if rep.NotStarted > 0 {
+		parts = append(parts, fmt.Sprintf("%d not started", rep.NotStarted))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (a *applyText) Diagnostics(diags diag.Diagnostics, _ int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.v.Diagnostics(diags)
+}
+
+func were(n int) string {
+	if n == 1 {
+		return "was"
+	}
+	return "were"
+}
+
+// warningDiags makes a warning diagnostic of err, worded like an error of
+// the same type.
+func warningDiags(err error) diag.Diagnostics {
+	d := &diag.Diagnostic{Severity: diag.Warning, Summary: err.Error(), Err: err}
+	return diag.Diagnostics{worded(d)}
 }
 
 func roundDur(d time.Duration) string {
@@ -162,7 +281,24 @@ func (a *applyJSON) PreApply(r *plan.Resource)                           { a.ew.
 func (a *applyJSON) PostApply(r *plan.Resource, rr apply.ResourceReport) { a.ew.PostApply(r, rr) }
 func (a *applyJSON) Heartbeat(r *plan.Resource, d time.Duration)         { a.ew.Heartbeat(r, d) }
 func (a *applyJSON) AlreadyDone(r *plan.Resource)                        { a.ew.AlreadyDone(r) }
+func (a *applyJSON) Output(r *plan.Resource, stream, line string)        { a.ew.Output(r, stream, line) }
+func (a *applyJSON) Resumed(r *plan.Resource, rr apply.ResourceReport)   { a.ew.Resumed(r, rr) }
 func (a *applyJSON) Summary(rep *apply.Report)                           { a.ew.Summary(rep) }
+
+// Warning writes a diagnostic event at once, and the warning as text on
+// stderr.
+func (a *applyJSON) Warning(err error) {
+	d := warningDiags(err)
+	a.v.Diagnostics(d)
+	a.ew.Diagnostic(a.v.JSONDiagnostics(d)[0])
+}
+
+// Stopping writes nothing on the event stream (the summary says the run
+// was interrupted) but acknowledges on stderr, for the person at the
+// keyboard.
+func (a *applyJSON) Stopping() {
+	fmt.Fprintln(a.v.Streams.Stderr, "Stopping after the resource in hand; press Ctrl-C again to abort it.")
+}
 
 // Diagnostics writes a diagnostic event for each warning and, when the
 // command fails, the final error event: worded from the first error, with

@@ -14,7 +14,7 @@ import (
 
 // EventsFormatVersion is the version of the JSON event stream written by
 // EventWriter (`toque apply -json`), documented in docs/apply-json.md.
-const EventsFormatVersion = "1.1"
+const EventsFormatVersion = "1.2"
 
 // Event types of the JSON event stream.
 const (
@@ -22,8 +22,10 @@ const (
 	EventResourceStart     = "resource_start"
 	EventResourceEnd       = "resource_end"
 	EventAlreadyDone       = "already_done"
+	EventDoneEarlier       = "done_earlier"
 	EventDiffersFromPlan   = "differs_from_plan"
 	EventHeartbeat         = "heartbeat"
+	EventOutput            = "output"
 	EventNotificationFired = "notification_fired"
 	EventSummary           = "summary"
 	EventDiagnostic        = "diagnostic"
@@ -170,6 +172,18 @@ func (e *EventWriter) Heartbeat(r *plan.Resource, elapsed time.Duration) {
 	})
 }
 
+// Output writes output: one line a live_stream resource printed.
+func (e *EventWriter) Output(r *plan.Resource, stream, line string) {
+	e.emit(EventOutput, func(h head) any {
+		return struct {
+			head
+			resourceHead
+			Stream string `json:"stream"`
+			Line   string `json:"line"`
+		}{h, resourceHead{r.Address, r.Kind}, stream, line}
+	})
+}
+
 // AlreadyDone writes already_done.
 func (e *EventWriter) AlreadyDone(r *plan.Resource) {
 	e.emit(EventAlreadyDone, func(h head) any {
@@ -181,6 +195,25 @@ func (e *EventWriter) AlreadyDone(r *plan.Resource) {
 	})
 }
 
+// Resumed writes done_earlier: an earlier, unfinished apply of the plan
+// finished this resource or notified run.
+func (e *EventWriter) Resumed(r *plan.Resource, rr apply.ResourceReport) {
+	e.emit(EventDoneEarlier, func(h head) any {
+		return struct {
+			head
+			resourceHead
+			Reason string `json:"reason"`
+		}{h, resourceHead{r.Address, r.Kind}, rr.Reason}
+	})
+}
+
+// Warning writes a diagnostic event for err, worded as the text view
+// words it.
+func (e *EventWriter) Warning(err error) {
+	d := warningDiags(err)[0]
+	e.Diagnostic(JSONDiagnostic{Severity: "warning", Summary: d.Summary, Detail: d.Detail, Kind: kindOf(d)})
+}
+
 // Summary writes one notification_fired per run of a notification target
 // in rep.Notified, then summary. rep may be nil when nothing ran.
 func (e *EventWriter) Summary(rep *apply.Report) {
@@ -190,8 +223,8 @@ func (e *EventWriter) Summary(rep *apply.Report) {
 	ran := 0
 	for _, n := range rep.Notified {
 		switch n.Outcome {
-		case apply.OutcomeNotNotified, apply.OutcomeRefused, apply.OutcomeNotStarted:
-			continue // listed in the report; it did not run
+		case apply.OutcomeNotNotified, apply.OutcomeRefused, apply.OutcomeNotStarted, apply.OutcomeDoneEarlier:
+			continue // listed in the report; it did not run in this apply
 		}
 		ran++
 		e.emit(EventNotificationFired, func(h head) any { return resourceEnd(h, n) })
@@ -215,15 +248,18 @@ func (e *EventWriter) Summary(rep *apply.Report) {
 			Changed     int    `json:"changed"`
 			Unchanged   int    `json:"unchanged"`
 			AlreadyDone int    `json:"already_done"`
+			DoneEarlier int    `json:"done_earlier"`
 			Failed      int    `json:"failed"`
 			Skipped     int    `json:"skipped"`
 			NotStarted  int    `json:"not_started"`
 			Notified    int    `json:"notified"`
 			Interrupted bool   `json:"interrupted"`
+			Resumed     bool   `json:"resumed"`
+			Finished    bool   `json:"plan_finished"`
 			DurationMS  int64  `json:"duration_ms"`
 			Report      string `json:"report"`
-		}{h, outcome, rep.PlanDigest, rep.Changed, rep.Unchanged, rep.AlreadyDone, rep.Failed, rep.Skipped, rep.NotStarted,
-			ran, rep.Interrupted, dur, rep.Path}
+		}{h, outcome, rep.PlanDigest, rep.Changed, rep.Unchanged, rep.AlreadyDone, rep.DoneEarlier, rep.Failed, rep.Skipped, rep.NotStarted,
+			ran, rep.Interrupted, rep.Resumed, rep.PlanFinished, dur, rep.Path}
 	})
 }
 
@@ -244,6 +280,8 @@ type LockHolder struct {
 	Hostname string `json:"hostname"`
 	Since    string `json:"since"`
 	Path     string `json:"path"`
+	HostWide bool   `json:"host_wide"`
+	StateDir string `json:"state_dir"`
 }
 
 // Diagnostic writes one diagnostic event.
@@ -282,7 +320,7 @@ func (e *EventWriter) Error(kind string, err error, msg string, exitCode int, di
 		}
 	}
 	if errors.As(err, &held) {
-		holder = &LockHolder{PID: held.PID, User: held.User, Hostname: held.Hostname, Path: held.Path}
+		holder = &LockHolder{PID: held.PID, User: held.User, Hostname: held.Hostname, Path: held.Path, HostWide: held.HostWide, StateDir: held.StateDir}
 		if !held.Since.IsZero() {
 			holder.Since = held.Since.UTC().Format(time.RFC3339)
 		}

@@ -107,9 +107,9 @@ func TestEventWriterNotificationsAndErrors(t *testing.T) {
 	got := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	want := []string{
 		`{"type":"notification_fired","time":"2025-01-02T03:04:05Z","address":"execute[reload]","kind":"run","outcome":"changed","duration_ms":7,"reason":"notified by file[/etc/x] (delayed)","error":"","differs_from_plan":""}`,
-		`{"type":"summary","time":"2025-01-02T03:04:05Z","outcome":"interrupted","plan_digest":"","changed":0,"unchanged":0,"already_done":0,"failed":0,"skipped":0,"not_started":0,"notified":1,"interrupted":true,"duration_ms":0,"report":""}`,
+		`{"type":"summary","time":"2025-01-02T03:04:05Z","outcome":"interrupted","plan_digest":"","changed":0,"unchanged":0,"already_done":0,"done_earlier":0,"failed":0,"skipped":0,"not_started":0,"notified":1,"interrupted":true,"resumed":false,"plan_finished":false,"duration_ms":0,"report":""}`,
 		`{"type":"error","time":"2025-01-02T03:04:05Z","error_kind":"stale","message":` + mustJSON(t, stale.Error()) + `,"exit_code":3,"stale":[{"address":"file[/a]","property":"content","then":"(3 bytes, sha256:aa…)","now":"(4 bytes, sha256:bb…)","planned":"update","needed":"update"}],"diagnostics":[]}`,
-		`{"type":"error","time":"2025-01-02T03:04:05Z","error_kind":"lock_held","message":` + mustJSON(t, held.Error()) + `,"exit_code":4,"lock_holder":{"pid":42,"user":"root","hostname":"","since":"2025-01-02T03:04:05Z","path":"/state/apply.lock"},"diagnostics":[]}`,
+		`{"type":"error","time":"2025-01-02T03:04:05Z","error_kind":"lock_held","message":` + mustJSON(t, held.Error()) + `,"exit_code":4,"lock_holder":{"pid":42,"user":"root","hostname":"","since":"2025-01-02T03:04:05Z","path":"/state/apply.lock","host_wide":false,"state_dir":""},"diagnostics":[]}`,
 		`{"type":"error","time":"2025-01-02T03:04:05Z","error_kind":"digest_mismatch","message":"digest differs","exit_code":1,"diagnostics":[]}`,
 	}
 	if len(got) != len(want) {
@@ -146,5 +146,37 @@ func TestEventWriterStopsAfterAWriteError(t *testing.T) {
 	ew.Error("", errors.New("y"), "y", 1, nil)
 	if ew.Err() == nil || w.n != 1 {
 		t.Errorf("err %v after %d writes", ew.Err(), w.n)
+	}
+}
+
+func TestEventWriterResumedApply(t *testing.T) {
+	var buf bytes.Buffer
+	fixed := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	ew := NewEventWriter(&buf, func() time.Time { return fixed })
+	r := &plan.Resource{Address: "execute[migrate]", Kind: "run"}
+	ew.Warning(&apply.JournalDamage{Path: "/state/journal/j.jsonl", Offset: 100, Bytes: 12})
+	ew.Resumed(r, apply.ResourceReport{Address: r.Address, Kind: "run", Outcome: apply.OutcomeDoneEarlier, Reason: "changed by an earlier apply of this plan at 2025-01-02T03:00:00Z; not done again"})
+	ew.Summary(&apply.Report{Resumed: true, PlanFinished: true, DoneEarlier: 2, Notified: []apply.ResourceReport{
+		{Address: "execute[reload]", Kind: "run", Outcome: apply.OutcomeDoneEarlier},
+	}})
+	applied := &apply.AlreadyAppliedError{PlanDigest: "sha256:abc", At: fixed}
+	ew.Error("", applied, applied.Error(), 6, nil)
+
+	evs := decodeEvents(t, buf.Bytes())
+	if got, want := eventTypes(evs), []string{EventDiagnostic, EventDoneEarlier, EventSummary, EventError}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("events %q, want %q (a run done earlier is not a notification fired in this apply)", got, want)
+	}
+	d := evs[0]["diagnostic"].(map[string]any)
+	if d["severity"] != "warning" || d["kind"] != KindJournal || !strings.Contains(d["detail"].(string), "/state/journal/j.jsonl ends with 12 bytes") {
+		t.Errorf("warning: %v", d)
+	}
+	if e := evs[1]; e["address"] != "execute[migrate]" || !strings.HasPrefix(e["reason"].(string), "changed by an earlier apply") {
+		t.Errorf("done_earlier: %v", e)
+	}
+	if s := evs[2]; s["resumed"] != true || s["plan_finished"] != true || s["done_earlier"].(float64) != 2 || s["notified"].(float64) != 0 {
+		t.Errorf("summary: %v", s)
+	}
+	if e := evs[3]; e["error_kind"] != KindAlreadyApplied || e["exit_code"].(float64) != 6 {
+		t.Errorf("error: %v", e)
 	}
 }

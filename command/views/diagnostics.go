@@ -46,7 +46,7 @@ func (p *diagPrinter) print(diags diag.Diagnostics) {
 }
 
 func (p *diagPrinter) one(d *diag.Diagnostic) {
-	d = worded(d)
+	d = reworded(worded(d))
 	head := "Error: "
 	attrs := []color.Attribute{color.FgRed, color.Bold}
 	if d.Severity == diag.Warning {
@@ -92,6 +92,25 @@ func (p *diagPrinter) one(d *diag.Diagnostic) {
 	}
 }
 
+// goisms are phrases of Go and of libraries that reach messages through
+// wrapped errors, with what a person reads instead.
+var goisms = strings.NewReplacer(
+	"context canceled", "interrupted",
+	"context deadline exceeded", "timed out",
+	"must have 1 labels", "must have one label",
+)
+
+// reworded is d with library phrasing replaced (see goisms).
+func reworded(d *diag.Diagnostic) *diag.Diagnostic {
+	s, t := goisms.Replace(d.Summary), goisms.Replace(d.Detail)
+	if s == d.Summary && t == d.Detail {
+		return d
+	}
+	out := *d
+	out.Summary, out.Detail = s, t
+	return &out
+}
+
 // wrapDetail wraps the paragraphs of a detail at width, but keeps lines
 // that start with a space as they are: they are lists (every difference of
 // a stale plan) whose paths and values must stay whole.
@@ -131,13 +150,53 @@ func (p *diagPrinter) snippet(rng hcl.Range, context *hcl.Range) {
 			break
 		}
 		text := sc.Text()
-		if p.color && line >= rng.Start.Line && line <= rng.End.Line {
-			text = p.underline(text, line, rng)
+		r := rng
+		if len(text) > maxSnippetLine {
+			// A very long line (a generated recipe, a minified JSON file)
+			// is shown around the subject only.
+			text, r = window(text, line, rng)
+		}
+		if p.color && line >= r.Start.Line && line <= r.End.Line {
+			text = p.underline(text, line, r)
 		} else {
 			text = Escape(text)
 		}
 		fmt.Fprintf(p.w, "  %4d: %s\n", line, text)
 	}
+}
+
+// maxSnippetLine is the longest source line a snippet shows in full.
+const maxSnippetLine = 160
+
+// window cuts a long line to maxSnippetLine bytes around the subject's
+// column on that line, marking the cuts with "…", and moves rng's columns
+// to match.
+func window(text string, line int, rng hcl.Range) (string, hcl.Range) {
+	col := 0
+	if line == rng.Start.Line {
+		col = rng.Start.Column - 1
+	}
+	from := max(0, min(col-maxSnippetLine/2, len(text)-maxSnippetLine))
+	to := min(len(text), from+maxSnippetLine)
+	out := text[from:to]
+	shift := from
+	if from > 0 {
+		out = "…" + out
+		shift -= len("…")
+	}
+	if to < len(text) {
+		out += "…"
+	}
+	r := rng
+	if r.Start.Line == line {
+		r.Start.Column = max(1, r.Start.Column-shift)
+	}
+	if r.End.Line == line {
+		r.End.Column = max(r.Start.Column, min(r.End.Column-shift, len(out)+1))
+	} else if r.Start.Line == line {
+		r.End.Column = len(out) + 1
+	}
+	return out, r
 }
 
 func (p *diagPrinter) underline(text string, line int, rng hcl.Range) string {
@@ -316,7 +375,7 @@ type JSONSnippet struct {
 func (v *View) JSONDiagnostics(diags diag.Diagnostics) []JSONDiagnostic {
 	out := make([]JSONDiagnostic, 0, len(diags))
 	for _, d := range diags {
-		d = worded(d)
+		d = reworded(worded(d))
 		jd := JSONDiagnostic{Severity: d.Severity.String(), Summary: d.Summary, Detail: d.Detail, Kind: kindOf(d)}
 		if r := d.Subject; r != nil {
 			jd.Range = &JSONRange{

@@ -2,7 +2,9 @@ package views
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -88,5 +90,14 @@ func TestDiagnosticsWordTypedErrors(t *testing.T) {
 	js := v.JSONDiagnostics(ds)
 	if js[0].Kind != KindStale || js[0].Summary != "The plan is stale" || js[1].Kind != KindUsage || js[1].Range != nil {
 		t.Errorf("JSON %+v", js)
+	}
+}
+
+func TestDiagnosticsRewordGoisms(t *testing.T) {
+	var stderr bytes.Buffer
+	v := &View{Streams: Streams{Stderr: &stderr}}
+	v.Diagnostics(diag.Diagnostics{}.Append(fmt.Errorf("fetching the include: %w", context.Canceled)))
+	if got := stderr.String(); got != "Error: fetching the include: interrupted\n" {
+		t.Errorf("got %q", got)
 	}
 }

@@ -7,9 +7,9 @@ func TestEscape(t *testing.T) {
 		"plain text":                  "plain text",
 		"two\nlines\tand tab":         "two\nlines\tand tab",
 		"\x1b[2J\x1b[Hcleared":        `\x1b[2J\x1b[Hcleared`,
-		"bell\a and cr\r":             `bell\x07 and cr\x0d`,
+		"bell\a and cr\r":             `bell\x07 and cr\r`,
 		"del\x7f":                     `del\x7f`,
-		"csi \u009b31m":               `csi \u009b31m`,
+		"csi \u009b31m":               `csi \x9b31m`,
 		"admin\u202e nimda":           `admin\u202e nimda`,
 		"isolate \u2066x\u2069":       `isolate \u2066x\u2069`,
 		"bad \xff utf8":               `bad \xff utf8`,
@@ -22,7 +22,7 @@ func TestEscape(t *testing.T) {
 			t.Errorf("Escape(%q) = %q, want %q", in, got, want)
 		}
 	}
-	if got := EscapeLine("a\nb\tc\x1b"); got != `a\nb\tc\x1b` {
+	if got := EscapeLine("a\nb\tc\x1b"); got != "a\\nb\tc\\x1b" {
 		t.Errorf("EscapeLine = %q", got)
 	}
 }

@@ -51,9 +51,9 @@ func TestRenderTextEscapesEverything(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		`fake_file "/etc/motd\u202etxt.sh"`,           // the name, quoted
-		"# fake_file[/etc/motd\\u202etxt.sh] will",    // the headline
-		`+\x1b]52;c;cGF3bmVk\x07\x0d\x1b[1Arewritten`, // escape sequences in a diff
+		`fake_file "/etc/motd\u202etxt.sh"`,         // the name, quoted
+		"# fake_file[/etc/motd\\u202etxt.sh] will",  // the headline
+		`+\x1b]52;c;cGF3bmVk\x07\r\x1b[1Arewritten`, // escape sequences in a diff
 		"-\\x1b[31mred\\x1b[0m",
 		`+\u2067isolate\u2069`,
 		`left as it is (0644\x1b[1A)`,

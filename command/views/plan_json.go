@@ -81,11 +81,12 @@ type jsonSummary struct {
 }
 
 type jsonAttribute struct {
-	Path   string          `json:"path"`
-	Value  json.RawMessage `json:"value"`
-	Type   json.RawMessage `json:"type"`
-	Level  string          `json:"level"`
-	Source string          `json:"source"`
+	Path      string          `json:"path"`
+	Value     json.RawMessage `json:"value"`
+	Type      json.RawMessage `json:"type"`
+	Level     string          `json:"level"`
+	Source    string          `json:"source"`
+	Sensitive bool            `json:"sensitive"`
 }
 
 type jsonResource struct {
@@ -256,7 +257,10 @@ func nonNil[T any](xs []T) []T {
 }
 
 func viewAttribute(a plan.Attribute) jsonAttribute {
-	out := jsonAttribute{Path: a.Path, Level: a.Level, Source: a.Source, Value: json.RawMessage(`null`), Type: json.RawMessage(`"dynamic"`)}
+	out := jsonAttribute{Path: a.Path, Level: a.Level, Source: a.Source, Value: json.RawMessage(`null`), Type: json.RawMessage(`"dynamic"`), Sensitive: a.Sensitive}
+	if a.Sensitive {
+		return out // no value: not even its type is shown
+	}
 	var typed struct {
 		Value json.RawMessage `json:"value"`
 		Type  json.RawMessage `json:"type"`

@@ -192,9 +192,10 @@ func (p *Planner) planNotified(ctx context.Context, logger hclog.Logger, inst *e
 		specs = inst.NotifiedGuards
 	}
 	nr := &plan.NotifiedRun{Address: addr, Action: action, GuardSpecs: specs}
+	sensProps := sensitivity(inst)
 	rd, err := p.lifecycle(logger.With("notified_action", action)).Evaluate(ctx, &plan.Subject{
 		Address: addr, Type: inst.Type, Desired: desired, Guards: specs,
-		Sensitive: inst.Sensitive, Salt: salt,
+		Sensitive: inst.Sensitive, SensitiveProps: sensProps, Salt: salt,
 	})
 	if err != nil {
 		return nil, lifecycleDiags(inst, rd, fmt.Errorf("the notified action %s: %w", action, err))

@@ -125,7 +125,14 @@ func (p *Planner) Plan(ctx context.Context, cfg *config.Config) (*plan.Plan, hcl
 		r.Source.Filename = relativeTo(cfg.Dir, r.Source.Filename)
 	}
 	{
-		recorded, err := attributesOf(attrs.Leaves(), cfg.Dir)
+		// Attributes a sensitive resource reads are as secret as it is.
+		read := &eval.Scope{}
+		for _, inst := range insts {
+			if inst.Sensitive && inst.Block != nil {
+				read.Sensitive = append(read.Sensitive, eval.NodePathsRead(inst.Block)...)
+			}
+		}
+		recorded, err := attributesOf(attrs.Leaves(), cfg.Dir, read)
 		if err != nil {
 			evalDiags = evalDiags.Append(&hcl.Diagnostic{
 				Severity: hcl.DiagError,
@@ -163,19 +170,23 @@ func markErrored(pl *plan.Plan, diags hcl.Diagnostics) {
 	}
 }
 
-func attributesOf(leaves []config.Leaf, dir string) ([]plan.Attribute, error) {
+// attributesOf records the merged node attributes; a leaf marked
+// sensitive, or read by a sensitive resource (readBySensitive), is kept
+// without its value.
+func attributesOf(leaves []config.Leaf, dir string, readBySensitive *eval.Scope) ([]plan.Attribute, error) {
 	out := make([]plan.Attribute, 0, len(leaves))
 	var firstErr error
 	for _, l := range leaves {
 		a := plan.Attribute{
-			Path:   strings.Join(l.Path, "."),
-			Level:  l.Level,
-			Source: fmt.Sprintf("%s:%d", relativeTo(dir, l.Range.Filename), l.Range.Start.Line),
+			Path:      strings.Join(l.Path, "."),
+			Level:     l.Level,
+			Source:    fmt.Sprintf("%s:%d", relativeTo(dir, l.Range.Filename), l.Range.Start.Line),
+			Sensitive: l.Sensitive || readBySensitive.Covers(l.Path),
 		}
 		if l.Origin != "" {
 			a.Source = l.Origin + " at " + a.Source
 		}
-		if l.Value == cty.NilVal {
+		if l.Value == cty.NilVal || a.Sensitive {
 			a.Value = []byte(`null`)
 		} else if b, err := (plan.Value{Value: l.Value}).MarshalJSON(); err != nil {
 			if firstErr == nil {
@@ -228,6 +239,7 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 	}
 	type outcome struct {
 		res   *plan.Resource
+		step  *resources.Step
 		diags hcl.Diagnostics
 	}
 	results := make([]outcome, len(insts))
@@ -245,18 +257,22 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 		go func(i int, inst *eval.Instance) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			res, d := p.planOne(ctx, logger, inst, salt)
-			results[i] = outcome{res, d}
+			res, step, d := p.planOne(ctx, logger, inst, salt)
+			results[i] = outcome{res, step, d}
 		}(i, inst)
 	}
 	wg.Wait()
 
 	ress := make([]*plan.Resource, len(results))
+	provided := map[string]bool{}
 	for i, o := range results {
 		diags = append(diags, o.diags...)
 		ress[i] = o.res
 		if o.res != nil {
 			pl.Resources = append(pl.Resources, o.res)
+		}
+		if o.step != nil {
+			diags = append(diags, unmetNeeds(insts[i], o.step, provided)...)
 		}
 	}
 	if ctx.Err() == nil {
@@ -322,10 +338,20 @@ func (p *Planner) lifecycle(logger hclog.Logger) *plan.Lifecycle {
 
 // planOne plans one resource. It never panics: a panicking type becomes an
 // error diagnostic.
-func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *eval.Instance, salt string) (res *plan.Resource, diags hcl.Diagnostics) {
+func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *eval.Instance, salt string) (*plan.Resource, *resources.Step, hcl.Diagnostics) {
+	res, step, diags := p.planResource(ctx, logger, inst, salt)
+	if res == nil {
+		step = nil
+	}
+	return res, step, diags
+}
+
+// planResource plans one resource; step is what its action would do (nil
+// when it is not read: skipped, or action nothing).
+func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *eval.Instance, salt string) (res *plan.Resource, step *resources.Step, diags hcl.Diagnostics) {
 	addr := instAddress(inst)
 	if inst == nil || inst.Resource == nil || inst.Type == nil || inst.Resource.Schema() == nil {
-		return nil, hcl.Diagnostics{{
+		return nil, nil, hcl.Diagnostics{{
 			Severity: hcl.DiagError,
 			Summary:  "Cannot plan " + addr,
 			Detail:   "The resource was not evaluated against a known resource type. This is a bug in toque.",
@@ -348,11 +374,7 @@ func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *eval.I
 	if res.Action == "" {
 		res.Action = schema.DefaultAction
 	}
-	for _, prop := range schema.Properties {
-		if _, set := res.Desired[prop.Name]; set && prop.Sensitive {
-			res.SensitiveProperties = append(res.SensitiveProperties, prop.Name)
-		}
-	}
+	res.SensitiveProperties = sensitivity(inst)
 	if inst.Block != nil {
 		r := inst.Block.DeclRange
 		res.Source = plan.Range{Filename: r.Filename, Line: r.Start.Line, Column: r.Start.Column}
@@ -362,29 +384,29 @@ func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *eval.I
 		res.Kind = resources.NoOp
 		res.Reason = plan.ReasonNothing
 		log.Debug("planned resource", "kind", res.Kind, "reason", res.Reason)
-		return res, nil
+		return res, nil, nil
 	}
 
 	if d := hostChecks(inst, desired); d.HasErrors() {
-		return nil, append(diags, d...)
+		return nil, nil, append(diags, d...)
 	}
 
 	res.GuardSpecs = inst.Guards
 	rd, err := p.lifecycle(logger).Evaluate(ctx, &plan.Subject{
 		Address: addr, Type: inst.Type, Desired: desired, Guards: inst.Guards,
-		Sensitive: inst.Sensitive, Salt: salt,
+		Sensitive: inst.Sensitive, SensitiveProps: res.SensitiveProperties, Salt: salt,
 	})
 	if err != nil {
-		return nil, lifecycleDiags(inst, rd, err)
+		return nil, nil, lifecycleDiags(inst, rd, err)
 	}
 	res.Guards = GuardResults(rd.Guards, rd.DecidedBy)
 	if rd.Skip {
 		res.Kind = resources.Skip
 		res.Reason = plan.ComposeReason(res.Kind, "", res.Guards, res.GuardSpecs, res.Sensitive)
 		log.Debug("planned resource", "kind", res.Kind, "reason", res.Reason)
-		return res, nil
+		return res, nil, nil
 	}
-	step := rd.Step
+	step = rd.Step
 	res.Kind = step.Kind
 	res.StepReason = step.Reason
 	res.Reason = plan.ComposeReason(res.Kind, step.Reason, res.Guards, res.GuardSpecs, res.Sensitive)
@@ -393,7 +415,50 @@ func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *eval.I
 	res.Fingerprint = rd.Fingerprint()
 	res.Changes = changesOf(step.Changes)
 	log.Debug("planned resource", "kind", res.Kind, "reason", res.Reason, "changes", len(res.Changes))
-	return res, nil
+	return res, step, nil
+}
+
+// unmetNeeds checks step's needs against what earlier steps provide (and
+// records what step provides): a need nothing provides would fail at
+// apply, after earlier resources changed the host, so it fails the plan.
+func unmetNeeds(inst *eval.Instance, step *resources.Step, provided map[string]bool) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	if step.Kind.IsWork() {
+		for _, n := range step.Needs {
+			if provided[n.Namespace+"\x00"+n.Value] {
+				continue
+			}
+			diags = diags.Append(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Missing " + n.What,
+				Detail: fmt.Sprintf("%s needs the %s %s, which does not exist, and no earlier resource of the plan creates it. Declare a %s resource for it before %s, or create it with recursive = true.",
+					instAddress(inst), n.What, n.Value, n.What, instAddress(inst)),
+				Subject: declRange(inst),
+			})
+		}
+		for _, n := range step.Provides {
+			provided[n.Namespace+"\x00"+n.Value] = true
+		}
+	}
+	return diags
+}
+
+// sensitivity names which of inst's set properties have hidden values
+// (Resource.SensitiveProperties): those the type marks sensitive, and those
+// whose value the recipe made sensitive. Renderings hide them, and every
+// value of a sensitive resource.
+func sensitivity(inst *eval.Instance) []string {
+	hidden := map[string]bool{}
+	for _, name := range inst.SensitiveProps {
+		hidden[name] = true
+	}
+	var props []string
+	for _, prop := range inst.Resource.Schema().Properties {
+		if inst.Resource.IsSet(prop.Name) && (prop.Sensitive || hidden[prop.Name]) {
+			props = append(props, prop.Name)
+		}
+	}
+	return props
 }
 
 // lifecycleDiags words a lifecycle failure of inst as a plan diagnostic:
