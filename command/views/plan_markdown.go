@@ -425,7 +425,7 @@ func markdownResource(s *plan.Shown) string {
 		}
 		b.WriteString(label + ":\n\n")
 		if c.DiffNote != "" {
-			b.WriteString("_" + mdText(c.DiffNote) + "_\n\n")
+			b.WriteString("_Note:_ " + mdCode(c.DiffNote) + "\n\n")
 		}
 		b.WriteString(mdFence("diff", Escape(strings.TrimRight(c.Diff, "\n"))))
 		b.WriteString("\n")
