@@ -48,6 +48,11 @@ func (p *Planner) planNotifications(ctx context.Context, logger hclog.Logger, in
 		}
 	}
 	if !anyEdge {
+		for _, r := range pl.Resources {
+			if r.Action == "nothing" {
+				r.Reason = plan.ReasonNotNotified
+			}
+		}
 		return nil
 	}
 
@@ -105,7 +110,7 @@ func (p *Planner) planNotifications(ctx context.Context, logger hclog.Logger, in
 		}
 		*nr = plan.NotifiedRun{
 			Address: k.addr, Action: k.action, Timing: timing, Notifiers: notifiers, Slot: slot, Before: before,
-			Kind: proto.Kind, Reason: proto.Reason, Changes: proto.Changes, Groups: proto.Groups,
+			Kind: proto.Kind, StepReason: proto.StepReason, Changes: proto.Changes, Groups: proto.Groups,
 			Guards: proto.Guards, GuardSpecs: proto.GuardSpecs, Current: proto.Current, Fingerprint: proto.Fingerprint,
 		}
 		out = append(out, nr)
@@ -144,13 +149,10 @@ func (p *Planner) planNotifications(ctx context.Context, logger hclog.Logger, in
 		q := queued[k]
 		run(k, plan.TimingDelayed, q.Notifiers, len(pl.Resources), false, q)
 	}
-	for _, nr := range out {
-		nr.Reason = plan.NotifiedReason(nr.Notifiers, nr.Timing, nr.Kind, nr.Reason)
-		if nr.Kind == resources.Run && len(nr.Guards) > 0 {
-			nr.Reason = plan.NotifiedReason(nr.Notifiers, nr.Timing, nr.Kind, RunReason("", nr.Guards))
-		}
-	}
 	pl.NotifiedRuns = out
+	for _, nr := range out {
+		nr.Reason = pl.WhyNotified(nr)
+	}
 
 	planned := map[string]bool{}
 	for _, nr := range out {
@@ -176,7 +178,8 @@ func containsString(xs []string, x string) bool {
 // planNotified plans inst's action as a notified run: guards (the
 // resource's own; for a resource whose action is nothing, those decoded
 // for its notified runs), then Load and Plan with that action. The
-// returned run has no notifiers or slot yet; its Reason is the type's.
+// returned run has no notifiers or slot yet, and no Reason: the caller
+// composes it (Plan.WhyNotified).
 func (p *Planner) planNotified(ctx context.Context, logger hclog.Logger, inst *eval.Instance, action, salt string) (*plan.NotifiedRun, hcl.Diagnostics) {
 	if inst == nil || inst.Resource == nil || inst.Type == nil {
 		return nil, nil
@@ -189,7 +192,7 @@ func (p *Planner) planNotified(ctx context.Context, logger hclog.Logger, inst *e
 		specs = inst.NotifiedGuards
 	}
 	nr := &plan.NotifiedRun{Address: addr, Action: action, GuardSpecs: specs}
-	sensProps, hides := sensitivity(inst)
+	sensProps := sensitivity(inst)
 	rd, err := p.lifecycle(logger.With("notified_action", action)).Evaluate(ctx, &plan.Subject{
 		Address: addr, Type: inst.Type, Desired: desired, Guards: specs,
 		Sensitive: inst.Sensitive, SensitiveProps: sensProps, Salt: salt,
@@ -199,14 +202,14 @@ func (p *Planner) planNotified(ctx context.Context, logger hclog.Logger, inst *e
 	}
 	nr.Guards = GuardResults(rd.Guards, rd.DecidedBy)
 	if rd.Skip {
-		nr.Kind, nr.Reason = resources.Skip, skipReason(nr.Guards)
+		nr.Kind = resources.Skip
 		return nr, nil
 	}
 	step := rd.Step
-	nr.Kind, nr.Reason, nr.Groups = step.Kind, step.Reason, step.Groups
+	nr.Kind, nr.StepReason, nr.Groups = step.Kind, step.Reason, step.Groups
 	nr.Current = rd.Current
 	nr.Fingerprint = rd.Fingerprint()
-	nr.Changes = buildChanges(src.Schema(), step.Changes, rd.State, salt, hides)
+	nr.Changes = changesOf(step.Changes)
 	logger.Debug("planned notified run", "resource", addr, "action", action, "kind", nr.Kind, "reason", nr.Reason)
 	return nr, nil
 }

@@ -11,9 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
-	"github.com/aymanbagabas/go-udiff"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -30,38 +28,27 @@ import (
 // Planner.Parallelism is not set (Terraform's default).
 const DefaultParallelism = 10
 
-// MaxDiffSize is the largest content (either side) shown as a unified diff;
-// larger content is summarised by size and digest only.
-const MaxDiffSize = 1 << 20
-
-// GuardResults records evaluated guards; decidedBy is the index of the
-// guard that decided to skip, -1 for none. An outcome with an error is
-// left out.
+// GuardResults records the outcomes of evaluated guards; decidedBy is the
+// index of the guard that decided to skip, -1 for none. Result i is the
+// outcome of guard i: what ran is the guard's spec, which the plan keeps
+// beside it (Resource.GuardSpecs). The output of a sensitive guard is not
+// kept.
 func GuardResults(outs []guard.Outcome, decidedBy int) []plan.GuardResult {
 	var out []plan.GuardResult
 	for i, o := range outs {
 		if o.Err != nil || o.Spec == nil {
 			continue
 		}
-		s := o.Spec
 		g := plan.GuardResult{
-			Kind:        string(s.Kind),
-			Form:        string(s.Form),
-			Command:     s.Source,
-			Interpreter: s.Interpreter,
-			Cwd:         o.Cwd,
-			Environment: o.Environment,
-			User:        o.User,
-			Inherited:   s.Inherited,
-			ExitCode:    o.ExitCode,
-			DurationMS:  o.Duration.Milliseconds(),
-			Output:      o.Output,
-			Passed:      o.Condition,
-			Decided:     i == decidedBy,
-			Warning:     o.Warning,
+			ExitCode:   o.ExitCode,
+			DurationMS: o.Duration.Milliseconds(),
+			Output:     o.Output,
+			Passed:     o.Condition,
+			Decided:    i == decidedBy,
+			Warning:    o.Warning,
 		}
-		if s.Sensitive {
-			redactGuard(&g)
+		if o.Spec.Sensitive {
+			g.Output = ""
 		}
 		out = append(out, g)
 	}
@@ -387,13 +374,11 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 	if res.Action == "" {
 		res.Action = schema.DefaultAction
 	}
-	var hides func(*resources.Property) bool
-	res.SensitiveProperties, hides = sensitivity(inst)
+	res.SensitiveProperties = sensitivity(inst)
 	if inst.Block != nil {
 		r := inst.Block.DeclRange
 		res.Source = plan.Range{Filename: r.Filename, Line: r.Start.Line, Column: r.Start.Column}
 	}
-	res.Context = contextValues(desired, hides)
 
 	if res.Action == "nothing" {
 		res.Kind = resources.NoOp
@@ -417,23 +402,18 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 	res.Guards = GuardResults(rd.Guards, rd.DecidedBy)
 	if rd.Skip {
 		res.Kind = resources.Skip
-		res.Reason = skipReason(res.Guards)
+		res.Reason = plan.ComposeReason(res.Kind, "", res.Guards, res.GuardSpecs, res.Sensitive)
 		log.Debug("planned resource", "kind", res.Kind, "reason", res.Reason)
 		return res, nil, nil
 	}
 	step = rd.Step
 	res.Kind = step.Kind
-	res.Reason = step.Reason
-	if step.Kind == resources.Run && len(res.Guards) > 0 {
-		res.Reason = RunReason(step.Reason, res.Guards)
-	}
+	res.StepReason = step.Reason
+	res.Reason = plan.ComposeReason(res.Kind, step.Reason, res.Guards, res.GuardSpecs, res.Sensitive)
 	res.Groups = step.Groups
 	res.Current = rd.Current
 	res.Fingerprint = rd.Fingerprint()
-	res.Changes = buildChanges(schema, step.Changes, rd.State, salt, hides)
-	if rd.State.Exists && (step.Kind == resources.Update || step.Kind == resources.NoOp) {
-		res.Unmanaged = unmanaged(schema, desired, res.Current)
-	}
+	res.Changes = changesOf(step.Changes)
 	log.Debug("planned resource", "kind", res.Kind, "reason", res.Reason, "changes", len(res.Changes))
 	return res, step, nil
 }
@@ -463,12 +443,11 @@ func unmetNeeds(inst *eval.Instance, step *resources.Step, provided map[string]b
 	return diags
 }
 
-// sensitivity is which of inst's values are hidden: the set properties
-// the type marks sensitive or whose value the recipe made sensitive (as
-// recorded in Resource.SensitiveProperties), and a function telling, for
-// any property, whether its values are hidden (all are for a sensitive
-// resource).
-func sensitivity(inst *eval.Instance) ([]string, func(*resources.Property) bool) {
+// sensitivity names which of inst's set properties have hidden values
+// (Resource.SensitiveProperties): those the type marks sensitive, and those
+// whose value the recipe made sensitive. Renderings hide them, and every
+// value of a sensitive resource.
+func sensitivity(inst *eval.Instance) []string {
 	hidden := map[string]bool{}
 	for _, name := range inst.SensitiveProps {
 		hidden[name] = true
@@ -479,9 +458,7 @@ func sensitivity(inst *eval.Instance) ([]string, func(*resources.Property) bool)
 			props = append(props, prop.Name)
 		}
 	}
-	return props, func(prop *resources.Property) bool {
-		return inst.Sensitive || (prop != nil && (prop.Sensitive || hidden[prop.Name]))
-	}
+	return props
 }
 
 // lifecycleDiags words a lifecycle failure of inst as a plan diagnostic:
@@ -514,176 +491,17 @@ func lifecycleDiags(inst *eval.Instance, rd *plan.Reading, err error) hcl.Diagno
 	}}
 }
 
-// skipReason words the verdict of the guard that decided to skip.
-func skipReason(results []plan.GuardResult) string {
-	for _, g := range results {
-		if g.Decided {
-			return plan.GuardVerdict(g)
-		}
-	}
-	return "skipped by a guard"
-}
-
-// RunReason is the reason of a run step whose guards let it run: the
-// guards' verdicts instead of the type's "no guard: runs every time", or
-// after the type's own reason ("creates … does not exist").
-func RunReason(typeReason string, guards []plan.GuardResult) string {
-	vs := make([]string, len(guards))
-	for i, g := range guards {
-		vs[i] = plan.GuardVerdict(g)
-	}
-	v := strings.Join(vs, ", ")
-	if typeReason == "" || typeReason == resources.NoGuardReason {
-		return v
-	}
-	return typeReason + "; " + v
-}
-
-// buildChanges turns a step's changes into their display forms.
-func buildChanges(s *resources.Schema, changes []resources.Change, state *resources.State, salt string, hides func(*resources.Property) bool) []plan.Change {
+// changesOf names the properties a step changes. Their values are the
+// plan's desired values and live reading, from which renderings show them.
+func changesOf(changes []resources.Change) []plan.Change {
 	if len(changes) == 0 {
 		return nil
 	}
-	out := make([]plan.Change, 0, len(changes))
-	for _, c := range changes {
-		prop := s.Property(c.Property)
-		sensitive := hides(prop)
-		isContent := prop != nil && prop.Content
-		ch := plan.Change{Property: c.Property, Default: c.Default, Sensitive: sensitive}
-		hasBefore := c.Before != cty.NilVal
-		switch {
-		case sensitive:
-			if hasBefore {
-				ch.Before = plan.Sensitive
-			}
-			ch.After = plan.Sensitive
-			if isContent {
-				ch.DiffNote = "sensitive content is not shown"
-			}
-		default:
-			if hasBefore {
-				ch.Before = plan.StoreValue(prop, c.Before, salt, false).Display
-			}
-			ch.After = plan.StoreValue(prop, c.After, salt, false).Display
-			if why := state.Private[c.Property]; isContent && why != "" {
-				// The type says who may not see the live value: no diff.
-				ch.DiffNote = why
-			} else if isContent {
-				before, bok := stringOf(state.Values[c.Property])
-				if !bok {
-					before, bok = stringOf(c.Before)
-				}
-				after, aok := stringOf(c.After)
-				if !bok {
-					before, bok = "", true
-				}
-				if aok && bok {
-					ch.Diff, ch.DiffNote = ContentDiff(before, after)
-				} else {
-					ch.DiffNote = "content is not text: no diff shown"
-				}
-			}
-		}
-		out = append(out, ch)
+	out := make([]plan.Change, len(changes))
+	for i, c := range changes {
+		out[i] = plan.Change{Property: c.Property}
 	}
 	return out
-}
-
-// stringOf returns v's string when v is a known, non-null string.
-func stringOf(v cty.Value) (string, bool) {
-	if v == cty.NilVal || !v.IsKnown() || v.IsNull() || !v.Type().Equals(cty.String) {
-		return "", false
-	}
-	return v.AsString(), true
-}
-
-// ContentDiff is the unified diff (hunks only, without the ---/+++ header)
-// from before to after, or, when either side is binary (a NUL byte or
-// invalid UTF-8) or larger than MaxDiffSize, no diff and a note saying why.
-func ContentDiff(before, after string) (diff, note string) {
-	if isBinary(before) || isBinary(after) {
-		return "", "binary content: no diff shown"
-	}
-	if len(before) > MaxDiffSize || len(after) > MaxDiffSize {
-		return "", "content larger than 1 MiB: no diff shown"
-	}
-	if before == after {
-		return "", ""
-	}
-	u, err := udiff.ToUnified("current", "planned", before, udiff.Lines(before, after), udiff.DefaultContextLines)
-	if err != nil {
-		return "", "no diff: " + err.Error()
-	}
-	// Drop the two header lines: the plan names the resource already.
-	for range 2 {
-		if strings.HasPrefix(u, "--- ") || strings.HasPrefix(u, "+++ ") {
-			if i := strings.IndexByte(u, '\n'); i >= 0 {
-				u = u[i+1:]
-			}
-		}
-	}
-	return u, ""
-}
-
-func isBinary(s string) bool {
-	return strings.IndexByte(s, 0) >= 0 || !utf8.ValidString(s)
-}
-
-// unmanaged lists the desired-state properties the recipe did not set that
-// the live reading has, with their display form (already redacted by
-// StoreCurrent when sensitive).
-func unmanaged(s *resources.Schema, desired *resources.Resource, cur *plan.Current) []plan.Unmanaged {
-	var out []plan.Unmanaged
-	for _, prop := range s.Properties {
-		if !prop.IsDesiredState() || desired.IsSet(prop.Name) {
-			continue
-		}
-		sv, ok := cur.Values[prop.Name]
-		if !ok {
-			continue
-		}
-		out = append(out, plan.Unmanaged{Property: prop.Name, Current: sv.Display})
-	}
-	return out
-}
-
-// contextValues lists the properties a reviewer needs beside the changes
-// (Resource.Context): identity and name properties whose value is not the
-// block label, then, for a type with no desired-state property, every other
-// property the recipe set. Schema order within each part.
-func contextValues(desired *resources.Resource, hides func(*resources.Property) bool) []plan.ContextValue {
-	s := desired.Schema()
-	acting := true
-	for _, prop := range s.Properties {
-		if prop.IsDesiredState() {
-			acting = false
-			break
-		}
-	}
-	var ids, rest []plan.ContextValue
-	for _, prop := range s.Properties {
-		isID := prop.Identity || prop.NameProperty
-		if !isID && !acting {
-			continue
-		}
-		v, ok := desired.Values[prop.Name]
-		if !ok || v == cty.NilVal || v.IsNull() || !v.IsKnown() {
-			continue
-		}
-		if isID && v.Type() == cty.String && v.AsString() == desired.Name {
-			continue
-		}
-		shown := plan.DisplayValue(v)
-		if hides(prop) {
-			shown = plan.Sensitive
-		}
-		if isID {
-			ids = append(ids, plan.ContextValue{Property: prop.Name, Value: shown})
-		} else {
-			rest = append(rest, plan.ContextValue{Property: prop.Name, Value: shown})
-		}
-	}
-	return append(ids, rest...)
 }
 
 // relativeTo is name relative to dir when name lies inside dir, else name.
@@ -696,23 +514,6 @@ func relativeTo(dir, name string) string {
 		return name
 	}
 	return rel
-}
-
-// redactGuard hides what a sensitive resource's guard ran: its command,
-// where, as whom, with what environment, and what it printed. The verdict
-// and exit code stay: they are what the reviewer needs.
-func redactGuard(g *plan.GuardResult) {
-	g.Command = plan.Sensitive
-	g.Output = ""
-	if g.Cwd != "" {
-		g.Cwd = plan.Sensitive
-	}
-	if g.User != "" {
-		g.User = plan.Sensitive
-	}
-	for k := range g.Environment {
-		g.Environment[k] = plan.Sensitive
-	}
 }
 
 // hostChecks runs the schema's plan-time host checks on the set values (an
