@@ -30,8 +30,10 @@ type Plan struct {
 	// InputsDigest is a sha256 over the recipe files (names and bytes) the
 	// plan was made from.
 	InputsDigest string `json:"inputs_digest"`
-	// LockRevision is the policy lock's revision id in policy mode.
+	// LockRevision is the policy lock's revision id in policy mode, and
+	// Policy the policy's name.
 	LockRevision string `json:"lock_revision,omitempty"`
+	Policy       string `json:"policy,omitempty"`
 	// Salt keys the HMACs that stand in for sensitive live values.
 	Salt string `json:"salt"`
 	// Errored marks a plan that failed part-way; it can be shown, never
@@ -290,6 +292,11 @@ func (c *Counts) add(k resources.Kind) bool {
 	}
 	return true
 }
+
+// HasNotifiedWork reports whether a planned notified run of addr has work:
+// a resource whose action is nothing is then counted (and shown) by that
+// run, not as unchanged.
+func (p *Plan) HasNotifiedWork(addr string) bool { return p.notifiedWork(addr) }
 
 // notifiedWork reports whether a planned notified run of addr has work.
 func (p *Plan) notifiedWork(addr string) bool {

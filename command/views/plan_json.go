@@ -33,6 +33,7 @@ type jsonView struct {
 	SignedBy     string `json:"signed_by"`
 	InputsDigest string `json:"inputs_digest"`
 	LockRevision string `json:"lock_revision"`
+	Policy       string `json:"policy"`
 	Errored      bool   `json:"errored"`
 	// Diagnostics are the errors and warnings of the command that printed
 	// the plan (plan -json); [] for show -json of a saved plan.
@@ -204,6 +205,7 @@ func JSONView(p *plan.Plan, o JSONOptions) ([]byte, error) {
 		Digest:            digest,
 		InputsDigest:      p.InputsDigest,
 		LockRevision:      p.LockRevision,
+		Policy:            p.Policy,
 		Errored:           p.Errored,
 		Errors:            nonNil(p.Errors),
 		Diagnostics:       diags,

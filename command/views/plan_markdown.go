@@ -215,6 +215,9 @@ func markdownHead(p *plan.Plan, o MarkdownOptions) string {
 	} else {
 		fmt.Fprintf(&b, "## toque plan for %s: %s\n\n", mdCode(hostName), status)
 	}
+	if p.Policy != "" || p.LockRevision != "" {
+		fmt.Fprintf(&b, "Policy %s, lock revision %s.\n\n", mdCode(p.Policy), mdCode(p.LockRevision))
+	}
 	if c.Delete > 0 {
 		noun := "resources"
 		if c.Delete == 1 {
@@ -299,6 +302,11 @@ func markdownSections(p *plan.Plan, o MarkdownOptions) []mdSection {
 				continue
 			}
 		default:
+			if r.Action == "nothing" && p.HasNotifiedWork(r.Address) {
+				// Counted, and shown, by its notified run.
+				notified(i, false)
+				continue
+			}
 			if r.Action == "nothing" && p.Why(r) == plan.ReasonNotNotified {
 				unchanged = append(unchanged, mdCode(r.Address)+": action nothing, nothing notifies it in this plan")
 			} else {

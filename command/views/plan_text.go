@@ -115,14 +115,14 @@ func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 		if p.Errored {
 			bw.printf("No changes could be planned on %s.\n", hostName)
 		} else {
-			bw.printf("%s\n", pt.bold(fmt.Sprintf("No changes. %s already matches the recipes.", hostName)))
+			bw.printf("%s\n", pt.bold(fmt.Sprintf("No changes. %s already matches the recipes%s.", hostName, policyNote(p))))
 		}
 		for _, r := range skipped {
 			bw.printf("\n")
 			renderResource(bw, pt, p.Show(reg, r))
 		}
 	} else {
-		bw.printf("toque will perform the following actions on %s:\n", pt.bold(hostName))
+		bw.printf("toque will perform the following actions on %s%s:\n", pt.bold(hostName), policyNote(p))
 		for i, r := range p.Resources {
 			for _, nr := range p.RunsAt(i, true) {
 				bw.printf("\n")
@@ -512,4 +512,18 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// policyNote names the policy a plan was made from, and its lock's
+// revision: " (policy myapp, lock revision 1a2b3c4d5e)", "" in directory
+// mode.
+func policyNote(p *plan.Plan) string {
+	if p.Policy == "" && p.LockRevision == "" {
+		return ""
+	}
+	rev := p.LockRevision
+	if len(rev) > 10 {
+		rev = rev[:10]
+	}
+	return fmt.Sprintf(" (policy %s, lock revision %s)", EscapeLine(p.Policy), EscapeLine(rev))
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -122,7 +121,7 @@ func (p *Planner) Plan(ctx context.Context, cfg *config.Config) (*plan.Plan, hcl
 	// the plan is read on reviewers' machines and in pull requests, where
 	// this host's absolute paths are noise.
 	for _, r := range pl.Resources {
-		r.Source.Filename = relativeTo(cfg.Dir, r.Source.Filename)
+		r.Source.Filename = cfg.DisplayPath(r.Source.Filename)
 	}
 	{
 		// Attributes a sensitive resource reads are as secret as it is.
@@ -132,7 +131,7 @@ func (p *Planner) Plan(ctx context.Context, cfg *config.Config) (*plan.Plan, hcl
 				read.Sensitive = append(read.Sensitive, eval.NodePathsRead(inst.Block)...)
 			}
 		}
-		recorded, err := attributesOf(attrs.Leaves(), cfg.Dir, read)
+		recorded, err := attributesOf(attrs.Leaves(), cfg, read)
 		if err != nil {
 			evalDiags = evalDiags.Append(&hcl.Diagnostic{
 				Severity: hcl.DiagError,
@@ -173,14 +172,14 @@ func markErrored(pl *plan.Plan, diags hcl.Diagnostics) {
 // attributesOf records the merged node attributes; a leaf marked
 // sensitive, or read by a sensitive resource (readBySensitive), is kept
 // without its value.
-func attributesOf(leaves []config.Leaf, dir string, readBySensitive *eval.Scope) ([]plan.Attribute, error) {
+func attributesOf(leaves []config.Leaf, cfg *config.Config, readBySensitive *eval.Scope) ([]plan.Attribute, error) {
 	out := make([]plan.Attribute, 0, len(leaves))
 	var firstErr error
 	for _, l := range leaves {
 		a := plan.Attribute{
 			Path:      strings.Join(l.Path, "."),
 			Level:     l.Level,
-			Source:    fmt.Sprintf("%s:%d", relativeTo(dir, l.Range.Filename), l.Range.Start.Line),
+			Source:    fmt.Sprintf("%s:%d", cfg.DisplayPath(l.Range.Filename), l.Range.Start.Line),
 			Sensitive: l.Sensitive || readBySensitive.Covers(l.Path),
 		}
 		if l.Origin != "" {
@@ -502,18 +501,6 @@ func changesOf(changes []resources.Change) []plan.Change {
 		out[i] = plan.Change{Property: c.Property}
 	}
 	return out
-}
-
-// relativeTo is name relative to dir when name lies inside dir, else name.
-func relativeTo(dir, name string) string {
-	if dir == "" || name == "" || !filepath.IsAbs(name) {
-		return name
-	}
-	rel, err := filepath.Rel(dir, name)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-		return name
-	}
-	return rel
 }
 
 // hostChecks runs the schema's plan-time host checks on the set values (an
