@@ -143,6 +143,86 @@ type Resource struct {
 	// Fingerprint is a sha256 over everything Load read (absence
 	// included): Current.Fingerprint(), "" when nothing was read.
 	Fingerprint string `json:"fingerprint"`
+	// Then are the steps of the actions after the first, when the recipe
+	// asks for several (action = ["enable", "start"]), in the order they
+	// run, each planned from the state the previous action is predicted
+	// to leave. Action, Kind, StepReason, Changes, Groups and Current
+	// above are the first action's; Kind stays Skip or NoOp for a
+	// resource that is skipped or not read.
+	Then []*ActionStep `json:"then,omitempty"`
+}
+
+// ActionStep is one further action of a resource.
+type ActionStep struct {
+	Action     string         `json:"action"`
+	Kind       resources.Kind `json:"kind"`
+	Reason     string         `json:"reason"`
+	StepReason string         `json:"step_reason,omitempty"`
+	Changes    []Change       `json:"changes,omitempty"`
+	Groups     []string       `json:"groups,omitempty"`
+	// Current is the state the previous action is predicted to leave, in
+	// the stored form: what the step's changes start from. It was never
+	// read from the host, so it has no fingerprint.
+	Current *Current `json:"current,omitempty"`
+}
+
+// Steps is the number of actions r plans: 1 + len(Then).
+func (r *Resource) Steps() int { return 1 + len(r.Then) }
+
+// StepView is r as its i-th action's step (0 is r itself): the action,
+// kind, reasons, changes, groups and the state it starts from are the
+// step's; the guards, edges and desired values are r's. A view of a
+// further step has no fingerprint: its state is predicted.
+func (r *Resource) StepView(i int) *Resource {
+	if i <= 0 || i > len(r.Then) {
+		return r
+	}
+	st := r.Then[i-1]
+	v := *r
+	v.Action, v.Kind, v.Reason, v.StepReason = st.Action, st.Kind, st.Reason, st.StepReason
+	v.Changes, v.Groups, v.Current, v.Fingerprint = st.Changes, st.Groups, st.Current, ""
+	v.Then = nil
+	return &v
+}
+
+// AddressesOf lists, in plan order, the resources with a step of kind k
+// (any of their actions) and then the targets of notified runs of kind k,
+// each once.
+func (p *Plan) AddressesOf(k resources.Kind) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(a string) {
+		if !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	for _, r := range p.Resources {
+		for si := 0; si < r.Steps(); si++ {
+			if r.StepView(si).Kind == k {
+				add(r.Address)
+			}
+		}
+	}
+	for _, nr := range p.NotifiedRuns {
+		if nr.Kind == k {
+			add(nr.Address)
+		}
+	}
+	return out
+}
+
+// AnyWork reports whether any of r's steps changes the host.
+func (r *Resource) AnyWork() bool {
+	if r.Kind.IsWork() {
+		return true
+	}
+	for _, st := range r.Then {
+		if st.Kind.IsWork() {
+			return true
+		}
+	}
+	return false
 }
 
 // Value is a cty value kept with its exact type; in JSON it is
@@ -231,8 +311,10 @@ type NotifiedRun struct {
 	Notifiers []string `json:"notifiers"`
 	// Slot is the index in Plan.Resources of the resource in whose turn
 	// the run happens (len(Resources) for delayed runs, at the end);
-	// Before is true when it runs before that resource converges.
+	// Step is the action of that resource (0 for its first); Before is
+	// true when it runs before that action converges.
 	Slot   int  `json:"slot"`
+	Step   int  `json:"step,omitempty"`
 	Before bool `json:"before,omitempty"`
 	// Kind, Reason, StepReason, Changes and Groups are what the action
 	// will do, as for a Resource; Reason starts with "notified by …".
@@ -264,7 +346,12 @@ func (p *Plan) Counts() Counts {
 			if r.Action == "nothing" && p.notifiedWork(r.Address) {
 				continue // counted by its notified run
 			}
-			c.NoOp++
+			if !r.AnyWork() {
+				c.NoOp++
+			}
+		}
+		for _, st := range r.Then {
+			c.add(st.Kind) // each further action that works counts
 		}
 	}
 	for _, n := range p.NotifiedRuns {

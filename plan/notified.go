@@ -59,12 +59,17 @@ func (p *Plan) NotifiedView(nr *NotifiedRun) *Resource {
 }
 
 // RunsAt returns the notified runs in resource slot's turn, before or
-// after it converges, in the order they run. Slot len(p.Resources) holds
-// the delayed runs at the end.
+// after its first action converges, in the order they run. Slot
+// len(p.Resources) holds the delayed runs at the end.
 func (p *Plan) RunsAt(slot int, before bool) []*NotifiedRun {
+	return p.RunsAtStep(slot, 0, before)
+}
+
+// RunsAtStep is RunsAt for the step-th action of the resource at slot.
+func (p *Plan) RunsAtStep(slot, step int, before bool) []*NotifiedRun {
 	var out []*NotifiedRun
 	for _, nr := range p.NotifiedRuns {
-		if nr.Slot == slot && nr.Before == before {
+		if nr.Slot == slot && nr.Step == step && nr.Before == before {
 			out = append(out, nr)
 		}
 	}

@@ -42,6 +42,19 @@ func (p *Plan) check() error {
 		if err := p.checkStep(r.Address, needsReading, r.Current, r.Fingerprint, r.Guards, r.GuardSpecs, r.Kind); err != nil {
 			return err
 		}
+		if len(r.Then) > 0 && (!needsReading || r.Action == "nothing") {
+			return fmt.Errorf("%s: further actions of a resource that takes none", r.Address)
+		}
+		for j, st := range r.Then {
+			if st == nil || st.Current == nil {
+				return fmt.Errorf("%s: action %d without the state it is planned from", r.Address, j+2)
+			}
+			for _, k := range sortedKeys(st.Current.Values) {
+				if err := p.checkStored(st.Current.Values[k]); err != nil {
+					return fmt.Errorf("%s: action %d's predicted value of %q %w", r.Address, j+2, k, err)
+				}
+			}
+		}
 	}
 	incoming := p.IncomingEdges()
 	for _, r := range p.Resources {
@@ -55,6 +68,9 @@ func (p *Plan) check() error {
 		}
 		if !addrs[nr.Address] {
 			return fmt.Errorf("notified run %d runs %q, which the plan does not hold", i, nr.Address)
+		}
+		if nr.Slot < 0 || nr.Slot > len(p.Resources) || nr.Step < 0 || (nr.Slot < len(p.Resources) && nr.Step >= p.Resources[nr.Slot].Steps()) {
+			return fmt.Errorf("notified run %d of %s runs at a place the plan does not have", i, nr.Address)
 		}
 		where := fmt.Sprintf("the notified run of %s", nr.Address)
 		if err := p.checkStep(where, nr.Kind != resources.Skip, nr.Current, nr.Fingerprint, nr.Guards, nr.GuardSpecs, nr.Kind); err != nil {

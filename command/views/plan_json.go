@@ -110,6 +110,17 @@ type jsonResource struct {
 	NotifiedBy      []jsonTrigger              `json:"notified_by"`
 	Current         *jsonCurrent               `json:"current"`
 	Fingerprint     string                     `json:"fingerprint"`
+	// Then are the resource's further actions (action = ["enable",
+	// "start"]), each planned from the state the previous one leaves.
+	Then []jsonStep `json:"then"`
+}
+
+type jsonStep struct {
+	Action  string       `json:"action"`
+	Kind    string       `json:"kind"`
+	Reason  string       `json:"reason"`
+	Changes []jsonChange `json:"changes"`
+	Groups  []string     `json:"groups"`
 }
 
 type jsonChange struct {
@@ -228,7 +239,12 @@ func JSONView(p *plan.Plan, o JSONOptions) ([]byte, error) {
 		if r == nil {
 			continue
 		}
-		v.Resources = append(v.Resources, viewResource(p.Show(reg, r), incoming[r.Address]))
+		jr := viewResource(p.Show(reg, r), incoming[r.Address])
+		for si := 1; si < r.Steps(); si++ {
+			sv := p.Show(reg, r.StepView(si))
+			jr.Then = append(jr.Then, jsonStep{Action: sv.Resource.Action, Kind: string(sv.Resource.Kind), Reason: sv.Why, Changes: jsonChanges(sv.Changes), Groups: nonNil(sv.Resource.Groups)})
+		}
+		v.Resources = append(v.Resources, jr)
 	}
 	for _, nr := range p.NotifiedRuns {
 		if nr != nil {
@@ -275,6 +291,22 @@ func viewAttribute(a plan.Attribute) jsonAttribute {
 	return out
 }
 
+// jsonChanges is changes in the JSON form (sensitive content has no diff).
+func jsonChanges(changes []plan.ShownChange) []jsonChange {
+	out := make([]jsonChange, 0, len(changes))
+	for _, c := range changes {
+		jc := jsonChange{
+			Property: c.Property, Before: c.Before, After: c.After,
+			Default: c.Default, Sensitive: c.Sensitive, Diff: c.Diff, DiffNote: c.DiffNote,
+		}
+		if c.Sensitive {
+			jc.Diff = ""
+		}
+		out = append(out, jc)
+	}
+	return out
+}
+
 func viewResource(s *plan.Shown, notifiedBy []plan.Trigger) jsonResource {
 	r := s.Resource
 	out := jsonResource{
@@ -305,16 +337,8 @@ func viewResource(s *plan.Shown, notifiedBy []plan.Trigger) jsonResource {
 		}
 		out.Desired[k] = plainJSON(r.Desired[k].Value)
 	}
-	for _, c := range s.Changes {
-		jc := jsonChange{
-			Property: c.Property, Before: c.Before, After: c.After,
-			Default: c.Default, Sensitive: c.Sensitive, Diff: c.Diff, DiffNote: c.DiffNote,
-		}
-		if c.Sensitive {
-			jc.Diff = ""
-		}
-		out.Changes = append(out.Changes, jc)
-	}
+	out.Changes = jsonChanges(s.Changes)
+	out.Then = make([]jsonStep, 0, len(r.Then))
 	for _, u := range s.Unmanaged {
 		out.Unmanaged = append(out.Unmanaged, jsonUnmanaged{Property: u.Property, Current: u.Value})
 	}

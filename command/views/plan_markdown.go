@@ -7,7 +7,6 @@ import (
 	"html"
 	"io"
 	"net/url"
-	"slices"
 	"strings"
 
 	"github.com/toquehq/toque/guard"
@@ -244,15 +243,8 @@ func markdownHead(p *plan.Plan, o MarkdownOptions) string {
 			continue
 		}
 		var addrs []string
-		for _, r := range p.Resources {
-			if r.Kind == g.kind {
-				addrs = append(addrs, mdCode(r.Address))
-			}
-		}
-		for _, nr := range p.NotifiedRuns {
-			if a := mdCode(nr.Address); nr.Kind == g.kind && !slices.Contains(addrs, a) {
-				addrs = append(addrs, a)
-			}
+		for _, a := range p.AddressesOf(g.kind) {
+			addrs = append(addrs, mdCode(a))
 		}
 		if len(addrs) == 0 {
 			continue
@@ -285,7 +277,7 @@ func markdownSections(p *plan.Plan, o MarkdownOptions) []mdSection {
 	var out []mdSection
 	var unchanged []string
 	notified := func(slot int, before bool) {
-		for _, nr := range p.RunsAt(slot, before) {
+		for _, nr := range p.RunsAtStep(slot, 0, before) {
 			if nr.Kind == resources.NoOp || (nr.Kind == resources.Skip && o.ChangesOnly) {
 				continue
 			}
@@ -293,6 +285,22 @@ func markdownSections(p *plan.Plan, o MarkdownOptions) []mdSection {
 		}
 	}
 	for i, r := range p.Resources {
+		if r.Steps() > 1 && r.AnyWork() {
+			// One section per action that works, each with the notified
+			// runs in its turn.
+			for si := 0; si < r.Steps(); si++ {
+				for _, nr := range p.RunsAtStep(i, si, true) {
+					out = append(out, mdSection{text: markdownResource(p.ShowNotified(o.Registry, nr)), resources: 1})
+				}
+				if view := r.StepView(si); view.Kind.IsWork() || (view.Kind == resources.Skip && !o.ChangesOnly) {
+					out = append(out, mdSection{text: markdownResource(p.Show(o.Registry, view)), resources: 1})
+				}
+				for _, nr := range p.RunsAtStep(i, si, false) {
+					out = append(out, mdSection{text: markdownResource(p.ShowNotified(o.Registry, nr)), resources: 1})
+				}
+			}
+			continue
+		}
 		notified(i, true)
 		switch r.Kind {
 		case resources.Create, resources.Update, resources.Delete, resources.Run:

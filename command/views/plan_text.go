@@ -3,7 +3,6 @@ package views
 import (
 	"fmt"
 	"io"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -103,10 +102,10 @@ func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 
 	var work, skipped []*plan.Resource
 	for _, r := range p.Resources {
-		switch r.Kind {
-		case resources.Create, resources.Update, resources.Delete, resources.Run:
+		switch {
+		case r.AnyWork():
 			work = append(work, r)
-		case resources.Skip:
+		case r.Kind == resources.Skip:
 			skipped = append(skipped, r)
 		}
 	}
@@ -124,17 +123,19 @@ func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 	} else {
 		bw.printf("toque will perform the following actions on %s%s:\n", pt.bold(hostName), policyNote(p))
 		for i, r := range p.Resources {
-			for _, nr := range p.RunsAt(i, true) {
-				bw.printf("\n")
-				renderResource(bw, pt, p.ShowNotified(reg, nr))
-			}
-			if r.Kind != resources.NoOp && r.Kind != "" {
-				bw.printf("\n")
-				renderResource(bw, pt, p.Show(reg, r))
-			}
-			for _, nr := range p.RunsAt(i, false) {
-				bw.printf("\n")
-				renderResource(bw, pt, p.ShowNotified(reg, nr))
+			for si := 0; si < r.Steps(); si++ {
+				for _, nr := range p.RunsAtStep(i, si, true) {
+					bw.printf("\n")
+					renderResource(bw, pt, p.ShowNotified(reg, nr))
+				}
+				if view := r.StepView(si); view.Kind != resources.NoOp && view.Kind != "" {
+					bw.printf("\n")
+					renderStep(bw, pt, p.Show(reg, view), actionLabel(r, si))
+				}
+				for _, nr := range p.RunsAtStep(i, si, false) {
+					bw.printf("\n")
+					renderResource(bw, pt, p.ShowNotified(reg, nr))
+				}
 			}
 		}
 		for _, nr := range p.RunsAt(len(p.Resources), false) {
@@ -220,9 +221,27 @@ func headline(r *plan.Resource, why string) string {
 	return addr + " is unchanged"
 }
 
-func renderResource(bw *errWriter, pt painter, s *plan.Shown) {
+// actionLabel names the action of step si of a resource of several
+// actions (" (action start, 2 of 2)"); "" for a resource of one.
+func actionLabel(r *plan.Resource, si int) string {
+	if r.Steps() < 2 {
+		return ""
+	}
+	return fmt.Sprintf(" (action %s, %d of %d)", r.StepView(si).Action, si+1, r.Steps())
+}
+
+func renderResource(bw *errWriter, pt painter, s *plan.Shown) { renderStep(bw, pt, s, "") }
+
+// renderStep renders one resource, or one action of a resource of
+// several (label names it).
+func renderStep(bw *errWriter, pt painter, s *plan.Shown, label string) {
 	r := s.Resource
-	bw.printf("  %s\n", pt.bold("# "+headline(r, s.Why)))
+	head := headline(r, s.Why)
+	if label != "" {
+		addr := EscapeLine(r.Address)
+		head = addr + EscapeLine(label) + strings.TrimPrefix(head, addr)
+	}
+	bw.printf("  %s\n", pt.bold("# "+head))
 	if r.Sensitive {
 		bw.printf("  %s\n", pt.faint("#   (sensitive resource: every value is hidden)"))
 	}
@@ -251,14 +270,14 @@ func renderResource(bw *errWriter, pt painter, s *plan.Shown) {
 		}
 		bw.printf("  %s\n", pt.faint(fmt.Sprintf("#   %s %s with %s (%s)", verb, EscapeLine(n.Target), EscapeLine(n.Action), EscapeLine(n.Timing))))
 	}
-	head := fmt.Sprintf("%s %s", EscapeLine(r.Type), EscapeLine(strconv.Quote(r.Name)))
+	block := fmt.Sprintf("%s %s", EscapeLine(r.Type), EscapeLine(strconv.Quote(r.Name)))
 	sym := pt.symbol(r.Kind)
 	changing := (r.Kind == resources.Create || r.Kind == resources.Update) && (len(s.Changes) > 0 || len(s.Unmanaged) > 0)
 	if !changing && len(s.Context) == 0 {
-		bw.printf("  %s %s\n", sym, head)
+		bw.printf("  %s %s\n", sym, block)
 		return
 	}
-	bw.printf("  %s %s {\n", sym, head)
+	bw.printf("  %s %s {\n", sym, block)
 	width := 0
 	for _, c := range s.Changes {
 		width = max(width, len(EscapeLine(c.Property)))
@@ -428,17 +447,7 @@ func renderSummary(bw *errWriter, pt painter, p *plan.Plan, width int) {
 		{"skip:", resources.Skip},
 	}
 	for _, g := range groups {
-		var addrs []string
-		for _, r := range p.Resources {
-			if r.Kind == g.kind {
-				addrs = append(addrs, r.Address)
-			}
-		}
-		for _, nr := range p.NotifiedRuns {
-			if nr.Kind == g.kind && !slices.Contains(addrs, nr.Address) {
-				addrs = append(addrs, nr.Address)
-			}
-		}
+		addrs := p.AddressesOf(g.kind)
 		if len(addrs) == 0 {
 			continue
 		}

@@ -85,10 +85,16 @@ func (p *Planner) planNotifications(ctx context.Context, logger hclog.Logger, in
 		queued[k] = &plan.NotifiedRun{Address: k.addr, Action: k.action, Timing: plan.TimingDelayed, Notifiers: []string{from}}
 		queue = append(queue, k)
 	}
-	var fire func(from string, timing string, slot int, before bool)
-	var run func(k notifyKey, timing string, notifiers []string, slot int, before bool, dst *plan.NotifiedRun)
+	// at is where a notified run happens: in the turn of the action step
+	// of the resource at slot, before or after it converges.
+	type at struct {
+		slot, step int
+		before     bool
+	}
+	var fire func(from string, timing string, where at)
+	var run func(k notifyKey, timing string, notifiers []string, where at, dst *plan.NotifiedRun)
 	active := map[notifyKey]bool{}
-	run = func(k notifyKey, timing string, notifiers []string, slot int, before bool, dst *plan.NotifiedRun) {
+	run = func(k notifyKey, timing string, notifiers []string, where at, dst *plan.NotifiedRun) {
 		if resBy[k.addr] == nil || active[k] {
 			// The target failed to plan (its diagnostics say why), or a
 			// cycle config rejects: never recurse forever.
@@ -102,24 +108,24 @@ func (p *Planner) planNotifications(ctx context.Context, logger hclog.Logger, in
 		}
 		work := proto.Kind.IsWork()
 		if work {
-			fire(k.addr, plan.TimingBefore, slot, before)
+			fire(k.addr, plan.TimingBefore, where)
 		}
 		nr := dst
 		if nr == nil {
 			nr = &plan.NotifiedRun{}
 		}
 		*nr = plan.NotifiedRun{
-			Address: k.addr, Action: k.action, Timing: timing, Notifiers: notifiers, Slot: slot, Before: before,
+			Address: k.addr, Action: k.action, Timing: timing, Notifiers: notifiers, Slot: where.slot, Step: where.step, Before: where.before,
 			Kind: proto.Kind, StepReason: proto.StepReason, Changes: proto.Changes, Groups: proto.Groups,
 			Guards: proto.Guards, GuardSpecs: proto.GuardSpecs, Current: proto.Current, Fingerprint: proto.Fingerprint,
 		}
 		out = append(out, nr)
 		if work {
-			fire(k.addr, plan.TimingImmediately, slot, before)
-			fire(k.addr, plan.TimingDelayed, slot, before)
+			fire(k.addr, plan.TimingImmediately, where)
+			fire(k.addr, plan.TimingDelayed, where)
 		}
 	}
-	fire = func(from string, timing string, slot int, before bool) {
+	fire = func(from string, timing string, where at) {
 		r := resBy[from]
 		if r == nil {
 			return
@@ -133,21 +139,26 @@ func (p *Planner) planNotifications(ctx context.Context, logger hclog.Logger, in
 				enqueue(k, from)
 				continue
 			}
-			run(k, timing, []string{from}, slot, before, nil)
+			run(k, timing, []string{from}, where, nil)
 		}
 	}
+	// Edges fire for each action that changes something, as Chef's
+	// run_all_actions does: a resource whose two actions both change
+	// runs an immediately target twice (delayed ones still once).
 	for i, r := range pl.Resources {
-		if !r.Kind.IsWork() {
-			continue
+		for si := 0; si < r.Steps(); si++ {
+			if !r.StepView(si).Kind.IsWork() {
+				continue
+			}
+			fire(r.Address, plan.TimingBefore, at{i, si, true})
+			fire(r.Address, plan.TimingImmediately, at{i, si, false})
+			fire(r.Address, plan.TimingDelayed, at{i, si, false})
 		}
-		fire(r.Address, plan.TimingBefore, i, true)
-		fire(r.Address, plan.TimingImmediately, i, false)
-		fire(r.Address, plan.TimingDelayed, i, false)
 	}
 	for i := 0; i < len(queue); i++ {
 		k := queue[i]
 		q := queued[k]
-		run(k, plan.TimingDelayed, q.Notifiers, len(pl.Resources), false, q)
+		run(k, plan.TimingDelayed, q.Notifiers, at{len(pl.Resources), 0, false}, q)
 	}
 	pl.NotifiedRuns = out
 	for _, nr := range out {

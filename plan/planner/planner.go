@@ -238,7 +238,7 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 	}
 	type outcome struct {
 		res   *plan.Resource
-		step  *resources.Step
+		steps []*resources.Step
 		diags hcl.Diagnostics
 	}
 	results := make([]outcome, len(insts))
@@ -256,8 +256,8 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 		go func(i int, inst *eval.Instance) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			res, step, d := p.planOne(ctx, logger, inst, salt)
-			results[i] = outcome{res, step, d}
+			res, steps, d := p.planOne(ctx, logger, inst, salt)
+			results[i] = outcome{res, steps, d}
 		}(i, inst)
 	}
 	wg.Wait()
@@ -270,8 +270,8 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 		if o.res != nil {
 			pl.Resources = append(pl.Resources, o.res)
 		}
-		if o.step != nil {
-			diags = append(diags, unmetNeeds(insts[i], o.step, provided)...)
+		for _, st := range o.steps {
+			diags = append(diags, unmetNeeds(insts[i], st, provided)...)
 		}
 	}
 	if ctx.Err() == nil {
@@ -337,17 +337,17 @@ func (p *Planner) lifecycle(logger hclog.Logger) *plan.Lifecycle {
 
 // planOne plans one resource. It never panics: a panicking type becomes an
 // error diagnostic.
-func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *eval.Instance, salt string) (*plan.Resource, *resources.Step, hcl.Diagnostics) {
-	res, step, diags := p.planResource(ctx, logger, inst, salt)
+func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *eval.Instance, salt string) (*plan.Resource, []*resources.Step, hcl.Diagnostics) {
+	res, steps, diags := p.planResource(ctx, logger, inst, salt)
 	if res == nil {
-		step = nil
+		steps = nil
 	}
-	return res, step, diags
+	return res, steps, diags
 }
 
-// planResource plans one resource; step is what its action would do (nil
-// when it is not read: skipped, or action nothing).
-func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *eval.Instance, salt string) (res *plan.Resource, step *resources.Step, diags hcl.Diagnostics) {
+// planResource plans one resource; steps are what its actions would do,
+// in order (none when it is not read: skipped, or action nothing).
+func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *eval.Instance, salt string) (res *plan.Resource, steps []*resources.Step, diags hcl.Diagnostics) {
 	addr := instAddress(inst)
 	if inst == nil || inst.Resource == nil || inst.Type == nil || inst.Resource.Schema() == nil {
 		return nil, nil, hcl.Diagnostics{{
@@ -391,12 +391,13 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 	}
 
 	res.GuardSpecs = inst.Guards
-	rd, err := p.lifecycle(logger).Evaluate(ctx, &plan.Subject{
+	readings, err := p.lifecycle(logger).EvaluateActions(ctx, &plan.Subject{
 		Address: addr, Type: inst.Type, Desired: desired, Guards: inst.Guards,
 		Sensitive: inst.Sensitive, SensitiveProps: res.SensitiveProperties, Salt: salt,
-	})
+	}, inst.Actions)
+	rd := readings[0]
 	if err != nil {
-		return nil, nil, lifecycleDiags(inst, rd, err)
+		return nil, nil, lifecycleDiags(inst, readings[len(readings)-1], err)
 	}
 	res.Guards = GuardResults(rd.Guards, rd.DecidedBy)
 	if rd.Skip {
@@ -405,7 +406,7 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 		log.Debug("planned resource", "kind", res.Kind, "reason", res.Reason)
 		return res, nil, nil
 	}
-	step = rd.Step
+	step := rd.Step
 	res.Kind = step.Kind
 	res.StepReason = step.Reason
 	res.Reason = plan.ComposeReason(res.Kind, step.Reason, res.Guards, res.GuardSpecs, res.Sensitive)
@@ -413,8 +414,17 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 	res.Current = rd.Current
 	res.Fingerprint = rd.Fingerprint()
 	res.Changes = changesOf(step.Changes)
-	log.Debug("planned resource", "kind", res.Kind, "reason", res.Reason, "changes", len(res.Changes))
-	return res, step, nil
+	steps = append(steps, step)
+	for i, later := range readings[1:] {
+		st := later.Step
+		res.Then = append(res.Then, &plan.ActionStep{
+			Action: inst.Actions[i+1], Kind: st.Kind, StepReason: st.Reason, Reason: st.Reason,
+			Changes: changesOf(st.Changes), Groups: st.Groups, Current: later.Current,
+		})
+		steps = append(steps, st)
+	}
+	log.Debug("planned resource", "kind", res.Kind, "reason", res.Reason, "changes", len(res.Changes), "actions", len(steps))
+	return res, steps, nil
 }
 
 // unmetNeeds checks step's needs against what earlier steps provide (and
