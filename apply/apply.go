@@ -88,6 +88,9 @@ type entry struct {
 	// alreadyDone is set by pre-flight: planned work, but the live state
 	// is already the planned one.
 	alreadyDone bool
+	// preloaded is pre-flight's reading from its type's batch read
+	// (resources.BatchLoader), nil when it reads one by one.
+	preloaded *resources.State
 	// idx is the resource's index in the plan; earlier is set when the
 	// journal says an earlier apply of the plan finished it.
 	idx     int
@@ -260,6 +263,7 @@ func (r *run) preflight(ctx context.Context) error {
 		}
 		r.entries = append(r.entries, e)
 	}
+	r.preload(ctx)
 	// Every check only reads (Load, guards), and checks are independent:
 	// they run like the planner's reads, PreflightParallelism at a time;
 	// their results are taken in plan order.
@@ -299,6 +303,32 @@ func (r *run) preflight(ctx context.Context) error {
 		return &StaleError{Resources: stale}
 	}
 	return nil
+}
+
+// preload reads, one batch per type that reads in batches, every entry
+// pre-flight will read (see resources.BatchLoader).
+func (r *run) preload(ctx context.Context) {
+	var subjects []*plan.Subject
+	of := map[*plan.Subject]*entry{}
+	for _, e := range r.entries {
+		pr := e.pr
+		if e.earlier != nil || (pr.Action == "nothing" && pr.Kind == resources.NoOp) || pr.Kind == resources.Skip {
+			continue
+		}
+		t, d, err := plan.DesiredResource(r.a.Registry, pr)
+		if err != nil {
+			continue // preflightOne reports it
+		}
+		if _, ok := t.(resources.BatchLoader); !ok {
+			continue
+		}
+		s := &plan.Subject{Address: pr.Address, Type: t, Desired: d}
+		subjects = append(subjects, s)
+		of[s] = e
+	}
+	for s, st := range r.lc.Preload(ctx, subjects) {
+		of[s].preloaded = st
+	}
 }
 
 // PreflightParallelism is how many resources pre-flight checks at once.
@@ -349,7 +379,9 @@ func (r *run) preflightOne(ctx context.Context, e *entry) preflightResult {
 	if checkGuards {
 		guards = pr.GuardSpecs
 	}
-	rd, err := r.lc.Evaluate(ctx, r.subject(e, guards))
+	subj := r.subject(e, guards)
+	subj.State = e.preloaded
+	rd, err := r.lc.Evaluate(ctx, subj)
 	if checkGuards && !guardsFailed(err) {
 		if sr := guardsStale(pr, pr.Guards, rd); sr != nil {
 			return preflightResult{stale: sr}

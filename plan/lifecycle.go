@@ -262,3 +262,48 @@ func (l *Lifecycle) EvaluateActions(ctx context.Context, s *Subject, actions []s
 	}
 	return out, nil
 }
+
+// Preload reads, with one LoadAll call per type that implements
+// resources.BatchLoader, every subject of such a type, and returns the
+// readings by subject (subjects of other types, and of a type whose
+// LoadAll failed or panicked, are left to Load). The subjects' States are
+// not changed; the caller plans each from its reading.
+func (l *Lifecycle) Preload(ctx context.Context, subjects []*Subject) map[*Subject]*resources.State {
+	byType := map[resources.BatchLoader][]*Subject{}
+	var order []resources.BatchLoader
+	for _, s := range subjects {
+		bl, ok := s.Type.(resources.BatchLoader)
+		if !ok || s.State != nil {
+			continue
+		}
+		if _, seen := byType[bl]; !seen {
+			order = append(order, bl)
+		}
+		byType[bl] = append(byType[bl], s)
+	}
+	out := map[*Subject]*resources.State{}
+	for _, bl := range order {
+		subs := byType[bl]
+		views := make([]*resources.Resource, len(subs))
+		for i, s := range subs {
+			views[i] = s.Desired.LoadView()
+		}
+		log := l.logger().With("type", bl.Schema().Name, "resources", len(subs))
+		t0 := time.Now()
+		states, err := protect(log, func() ([]*resources.State, error) { return bl.LoadAll(ctx, views) })
+		if err == nil && len(states) != len(subs) {
+			err = fmt.Errorf("the resource type returned %d states for %d resources", len(states), len(subs))
+		}
+		if err != nil {
+			log.Debug("batch read failed; reading one by one", "error", err)
+			continue
+		}
+		for i, s := range subs {
+			if states[i] != nil {
+				out[s] = states[i]
+			}
+		}
+		log.Debug("read in one batch", "duration", time.Since(t0))
+	}
+	return out
+}

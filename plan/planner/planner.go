@@ -242,6 +242,7 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 		diags hcl.Diagnostics
 	}
 	results := make([]outcome, len(insts))
+	pre := p.preload(ctx, logger, insts)
 	sem := make(chan struct{}, par)
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -256,7 +257,7 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 		go func(i int, inst *eval.Instance) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			res, steps, d := p.planOne(ctx, logger, inst, salt)
+			res, steps, d := p.planOne(ctx, logger, inst, salt, pre[inst])
 			results[i] = outcome{res, steps, d}
 		}(i, inst)
 	}
@@ -337,8 +338,8 @@ func (p *Planner) lifecycle(logger hclog.Logger) *plan.Lifecycle {
 
 // planOne plans one resource. It never panics: a panicking type becomes an
 // error diagnostic.
-func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *eval.Instance, salt string) (*plan.Resource, []*resources.Step, hcl.Diagnostics) {
-	res, steps, diags := p.planResource(ctx, logger, inst, salt)
+func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *eval.Instance, salt string, pre *resources.State) (*plan.Resource, []*resources.Step, hcl.Diagnostics) {
+	res, steps, diags := p.planResource(ctx, logger, inst, salt, pre)
 	if res == nil {
 		steps = nil
 	}
@@ -347,7 +348,7 @@ func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *eval.I
 
 // planResource plans one resource; steps are what its actions would do,
 // in order (none when it is not read: skipped, or action nothing).
-func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *eval.Instance, salt string) (res *plan.Resource, steps []*resources.Step, diags hcl.Diagnostics) {
+func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *eval.Instance, salt string, pre *resources.State) (res *plan.Resource, steps []*resources.Step, diags hcl.Diagnostics) {
 	addr := instAddress(inst)
 	if inst == nil || inst.Resource == nil || inst.Type == nil || inst.Resource.Schema() == nil {
 		return nil, nil, hcl.Diagnostics{{
@@ -394,6 +395,7 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 	readings, err := p.lifecycle(logger).EvaluateActions(ctx, &plan.Subject{
 		Address: addr, Type: inst.Type, Desired: desired, Guards: inst.Guards,
 		Sensitive: inst.Sensitive, SensitiveProps: res.SensitiveProperties, Salt: salt,
+		State: pre,
 	}, inst.Actions)
 	rd := readings[0]
 	if err != nil {
@@ -468,6 +470,32 @@ func sensitivity(inst *eval.Instance) []string {
 		}
 	}
 	return props
+}
+
+// preload reads, one batch per type that reads in batches
+// (resources.BatchLoader), every resource the plan will read.
+func (p *Planner) preload(ctx context.Context, logger hclog.Logger, insts []*eval.Instance) map[*eval.Instance]*resources.State {
+	var subjects []*plan.Subject
+	of := map[*plan.Subject]*eval.Instance{}
+	for _, inst := range insts {
+		if inst == nil || inst.Resource == nil || inst.Type == nil || inst.Resource.Action == "nothing" {
+			continue
+		}
+		if _, ok := inst.Type.(resources.BatchLoader); !ok {
+			continue
+		}
+		s := &plan.Subject{Address: inst.Resource.Address(), Type: inst.Type, Desired: inst.Resource}
+		subjects = append(subjects, s)
+		of[s] = inst
+	}
+	if len(subjects) == 0 {
+		return nil
+	}
+	out := map[*eval.Instance]*resources.State{}
+	for s, st := range p.lifecycle(logger).Preload(ctx, subjects) {
+		out[of[s]] = st
+	}
+	return out
 }
 
 // lifecycleDiags words a lifecycle failure of inst as a plan diagnostic:
