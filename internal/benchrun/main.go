@@ -24,7 +24,8 @@ var profile string
 
 type sample struct {
 	wall   time.Duration
-	maxRSS int64 // KiB
+	cpu    time.Duration // user + system
+	maxRSS int64         // KiB
 }
 
 func main() {
@@ -35,6 +36,7 @@ func main() {
 	scale := flag.Bool("scale", false, "instead: the scale workload of issue 16 (see scale.go), for each -n and -layouts")
 	layouts := flag.String("layouts", "one,spread", "with -scale: the recipes as one file (one), over 100 files (spread), or both")
 	genDir := flag.String("generate", "", "instead: write the scale workload for the first -n and -layouts into DIR/recipes (targets under DIR/root) and stop")
+	prebuilt := flag.String("bin", "", "time this toque binary instead of building the working tree's")
 	flag.StringVar(&profile, "profile", "", "build toque with the toque_pprof tag and write CPU and heap profiles of every run under this directory")
 	flag.Parse()
 
@@ -55,6 +57,11 @@ func main() {
 	check(err)
 	defer os.RemoveAll(work)
 	bin := filepath.Join(work, "toque")
+	if *prebuilt != "" {
+		if bin, err = filepath.Abs(*prebuilt); err != nil {
+			check(err)
+		}
+	}
 	buildArgs := []string{"build", "-o", bin}
 	if profile != "" {
 		abs, err := filepath.Abs(profile)
@@ -62,9 +69,11 @@ func main() {
 		profile = abs
 		buildArgs = append(buildArgs, "-tags", "toque_pprof")
 	}
-	build := exec.Command("go", append(buildArgs, ".")...)
-	build.Stderr = os.Stderr
-	check(build.Run())
+	if *prebuilt == "" {
+		build := exec.Command("go", append(buildArgs, ".")...)
+		build.Stderr = os.Stderr
+		check(build.Run())
+	}
 	if *scale {
 		var counts []int
 		for _, f := range strings.Split(*ns, ",") {
@@ -139,11 +148,11 @@ func timed(env []string, bin string, args ...string) sample {
 			os.Exit(1)
 		}
 	}
-	var rss int64
+	s := sample{wall: wall, cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		rss = ru.Maxrss
+		s.maxRSS = ru.Maxrss
 	}
-	return sample{wall: wall, maxRSS: rss}
+	return s
 }
 
 func report(n int, phase string, s []sample) {

@@ -65,8 +65,9 @@ var scalePhases = []string{
 // RSS of the median run, and the time and memory per resource.
 func benchScale(work, bin string, ns []int, layouts []string, runs, par int) {
 	fmt.Printf("scale workload: 1 directory, N files of %d bytes, N/10 execute guarded by creates\n", contentBytes)
-	fmt.Printf("median of %d whole-process runs, -parallelism=%d, %d CPUs; RSS is the median run's peak (wait4 rusage)\n", runs, par, numCPU())
-	fmt.Printf("%-8s %-7s %-28s %10s %10s %12s %12s\n", "N", "recipes", "phase", "median", "peak RSS", "per resource", "RSS/resource")
+	fmt.Printf("median of %d whole-process runs, -parallelism=%d, %d CPUs, load average %s\n", runs, par, numCPU(), loadAvg())
+	fmt.Printf("wall and CPU (user+system) are the median run's, and so is the peak RSS (wait4 rusage)\n")
+	fmt.Printf("%-8s %-7s %-28s %9s %9s %10s %10s %10s\n", "N", "recipes", "phase", "wall", "CPU", "peak RSS", "wall/res", "RSS/res")
 	for _, n := range ns {
 		for _, layout := range layouts {
 			files, ok := scaleLayouts[layout]
@@ -100,16 +101,31 @@ func benchScale(work, bin string, ns []int, layouts []string, runs, par int) {
 				}
 				check(os.RemoveAll(dir))
 			}
+			fmt.Printf("# load average after N=%d %s: %s\n", n, layout, loadAvg())
 			for i, phase := range scalePhases {
 				s := samples[i]
 				sort.Slice(s, func(a, b int) bool { return s[a].wall < s[b].wall })
 				m := s[len(s)/2]
-				fmt.Printf("%-8d %-7s %-28s %10s %7.1f MB %12s %9.1f KB\n", n, layout, phase,
-					m.wall.Round(time.Millisecond), float64(m.maxRSS)/1024,
-					(m.wall / time.Duration(resources)).Round(10*time.Nanosecond), float64(m.maxRSS)/float64(resources))
+				fmt.Printf("%-8d %-7s %-28s %9s %9s %7.1f MB %10s %7.1f KB\n", n, layout, phase,
+					m.wall.Round(time.Millisecond), m.cpu.Round(time.Millisecond), float64(m.maxRSS)/1024,
+					(m.wall / time.Duration(resources)).Round(100*time.Nanosecond), float64(m.maxRSS)/float64(resources))
 			}
 		}
 	}
+}
+
+// loadAvg is the first three fields of /proc/loadavg: other work on the
+// machine shows in wall times (CPU times are steadier).
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // timedPhase runs one phase; with profiling on, each phase writes its
