@@ -281,6 +281,40 @@ func TestE2ECreateFromNothingThenNoChanges(t *testing.T) {
 	}
 }
 
+// TestE2EDigestOnlyWhereItNamesSomething: the text of a plan shows its
+// digest when the plan is saved, or about to be applied; a plan printed
+// and thrown away has none (its salt and time are new on every run, so
+// nothing could ever carry it), and is not encoded for it.
+func TestE2EDigestOnlyWhereItNamesSomething(t *testing.T) {
+	e := newEnv(t)
+	e.recipe("site.hcl", `file "ROOT/motd" { content = "hi\n" }`)
+
+	if r := e.must(0, "plan"); strings.Contains(r.stdout, "Plan digest") || !strings.Contains(r.stdout, "1 to create") {
+		t.Errorf("unsaved plan:\n%s", r.stdout)
+	}
+	r := e.must(0, "plan", "-out=plan.out")
+	saved := digestLine.FindStringSubmatch(r.stdout)
+	if saved == nil {
+		t.Fatalf("saved plan shows no digest:\n%s", r.stdout)
+	}
+	if show := e.must(0, "show", "plan.out"); !strings.Contains(show.stdout, "Plan digest: "+saved[1]) {
+		t.Errorf("show does not print the saved plan's digest %s:\n%s", saved[1], show.stdout)
+	}
+	for _, args := range [][]string{{"plan", "-json"}, {"plan", "-markdown"}} {
+		if r := e.must(0, args...); !strings.Contains(r.stdout, "sha256:") {
+			t.Errorf("%v: the format carries a digest, but none is there:\n%s", args, r.stdout)
+		}
+	}
+	r = e.must(0, "apply", "-auto-approve")
+	if m := digestLine.FindStringSubmatch(r.stdout); m == nil || !strings.Contains(r.stdout, "Apply complete!") {
+		t.Errorf("apply without a plan file shows no digest of the plan it applies:\n%s", r.stdout)
+	}
+	r = e.must(0, "apply", "-auto-approve")
+	if strings.Contains(r.stdout, "Plan digest") || !strings.Contains(r.stdout, "No changes.") {
+		t.Errorf("apply with nothing to do shows a digest of a plan it does not apply:\n%s", r.stdout)
+	}
+}
+
 func TestE2EUnsetModeIsLeftAlone(t *testing.T) {
 	e := newEnv(t)
 	e.write("motd", "old\n", 0o604) // readable by others: the diff is shown

@@ -116,7 +116,10 @@ func (c *PlanCommand) Run(args []string) int {
 
 	p, diags := c.makePlan(a.parallelism)
 	var enc *plan.Encoded
-	if p != nil {
+	// The plan is encoded (a large part of a large plan's time) only when
+	// something reads the bytes or their digest: the file, JSON, Markdown.
+	// The text of a plan not saved shows no digest (PlanOptions.NoDigest).
+	if p != nil && (a.out != "" || a.json || a.md.markdown) {
 		var err error
 		if enc, err = p.Encode(); err != nil {
 			diags = diags.Append(err)
@@ -136,7 +139,7 @@ func (c *PlanCommand) Run(args []string) int {
 			diags = diags.Append(diag.Errorf("cannot save the plan: %w", err))
 		}
 	}
-	o := views.PlanOptions{SavedTo: a.out, Markdown: a.md.options(a.out)}
+	o := views.PlanOptions{SavedTo: a.out, Markdown: a.md.options(a.out), NoDigest: enc == nil}
 	if enc != nil {
 		o.Digest = enc.Digest
 		if a.out != "" {
