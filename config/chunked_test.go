@@ -60,19 +60,15 @@ func TestChunkedParseIsTheWholeFileParse(t *testing.T) {
 	for name, src := range cases {
 		t.Run(name, func(t *testing.T) { sameParse(t, []byte(src)) })
 	}
-	// The clean ones were parsed in pieces, not whole.
-	for _, name := range []string{"blocks", "no final newline", "unicode"} {
+	// The clean ones were cut, and their pieces parsed by fastParse.
+	for _, name := range []string{"blocks", "no final newline"} {
 		src := []byte(cases[name])
 		cuts := cutPoints(src, chunkBytes)
-		if _, ok := parsePieces(src, "x.hcl", cuts); !ok || len(cuts) < 2 {
-			t.Errorf("%s: %d pieces, joined: %v; want several, joined", name, len(cuts), ok)
-		}
-	}
-	// The others were not.
-	for _, name := range []string{"nested at column 1", "heredoc", "comment", "top attribute", "string"} {
-		src := []byte(cases[name])
-		if _, ok := parsePieces(src, "x.hcl", cutPoints(src, chunkBytes)); ok {
-			t.Errorf("%s: joined from pieces; want the whole-file parse", name)
+		for _, c := range cuts {
+			segs, _ := fastParse(src, "x.hcl", c.off, c.end, c.line)
+			if len(cuts) < 2 || len(segs) != 1 || segs[0].blocks == nil {
+				t.Errorf("%s: %d pieces, segments %+v; want several pieces, each all fastParse's", name, len(cuts), segs)
+			}
 		}
 	}
 }
