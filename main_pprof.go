@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
+	"time"
 )
 
 // startProfiling, in a build with the toque_pprof tag (made by
@@ -34,7 +36,10 @@ func startProfiling() (stop func()) {
 		f.Close()
 		return fail(err)
 	}
+	done := make(chan struct{})
+	go samplePeakHeap(dir, done)
 	return func() {
+		close(done)
 		pprof.StopCPUProfile()
 		f.Close()
 		h, err := os.Create(filepath.Join(dir, "heap.pprof"))
@@ -46,6 +51,33 @@ func startProfiling() (stop func()) {
 		runtime.GC()
 		if err := pprof.Lookup("allocs").WriteTo(h, 0); err != nil {
 			fail(err)
+		}
+	}
+}
+
+// samplePeakHeap writes peak-heap.pprof (the in-use heap as of the last
+// collection) each time the live heap grows by a quarter over the last
+// one written, so that the file left is the heap near its peak.
+func samplePeakHeap(dir string, done <-chan struct{}) {
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	var written uint64
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		metrics.Read(sample)
+		live := sample[0].Value.Uint64()
+		if live < written+written/4 || live < 8<<20 {
+			continue
+		}
+		written = live
+		if f, err := os.Create(filepath.Join(dir, "peak-heap.pprof")); err == nil {
+			_ = pprof.Lookup("heap").WriteTo(f, 0)
+			f.Close()
 		}
 	}
 }
