@@ -14,7 +14,7 @@ import (
 // gpasswd.
 type groupType struct {
 	schema *Schema
-	tools  accountTools
+	tools  hostTools
 }
 
 // GroupType returns the built-in "group" resource type.
@@ -23,7 +23,7 @@ func GroupType() Type { return newGroupType("") }
 // newGroupType is the group type for the databases under root ("" is the
 // host's; tests use a throwaway root).
 func newGroupType(root string) *groupType {
-	return &groupType{tools: accountTools{root: root}, schema: &Schema{
+	return &groupType{tools: hostTools{root: root}, schema: &Schema{
 		Name:        "group",
 		Description: "Manages a local group: its gid and members.",
 		Properties: []*Property{

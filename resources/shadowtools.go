@@ -12,14 +12,14 @@ import (
 	"github.com/toquehq/toque/internal/shellexec"
 )
 
-// accountTools runs the shadow tools (useradd, usermod, userdel,
-// groupadd, groupmod, groupdel, gpasswd, chpasswd) that converge users and
-// groups: they lock the databases, write them atomically, keep
-// /etc/gshadow and /etc/shadow in step, and leave nothing behind when
-// they fail. root, when set, points them at the databases under another
+// hostTools runs the programs host resources converge with (sysctl, and
+// the shadow tools: useradd, usermod, userdel, groupadd, groupmod,
+// groupdel, gpasswd, chpasswd). The shadow tools lock the databases,
+// write them atomically, keep /etc/gshadow and /etc/shadow in step, and
+// leave nothing behind when they fail. root, when set, points them at the databases under another
 // root instead of the host's (tests): --prefix for the tools that have
 // it, --root (a chroot) for gpasswd and chpasswd, which do not.
-type accountTools struct {
+type hostTools struct {
 	root string
 }
 
@@ -33,7 +33,7 @@ const toolTimeout = 2 * time.Minute
 // run runs tool with args (and stdin, never logged). The error names the
 // tool and quotes the end of its standard error; secret, when not empty,
 // is replaced in it.
-func (a accountTools) run(ctx context.Context, env *Env, tool string, args []string, stdin []byte, secret string) error {
+func (a hostTools) run(ctx context.Context, env *Env, tool string, args []string, stdin []byte, secret string) error {
 	argv := []string{tool}
 	if a.root != "" {
 		switch tool {

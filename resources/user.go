@@ -13,7 +13,7 @@ import (
 // and /etc/shadow, converged with useradd, usermod, userdel and chpasswd.
 type userType struct {
 	schema *Schema
-	tools  accountTools
+	tools  hostTools
 }
 
 // UserType returns the built-in "user" resource type.
@@ -23,7 +23,7 @@ func UserType() Type { return newUserType("") }
 // host's; tests use a throwaway root).
 func newUserType(root string) *userType {
 	acct := func(p *Property) *Property { p.Group = "account"; return p }
-	return &userType{tools: accountTools{root: root}, schema: &Schema{
+	return &userType{tools: hostTools{root: root}, schema: &Schema{
 		Name:        "user",
 		Description: "Manages a local user account: its ids, comment, home, shell, password and expiry.",
 		Properties: []*Property{
