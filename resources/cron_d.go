@@ -69,9 +69,9 @@ func newCronDType(dir, root string) *cronDType {
 				Description: "Where cron mails the command's output (MAILTO); \"\" mails nothing."},
 			{Name: "path", Type: cty.String, NonState: true, Validate: validateCronValue("path"),
 				Description: "The PATH the command runs with."},
-			{Name: "shell", Type: cty.String, NonState: true, Normalize: normalizeAbsField("shell"),
+			{Name: "shell", Type: cty.String, NonState: true, Normalize: normalizeAbsField("shell"), Validate: validateCronValue("shell"),
 				Description: "The shell that runs the command (SHELL); cron's default is /bin/sh."},
-			{Name: "comment", Type: cty.String, NonState: true, Validate: validateCronValue("comment"),
+			{Name: "comment", Type: cty.String, NonState: true, Validate: validateCronLine("comment"),
 				Description: "A comment written above the job."},
 			{Name: "content", Type: cty.String, Content: true, Validate: cronDerived("content"),
 				Description: "The file, made by toque from the properties above; a recipe does not set it."},
@@ -242,7 +242,28 @@ func validateCronCommand(v cty.Value) error {
 // bytes ("command too long"); variables are kept as short.
 const maxCronLine = 990
 
-// validateCronValue refuses a value that would end its line.
+// validateCronLine refuses a value that would end its line (comment).
+func validateCronLine(name string) func(cty.Value) error {
+	return func(v cty.Value) error {
+		if !v.IsKnown() || v.IsNull() || v.Type() != cty.String {
+			return nil
+		}
+		return checkCronLine(name, v.AsString())
+	}
+}
+
+func checkCronLine(name, s string) error {
+	if strings.ContainsAny(s, "\n\r\x00") {
+		return fmt.Errorf("%s must be one line", name)
+	}
+	if len(s) > maxCronLine {
+		return fmt.Errorf("%s is %d bytes long; cron reads lines of at most %d", name, len(s), maxCronLine)
+	}
+	return nil
+}
+
+// validateCronValue is the Validate of a variable's value (mailto,
+// path, shell, environment's values).
 func validateCronValue(name string) func(cty.Value) error {
 	return func(v cty.Value) error {
 		if !v.IsKnown() || v.IsNull() || v.Type() != cty.String {
@@ -252,15 +273,22 @@ func validateCronValue(name string) func(cty.Value) error {
 	}
 }
 
-func checkCronValue(name, s string) error {
-	if strings.ContainsAny(s, "\n\r\x00") {
-		return fmt.Errorf("%s must be one line", name)
+// checkCronValue refuses a variable's value that cron would not read
+// back as it is, however it is written. Measured on Debian's cron
+// 3.0pl1: it drops the space at the end of a value, quoted or not; it
+// removes a pair of quotes around a value twice ('"q"' is q); and it
+// ignores the whole file for a value quoted with a quote inside ("a"b").
+func checkCronValue(name string, s string) error {
+	if err := checkCronLine(name, s); err != nil {
+		return err
 	}
-	if len(s) > maxCronLine {
-		return fmt.Errorf("%s is %d bytes long; cron reads lines of at most %d", name, len(s), maxCronLine)
-	}
-	if strings.Contains(s, `"`) && strings.Contains(s, `'`) && needsQuotes(s) {
-		return fmt.Errorf("%s has leading or trailing space and both kinds of quotes, which cron cannot read back", name)
+	switch {
+	case strings.TrimRight(s, " \t") != s:
+		return fmt.Errorf("%s ends with a space, which cron drops from a variable's value", name)
+	case len(s) >= 2 && (s[0] == '"' || s[0] == '\'') && s[len(s)-1] == s[0]:
+		return fmt.Errorf("%s starts and ends with %c, which cron removes (twice, when quoted)", name, s[0])
+	case needsQuotes(s) && strings.Contains(s, `"`) && strings.Contains(s, "'"):
+		return fmt.Errorf("%s must be written in quotes for cron, and holds both kinds of quote", name)
 	}
 	return nil
 }
@@ -290,14 +318,15 @@ func validateCronEnvironment(v cty.Value) error {
 }
 
 // needsQuotes reports whether cron would not read s back as it is when
-// written bare after "NAME=": empty, space around it, or a quote first.
+// written bare after "NAME=": empty, space first, or a quote first.
 func needsQuotes(s string) bool {
-	return s == "" || strings.TrimSpace(s) != s || s[0] == '"' || s[0] == '\''
+	return s == "" || s[0] == ' ' || s[0] == '\t' || s[0] == '"' || s[0] == '\''
 }
 
 // envLine is "NAME=value", quoted when cron would otherwise read value
-// differently (it strips the space around a bare value, and a matching
-// pair of quotes around a quoted one).
+// differently (it drops the space before a bare value, and reads a quote
+// first as the start of a quoted value), with a quote character the value
+// does not hold.
 func envLine(name, value string) string {
 	if !needsQuotes(value) {
 		return name + "=" + value + "\n"

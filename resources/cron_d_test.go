@@ -32,16 +32,16 @@ func TestCronDFile(t *testing.T) {
 		"name": "backup", "minute": "15", "hour": "2-4", "weekday": "mon-fri",
 		"command": `tar czf /srv/backup-$(date +\%F).tgz /srv/data`, "user": "daemon",
 		"mailto": "", "path": "/usr/bin:/bin", "shell": "/bin/bash", "comment": "nightly",
-		"environment": map[string]string{"Z": "last", "A": "  padded ", "Q": `"quoted"`, "B": `both " and`},
+		"environment": map[string]string{"Z": "last", "A": "  padded", "Q": `"quoted`, "B": `both " and`},
 	})
 	want := `# Managed by toque (cron_d[backup]): changes made here are undone by its next apply.
 # nightly
 MAILTO=""
 PATH=/usr/bin:/bin
 SHELL=/bin/bash
-A="  padded "
+A="  padded"
 B=both " and
-Q='"quoted"'
+Q='"quoted'
 Z=last
 15 2-4 * * mon-fri daemon tar czf /srv/backup-$(date +\%F).tgz /srv/data
 `
@@ -111,6 +111,10 @@ func TestCronDFieldValidation(t *testing.T) {
 		{"environment", cty.MapVal(map[string]cty.Value{"PATH": cty.StringVal("/bin")}), "set PATH with the path property"},
 		{"environment", cty.MapVal(map[string]cty.Value{"1X": cty.StringVal("y")}), "is not a variable name"},
 		{"environment", cty.MapVal(map[string]cty.Value{"X": cty.StringVal("a\nb")}), "must be one line"},
+		{"environment", cty.MapVal(map[string]cty.Value{"X": cty.StringVal("a ")}), "ends with a space, which cron drops"},
+		{"environment", cty.MapVal(map[string]cty.Value{"X": cty.StringVal(`"q"`)}), "starts and ends with \", which cron removes"},
+		{"environment", cty.MapVal(map[string]cty.Value{"X": cty.StringVal(` both ' and "`)}), "holds both kinds of quote"},
+		{"environment", cty.MapVal(map[string]cty.Value{"X": cty.StringVal(`a'b"c # d = e`)}), ""},
 		{"mailto", cty.StringVal("ops@example.com"), ""},
 		{"time", cty.StringVal("@weekly"), ""},
 		{"time", cty.StringVal("fortnightly"), "time must be one of"},
