@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -123,6 +124,24 @@ func TestE2EUsersAndGroups(t *testing.T) {
 		t.Errorf("a stale apply changed the user: %q", got)
 	}
 
+	// A group: one member less is an update; someone adding a member
+	// between plan and apply makes the plan stale.
+	crewless := strings.Replace(accountsRecipeActions("/bin/bash", "Someone Else", `"create"`), `members = ["toq", "daemon"]`, `members = ["toq"]`, 1)
+	e.recipe("accounts.hcl", crewless)
+	r = ns.must(0, "plan", "-out=plan.out")
+	if !strings.Contains(r.stdout, `~ members = ["daemon", "toq"] -> ["toq"]`) {
+		t.Errorf("plan of fewer members:\n%s", r.stdout)
+	}
+	ns.sh("gpasswd -a nobody crew >/dev/null")
+	if r := ns.must(3, "apply", "plan.out"); !strings.Contains(r.stderr, "group[crew]: members") {
+		t.Errorf("stale apply:\n%s", r)
+	}
+	ns.must(0, "plan", "-out=plan.out")
+	ns.must(0, "apply", "plan.out")
+	if got := ns.sh("getent group crew"); !strings.HasSuffix(got, ":toq\n") {
+		t.Errorf("crew: %q", got)
+	}
+
 	e.recipe("owned.hcl", "")
 	e.recipe("accounts.hcl", `user "toq" {
   action      = "remove"
@@ -187,6 +206,12 @@ sysctl "net.ipv4.ip_forward" {
 sysctl "net.ipv4.no_such_key" {
   value = "1"
 }
+group "huge" {
+  gid = -1
+}
+group "rooty" {
+  gid = 0
+}
 `)
 	r := ns.must(1, "plan")
 	flat := strings.Join(strings.Fields(r.stderr), " ")
@@ -203,6 +228,8 @@ sysctl "net.ipv4.no_such_key" {
 		"bad.hcl:29:8", "would silently ignore \"dotted.name\"",
 		"bad.hcl:33:11", "a sysctl value must be one line",
 		"bad.hcl:35:1", "this kernel has no parameter net.ipv4.no_such_key",
+		"bad.hcl:39:9", "gid -1 is out of range",
+		"bad.hcl:42:9", "gid 0 is taken by group root",
 	} {
 		if !strings.Contains(flat, want) {
 			t.Errorf("plan lacks %q:\n%s", want, r.stderr)
@@ -214,5 +241,41 @@ sysctl "net.ipv4.no_such_key" {
 	}
 	if out, code := ns.shStatus("getent passwd big taken plain noshell filehome orphan; getent group crowd; ls /etc/cron.d"); code == 0 && regexp.MustCompile(`big|plain|crowd|late|pct`).MatchString(out) {
 		t.Errorf("something was made: %s", out)
+	}
+}
+
+// As any user but root, the plan refuses to change accounts: the shadow
+// tools run only as root. Nothing reaches apply.
+func TestE2EAccountsNeedRoot(t *testing.T) {
+	mustHaveTier(t, os.Geteuid() == 0, "needs root, to run toque as nobody")
+	e := newEnv(t)
+	os.Chmod(filepath.Dir(toqueBin), 0o755)
+	home := filepath.Join(filepath.Dir(e.dir), "nobody")
+	os.MkdirAll(home, 0o700)
+	os.Chown(home, 65534, 65534)
+	e.recipe("a.hcl", `user "toq-nobody-made" {
+  shell = "/bin/sh"
+}
+group "toq-nobody-group" {}
+`)
+	before := hostFingerprint(t)
+	cmd := exec.Command(toqueBin, "-chdir="+e.dir, "plan")
+	cmd.Env = append(os.Environ(), "TOQUE_STATE_DIR="+filepath.Join(home, "state"), "TOQUE_HOST_LOCK="+filepath.Join(home, "host.lock"), "HOME="+home, "NO_COLOR=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("want exit 1, got %v\n%s", err, out)
+	}
+	flat := strings.Join(strings.Fields(string(out)), " ")
+	for _, want := range []string{
+		"changing the user database (create user toq-nobody-made) needs root, and toque runs as uid 65534",
+		"changing the group database (create group toq-nobody-group) needs root",
+	} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("plan lacks %q:\n%s", want, out)
+		}
+	}
+	if after := hostFingerprint(t); after != before {
+		t.Errorf("the host changed:\n%s\n%s", before, after)
 	}
 }
