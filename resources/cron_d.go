@@ -447,7 +447,7 @@ func (t *cronDType) LoadAll(ctx context.Context, rs []*Resource) ([]*State, erro
 		if st.Extra == nil {
 			st.Extra = map[string]string{}
 		}
-		if db.users[r.String("user")] == nil {
+		if !db.hasUser(r.String("user")) {
 			st.Extra["user"] = "does not exist"
 		}
 		out[i] = st

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -18,7 +19,8 @@ import (
 // batch: a plan of 100 users parses each file once, and starts no
 // process. It reads the files, not NSS: the shadow tools that converge
 // users and groups change only these files, so users from LDAP or sssd
-// are not toque's to manage (and NSS may list them all the same).
+// are not toque's to manage. Only a name the files lack is looked up in
+// NSS, where a member, a primary group or a cron file's user may be.
 
 // passwdEntry is one line of /etc/passwd.
 type passwdEntry struct {
@@ -59,6 +61,10 @@ type accountsDB struct {
 	// userGroups is login.defs' USERGROUPS_ENAB: useradd without --gid
 	// makes a group named like the user.
 	userGroups bool
+	// nss is set for the host's databases (root ""): a name the files do
+	// not have may still be known to NSS (LDAP, sssd), as it is to the
+	// tools and to cron, which look names up with getpwnam and getgrnam.
+	nss bool
 }
 
 // Which databases readAccounts reads.
@@ -78,6 +84,7 @@ func readAccounts(root string, which int) (*accountsDB, error) {
 		users: map[string]*passwdEntry{}, uids: map[uint32][]string{},
 		groups: map[string]*groupEntry{}, gids: map[uint32][]string{},
 		shadow: map[string]*shadowEntry{},
+		nss:    root == "",
 	}
 	if which&dbPasswd != 0 {
 		if err := eachLine(root, "/etc/passwd", 7, func(f []string) {
@@ -208,16 +215,45 @@ func parseDays(s string) int64 {
 	return n
 }
 
-// groupByRef resolves a group given by name or numeric id.
+// groupByRef resolves a group given by name or numeric id: from the
+// files, else (the host's) from NSS.
 func (db *accountsDB) groupByRef(ref string) (gid uint32, ok bool) {
 	if g := db.groups[ref]; g != nil {
 		return g.gid, true
 	}
-	if id, err := parseID(ref); err == nil {
-		_, ok := db.gids[id]
-		return id, ok
+	id, err := parseID(ref)
+	if err == nil {
+		if _, ok := db.gids[id]; ok {
+			return id, true
+		}
 	}
-	return 0, false
+	if !db.nss {
+		return 0, false
+	}
+	var g *user.Group
+	if err == nil {
+		g, err = user.LookupGroupId(ref)
+	} else {
+		g, err = user.LookupGroup(ref)
+	}
+	if err != nil {
+		return 0, false
+	}
+	n, err := parseID(g.Gid)
+	return n, err == nil
+}
+
+// hasUser reports whether a user called name exists: in the files, else
+// (the host's) in NSS.
+func (db *accountsDB) hasUser(name string) bool {
+	if db.users[name] != nil {
+		return true
+	}
+	if !db.nss {
+		return false
+	}
+	_, err := user.Lookup(name)
+	return err == nil
 }
 
 // groupName is how a gid is shown: its first group's name, else the id.
@@ -252,7 +288,7 @@ func (db *accountsDB) otherGroup(gid uint32, name string) string {
 func (db *accountsDB) missingUsers(names []string) []string {
 	var out []string
 	for _, n := range names {
-		if db.users[n] == nil {
+		if !db.hasUser(n) {
 			out = append(out, n)
 		}
 	}

@@ -90,7 +90,8 @@ func (t *userType) LoadAll(ctx context.Context, rs []*Resource) ([]*State, error
 // the host says of r's uid and gid (LoadInput): "uid_taken_by" another
 // user, "primary_group" when no group is r's gid; for a user that does not
 // exist, "same_name_group" when useradd would want to make a group of its
-// name and one exists; and "shadow", why the shadow file was not read.
+// name and one exists, and "elsewhere" when NSS knows it all the same;
+// and "shadow", why the shadow file was not read.
 func userState(db *accountsDB, r *Resource) *State {
 	name := r.String("username")
 	st := Absent()
@@ -113,6 +114,9 @@ func userState(db *accountsDB, r *Resource) *State {
 	if e == nil {
 		if db.userGroups && db.groups[name] != nil {
 			st.Extra["same_name_group"] = "true"
+		}
+		if db.hasUser(name) {
+			st.Extra["elsewhere"] = "known to NSS, not in /etc/passwd"
 		}
 		return st
 	}
@@ -202,6 +206,9 @@ func (t *userType) planConverge(desired *Resource, current *State, action string
 	}
 	if step.Change("gid") != nil && current.Extra["primary_group"] != "" {
 		step.Needs = append(step.Needs, Need{Namespace: NamespaceGroup, Value: desired.String("gid"), What: "group"})
+	}
+	if step.Kind == Create && current.Extra["elsewhere"] != "" {
+		return nil, fmt.Errorf("user %s is %s (LDAP, sssd…): toque manages local accounts only, and useradd would refuse to make a second %s", name, current.Extra["elsewhere"], name)
 	}
 	if step.Kind == Create && !desired.IsSet("gid") && current.Extra["same_name_group"] != "" {
 		return nil, fmt.Errorf("a group named %s exists, and useradd makes a group named like each new user (USERGROUPS_ENAB in /etc/login.defs), so it would refuse: set gid = %q to make that group the user's primary group, or set another gid", name, name)
