@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/toquehq/toque/internal/testenv"
 )
 
 // fakeGH stands in for the GitHub CLI in the CI example's tests: a shell
@@ -81,9 +83,8 @@ type ciEnv struct {
 
 func newCIEnv(t *testing.T) *ciEnv {
 	t.Helper()
-	if _, err := exec.LookPath("jq"); err != nil {
-		t.Skip("jq is not installed: the fake gh needs it to evaluate --jq filters (Debian: apt-get install jq)")
-	}
+	// The scripts are bash; the fake gh needs jq to evaluate --jq filters.
+	testenv.MustHave(t, testenv.Bash, testenv.Jq)
 	e := newEnv(t)
 	base := filepath.Dir(e.dir)
 	c := &ciEnv{env: e, bin: filepath.Join(base, "bin"), gh: filepath.Join(base, "gh"), out: filepath.Join(base, "out")}

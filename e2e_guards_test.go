@@ -3,11 +3,12 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toquehq/toque/internal/testenv"
 )
 
 // guardsEnv runs toque on one of examples/guards with GUARDS_ROOT in a
@@ -80,6 +81,8 @@ func (g *guardsEnv) jsonGuards(planFile string) map[string][]map[string]any {
 }
 
 func TestE2EGuardsBashInterpreter(t *testing.T) {
+	// dash has no [[: exit 127 under /bin/sh.
+	testenv.MustHave(t, testenv.Bash, testenv.DashSh)
 	g := newGuardsEnv(t, "bash-interpreter")
 	r, planFile := g.plan(2)
 	contains(t, "plan", r.stdout,
@@ -104,16 +107,8 @@ func TestE2EGuardsBashInterpreter(t *testing.T) {
 	}
 }
 
-func needDirs(t *testing.T, dirs ...string) {
-	for _, d := range dirs {
-		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
-			t.Skipf("the RFC's example needs %s, which this host lacks", d)
-		}
-	}
-}
-
 func TestE2EGuardsInheritCwd(t *testing.T) {
-	needDirs(t, "/opt")
+	testenv.MustHave(t, testenv.Bash, testenv.FHSDirs)
 	g := newGuardsEnv(t, "inherit-cwd")
 	r, planFile := g.plan(2)
 	contains(t, "plan", r.stdout,
@@ -140,7 +135,7 @@ func reflectContains(v any, s string) bool {
 }
 
 func TestE2EGuardsParameterOverridesCwd(t *testing.T) {
-	needDirs(t, "/opt", "/var")
+	testenv.MustHave(t, testenv.Bash, testenv.FHSDirs)
 	g := newGuardsEnv(t, "override-cwd")
 	r, planFile := g.plan(2)
 	contains(t, "plan", r.stdout,
@@ -158,9 +153,7 @@ func TestE2EGuardsParameterOverridesCwd(t *testing.T) {
 }
 
 func TestE2EGuardsJavatoolingCshInheritsEnvironment(t *testing.T) {
-	if _, err := exec.LookPath("csh"); err != nil {
-		t.Skip("csh is not installed (scripts/test-deps installs it: apt-get install csh)")
-	}
+	testenv.MustHave(t, testenv.Csh)
 	g := newGuardsEnv(t, "javatooling")
 	r, planFile := g.plan(2)
 	contains(t, "plan", r.stdout,
@@ -192,6 +185,8 @@ func TestE2EGuardsJavatoolingCshInheritsEnvironment(t *testing.T) {
 }
 
 func TestE2EGuardsUserRoot(t *testing.T) {
+	// dash's [ knows = but not ==: "unexpected operator", exit 2.
+	testenv.MustHave(t, testenv.Bash, testenv.DashSh)
 	cases := []struct {
 		user        string
 		bashVerdict string
@@ -223,12 +218,12 @@ func TestE2EGuardsUserRoot(t *testing.T) {
 
 func TestE2EGuardsPowerShell(t *testing.T) {
 	g := newGuardsEnv(t, "powershell")
-	if _, err := exec.LookPath("pwsh"); err != nil {
+	if ok, _ := testenv.Has(testenv.Pwsh); !ok {
 		// The guards run in PowerShell, never silently in sh: without
-		// pwsh the plan fails and says why.
+		// pwsh the plan fails and says why. Then the live examples skip.
 		r := g.mustToque(1, "-chdir="+g.example, "plan")
 		contains(t, "plan without pwsh", r.stderr, "Guard cannot run", `"pwsh" not found`)
-		t.Skip("pwsh is not installed: the live PowerShell guard examples are skipped (the plan was checked to fail clearly without it)")
+		testenv.MustHave(t, testenv.Pwsh)
 	}
 	r, planFile := g.plan(2)
 	contains(t, "plan", r.stdout,

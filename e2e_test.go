@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toquehq/toque/internal/testenv"
 )
 
 // toqueBin is the binary built once for every end-to-end test.
@@ -363,17 +365,20 @@ func TestE2EEditedPlanIsRefused(t *testing.T) {
 }
 
 func TestE2EPlanFromAnotherHostIsRefused(t *testing.T) {
-	if _, err := exec.LookPath("unshare"); err != nil {
-		t.Skip("unshare is not installed: cannot fake another hostname")
-	}
-	if err := exec.Command("unshare", "--uts", "true").Run(); err != nil {
-		t.Skipf("unshare --uts does not work here (%v): cannot fake another hostname", err)
+	// Another hostname is a UTS namespace away: root makes one, anyone
+	// else in a user namespace of their own.
+	unshare := []string{"unshare", "--uts"}
+	if ok, _ := testenv.Has(testenv.Root); ok {
+		testenv.MustHave(t, testenv.Unshare)
+	} else {
+		testenv.MustHave(t, testenv.UserNS)
+		unshare = append(unshare, "--user", "--map-root-user")
 	}
 	e := newEnv(t)
 	e.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
 	e.must(0, "plan", "-out=plan.out")
-	cmd := exec.Command("unshare", "--uts", "sh", "-c", `hostname toque-elsewhere && exec "$@"`, "sh",
-		toqueBin, "-chdir="+e.dir, "apply", "plan.out")
+	cmd := exec.Command(unshare[0], append(unshare[1:], "sh", "-c", `hostname toque-elsewhere && exec "$@"`, "sh",
+		toqueBin, "-chdir="+e.dir, "apply", "plan.out")...)
 	r := e.runCmd(cmd)
 	if r.code != 1 || !strings.Contains(r.stderr, "toque-elsewhere") {
 		t.Fatalf("want the other host refused by name, got %s", r)
@@ -619,9 +624,7 @@ func TestE2ELogging(t *testing.T) {
 
 // Colour is used only on a terminal, and never with -no-color or NO_COLOR.
 func TestE2EColourOnlyOnATerminal(t *testing.T) {
-	if _, err := exec.LookPath("script"); err != nil {
-		t.Skip("script(1) is not installed: cannot give toque a terminal")
-	}
+	testenv.MustHave(t, testenv.Script)
 	e := newEnv(t)
 	e.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
 	const esc = "\x1b["

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/toquehq/toque/internal/testenv"
 )
 
 func mustDecode(t *testing.T, parentType string, parent map[string]cty.Value, src string) []*Spec {
@@ -209,20 +210,16 @@ func TestTrimOutput(t *testing.T) {
 }
 
 // The RFC's point: `[[` is bash, not POSIX sh. Under the default
-// interpreter (/bin/sh) the guard is false; this documents what sh does.
+// interpreter (/bin/sh, dash) the guard is false.
 func TestDefaultInterpreterIsPOSIXSh(t *testing.T) {
-	out, _ := exec.Command("/bin/sh", "-c", "[[ 1 == 1 ]]").CombinedOutput()
+	testenv.MustHave(t, testenv.DashSh)
 	specs := mustDecode(t, "file", nil, `only_if = "[[ 1 == 1 ]]"`)
 	o := Run(context.Background(), testRegistry(), specs[0], nil)
 	if o.Err != nil {
 		t.Fatal(o.Err)
 	}
-	link, _ := filepath.EvalSymlinks("/bin/sh")
-	if strings.HasSuffix(link, "bash") {
-		t.Skipf("/bin/sh is bash here (%s), which accepts [[", link)
-	}
-	if o.Condition {
-		t.Fatalf("[[ passed under /bin/sh (%s): %s", link, out)
+	if o.Condition || o.ExitCode == nil || *o.ExitCode != 127 {
+		t.Fatalf("[[ under /bin/sh: condition %v, exit %v; want false, 127", o.Condition, o.ExitCode)
 	}
 }
 

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/toquehq/toque/internal/testenv"
 )
 
 func sh(script string) Spec { return Spec{Interpreter: []string{"/bin/sh"}, Script: script} }
@@ -36,18 +38,22 @@ func TestInterpreters(t *testing.T) {
 	bashism := "[[ 1 == 1 ]]"
 	cases := []struct {
 		name    string
+		needs   testenv.Requirement
 		spec    Spec
 		wantErr bool
 		stdout  string
 	}{
-		{"bash runs bash syntax", Spec{Interpreter: []string{"bash"}, Script: bashism}, false, ""},
-		{"sh (dash) rejects bash syntax", Spec{Interpreter: []string{"/bin/sh"}, Script: bashism}, true, ""},
-		{"flags come before the script", Spec{Interpreter: []string{"bash"}, Flags: []string{"-e"}, Script: "false\necho not reached"}, true, ""},
-		{"interpreter argv is kept", Spec{Interpreter: []string{"bash", "--noprofile"}, Script: "echo $BASH_VERSION | cut -c1"}, false, ""},
-		{"multi-line script", sh("x=1\nif [ $x = 1 ]; then echo one; fi"), false, "one\n"},
+		{"bash runs bash syntax", testenv.Bash, Spec{Interpreter: []string{"bash"}, Script: bashism}, false, ""},
+		{"sh (dash) rejects bash syntax", testenv.DashSh, Spec{Interpreter: []string{"/bin/sh"}, Script: bashism}, true, ""},
+		{"flags come before the script", testenv.Bash, Spec{Interpreter: []string{"bash"}, Flags: []string{"-e"}, Script: "false\necho not reached"}, true, ""},
+		{"interpreter argv is kept", testenv.Bash, Spec{Interpreter: []string{"bash", "--noprofile"}, Script: "echo $BASH_VERSION | cut -c1"}, false, ""},
+		{"multi-line script", "", sh("x=1\nif [ $x = 1 ]; then echo one; fi"), false, "one\n"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			if c.needs != "" {
+				testenv.MustHave(t, c.needs)
+			}
 			res, err := Run(context.Background(), c.spec)
 			if res == nil {
 				t.Fatalf("no result: %v", err)
@@ -347,9 +353,7 @@ func TestUmask(t *testing.T) {
 }
 
 func TestUmaskWithUser(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	testenv.MustHave(t, testenv.Root)
 	// t.TempDir's parent is 0700: the user could not enter it.
 	dir, err := os.MkdirTemp("", "shellexec-")
 	if err != nil {
@@ -483,9 +487,7 @@ func TestContextCancel(t *testing.T) {
 }
 
 func TestUser(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	testenv.MustHave(t, testenv.Root)
 	cases := []struct {
 		name   string
 		spec   Spec

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toquehq/toque/internal/testenv"
 )
 
 // WriteFiles writes files (path relative to dir → content) under dir,
@@ -28,9 +30,10 @@ func WriteFiles(t testing.TB, dir string, files map[string]string) {
 // IsolateGit gives git — the test's and any process it starts — a
 // temporary HOME, no system or global configuration, a fixed identity and
 // fixed dates, so tests never depend on the machine's git set-up. It
-// returns the temporary HOME.
+// returns the temporary HOME. Without git the test skips (testenv).
 func IsolateGit(t testing.TB) string {
 	t.Helper()
+	testenv.MustHave(t, testenv.Git)
 	home := t.TempDir()
 	for k, v := range map[string]string{
 		"HOME":                home,
@@ -54,6 +57,7 @@ func IsolateGit(t testing.TB) string {
 // the test when git fails.
 func Git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
+	testenv.MustHave(t, testenv.Git)
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
