@@ -21,6 +21,7 @@ func TestDirectoryLoadAndPlan(t *testing.T) {
 	}
 	file := filepath.Join(dir, "f")
 	writeFile(t, file, "x", 0o644)
+	who := whoRuns(t) // the owner of existing: root, or whoever runs the tests
 
 	t.Run("load absent", func(t *testing.T) {
 		if st := load(t, dt, newRes(t, dt, "", map[string]any{"path": filepath.Join(dir, "none")})); st.Exists {
@@ -46,7 +47,9 @@ func TestDirectoryLoadAndPlan(t *testing.T) {
 		{"unset mode left alone", existing, "", map[string]any{}, NoOp, nil},
 		{"mode equal", existing, "", map[string]any{"mode": "700"}, NoOp, nil},
 		{"mode differs", existing, "", map[string]any{"mode": "0755"}, Update, []string{"mode"}},
-		{"owner root by id", existing, "", map[string]any{"owner": "0"}, NoOp, nil},
+		{"owner by id", existing, "", map[string]any{"owner": who.uid}, NoOp, nil},
+		{"owner by name", existing, "", map[string]any{"owner": who.user, "group": who.group}, NoOp, nil},
+		{"owner differs", existing, "", map[string]any{"owner": who.other}, Update, []string{"owner"}},
 		{"delete present", existing, "delete", map[string]any{}, Delete, nil},
 		{"delete absent", filepath.Join(dir, "new"), "delete", map[string]any{}, NoOp, nil},
 	}

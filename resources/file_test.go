@@ -38,8 +38,9 @@ func TestFileLoad(t *testing.T) {
 				t.Errorf("%s = %#v, want %#v", k, st.Values[k], v)
 			}
 		}
-		if os.Geteuid() == 0 && (st.Values["owner"].AsString() != "root" || st.Values["group"].AsString() != "root") {
-			t.Errorf("owner/group = %#v/%#v, want root/root", st.Values["owner"], st.Values["group"])
+		who := whoRuns(t)
+		if st.Values["owner"].AsString() != who.user || st.Values["group"].AsString() != who.group {
+			t.Errorf("owner/group = %#v/%#v, want %s/%s", st.Values["owner"], st.Values["group"], who.user, who.group)
 		}
 	})
 	t.Run("load view hides desired state", func(t *testing.T) {
@@ -56,6 +57,7 @@ func TestFilePlan(t *testing.T) {
 	ft := FileType()
 	existing := filepath.Join(dir, "existing")
 	writeFile(t, existing, "old\n", 0o600)
+	who := whoRuns(t) // the owner of existing: root, or whoever runs the tests
 
 	cases := []struct {
 		name    string
@@ -70,12 +72,13 @@ func TestFilePlan(t *testing.T) {
 		{"create absent", filepath.Join(dir, "new"), "", map[string]any{"content": "x"}, Create, []string{"content", "mode"}, []string{"content", "mode"}, "does not exist"},
 		{"update content", existing, "create", map[string]any{"content": "new\n"}, Update, []string{"content"}, []string{"content"}, "content differs"},
 		{"no-op", existing, "create", map[string]any{"content": "old\n"}, NoOp, nil, nil, "already in the desired state"},
-		{"unset mode left alone", existing, "create", map[string]any{"content": "old\n", "owner": "root"}, NoOp, nil, nil, ""},
+		{"unset mode left alone", existing, "create", map[string]any{"content": "old\n", "owner": who.user}, NoOp, nil, nil, ""},
 		{"mode 600 equals 0600", existing, "create", map[string]any{"mode": "600"}, NoOp, nil, nil, ""},
 		{"mode 384 equals 0600", existing, "create", map[string]any{"mode": 384}, NoOp, nil, nil, ""},
 		{"mode differs", existing, "create", map[string]any{"mode": "0644"}, Update, []string{"mode"}, []string{"mode"}, "mode differs"},
-		{"owner by id equals root", existing, "create", map[string]any{"owner": "0", "group": "root"}, NoOp, nil, nil, ""},
-		{"owner differs", existing, "create", map[string]any{"owner": "65534"}, Update, []string{"owner"}, []string{"owner"}, ""},
+		{"owner by id equals the owner's name", existing, "create", map[string]any{"owner": who.uid, "group": who.group}, NoOp, nil, nil, ""},
+		{"group by id equals the group's name", existing, "create", map[string]any{"owner": who.user, "group": who.gid}, NoOp, nil, nil, ""},
+		{"owner differs", existing, "create", map[string]any{"owner": who.other}, Update, []string{"owner"}, []string{"owner"}, ""},
 		{"content and mode", existing, "create", map[string]any{"content": "n", "mode": "0644"}, Update, []string{"content", "mode"}, []string{"content", "mode"}, "content and mode differ"},
 		{"create_if_missing exists", existing, "create_if_missing", map[string]any{"content": "other"}, NoOp, nil, nil, "exists; create_if_missing leaves it as it is"},
 		{"create_if_missing absent", filepath.Join(dir, "new"), "create_if_missing", map[string]any{}, Create, []string{"mode"}, []string{"mode"}, ""},

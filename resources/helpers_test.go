@@ -3,7 +3,9 @@ package resources
 import (
 	"context"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -11,6 +13,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/toquehq/toque/internal/testenv"
 )
 
 // newRes builds a resource the way the config loader would (buildRes);
@@ -229,11 +233,39 @@ func inodeOf(t *testing.T, path string) uint64 {
 	return st.Ino
 }
 
+// requireRoot is for tests that give files to another user.
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to own files as another user")
+	testenv.MustHave(t, testenv.Root)
+}
+
+// owners is who runs the tests — the owner and group, by id and by name,
+// of the files they create — and an owner those files do not have: nobody
+// when root runs them, root otherwise.
+type owners struct {
+	uid, user, gid, group string
+	other                 string
+}
+
+func whoRuns(t *testing.T) owners {
+	t.Helper()
+	o := owners{uid: strconv.Itoa(os.Geteuid()), gid: strconv.Itoa(os.Getegid()), other: "0"}
+	if root, _ := testenv.Has(testenv.Root); root {
+		o.other = "65534"
 	}
+	u, err := user.LookupId(o.uid)
+	if err != nil {
+		t.Fatalf("the user running the tests has no name: %v", err)
+	}
+	g, err := user.LookupGroupId(o.gid)
+	if err != nil {
+		t.Fatalf("the group running the tests has no name: %v", err)
+	}
+	o.user, o.group = u.Username, g.Name
+	if o.other == o.uid {
+		t.Fatalf("no other owner than %s to test with", o.uid)
+	}
+	return o
 }
 
 func noTempFiles(t *testing.T, dir string) {
