@@ -15,10 +15,20 @@ import (
 	"github.com/toquehq/toque/internal/testenv"
 )
 
-// toqueBin is the binary built once for every end-to-end test.
+// toqueBin is the binary built once for every end-to-end test, or the
+// one TOQUE_TEST_BINARY names (make test-nonroot builds it beforehand: the
+// user it runs the tests as cannot use the caller's Go caches).
 var toqueBin string
 
 func TestMain(m *testing.M) {
+	if bin := os.Getenv("TOQUE_TEST_BINARY"); bin != "" {
+		if !filepath.IsAbs(bin) {
+			fmt.Fprintf(os.Stderr, "TOQUE_TEST_BINARY=%s: want an absolute path\n", bin)
+			os.Exit(1)
+		}
+		toqueBin = bin
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "toque-e2e-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
