@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toquehq/toque/internal/testenv"
+	"github.com/toquehq/toque/internal/testutil"
 )
 
 // guardsEnv runs toque on one of examples/guards with GUARDS_ROOT in a
@@ -309,7 +310,7 @@ func TestE2EHangingGuardIsKilledAtItsTimeout(t *testing.T) {
 file "ROOT/a" {
   content = "x"
   only_if = {
-    command = "(sleep 2; touch ROOT/survived) & sleep 60"
+    command = "(sleep 2; touch ROOT/survived) & echo $! > ROOT/pid; sleep 60"
     timeout = 1
   }
 }
@@ -320,7 +321,9 @@ file "ROOT/a" {
 		t.Errorf("plan took %s", d)
 	}
 	contains(t, "plan", strings.Join(strings.Fields(r.stderr), " "), "Guard cannot run", "timed out after 1s", "process group was killed", "main.hcl:4")
-	time.Sleep(2500 * time.Millisecond)
+	// Killed, the background subshell is gone at once; spared, it is gone
+	// after touching the marker.
+	testutil.WaitGone(t, testutil.ReadPid(t, filepath.Join(e.root, "pid")))
 	if _, err := os.Stat(filepath.Join(e.root, "survived")); err == nil {
 		t.Error("a process the guard started outlived its timeout")
 	}

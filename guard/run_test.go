@@ -13,6 +13,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/internal/testenv"
+	"github.com/toquehq/toque/internal/testutil"
 )
 
 func mustDecode(t *testing.T, parentType string, parent map[string]cty.Value, src string) []*Spec {
@@ -115,13 +116,15 @@ func TestRunCannotRun(t *testing.T) {
 
 func TestRunTimeoutKillsTheProcessGroup(t *testing.T) {
 	dir := t.TempDir()
-	marker := filepath.Join(dir, "survived")
-	specs := mustDecode(t, "file", nil, `only_if = { command = "(sleep 1; touch `+marker+`) & sleep 30", timeout = 0.2 }`)
+	marker, pidfile := filepath.Join(dir, "survived"), filepath.Join(dir, "pid")
+	specs := mustDecode(t, "file", nil, `only_if = { command = "(sleep 1; touch `+marker+`) & echo $! > `+pidfile+`; sleep 30", timeout = 0.2 }`)
 	o := Run(context.Background(), testRegistry(), specs[0], nil)
 	if o.Err == nil {
 		t.Fatal("no timeout error")
 	}
-	time.Sleep(1500 * time.Millisecond)
+	// Killed, the background subshell is gone at once; spared, it is gone
+	// after touching the marker.
+	testutil.WaitGone(t, testutil.ReadPid(t, pidfile))
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("a process of the guard outlived its timeout")
 	}

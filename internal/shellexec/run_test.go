@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/toquehq/toque/internal/testenv"
+	"github.com/toquehq/toque/internal/testutil"
 )
 
 func sh(script string) Spec { return Spec{Interpreter: []string{"/bin/sh"}, Script: script} }
@@ -370,44 +371,6 @@ func TestUmaskWithUser(t *testing.T) {
 	}
 }
 
-// gone reports whether pid has exited (a zombie counts: it runs no more).
-func gone(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	_, rest, _ := strings.Cut(string(b), ") ")
-	return strings.HasPrefix(rest, "Z")
-}
-
-func waitGone(t *testing.T, pid int) {
-	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for !gone(pid) {
-		if time.Now().After(deadline) {
-			syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("process %d outlived the run", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func readPid(t *testing.T, file string) int {
-	t.Helper()
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pid
-}
-
 func TestTimeoutKillsProcessGroup(t *testing.T) {
 	pidfile := filepath.Join(t.TempDir(), "pid")
 	cases := []struct {
@@ -435,7 +398,7 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 			if res.Stdout != "started\n" || res.Signal == "" || res.ExitCode != -1 {
 				t.Fatalf("result %+v", res)
 			}
-			waitGone(t, readPid(t, pidfile))
+			testutil.WaitGone(t, testutil.ReadPid(t, pidfile))
 		})
 	}
 }
@@ -450,7 +413,7 @@ func TestGrandchildHoldingOutputIsKilled(t *testing.T) {
 	if d := time.Since(start); d > 3*time.Second {
 		t.Fatalf("Run hung for %s on a background process holding stdout", d)
 	}
-	waitGone(t, readPid(t, pidfile))
+	testutil.WaitGone(t, testutil.ReadPid(t, pidfile))
 }
 
 func TestDetachedBackgroundSurvives(t *testing.T) {
@@ -465,7 +428,7 @@ func TestDetachedBackgroundSurvives(t *testing.T) {
 	}
 	defer syscall.Kill(pid, syscall.SIGKILL)
 	time.Sleep(100 * time.Millisecond)
-	if gone(pid) {
+	if testutil.Gone(pid) {
 		t.Fatal("detached background process was killed")
 	}
 }
@@ -714,14 +677,14 @@ func TestNothingOutlivesToque(t *testing.T) {
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
-			child := readPid(t, pidfile)
+			child := testutil.ReadPid(t, pidfile)
 			time.Sleep(100 * time.Millisecond)
-			if gone(child) {
+			if testutil.Gone(child) {
 				t.Fatal("child died while toque was alive")
 			}
 			helper.Process.Kill()
 			helper.Wait()
-			waitGone(t, child)
+			testutil.WaitGone(t, child)
 		})
 	}
 }
