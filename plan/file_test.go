@@ -3,10 +3,12 @@ package plan
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -252,17 +254,52 @@ func FuzzRead(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		got, err := Read(path)
+		got, digest, err := ReadWithDigest(path)
 		if err != nil {
 			return
 		}
-		// Anything Read accepts can be digested, rendered and viewed.
-		_ = got.Digest()
-		RenderText(&bytes.Buffer{}, got, RenderOptions{})
-		if _, err := JSONView(got); err != nil {
-			t.Logf("JSONView: %v", err)
-		}
+		checkAccepted(t, got, digest, RenderOptions{})
 	})
+}
+
+var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// checkAccepted asserts the properties of any plan Read accepts (digest is
+// the checksum it verified):
+//
+//  1. It can be digested, rendered and viewed: Digest is a real sha256,
+//     RenderText writes the plan, JSONView gives valid JSON.
+//  2. Its digest survives writing it back: the file Write makes reads back
+//     with the digest Digest computed, and so does the plan read from it.
+//     (The verified checksum itself equals Digest only for the canonical
+//     bytes toque writes: FuzzReadPlanMember checks that case.)
+func checkAccepted(t *testing.T, got *Plan, digest string, o RenderOptions) {
+	t.Helper()
+	d := got.Digest()
+	if !digestRE.MatchString(d) || !digestRE.MatchString(digest) {
+		t.Fatalf("an accepted plan has no real digest: Digest %q, checksum %q", d, digest)
+	}
+	var text bytes.Buffer
+	RenderText(&text, got, o)
+	if text.Len() == 0 {
+		t.Error("RenderText wrote nothing")
+	}
+	js, err := JSONView(got)
+	if err != nil || !json.Valid(js) {
+		t.Fatalf("JSONView: %v\n%.300s", err, js)
+	}
+
+	path := filepath.Join(t.TempDir(), "again.plan")
+	if err := Write(path, got); err != nil {
+		t.Fatalf("an accepted plan cannot be written back: %v", err)
+	}
+	again, againDigest, err := ReadWithDigest(path)
+	if err != nil {
+		t.Fatalf("the plan written back is refused: %v", err)
+	}
+	if againDigest != d || again.Digest() != d {
+		t.Fatalf("the digest changed on the way back: Digest %s, file %s, read back %s", d, againDigest, again.Digest())
+	}
 }
 
 // FuzzReadPlanMember wraps the fuzz bytes in a valid envelope (with the
@@ -286,13 +323,14 @@ func FuzzReadPlanMember(f *testing.F) {
 		if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		got, err := Read(path)
+		got, digest, err := ReadWithDigest(path)
 		if err != nil {
 			return
 		}
-		_ = got.Digest()
-		RenderText(&bytes.Buffer{}, got, RenderOptions{Color: true})
-		_, _ = JSONView(got)
+		checkAccepted(t, got, digest, RenderOptions{Color: true})
+		if canon, err := got.canonical(); err == nil && bytes.Equal(canon, body) && digest != got.Digest() {
+			t.Fatalf("canonical bytes: the verified checksum %s is not the Digest %s", digest, got.Digest())
+		}
 		for _, r := range got.Resources {
 			if r.Current != nil {
 				_ = r.Current.Fingerprint()
