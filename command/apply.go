@@ -88,7 +88,7 @@ func (c *ApplyCommand) Run(args []string) int {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	outColor := a.color.enabled(c.Streams.Stdout)
+	outColor := a.color.enabled(c.Env, c.Streams.Stdout)
 	ev, wantDigest, err := c.checkPlanFileFlags(a, set, fs.NArg())
 	if err != nil {
 		return c.fail(ev, apply.ErrorKindUsage, ExitError, err)
@@ -141,7 +141,7 @@ func (c *ApplyCommand) Run(args []string) int {
 	}
 	applier := &apply.Applier{
 		Registry:    c.Registry,
-		StateDir:    stateDir(a.stateDir),
+		StateDir:    c.stateDir(a.stateDir),
 		Logger:      c.Logger.Named("apply"),
 		Hooks:       hooks,
 		LockTimeout: a.lockTimeout,
@@ -207,7 +207,7 @@ func (c *ApplyCommand) planAndConfirm(a applyArgs, outColor bool) (*plan.Plan, i
 	if c.interrupted() {
 		return nil, ExitInterrupted
 	}
-	c.showDiags(diags, files, a.color.enabled(c.Streams.Stderr))
+	c.showDiags(diags, files, a.color.enabled(c.Env, c.Streams.Stderr))
 	if p == nil || p.Errored || diags.HasErrors() {
 		return nil, ExitError
 	}

@@ -34,11 +34,51 @@ const (
 	ExitInterrupted = 5 // apply: stopped by a signal before finishing
 )
 
-// Streams are the process's standard streams.
+// Streams are what Run reads and writes of its process: the standard
+// streams, and the environment and working directory.
 type Streams struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
+	// Env is the environment and working directory; the zero Env is the
+	// process's own. Tests that run toque in-process set it, so that runs
+	// side by side do not share them.
+	Env Env
+}
+
+// Env is the environment toque's own settings are read from (TOQUE_*,
+// NO_COLOR, TERM, XDG_STATE_HOME, HOME) and the directory relative paths
+// resolve against. Recipes' env() and the commands toque starts still see
+// the process's environment.
+type Env struct {
+	// LookupEnv is os.LookupEnv when nil.
+	LookupEnv func(key string) (string, bool)
+	// Dir is the working directory, an absolute path; empty for the
+	// process's own.
+	Dir string
+}
+
+// withDefaults fills what e leaves unset from the process.
+func (e Env) withDefaults() Env {
+	if e.LookupEnv == nil {
+		e.LookupEnv = os.LookupEnv
+	}
+	return e
+}
+
+// Getenv is the value of key, "" when unset.
+func (e Env) Getenv(key string) string {
+	v, _ := e.LookupEnv(key)
+	return v
+}
+
+// abs resolves p against the working directory: a relative p is left
+// as it is for the process's own.
+func (e Env) abs(p string) string {
+	if p == "" || filepath.IsAbs(p) || e.Dir == "" {
+		return p
+	}
+	return filepath.Join(e.Dir, p)
 }
 
 // Base is what every command gets: streams, a logger, a cancellable context
@@ -55,6 +95,8 @@ type Base struct {
 	Streams  Streams
 	Logger   hclog.Logger
 	Registry *resources.Registry
+	// Env is where settings are read from, with the working directory.
+	Env Env
 	// Chdir is the directory given with the global -chdir option ("" for
 	// the working directory); commands resolve their inputs against it.
 	Chdir string
@@ -68,7 +110,8 @@ func (b *Base) ui() cli.Ui {
 // Run is toque's entry point after signal set-up: it parses global options,
 // picks the command and returns the exit status.
 func Run(ctx context.Context, stop <-chan struct{}, args []string, streams Streams) int {
-	logger, closeLog, err := newLogger(streams.Stderr)
+	env := streams.Env.withDefaults()
+	logger, closeLog, err := newLogger(env, streams.Stderr)
 	if err != nil {
 		fmt.Fprintf(streams.Stderr, "Error: %s\n", err)
 		return ExitError
@@ -84,7 +127,7 @@ func Run(ctx context.Context, stop <-chan struct{}, args []string, streams Strea
 		case <-readCtx.Done():
 		}
 	}()
-	base := &Base{Ctx: ctx, ReadCtx: readCtx, Stop: stop, Streams: streams, Logger: logger, Registry: resources.Builtin()}
+	base := &Base{Ctx: ctx, ReadCtx: readCtx, Stop: stop, Streams: streams, Logger: logger, Registry: resources.Builtin(), Env: env}
 
 	// Global options come before the subcommand, as in Terraform.
 	for len(args) > 0 && strings.HasPrefix(args[0], "-chdir") {
@@ -93,12 +136,12 @@ func Run(ctx context.Context, stop <-chan struct{}, args []string, streams Strea
 			fmt.Fprintln(streams.Stderr, "Error: -chdir needs a directory: toque -chdir=DIR COMMAND")
 			return ExitError
 		}
-		st, err := os.Stat(dir)
+		st, err := os.Stat(env.abs(dir))
 		if err != nil || !st.IsDir() {
 			fmt.Fprintf(streams.Stderr, "Error: -chdir: %s is not a directory\n", dir)
 			return ExitError
 		}
-		abs, _ := filepath.Abs(dir)
+		abs, _ := filepath.Abs(env.abs(dir))
 		base.Chdir = abs
 		args = args[1:]
 	}
@@ -150,9 +193,9 @@ func Run(ctx context.Context, stop <-chan struct{}, args []string, streams Strea
 
 // newLogger builds the hclog logger from TOQUE_LOG and TOQUE_LOG_PATH. With
 // neither set, logging is off.
-func newLogger(stderr io.Writer) (hclog.Logger, func(), error) {
-	levelName := os.Getenv("TOQUE_LOG")
-	path := os.Getenv("TOQUE_LOG_PATH")
+func newLogger(env Env, stderr io.Writer) (hclog.Logger, func(), error) {
+	levelName := env.Getenv("TOQUE_LOG")
+	path := env.Getenv("TOQUE_LOG_PATH")
 	if levelName == "" && path == "" {
 		return hclog.NewNullLogger(), func() {}, nil
 	}
@@ -166,7 +209,7 @@ func newLogger(stderr io.Writer) (hclog.Logger, func(), error) {
 	out := stderr
 	closeFn := func() {}
 	if path != "" {
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		f, err := os.OpenFile(env.abs(path), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
 			return nil, nil, fmt.Errorf("TOQUE_LOG_PATH: %w", err)
 		}
@@ -187,8 +230,8 @@ func (c *colorFlags) register(fs *flag.FlagSet) {
 
 // enabled reports whether w should get colour: only on a terminal, and
 // never with -no-color or NO_COLOR set.
-func (c *colorFlags) enabled(w io.Writer) bool {
-	if c.noColor || os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
+func (c *colorFlags) enabled(env Env, w io.Writer) bool {
+	if c.noColor || env.Getenv("NO_COLOR") != "" || env.Getenv("TERM") == "dumb" {
 		return false
 	}
 	f, ok := w.(*os.File)
@@ -221,10 +264,10 @@ func (b *Base) parseFlags(fs *flag.FlagSet, args []string, help func() string) i
 	return -1
 }
 
-// path resolves p against -chdir.
+// path resolves p against -chdir, else the working directory.
 func (b *Base) path(p string) string {
 	if p == "" || filepath.IsAbs(p) || b.Chdir == "" {
-		return p
+		return b.Env.abs(p)
 	}
 	return filepath.Join(b.Chdir, p)
 }
@@ -233,6 +276,9 @@ func (b *Base) path(p string) string {
 func (b *Base) workDir() string {
 	if b.Chdir != "" {
 		return b.Chdir
+	}
+	if b.Env.Dir != "" {
+		return b.Env.Dir
 	}
 	wd, err := os.Getwd()
 	if err != nil {
@@ -257,20 +303,20 @@ func (b *Base) showDiags(diags hcl.Diagnostics, files map[string]*hcl.File, colo
 
 // stateDir picks the state directory: -state-dir, else TOQUE_STATE_DIR,
 // else /var/lib/toque as root, else the XDG state directory.
-func stateDir(flagValue string) string {
+func (b *Base) stateDir(flagValue string) string {
 	if flagValue != "" {
-		return flagValue
+		return b.Env.abs(flagValue)
 	}
-	if v := os.Getenv("TOQUE_STATE_DIR"); v != "" {
-		return v
+	if v := b.Env.Getenv("TOQUE_STATE_DIR"); v != "" {
+		return b.Env.abs(v)
 	}
 	if os.Geteuid() == 0 {
 		return "/var/lib/toque"
 	}
-	if v := os.Getenv("XDG_STATE_HOME"); v != "" {
-		return filepath.Join(v, "toque")
+	if v := b.Env.Getenv("XDG_STATE_HOME"); v != "" {
+		return filepath.Join(b.Env.abs(v), "toque")
 	}
-	if home, err := os.UserHomeDir(); err == nil {
+	if home := b.Env.Getenv("HOME"); home != "" {
 		return filepath.Join(home, ".local", "state", "toque")
 	}
 	return filepath.Join(os.TempDir(), "toque-state")

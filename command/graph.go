@@ -61,7 +61,7 @@ func (c *GraphCommand) Run(args []string) int {
 		edges, d = cfg.Notifications(c.Registry, &config.Scope{Node: cfg.Attributes.Node(), Host: host.Unknown()})
 		diags = append(diags, d...)
 	}
-	c.showDiags(diags, files, col.enabled(c.Streams.Stderr))
+	c.showDiags(diags, files, col.enabled(c.Env, c.Streams.Stderr))
 	if cfg == nil || diags.HasErrors() {
 		return ExitError
 	}

@@ -61,7 +61,7 @@ func (b *Base) runInstall(name string, help func() string, args []string, update
 	}
 	ws := b.workspace(state)
 	lock, diags := ws.Install(b.ReadCtx, policy.InstallOptions{Update: update, Names: fs.Args()})
-	b.showDiags(diags, ws.Parser.Files(), col.enabled(b.Streams.Stderr))
+	b.showDiags(diags, ws.Parser.Files(), col.enabled(b.Env, b.Streams.Stderr))
 	if lock == nil || diags.HasErrors() {
 		return ExitError
 	}

@@ -83,13 +83,13 @@ func (c *PlanCommand) Run(args []string) int {
 		c.errorf("%s", err)
 		return ExitError
 	}
-	color := a.color.enabled(c.Streams.Stdout)
+	color := a.color.enabled(c.Env, c.Streams.Stdout)
 
 	p, files, diags := c.makePlan(a.parallelism)
 	if c.interrupted() {
 		return ExitInterrupted
 	}
-	c.showDiags(diags, files, a.color.enabled(c.Streams.Stderr))
+	c.showDiags(diags, files, a.color.enabled(c.Env, c.Streams.Stderr))
 	if p == nil {
 		return ExitError
 	}

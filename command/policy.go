@@ -1,7 +1,6 @@
 package command
 
 import (
-	"os"
 	"path/filepath"
 
 	"github.com/hashicorp/hcl/v2"
@@ -16,18 +15,18 @@ const CacheDirEnv = "TOQUE_CACHE_DIR"
 
 // cacheDir is where git mirrors, fetched locks and cookbooks are kept:
 // TOQUE_CACHE_DIR, else STATE_DIR/cache.
-func cacheDir(stateFlag string) string {
-	if v := os.Getenv(CacheDirEnv); v != "" {
-		return v
+func (b *Base) cacheDir(stateFlag string) string {
+	if v := b.Env.Getenv(CacheDirEnv); v != "" {
+		return b.Env.abs(v)
 	}
-	return filepath.Join(stateDir(stateFlag), "cache")
+	return filepath.Join(b.stateDir(stateFlag), "cache")
 }
 
 // workspace is the policy workflow for the working directory.
 func (b *Base) workspace(stateFlag string) *policy.Workspace {
 	return policy.NewWorkspace(b.workDir(), policy.Options{
-		CacheDir: cacheDir(stateFlag),
-		Token:    os.Getenv(policy.TokenEnv),
+		CacheDir: b.cacheDir(stateFlag),
+		Token:    b.Env.Getenv(policy.TokenEnv),
 		Logger:   b.Logger.Named("policy"),
 	})
 }

@@ -76,6 +76,6 @@ func (c *ShowCommand) Run(args []string) int {
 		}
 		return ExitOK
 	}
-	plan.RenderText(c.Streams.Stdout, p, plan.RenderOptions{Color: col.enabled(c.Streams.Stdout), Digest: digest})
+	plan.RenderText(c.Streams.Stdout, p, plan.RenderOptions{Color: col.enabled(c.Env, c.Streams.Stdout), Digest: digest})
 	return ExitOK
 }

@@ -56,7 +56,7 @@ func (c *ValidateCommand) Run(args []string) int {
 	if asJSON {
 		return c.validateJSON(diags)
 	}
-	c.showDiags(diags, files, col.enabled(c.Streams.Stderr))
+	c.showDiags(diags, files, col.enabled(c.Env, c.Streams.Stderr))
 	if diags.HasErrors() {
 		return ExitError
 	}
