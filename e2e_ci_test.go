@@ -200,6 +200,7 @@ func (c *ciEnv) readOut(name string) string {
 }
 
 func TestE2ECIPlanCommentsOnceThenUpdates(t *testing.T) {
+	t.Parallel()
 	c := newCIEnv(t)
 	// Someone else's comment, quoting the marker, must be left alone.
 	if err := os.MkdirAll(filepath.Join(c.gh, "comments"), 0o755); err != nil {
@@ -293,6 +294,7 @@ func (e *env) readRecipe(name string) string {
 }
 
 func TestE2ECIApplyOnlyTheReviewedPlan(t *testing.T) {
+	t.Parallel()
 	c := newCIEnv(t)
 	c.mustScript(0, "plan.sh", nil, c.out)
 	c.mustScript(0, "comment.sh", nil, filepath.Join(c.out, "plan.md"))

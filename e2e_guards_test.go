@@ -237,6 +237,7 @@ func TestE2EGuardsPowerShell(t *testing.T) {
 }
 
 func TestE2EGuardFlippedByAnEarlierResourceDiffersFromPlan(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("main.hcl", `
 file "ROOT/flag" {
@@ -267,6 +268,7 @@ file "ROOT/other" {
 }
 
 func TestE2EStaleGuardRefusesTheApply(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("gate", "", 0o644)
 	e.write("gate2", "", 0o644)
@@ -293,6 +295,7 @@ file "ROOT/b" {
 }
 
 func TestE2EGuardBadInput(t *testing.T) {
+	t.Parallel()
 	testBadInput(t, []badInput{
 		{"unknown guard_interpreter", "file \"/x\" {\n  guard_interpreter = \"zsh\"\n  only_if = \"true\"\n}\n", "bad.hcl:2"},
 		{"null guard", "file \"/x\" {\n  content = \"a\"\n  only_if = null\n}\n", "bad.hcl:3"},
@@ -305,6 +308,7 @@ func TestE2EGuardBadInput(t *testing.T) {
 }
 
 func TestE2EHangingGuardIsKilledAtItsTimeout(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("main.hcl", `
 file "ROOT/a" {

@@ -3,15 +3,19 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/toquehq/toque/command"
 	"github.com/toquehq/toque/internal/testenv"
 )
 
@@ -85,12 +89,81 @@ func (r result) String() string {
 	return fmt.Sprintf("exit %d\n--- stdout\n%s--- stderr\n%s", r.code, r.stdout, r.stderr)
 }
 
-// run runs toque with -chdir set to the recipe dir.
+// Most tests run toque in-process: command.Run, as main calls it, with the
+// test's own streams and toque's settings (TOQUE_STATE_DIR, NO_COLOR…)
+// injected, so such tests can run side by side. What only a process can
+// show — signals, SIGPIPE, exit statuses, TOQUE_LOG on the real stderr, a
+// terminal, the README's commands — runs the built binary (bin, runCmd).
+
+// run runs toque in-process with -chdir set to the recipe dir.
 func (e *env) run(args ...string) result {
+	e.t.Helper()
+	return e.inProcess(nil, nil, append([]string{"-chdir=" + e.dir}, args...)...)
+}
+
+// toque runs toque in-process with args as given (no -chdir) and extra
+// environment variables (NAME=VALUE), which win over the harness's
+// defaults. Recipes' env() and the commands toque starts read the
+// process's environment, so the variables toque itself does not read
+// (anything but TOQUE_* and NO_COLOR) are set with t.Setenv: a test that
+// passes them cannot be parallel.
+func (e *env) toque(extra []string, args ...string) result {
+	e.t.Helper()
+	return e.inProcess(nil, extra, args...)
+}
+
+// inProcess is command.Run with stdin (empty when nil), extra variables as
+// for toque, and buffers for stdout and stderr.
+func (e *env) inProcess(stdin io.Reader, extra []string, args ...string) (r result) {
+	e.t.Helper()
+	vars := map[string]string{"TOQUE_STATE_DIR": e.state, "NO_COLOR": "1"}
+	for _, kv := range extra {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+		if !strings.HasPrefix(k, "TOQUE_") && k != "NO_COLOR" {
+			e.t.Setenv(k, v)
+		}
+	}
+	lookup := func(k string) (string, bool) {
+		if v, ok := vars[k]; ok {
+			return v, true
+		}
+		return os.LookupEnv(k)
+	}
+	if stdin == nil {
+		stdin = strings.NewReader("")
+	}
+	var out, errb bytes.Buffer
+	defer func() {
+		if p := recover(); p != nil {
+			e.t.Fatalf("toque %s panicked: %v\n%s", strings.Join(args, " "), p, debug.Stack())
+		}
+	}()
+	code := command.Run(e.t.Context(), make(chan struct{}), args, command.Streams{
+		Stdin: stdin, Stdout: &out, Stderr: &errb,
+		Env: command.Env{LookupEnv: lookup},
+	})
+	return result{code, out.String(), errb.String()}
+}
+
+// bin runs the built binary with -chdir set to the recipe dir.
+func (e *env) bin(args ...string) result {
 	e.t.Helper()
 	return e.runCmd(exec.Command(toqueBin, append([]string{"-chdir=" + e.dir}, args...)...))
 }
 
+// mustBin is bin, failing the test unless the exit status is want.
+func (e *env) mustBin(want int, args ...string) result {
+	e.t.Helper()
+	r := e.bin(args...)
+	if r.code != want {
+		e.t.Fatalf("toque (binary) %s: want exit %d, got %s", strings.Join(args, " "), want, r)
+	}
+	return r
+}
+
+// runCmd runs cmd (the binary, or a command that runs it) with the
+// harness's defaults in its environment.
 func (e *env) runCmd(cmd *exec.Cmd) result {
 	e.t.Helper()
 	var out, errb bytes.Buffer
@@ -119,15 +192,6 @@ func (e *env) runCmd(cmd *exec.Cmd) result {
 		code = ee.ExitCode()
 	}
 	return result{code, out.String(), errb.String()}
-}
-
-// toque runs toque with args as given (no -chdir) and extra environment
-// variables, which win over the harness's defaults.
-func (e *env) toque(extra []string, args ...string) result {
-	e.t.Helper()
-	cmd := exec.Command(toqueBin, args...)
-	cmd.Env = append(os.Environ(), extra...)
-	return e.runCmd(cmd)
 }
 
 // mustToque is toque, failing the test unless the exit status is want.
@@ -231,11 +295,13 @@ link "ROOT/current" {
 }
 `
 
+// The README's workflow, on the binary: its exit statuses as a process.
 func TestE2ECreateFromNothingThenNoChanges(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("site.hcl", siteRecipe)
 
-	r := e.must(2, "plan", "-detailed-exitcode", "-out=plan.out")
+	r := e.mustBin(2, "plan", "-detailed-exitcode", "-out=plan.out")
 	for _, want := range []string{
 		`+ directory "www"`,
 		`+ file "` + e.root + `/www/index.html"`,
@@ -258,8 +324,8 @@ func TestE2ECreateFromNothingThenNoChanges(t *testing.T) {
 		t.Fatal("plan changed the host")
 	}
 
-	e.must(0, "show", "plan.out")
-	r = e.must(0, "apply", "plan.out")
+	e.mustBin(0, "show", "plan.out")
+	r = e.mustBin(0, "apply", "plan.out")
 	if !strings.Contains(r.stdout, "Apply complete!") {
 		t.Errorf("apply output:\n%s", r.stdout)
 	}
@@ -277,13 +343,44 @@ func TestE2ECreateFromNothingThenNoChanges(t *testing.T) {
 		t.Error("apply wrote no report in the state directory")
 	}
 
-	r = e.must(0, "plan", "-detailed-exitcode")
+	r = e.mustBin(0, "plan", "-detailed-exitcode")
 	if !strings.Contains(r.stdout, "No changes.") {
 		t.Errorf("second plan:\n%s", r.stdout)
 	}
 }
 
+// A reader that goes away (`toque show plan.out | head -1`) ends toque the
+// Unix way, by SIGPIPE, with no error message of its own.
+func TestE2EClosedPipeEndsQuietly(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.recipe("site.hcl", siteRecipe)
+	e.must(0, "plan", "-out=plan.out")
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr.Close() // before toque writes anything
+	cmd := exec.Command(toqueBin, "-chdir="+e.dir, "show", "plan.out")
+	cmd.Env = append(os.Environ(), "TOQUE_STATE_DIR="+e.state, "NO_COLOR=1")
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = pw, &stderr
+	err = cmd.Run()
+	pw.Close()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("toque show into a closed pipe: %v, want death by SIGPIPE", err)
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGPIPE {
+		t.Errorf("toque show into a closed pipe ended with %v, want SIGPIPE", err)
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("stderr:\n%s", stderr.String())
+	}
+}
+
 func TestE2EUnsetModeIsLeftAlone(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("motd", "old\n", 0o600)
 	e.recipe("motd.hcl", `file "ROOT/motd" { content = "new\n" }`)
@@ -308,6 +405,7 @@ func TestE2EUnsetModeIsLeftAlone(t *testing.T) {
 }
 
 func TestE2EStalePlanIsRefusedAndChangesNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("a.conf", "a-old\n", 0o644)
 	e.write("b.conf", "b-old\n", 0o644)
@@ -328,6 +426,7 @@ file "ROOT/c.conf" { content = "c\n" }
 }
 
 func TestE2EResourceAlreadyInPlannedStateCountsAsDone(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("conf.hcl", `
 file "ROOT/a.conf" { content = "a\n" }
@@ -346,6 +445,7 @@ file "ROOT/b.conf" { content = "b\n" }
 }
 
 func TestE2EEditedPlanIsRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
 	e.must(0, "plan", "-out=plan.out")
@@ -375,6 +475,7 @@ func TestE2EEditedPlanIsRefused(t *testing.T) {
 }
 
 func TestE2EPlanFromAnotherHostIsRefused(t *testing.T) {
+	t.Parallel()
 	// Another hostname is a UTS namespace away: root makes one, anyone
 	// else in a user namespace of their own.
 	unshare := []string{"unshare", "--uts"}
@@ -424,6 +525,7 @@ func testBadInput(t *testing.T, cases []badInput) {
 }
 
 func TestE2EBadInput(t *testing.T) {
+	t.Parallel()
 	testBadInput(t, []badInput{
 		{"syntax", "file \"/x\" {\n  content = \n}\n", "bad.hcl:2:"},
 		{"unknown type", "fiel \"/x\" {}\n", "bad.hcl:1:"},
@@ -436,6 +538,7 @@ func TestE2EBadInput(t *testing.T) {
 }
 
 func TestE2EFmtCheck(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("ugly.hcl", "file \"/x\" {\ncontent=\"a\"\n    mode = \"0644\"\n}\n")
 	r := e.must(3, "fmt", "-check")
@@ -447,6 +550,7 @@ func TestE2EFmtCheck(t *testing.T) {
 }
 
 func TestE2ESecondConcurrentApplyFailsNamingTheHolder(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	first, out, firstErr := e.startLongApply()
 	second := e.run("apply", "plan.out")
@@ -497,6 +601,7 @@ func (e *env) startLongApply() (*exec.Cmd, io.Reader, *bytes.Buffer) {
 }
 
 func TestE2EFirstInterruptFinishesTheResourceThenStops(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cmd, out, stderr := e.startLongApply()
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
@@ -538,6 +643,7 @@ func TestE2EFirstInterruptFinishesTheResourceThenStops(t *testing.T) {
 }
 
 func TestE2EMissingParentFailsTheApplyClearly(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("conf.hcl", `
 file "ROOT/a.conf" { content = "a\n" }
@@ -562,6 +668,7 @@ file "ROOT/c.conf" { content = "c\n" }
 }
 
 func TestE2EMissingOrForeignPlanFile(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
 	r := e.must(1, "apply", "nope.out")
@@ -577,12 +684,11 @@ func TestE2EMissingOrForeignPlanFile(t *testing.T) {
 }
 
 func TestE2EApplyWithoutPlanFileAsksForYes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
 
-	no := exec.Command(toqueBin, "-chdir="+e.dir, "apply")
-	no.Stdin = strings.NewReader("no\n")
-	r := e.runCmd(no)
+	r := e.inProcess(strings.NewReader("no\n"), nil, "-chdir="+e.dir, "apply")
 	if r.code != 1 || !strings.Contains(r.stdout, "Apply cancelled.") {
 		t.Fatalf("answering no: %s", r)
 	}
@@ -590,9 +696,7 @@ func TestE2EApplyWithoutPlanFileAsksForYes(t *testing.T) {
 		t.Fatal("a cancelled apply changed the host")
 	}
 
-	yes := exec.Command(toqueBin, "-chdir="+e.dir, "apply")
-	yes.Stdin = strings.NewReader("yes\n")
-	r = e.runCmd(yes)
+	r = e.inProcess(strings.NewReader("yes\n"), nil, "-chdir="+e.dir, "apply")
 	if r.code != 0 || !strings.Contains(r.stdout, "Only 'yes' will be accepted") || e.read("a.conf") != "a\n" {
 		t.Fatalf("answering yes: %s", r)
 	}
@@ -609,6 +713,7 @@ func TestE2EApplyWithoutPlanFileAsksForYes(t *testing.T) {
 }
 
 func TestE2ELogging(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
 	cmd := exec.Command(toqueBin, "-chdir="+e.dir, "plan")
@@ -634,6 +739,7 @@ func TestE2ELogging(t *testing.T) {
 
 // Colour is used only on a terminal, and never with -no-color or NO_COLOR.
 func TestE2EColourOnlyOnATerminal(t *testing.T) {
+	t.Parallel()
 	testenv.MustHave(t, testenv.Script)
 	e := newEnv(t)
 	e.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
@@ -674,6 +780,7 @@ func shellQuoteAll(args []string) string {
 // Planning only reads, so the first interrupt stops it at once — here in
 // the middle of a guard that would take a minute — and no plan is saved.
 func TestE2EInterruptStopsAPlanAtOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("slow.hcl", `
 file "ROOT/a.conf" {
@@ -720,6 +827,7 @@ file "ROOT/a.conf" {
 // their output — appear in no output and no log; only the plan file holds
 // them.
 func TestE2ESensitiveValuesNeverShow(t *testing.T) {
+	t.Parallel()
 	const secret = "HUNTER2SECRET"
 	e := newEnv(t)
 	e.recipe("secret.hcl", `
@@ -740,9 +848,7 @@ bash "guarded" {
 `)
 	logPath := filepath.Join(t.TempDir(), "trace.log")
 	run := func(args ...string) string {
-		cmd := exec.Command(toqueBin, append([]string{"-chdir=" + e.dir}, args...)...)
-		cmd.Env = append(os.Environ(), "TOQUE_LOG=trace", "TOQUE_LOG_PATH="+logPath)
-		r := e.runCmd(cmd)
+		r := e.toque([]string{"TOQUE_LOG=trace", "TOQUE_LOG_PATH=" + logPath}, append([]string{"-chdir=" + e.dir}, args...)...)
 		if r.code != 0 {
 			t.Fatalf("toque %v: %s", args, r)
 		}
@@ -778,6 +884,7 @@ bash "guarded" {
 // plan, not the apply half-way; validate, which never reads the host, lets
 // it pass.
 func TestE2EUnknownOwnerFailsThePlan(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("own.hcl", `
 file "ROOT/a.conf" { content = "a\n" }
@@ -805,17 +912,18 @@ execute "as-nobody-group" {
 }
 
 func TestE2EHelpAndUnknownCommands(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
-	r := e.runCmd(exec.Command(toqueBin, "-help"))
+	r := e.toque(nil, "-help")
 	if r.code != 0 || !strings.Contains(r.stdout, "-chdir=DIR") || !strings.Contains(r.stdout, "plan ") {
 		t.Errorf("toque -help: %s", r)
 	}
-	r = e.runCmd(exec.Command(toqueBin, "plna"))
+	r = e.toque(nil, "plna")
 	if r.code != 1 || !strings.Contains(r.stderr, `Did you mean "plan"?`) {
 		t.Errorf("a mistyped command: %s", r)
 	}
 	for _, cmd := range []string{"plan", "apply", "show", "validate", "fmt", "version", "graph", "install", "update", "export"} {
-		r := e.runCmd(exec.Command(toqueBin, cmd, "-help"))
+		r := e.toque(nil, cmd, "-help")
 		if r.code != 0 || !strings.Contains(r.stdout, "Usage: toque") {
 			t.Errorf("toque %s -help: %s", cmd, r)
 		}
@@ -826,6 +934,7 @@ func TestE2EHelpAndUnknownCommands(t *testing.T) {
 // different verdict means the host changed since the plan, so the plan is
 // stale and nothing is applied.
 func TestE2ENotifiedRunGuardFlippedBeforeApplyIsStale(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("reload.hcl", `
 file "ROOT/app.conf" {
