@@ -963,3 +963,32 @@ execute "reload" {
 		t.Error("a stale plan changed the host")
 	}
 }
+
+// command.Run resolves what it is given — no -chdir, relative paths,
+// relative settings — against Streams.Env.Dir, not the process's working
+// directory: the in-process tests depend on it.
+func TestE2EInProcessWorkingDirectory(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
+	vars := map[string]string{"TOQUE_STATE_DIR": "state", "TOQUE_LOG": "debug", "TOQUE_LOG_PATH": "toque.log"}
+	lookup := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
+	for _, args := range [][]string{{"plan", "-out=plan.out"}, {"apply", "plan.out"}} {
+		var out, errb bytes.Buffer
+		code := command.Run(t.Context(), make(chan struct{}), args, command.Streams{
+			Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb,
+			Env: command.Env{LookupEnv: lookup, Dir: e.dir},
+		})
+		if code != 0 {
+			t.Fatalf("toque %v: exit %d\n%s%s", args, code, out.String(), errb.String())
+		}
+	}
+	if e.read("a.conf") != "a\n" {
+		t.Error("a.conf not written")
+	}
+	for _, p := range []string{"plan.out", "toque.log", "state/reports/last.json"} {
+		if _, err := os.Stat(filepath.Join(e.dir, p)); err != nil {
+			t.Errorf("%s is not under Env.Dir: %v", p, err)
+		}
+	}
+}
