@@ -25,7 +25,10 @@
 // pwsh is not packaged by Debian and cannot be installed from the registries
 // CI reaches; systemd-nspawn is packaged (systemd-container) but no test
 // needs it yet, so CI does not install it: add it to scripts/test-deps and
-// to the tiers below when a test does.
+// to promised (testenv.go) when a test does.
+//
+// A test that checks one behaviour as root and another otherwise asks Has
+// and asserts something on each branch.
 //
 // testenv is for tests only. It is not a test framework, and it does not
 // install anything: scripts/test-deps does.
@@ -44,22 +47,22 @@ type Requirement string
 
 // The requirements testenv knows. Each is probed by really using it.
 const (
-	Root    Requirement = "root"     // running as uid 0
-	NonRoot Requirement = "non-root" // running as any uid but 0
-	Bash    Requirement = "bash"     // bash runs
-	DashSh  Requirement = "dash-sh"  // /bin/sh is dash: `[ a == a ]` is "unexpected operator", `[[` is "not found"
-	Csh     Requirement = "csh"      // csh runs
-	Pwsh    Requirement = "pwsh"     // PowerShell runs
-	Python3 Requirement = "python3"  // python3 runs
-	Perl    Requirement = "perl"     // perl runs
-	Git     Requirement = "git"      // git runs
-	Jq      Requirement = "jq"       // jq runs
-	Script  Requirement = "script"   // script(1) gives a command a terminal
-	Unshare Requirement = "unshare"  // unshare(1) makes mount and UTS namespaces (needs root)
-	UserNS  Requirement = "userns"   // unshare(1) makes a user namespace with a mount namespace, as any user
-	Overlay Requirement = "overlay"  // overlayfs mounts in a private mount namespace
-	Nspawn  Requirement = "systemd-nspawn"
-	FHSDirs Requirement = "fhs-dirs" // /opt and /var are directories
+	Root    Requirement = "root"           // running as uid 0
+	NonRoot Requirement = "non-root"       // running as any uid but 0
+	Bash    Requirement = "bash"           // bash runs
+	DashSh  Requirement = "dash-sh"        // /bin/sh is dash: `[ a == a ]` is "unexpected operator", `[[` is "not found"
+	Csh     Requirement = "csh"            // csh runs
+	Pwsh    Requirement = "pwsh"           // PowerShell runs
+	Python3 Requirement = "python3"        // python3 runs
+	Perl    Requirement = "perl"           // perl runs
+	Git     Requirement = "git"            // git runs
+	Jq      Requirement = "jq"             // jq runs
+	Script  Requirement = "script"         // script(1) gives a command a terminal
+	Unshare Requirement = "unshare"        // unshare(1) makes mount and UTS namespaces (needs root)
+	UserNS  Requirement = "userns"         // unshare(1) makes a user namespace with a mount namespace, as any user
+	Overlay Requirement = "overlay"        // overlayfs mounts in a private mount namespace
+	Nspawn  Requirement = "systemd-nspawn" // runs a command in a container over a volatile copy of this host (root)
+	FHSDirs Requirement = "fhs-dirs"       // /opt and /var are directories
 )
 
 // StrictEnv is the variable that makes unmet promised requirements fail.
