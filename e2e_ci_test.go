@@ -122,7 +122,7 @@ func (c *ciEnv) script(name string, extra []string, args ...string) result {
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.Env = append(os.Environ(),
 		"PATH="+c.bin+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"TOQUE_STATE_DIR="+c.state, "NO_COLOR=1",
+		"TOQUE_STATE_DIR="+c.state, "TOQUE_HOST_LOCK="+c.hostLock, "NO_COLOR=1",
 		"TOQUE_DIR="+c.dir, "CI_SCRATCH="+c.root,
 		"FAKE_GH="+c.gh, "GH_REPO=acme/infra", "PR_NUMBER=7", "APPLY_EVENTS="+filepath.Join(c.out, "apply.jsonl"))
 	cmd.Env = append(cmd.Env, extra...)

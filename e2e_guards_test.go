@@ -254,7 +254,7 @@ file "ROOT/other" {
 	contains(t, "apply", r.stdout,
 		"file["+e.root+"/other]: skipped",
 		"note: differs from plan: not_if `test -e "+e.root+"/flag` now true",
-		"1 changed", "1 skipped")
+		"1 created", "1 skipped")
 	if _, err := os.Stat(filepath.Join(e.root, "other")); err == nil {
 		t.Error("the resource whose guard flipped was converged")
 	}

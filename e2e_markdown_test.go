@@ -104,7 +104,7 @@ func TestE2EMarkdownBadInput(t *testing.T) {
 	}{
 		{"limit too small", []string{"show", "-markdown", "-max-bytes=100", "plan.out"}, "too small"},
 		{"limit zero", []string{"show", "-markdown", "-max-bytes=0", "plan.out"}, "-max-bytes must be a positive"},
-		{"limit not a number", []string{"show", "-markdown", "-max-bytes=lots", "plan.out"}, "invalid value"},
+		{"limit not a number", []string{"show", "-markdown", "-max-bytes=lots", "plan.out"}, `-max-bytes wants a whole number, not "lots"`},
 		{"not a plan", []string{"show", "-markdown", "notaplan"}, "not a toque plan file"},
 		{"changes-only without markdown", []string{"show", "-changes-only", "plan.out"}, "-changes-only only applies with -markdown"},
 		{"markdown and json", []string{"show", "-markdown", "-json", "plan.out"}, "cannot be used together"},
@@ -219,7 +219,7 @@ file "ROOT/c.conf" { content = "c\n" }
 	if got := types(evs); got != want {
 		t.Fatalf("events %q, want %q\n%s", got, want, r)
 	}
-	if evs[0]["plan_digest"] != digest || evs[0]["format_version"] != "1.0" {
+	if evs[0]["plan_digest"] != digest || evs[0]["format_version"] != "1.2" {
 		t.Errorf("apply_start: %v", evs[0])
 	}
 	if evs[3]["address"] != "file["+e.root+"/b.conf]" || evs[3]["kind"] != "update" || evs[3]["outcome"] != "changed" {

@@ -5,12 +5,18 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/toquehq/toque/command"
 )
+
+// abortGrace is how long toque waits, after the second Ctrl-C, for the
+// cancellation to end it before it exits anyway.
+const abortGrace = 3 * time.Second
 
 func main() {
 	os.Exit(realMain())
@@ -18,7 +24,15 @@ func main() {
 
 func realMain() int {
 	// The first SIGINT (or SIGTERM) asks for a graceful stop: apply finishes
-	// the resource in hand, then reports. A second one aborts.
+	// the resource in hand, then reports. A second one aborts: the context
+	// is cancelled (child processes are killed), and if toque has not
+	// ended within abortGrace — something did not heed the cancellation —
+	// it exits anyway, as does a third signal.
+	//
+	// SIGPIPE is caught rather than fatal: a closed stdout (toque plan |
+	// head) then makes writes fail with EPIPE, which the views treat as the
+	// reader having seen enough, after the plan file was written.
+	signal.Ignore(syscall.SIGPIPE)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stop := make(chan struct{})
@@ -28,12 +42,19 @@ func realMain() int {
 		n := 0
 		for range sigs {
 			n++
-			if n == 1 {
+			switch n {
+			case 1:
 				close(stop)
-				continue
+			case 2:
+				cancel()
+				time.AfterFunc(abortGrace, func() {
+					fmt.Fprintln(os.Stderr, "toque: aborted")
+					os.Exit(command.ExitInterrupted)
+				})
+			default:
+				fmt.Fprintln(os.Stderr, "toque: aborted")
+				os.Exit(command.ExitInterrupted)
 			}
-			cancel()
-			return
 		}
 	}()
 	return command.Run(ctx, stop, os.Args[1:], command.Streams{

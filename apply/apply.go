@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -26,9 +27,16 @@ type Applier struct {
 	// Registry holds the resource types the plan's resources are rebuilt
 	// with.
 	Registry *resources.Registry
-	// StateDir holds the apply lock, the reports and the backups. It is
-	// created (0700) if missing.
+	// StateDir holds the apply lock, the journal, the reports and the
+	// backups. It is created (0700) if missing, and refused unless it can
+	// be trusted (statedir.go).
 	StateDir string
+	// HostLock is the host-wide apply lock file, taken before the state
+	// directory's, so that two applies with different state directories
+	// cannot run at once. Its directory is created and checked like the
+	// state directory. "" takes no host-wide lock (the command always
+	// names one).
+	HostLock string
 	// Logger receives traces; nil discards them.
 	Logger hclog.Logger
 	// Hooks receives progress; nil means NopHooks.
@@ -44,20 +52,29 @@ type Applier struct {
 	Stop <-chan struct{}
 	// Now gives the time for timestamps; nil means time.Now.
 	Now func() time.Time
-	// PlanDigest is the verified plan file's digest, recorded in the lock
-	// file and the report.
+	// PlanDigest is the verified plan file's digest ("sha256:HEX"): the
+	// key of the plan's journal, recorded in the lock file and the report.
+	// "" computes it from the plan.
 	PlanDigest string
 }
 
 // run is one Apply call's state.
 type run struct {
-	a       *Applier
-	p       *plan.Plan
+	a      *Applier
+	p      *plan.Plan
+	digest string
+	state  *StateDir
+	// j is the plan's journal: what earlier applies of the plan did, and
+	// where this one records what it does.
+	j       *journal
 	hooks   Hooks
 	logger  hclog.Logger
 	now     func() time.Time
 	heart   time.Duration
 	entries []*entry
+	// lc evaluates every resource action (guards, Load, Plan), as the
+	// planner did.
+	lc *plan.Lifecycle
 }
 
 // entry is one plan resource being applied.
@@ -71,6 +88,10 @@ type entry struct {
 	// alreadyDone is set by pre-flight: planned work, but the live state
 	// is already the planned one.
 	alreadyDone bool
+	// idx is the resource's index in the plan; earlier is set when the
+	// journal says an earlier apply of the plan finished it.
+	idx     int
+	earlier *pastStep
 }
 
 // Apply carries out p: it takes the apply lock, runs the pre-flight and
@@ -96,7 +117,10 @@ func (a *Applier) Apply(ctx context.Context, p *plan.Plan) (*Report, error) {
 	if a.StateDir == "" {
 		return nil, errors.New("apply: no state directory")
 	}
-	r := &run{a: a, p: p, hooks: a.Hooks, logger: a.Logger, now: a.Now, heart: a.Heartbeat}
+	r := &run{a: a, p: p, digest: a.PlanDigest, hooks: a.Hooks, logger: a.Logger, now: a.Now, heart: a.Heartbeat}
+	if r.digest == "" {
+		r.digest = p.Digest()
+	}
 	if r.hooks == nil {
 		r.hooks = NopHooks{}
 	}
@@ -104,6 +128,7 @@ func (a *Applier) Apply(ctx context.Context, p *plan.Plan) (*Report, error) {
 		r.logger = hclog.NewNullLogger()
 	}
 	r.logger = r.logger.Named("apply")
+	r.lc = &plan.Lifecycle{Registry: a.Registry, Logger: r.logger}
 	if r.now == nil {
 		r.now = time.Now
 	}
@@ -112,7 +137,13 @@ func (a *Applier) Apply(ctx context.Context, p *plan.Plan) (*Report, error) {
 	}
 	started := r.now()
 
-	lock, err := acquireLock(ctx, a.StateDir, max(a.LockTimeout, 0), a.Stop, r.now, a.PlanDigest)
+	state, err := OpenStateDir(a.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	defer state.Close()
+	r.state = state
+	release, err := r.lock(ctx)
 	if err != nil {
 		var ie *InterruptedError
 		if errors.As(err, &ie) {
@@ -120,27 +151,85 @@ func (a *Applier) Apply(ctx context.Context, p *plan.Plan) (*Report, error) {
 		}
 		return nil, err
 	}
-	defer lock.release()
-	r.logger.Debug("apply lock taken", "path", lock.f.Name())
+	defer release()
+	// Every folder this apply writes in is checked before anything
+	// changes. (Resource types write backups by path below the trusted
+	// state directory.)
+	for _, name := range []string{filepath.Base(resources.BackupDir(state.Path())), reportsDirName} {
+		sub, err := state.Subdir(name)
+		if err != nil {
+			return nil, err
+		}
+		sub.Close()
+	}
+
+	// The journal says whether the plan was applied already (refused), or
+	// which of it an unfinished apply did (not done again).
+	r.j, err = openJournal(state, p, r.digest, r.now)
+	if err != nil {
+		return nil, err
+	}
+	defer r.j.close()
+	if d := r.j.damage(); d != nil {
+		r.logger.Warn("ignoring an unfinished last line of the apply journal", "path", d.Path, "bytes", d.Bytes)
+		r.hooks.Warning(d)
+	}
 
 	if err := r.preflight(ctx); err != nil {
 		return nil, err
 	}
-	return r.converge(ctx, started)
+	resumed := r.j.past.applies > 0
+	if err := r.j.begin(); err != nil {
+		return nil, err
+	}
+	return r.converge(ctx, started, resumed)
 }
 
-func hasWork(k resources.Kind) bool {
-	switch k {
-	case resources.Create, resources.Update, resources.Delete, resources.Run:
-		return true
+// lock takes the host-wide apply lock (when Applier.HostLock names one),
+// then the state directory's, both within one LockTimeout, always in that
+// order so that two waiting applies cannot deadlock. It returns the
+// function that releases them.
+func (r *run) lock(ctx context.Context) (func(), error) {
+	a := r.a
+	start := time.Now()
+	req := lockRequest{started: start, stop: a.Stop, now: r.now, digest: r.digest, stateDir: r.state.Path()}
+	if a.LockTimeout > 0 {
+		req.deadline = start.Add(a.LockTimeout)
 	}
-	return false
+	var host *applyLock
+	if a.HostLock != "" {
+		dir, err := OpenStateDir(filepath.Dir(a.HostLock))
+		if err != nil {
+			return nil, fmt.Errorf("host-wide apply lock: %w", err)
+		}
+		hreq := req
+		hreq.hostWide = true
+		host, err = acquireLock(ctx, dir, filepath.Base(a.HostLock), hreq)
+		dir.Close()
+		if err != nil {
+			return nil, err
+		}
+		r.logger.Debug("host-wide apply lock taken", "path", a.HostLock)
+	}
+	if host.sameFile(r.state, LockFileName) {
+		return host.release, nil
+	}
+	own, err := acquireLock(ctx, r.state, LockFileName, req)
+	if err != nil {
+		host.release()
+		return nil, err
+	}
+	r.logger.Debug("apply lock taken", "path", own.f.Name())
+	return func() {
+		own.release()
+		host.release()
+	}, nil
 }
 
 func countWork(p *plan.Plan) int {
 	n := 0
 	for _, r := range p.Resources {
-		if hasWork(r.Kind) {
+		if r.Kind.IsWork() {
 			n++
 		}
 	}
@@ -164,8 +253,12 @@ func plannedFingerprint(r *plan.Resource) string {
 func (r *run) preflight(ctx context.Context) error {
 	var errs []error
 	var stale []StaleResource
-	for _, pr := range r.p.Resources {
-		r.entries = append(r.entries, &entry{pr: pr, planned: plannedFingerprint(pr)})
+	for i, pr := range r.p.Resources {
+		e := &entry{pr: pr, idx: i, planned: plannedFingerprint(pr)}
+		if s := r.j.past.resources[i]; s.final() {
+			e.earlier = s
+		}
+		r.entries = append(r.entries, e)
 	}
 	// Every check only reads (Load, guards), and checks are independent:
 	// they run like the planner's reads, PreflightParallelism at a time;
@@ -219,50 +312,62 @@ type preflightResult struct {
 
 // preflightOne checks one resource against the plan: its guards' verdict,
 // then its live state. It marks e already done when the host is in its
-// planned state, and returns a stale entry for any other difference.
+// planned state, and returns a stale entry for any other difference. A
+// resource an earlier apply of the plan finished is not checked: it is
+// not done again, whatever it looks like now. A run an earlier apply
+// started but did not see end may or may not have happened: stale.
 func (r *run) preflightOne(ctx context.Context, e *entry) preflightResult {
 	pr := e.pr
-	if len(pr.GuardSpecs) > 0 && (pr.Kind == resources.Skip || hasWork(pr.Kind)) {
-		// The guards again: a different verdict makes the plan stale.
-		sr, err := r.guardsStale(ctx, pr)
-		if err != nil {
-			return preflightResult{err: &ResourceError{Address: pr.Address, Err: err}}
-		}
-		if sr != nil {
-			return preflightResult{stale: sr}
-		}
+	if e.earlier != nil {
+		return preflightResult{}
+	}
+	if s := r.j.past.resources[e.idx]; pr.Kind == resources.Run && s.inDoubt() {
+		return preflightResult{stale: inDoubt(pr.Address, s)}
+	}
+	switch pr.Kind {
+	case resources.Skip, resources.NoOp, resources.Create, resources.Update, resources.Delete, resources.Run:
+	default:
+		return preflightResult{err: &ResourceError{Address: pr.Address, Err: fmt.Errorf("the plan holds an unknown kind of step %q", pr.Kind)}}
 	}
 	if pr.Action == "nothing" && pr.Kind == resources.NoOp {
 		// Not read at plan time: nothing to compare. Its notified runs are
 		// checked by preflightNotified.
 		return preflightResult{}
 	}
-	switch pr.Kind {
-	case resources.Skip:
-		// Skipped by a guard at plan time, and still: not read.
+	// The guards again when they decided something: a different verdict
+	// makes the plan stale.
+	checkGuards := len(pr.GuardSpecs) > 0 && (pr.Kind == resources.Skip || pr.Kind.IsWork())
+	if pr.Kind == resources.Skip && !checkGuards {
 		return preflightResult{}
-	case resources.NoOp, resources.Create, resources.Update, resources.Delete, resources.Run:
-	default:
-		return preflightResult{err: &ResourceError{Address: pr.Address, Err: fmt.Errorf("the plan holds an unknown kind of step %q", pr.Kind)}}
 	}
 	t, d, err := plan.DesiredResource(r.a.Registry, pr)
 	if err != nil {
 		return preflightResult{err: &ResourceError{Address: pr.Address, Err: err}}
 	}
 	e.typ, e.desired = t, d
-	st, cur, err := r.read(ctx, e)
+	var guards []*guard.Spec
+	if checkGuards {
+		guards = pr.GuardSpecs
+	}
+	rd, err := r.lc.Evaluate(ctx, r.subject(e, guards))
+	if checkGuards && !guardsFailed(err) {
+		if sr := guardsStale(pr, pr.Guards, rd); sr != nil {
+			return preflightResult{stale: sr}
+		}
+	}
 	if err != nil {
 		return preflightResult{err: &ResourceError{Address: pr.Address, Err: err}}
 	}
-	if e.planned != "" && cur.Fingerprint() == e.planned {
+	if rd.Skip {
+		// Skipped by a guard at plan time, and still: not read.
 		return preflightResult{}
 	}
-	step, err := r.plan(e, st)
-	if err != nil {
-		return preflightResult{err: &ResourceError{Address: pr.Address, Err: err}}
+	if e.planned != "" && rd.Fingerprint() == e.planned {
+		return preflightResult{}
 	}
+	step := rd.Step
 	switch {
-	case step.Kind == resources.NoOp && hasWork(pr.Kind):
+	case step.Kind == resources.NoOp && pr.Kind.IsWork():
 		r.logger.Debug("already in the planned state", "resource", pr.Address)
 		e.alreadyDone = true
 		return preflightResult{}
@@ -275,50 +380,42 @@ func (r *run) preflightOne(ctx context.Context, e *entry) preflightResult {
 	}
 	sr := &StaleResource{Address: pr.Address, Planned: pr.Kind, Now: step.Kind}
 	if pr.Current != nil {
-		sr.Differences = plan.CompareCurrent(pr.Current, cur)
+		sr.Differences = plan.CompareCurrent(pr.Current, rd.Current)
 		if len(sr.Differences) == 0 {
-			sr.Differences = []plan.Difference{{Property: "fingerprint", Then: e.planned, Now: cur.Fingerprint()}}
+			sr.Differences = []plan.Difference{{Property: "fingerprint", Then: e.planned, Now: rd.Fingerprint()}}
 		}
 	}
 	return preflightResult{stale: sr}
 }
 
-// read loads e's live state and its stored form.
-func (r *run) read(ctx context.Context, e *entry) (*resources.State, *plan.Current, error) {
-	var st *resources.State
-	err := r.protect(e, "Load", func() error {
-		var err error
-		st, err = e.typ.Load(ctx, e.desired.LoadView())
-		return err
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("read the live state: %w", err)
-	}
-	if st == nil {
-		return nil, nil, fmt.Errorf("read the live state: resource type %q returned no state", e.pr.Type)
-	}
-	return st, plan.StoreCurrent(e.typ.Schema(), st, r.p.Salt, e.pr.Sensitive), nil
+// inDoubt is the stale entry of a run an earlier apply of the plan started
+// and did not see end.
+func inDoubt(addr string, s *pastStep) *StaleResource {
+	return &StaleResource{Address: addr, Planned: resources.Run, StartedEarlier: s.started, Differences: []plan.Difference{{
+		Property: "run",
+		Then:     "not run",
+		Now:      "started at " + s.started.UTC().Format(time.RFC3339) + " by an earlier apply of this plan that did not record its end: it may or may not have run",
+	}}}
 }
 
-// plan asks e's type what it would do from live state st.
-func (r *run) plan(e *entry, st *resources.State) (*resources.Step, error) {
-	var step *resources.Step
-	err := r.protect(e, "Plan", func() error {
-		var err error
-		step, err = e.typ.Plan(e.desired, st)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("plan from the live state: %w", err)
+// subject is the lifecycle subject of e, with guards (nil: not guarded).
+func (r *run) subject(e *entry, guards []*guard.Spec) *plan.Subject {
+	return &plan.Subject{
+		Address: e.pr.Address, Type: e.typ, Desired: e.desired, Guards: guards,
+		Sensitive: e.pr.Sensitive, SensitiveProps: e.pr.SensitiveProperties, Salt: r.p.Salt,
 	}
-	if step == nil {
-		return nil, fmt.Errorf("plan from the live state: resource type %q returned no step", e.pr.Type)
-	}
-	return step, nil
 }
 
-// protect runs f, turning a panic into an error so one broken resource type
-// cannot take down the apply.
+// guardsFailed reports whether err is a guard that could not run (there is
+// no verdict to compare then).
+func guardsFailed(err error) bool {
+	var le *plan.LifecycleError
+	return err != nil && (!errors.As(err, &le) || le.Phase == plan.PhaseGuards)
+}
+
+// protect runs a resource type's Converge, turning a panic into an error
+// so one broken resource type cannot take down the apply. (Load and Plan
+// are protected by the lifecycle.)
 func (r *run) protect(e *entry, method string, f func() error) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
@@ -339,23 +436,35 @@ func stopped(stop <-chan struct{}) bool {
 }
 
 // converge runs every resource with planned work in plan order and writes
-// the report.
-func (r *run) converge(ctx context.Context, started time.Time) (*Report, error) {
-	rep := &Report{PlanDigest: r.a.PlanDigest, Host: r.p.Host.Hostname, Started: started}
+// the report. resumed is set when an earlier apply of the plan did part of
+// it: what the journal says it finished is reported, not done again, and
+// the notifications its changes fired run if they had not.
+func (r *run) converge(ctx context.Context, started time.Time, resumed bool) (*Report, error) {
+	rep := &Report{PlanDigest: r.digest, Host: r.p.Host.Hostname, Started: started, Resumed: resumed}
 	rep.Resources = make([]ResourceReport, len(r.entries))
 	for i, e := range r.entries {
 		rep.Resources[i] = ResourceReport{Address: e.pr.Address, Kind: e.pr.Kind, Outcome: OutcomeNotStarted, Reason: e.pr.Reason}
+		if e.earlier != nil {
+			rr := &rep.Resources[i]
+			rr.Outcome, rr.Reason = OutcomeDoneEarlier, doneEarlier(e.earlier)
+			r.hooks.Resumed(e.pr, *rr)
+		}
 	}
-	var runErr error
 	last := ""
 	nt := newNotifier(r, rep)
+	runErr := nt.resume(ctx)
 	for i, e := range r.entries {
+		if runErr != nil {
+			break
+		}
 		rr := &rep.Resources[i]
 		switch {
+		case e.earlier != nil:
+			continue
 		case e.pr.Kind == resources.Skip:
 			rr.Outcome = OutcomeSkipped
 			continue
-		case !hasWork(e.pr.Kind):
+		case !e.pr.Kind.IsWork():
 			rr.Outcome = OutcomeUnchanged
 			continue
 		}
@@ -381,6 +490,9 @@ func (r *run) converge(ctx context.Context, started time.Time) (*Report, error) 
 			}
 		}
 		if err == nil {
+			err = r.j.Err() // nothing more runs unrecorded
+		}
+		if err == nil {
 			continue
 		}
 		if ctx.Err() != nil {
@@ -396,7 +508,7 @@ func (r *run) converge(ctx context.Context, started time.Time) (*Report, error) 
 	}
 	var ie *InterruptedError
 	interrupted := errors.As(runErr, &ie)
-	if !interrupted && ctx.Err() == nil {
+	if !interrupted && ctx.Err() == nil && r.j.Err() == nil {
 		// Delayed notifications run even after a failure, as Chef's do;
 		// the failure is reported after them.
 		if err := nt.drain(ctx); err != nil {
@@ -407,73 +519,95 @@ func (r *run) converge(ctx context.Context, started time.Time) (*Report, error) 
 	if interrupted {
 		rep.Interrupted = true
 		for i, e := range r.entries {
-			if rep.Resources[i].Outcome == OutcomeNotStarted && hasWork(e.pr.Kind) {
+			if rep.Resources[i].Outcome == OutcomeNotStarted && e.pr.Kind.IsWork() {
 				ie.NotStarted++
 			}
 		}
 	}
+	rep.PlanFinished = runErr == nil
 	rep.Finished = r.now()
 	rep.tally()
-	if err := rep.write(r.a.StateDir); err != nil {
+	if err := rep.write(r.state); err != nil {
 		r.logger.Error("could not write the apply report", "error", err)
 		runErr = errors.Join(runErr, err)
 	}
+	r.end(rep, interrupted)
 	return rep, runErr
+}
+
+// end records the end of this apply in the journal. A plan whose journal
+// cannot say it finished is resumed, with nothing left to do, by its next
+// apply, so this failing is a warning, not an error.
+func (r *run) end(rep *Report, interrupted bool) {
+	outcome := "complete"
+	switch {
+	case interrupted:
+		outcome = "interrupted"
+	case !rep.PlanFinished:
+		outcome = "failed"
+	}
+	err, cleanup := r.j.finish(outcome, rep.PlanFinished, rep.Path)
+	if err != nil {
+		r.logger.Error("could not record the end of the apply in the journal", "error", err)
+		r.hooks.Warning(err)
+	}
+	if cleanup != nil {
+		r.logger.Warn("could not compact or prune apply journals", "error", cleanup)
+		r.hooks.Warning(&JournalError{Path: r.j.dir.Path(), Err: fmt.Errorf("compacting or pruning: %w", cleanup)})
+	}
+}
+
+// doneEarlier is the reason of a step an earlier apply of the plan
+// finished: "changed by an earlier apply of this plan at 2025-…".
+func doneEarlier(s *pastStep) string {
+	return fmt.Sprintf("%s by an earlier apply of this plan at %s; not done again", s.outcome, s.at.UTC().Format(time.RFC3339))
 }
 
 // convergeOne reads e again and converges it toward the live reading within
 // what the plan showed. It fills rr and returns the resource's error.
 func (r *run) convergeOne(ctx context.Context, e *entry, rr *ResourceReport) error {
-	if len(e.pr.GuardSpecs) > 0 {
-		// The guards once more, right before converging: an earlier
-		// change of this run may have flipped one. A resource that would
-		// now be skipped is skipped; the opposite cannot happen here, as
-		// a resource skipped at plan time is never converged.
-		why, err := r.guardsSkipNow(ctx, e.pr)
-		if err != nil || why != "" {
-			r.hooks.PreApply(e.pr)
-			if err != nil {
-				err = &ResourceError{Address: e.pr.Address, Err: err}
-				rr.Error = err.Error()
-				rr.Outcome = OutcomeFailed
-				if e.pr.IgnoreFailure {
-					rr.Outcome = OutcomeFailedIgnored
-				}
-			} else {
-				rr.Outcome = OutcomeSkipped
-				rr.Reason = "skipped: " + why
-				rr.DiffersFromPlan = why
-				r.logger.Info("guard flipped by an earlier change in this run: skipping", "resource", e.pr.Address, "guard", why)
-			}
-			r.hooks.PostApply(e.pr, *rr)
-			return err
-		}
+	if err := r.j.Err(); err != nil {
+		return err
 	}
-	var st *resources.State
-	var cur *plan.Current
-	var step *resources.Step
-	if e.alreadyDone {
-		// Read again: an earlier resource in this run may have undone it.
-		var err error
-		st, cur, err = r.read(ctx, e)
-		if err == nil {
-			step, err = r.plan(e, st)
-		}
-		if err == nil && step.Kind == resources.NoOp {
-			rr.Outcome = OutcomeAlreadyDone
-			rr.Reason = "already in the planned state (" + e.pr.Reason + " at plan time)"
-			r.hooks.AlreadyDone(e.pr)
-			return nil
-		}
-		if err != nil {
-			st, cur, step = nil, nil, nil // read again below, and report it
-		}
-	}
-
-	r.hooks.PreApply(e.pr)
+	// The guards once more, right before converging: an earlier change of
+	// this run may have flipped one. A resource that would now be skipped
+	// is skipped; the opposite cannot happen here, as a resource skipped at
+	// plan time is never converged.
+	//
+	// Every outcome is recorded in the journal before the hooks hear of
+	// it, and a run is recorded as started before it starts: whatever is
+	// printed as done is on disk as done.
 	start := time.Now()
-	err := r.convergeStep(ctx, e, rr, st, cur, step)
+	ref := stepRef{index: e.idx}
+	rd, err := r.lc.Evaluate(ctx, r.subject(e, e.pr.GuardSpecs))
+	switch {
+	case err == nil && rd.Skip:
+		r.hooks.PreApply(e.pr)
+		why := skippedNow(rd)
+		rr.Outcome = OutcomeSkipped
+		rr.Reason = "skipped: " + why
+		rr.DiffersFromPlan = why
+		r.logger.Info("guard flipped by an earlier change in this run: skipping", "resource", e.pr.Address, "guard", why)
+		jerr := r.j.ended(ref, e.pr.Address, e.pr.Kind, rr.Outcome, nil)
+		r.hooks.PostApply(e.pr, *rr)
+		return jerr
+	case err == nil && e.alreadyDone && rd.Step.Kind == resources.NoOp:
+		// Read again: an earlier resource in this run may have undone it.
+		rr.Outcome = OutcomeAlreadyDone
+		rr.Reason = "already in the planned state (" + e.pr.Reason + " at plan time)"
+		jerr := r.j.ended(ref, e.pr.Address, e.pr.Kind, rr.Outcome, nil)
+		r.hooks.AlreadyDone(e.pr)
+		return jerr
+	}
+	if jerr := r.j.started(ref, e.pr.Address, e.pr.Kind); jerr != nil {
+		return jerr
+	}
+	r.hooks.PreApply(e.pr)
+	if err == nil {
+		err = r.convergeStep(ctx, e, rr, rd)
+	}
 	rr.DurationMS = time.Since(start).Milliseconds()
+	recorded := rr.Outcome
 	if err != nil {
 		err = &ResourceError{Address: e.pr.Address, Err: err}
 		rr.Error = err.Error()
@@ -481,25 +615,33 @@ func (r *run) convergeOne(ctx context.Context, e *entry, rr *ResourceReport) err
 		if e.pr.IgnoreFailure {
 			rr.Outcome = OutcomeFailedIgnored
 		}
+		recorded = failedOutcome(ctx, rr.Outcome)
+	}
+	if jerr := r.j.ended(ref, e.pr.Address, e.pr.Kind, recorded, nil); jerr != nil {
+		err = errors.Join(err, jerr)
 	}
 	r.hooks.PostApply(e.pr, *rr)
 	return err
 }
 
-func (r *run) convergeStep(ctx context.Context, e *entry, rr *ResourceReport, st *resources.State, cur *plan.Current, step *resources.Step) error {
-	var err error
-	if st == nil {
-		if st, cur, err = r.read(ctx, e); err != nil {
-			return err
-		}
-		if step, err = r.plan(e, st); err != nil {
-			return err
-		}
+// failedOutcome is what the journal records of a failure: aborted when ctx
+// was cancelled while the step ran (it may have done part of its work),
+// else the report's outcome.
+func failedOutcome(ctx context.Context, outcome string) string {
+	if ctx.Err() != nil {
+		return journalAborted
 	}
-	if e.planned != "" && cur.Fingerprint() != e.planned {
-		rr.DiffersFromPlan = describeDifferences(e.pr.Current, cur)
+	return outcome
+}
+
+// convergeStep converges e from rd, a reading taken right before, within
+// what the plan showed.
+func (r *run) convergeStep(ctx context.Context, e *entry, rr *ResourceReport, rd *plan.Reading) error {
+	if e.planned != "" && rd.Fingerprint() != e.planned {
+		rr.DiffersFromPlan = describeDifferences(e.pr.Current, rd.Current)
 		r.logger.Info("live state differs from the plan because of an earlier change in this run", "resource", e.pr.Address, "differences", rr.DiffersFromPlan)
 	}
+	step := rd.Step
 	if step.Kind == resources.NoOp {
 		rr.Outcome = OutcomeUnchanged
 		rr.Reason = "already in the planned state"
@@ -516,6 +658,9 @@ func (r *run) convergeStep(ctx context.Context, e *entry, rr *ResourceReport, st
 	}
 
 	env := &resources.Env{StateDir: r.a.StateDir, Logger: r.logger.Named(e.pr.Address), Sensitive: e.pr.Sensitive}
+	if !e.pr.Sensitive {
+		env.Output = func(stream, line string) { r.hooks.Output(e.pr, stream, line) }
+	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -533,8 +678,8 @@ func (r *run) convergeStep(ctx context.Context, e *entry, rr *ResourceReport, st
 			}
 		}
 	}()
-	err = r.protect(e, "Converge", func() error {
-		return e.typ.Converge(ctx, env, e.desired, st, step)
+	err := r.protect(e, "Converge", func() error {
+		return e.typ.Converge(ctx, env, e.desired, rd.State, step)
 	})
 	close(done)
 	wg.Wait()
@@ -545,28 +690,25 @@ func (r *run) convergeStep(ctx context.Context, e *entry, rr *ResourceReport, st
 	return nil
 }
 
-// guardsStale evaluates pr's guards again at pre-flight. It returns the
-// stale entry when the verdict (skip or not) is not the plan's.
-func (r *run) guardsStale(ctx context.Context, pr *plan.Resource) (*StaleResource, error) {
-	outs, skip, _, err := guard.EvaluateAll(ctx, r.a.Registry, pr.GuardSpecs, r.logger.Named("guard"))
-	if err != nil {
-		return nil, fmt.Errorf("evaluating its guards again: %w", err)
-	}
+// guardsStale compares the guards' verdict in rd with the plan's (kind
+// planned, results planned). It returns the stale entry when the verdict
+// (skip or not) is not the plan's.
+func guardsStale(pr *plan.Resource, planned []plan.GuardResult, rd *plan.Reading) *StaleResource {
 	plannedSkip := pr.Kind == resources.Skip
-	if skip == plannedSkip {
-		return nil, nil
+	if rd.Skip == plannedSkip {
+		return nil
 	}
 	sr := &StaleResource{Address: pr.Address, Planned: pr.Kind}
-	if skip {
+	if rd.Skip {
 		sr.Now = resources.Skip
 	}
-	for i, o := range outs {
+	for i, o := range rd.Guards {
 		then := "not evaluated"
-		if i < len(pr.Guards) {
-			if pr.Guards[i].Passed == o.Condition {
+		if i < len(planned) {
+			if planned[i].Passed == o.Condition {
 				continue
 			}
-			then = conditionWord(o.Spec, pr.Guards[i].Passed, false)
+			then = conditionWord(o.Spec, planned[i].Passed, false)
 		}
 		sr.Differences = append(sr.Differences, plan.Difference{
 			Property: "guard " + o.Spec.Describe(),
@@ -574,22 +716,14 @@ func (r *run) guardsStale(ctx context.Context, pr *plan.Resource) (*StaleResourc
 			Now:      conditionWord(o.Spec, o.Condition, true),
 		})
 	}
-	return sr, nil
+	return sr
 }
 
-// guardsSkipNow evaluates pr's guards again right before it converges and
-// returns, when one now decides to skip it, how it differs from the plan:
-// "not_if `test -f x` now true".
-func (r *run) guardsSkipNow(ctx context.Context, pr *plan.Resource) (string, error) {
-	outs, skip, by, err := guard.EvaluateAll(ctx, r.a.Registry, pr.GuardSpecs, r.logger.Named("guard"))
-	if err != nil {
-		return "", fmt.Errorf("evaluating its guards again: %w", err)
-	}
-	if !skip {
-		return "", nil
-	}
-	o := outs[by]
-	return o.Spec.Describe() + " now " + conditionWord(o.Spec, o.Condition, true), nil
+// skippedNow words the guard that now decides to skip a resource the plan
+// runs: "not_if `test -f x` now true".
+func skippedNow(rd *plan.Reading) string {
+	o := rd.Guards[rd.DecidedBy]
+	return o.Spec.Describe() + " now " + conditionWord(o.Spec, o.Condition, true)
 }
 
 // conditionWord words a guard's condition: "passed"/"failed" for an

@@ -1,28 +1,44 @@
-// Package apply executes a saved Plan on the host it was made for: it takes
-// the apply lock, runs the staleness pre-flight, converges each resource in
-// plan order, and writes a JSON report to the state directory.
+// Package apply executes a saved Plan on the host it was made for, once: it
+// takes the apply locks, reads the plan's journal, runs the staleness
+// pre-flight, converges each resource in plan order, recording each step
+// in the journal, and writes a JSON report to the state directory.
 //
 // The steps follow design §8:
 //
 //  1. A plan marked errored is refused. (The command verifies the plan file's
 //     checksum, format version and host before calling Apply.)
-//  2. The apply lock, {StateDir}/apply.lock, is held with flock for the whole
-//     run: one apply per host at a time. A second apply fails fast with a
-//     *LockHeldError naming the holder, or waits up to Applier.LockTimeout.
-//  3. Pre-flight: every resource the plan read is read again before anything
-//     changes. A reading identical to the plan's is fine; a resource already
-//     in the planned state counts as "already done" (so re-running a plan
-//     after an interruption is safe); any other difference makes the plan
-//     stale: Apply returns a *StaleError listing every difference and the
-//     host is untouched.
-//  4. Converge in plan order. Right before each resource it is read again; a
+//  2. The state directory is opened and checked (statedir.go): created 0700
+//     when missing, refused with an *UntrustedError when another user owns
+//     it or could write it or a directory above it; every file in it is
+//     opened no-follow relative to the opened directory and checked with
+//     fstat before it is written. Then two locks are held with flock for
+//     the whole run, always in this order: the host-wide lock
+//     (Applier.HostLock; its directory is checked like the state
+//     directory), so that applies with different state directories exclude
+//     each other, and {StateDir}/apply.lock. A second apply fails fast with
+//     a *LockHeldError naming the holder and which lock, or waits up to
+//     Applier.LockTimeout for both.
+//  3. The plan's journal (journal.go), {StateDir}/journal/sha256-HEX.jsonl,
+//     says what earlier applies of this plan did. A plan an apply finished
+//     is refused with an *AlreadyAppliedError; an old plan with no journal
+//     with a *PlanTooOldError; a journal that is not toque's, or not this
+//     plan's, with a *JournalError. An unfinished apply is resumed: what the
+//     journal says it finished is reported "done earlier" (Hooks.Resumed)
+//     and not done again, and the notifications its changes owe are run.
+//  4. Pre-flight: every other resource the plan read is read again before
+//     anything changes. A reading identical to the plan's is fine; a
+//     resource already in the planned state counts as "already done"; a
+//     run an earlier apply of the plan started but did not see end, or any
+//     other difference, makes the plan stale: Apply returns a *StaleError
+//     listing every difference and the host is untouched.
+//  5. Converge in plan order. Right before each resource it is read again; a
 //     difference from the plan at that point was caused by this run (an
 //     earlier resource), so the resource converges toward the live reading
 //     and its report says how it differed — but only within what the plan
 //     showed: a step that would change a property the plan did not list, or
 //     do more than the planned kind of step, fails that resource instead.
 //     A panicking resource type fails only its resource.
-//  5. Notifications (notify.go), following what really changed: a
+//  6. Notifications (notify.go), following what really changed: a
 //     "before" edge runs its target right before the notifier changes, an
 //     "immediately" one right after it changed, and "delayed" ones are
 //     queued, de-duplicated and run at the end in queue order — also after
@@ -30,8 +46,15 @@
 //     as a notified run the plan lists (Plan.NotifiedRuns), checked against
 //     that plan like a resource; a notifier that did not change fires
 //     nothing, and the report says so (Report.Notified).
-//  6. A Report is written as JSON to {StateDir}/reports/ once convergence has
-//     started, also when the run failed or was interrupted.
+//     Every step's outcome is appended to the journal, and made durable,
+//     before the hooks hear of it; a run (kind "run") is recorded as started
+//     before it starts. An apply that cannot write its journal stops before
+//     the next step.
+//  7. A Report is written as JSON to {StateDir}/reports/ once convergence has
+//     started, also when the run failed or was interrupted; then the
+//     journal records the end of the apply, finished or not. A finished
+//     plan's journal is compacted; journals older than JournalRetention are
+//     pruned.
 //
 // Progress reaches the user through the Hooks interface, which the command
 // implements; this package never prints.
@@ -46,9 +69,16 @@
 //	*LockHeldError           4  another apply holds the lock; nothing was changed
 //	*InterruptedError        5  the first SIGINT stopped the run between resources,
 //	                            or the second aborted it (Aborted)
-//	anything else            1  error: an errored plan, a pre-flight read failure,
+//	*AlreadyAppliedError     6  an apply of the plan finished already; nothing was changed
+//	anything else            1  error: an errored plan, an untrusted state
+//	                            directory (*UntrustedError), a journal toque cannot
+//	                            read or write (*JournalError), a plan too old to tell
+//	                            (*PlanTooOldError), a pre-flight read failure,
 //	                            a failed resource (*ResourceError), a report
 //	                            that could not be written
+//
+// A run that did not finish (exit 1 for a failed resource, 5) leaves the
+// plan unfinished: applying the same plan again resumes it.
 //
 // Package apply is not the planner, the plan file reader or the renderer
 // (package plan), and not the CLI (package command): it does not verify plan

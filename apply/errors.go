@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -23,12 +24,16 @@ type StaleResource struct {
 	// would do from the live reading (empty when it could not say).
 	Planned resources.Kind
 	Now     resources.Kind
+	// StartedEarlier is set for a run an earlier apply of the plan started
+	// and did not see end (killed while it ran): toque cannot tell whether
+	// it ran, so a person must decide, with a new plan.
+	StartedEarlier time.Time
 }
 
 func (e *StaleError) Error() string {
 	var b strings.Builder
 	n := len(e.Resources)
-	fmt.Fprintf(&b, "the plan is stale: %d resource%s changed on the host since the plan was made, so nothing was applied:\n", n, plural(n))
+	fmt.Fprintf(&b, "the plan is stale: %d resource%s changed on the host since the plan was made, or may have, so nothing was applied:\n", n, plural(n))
 	for _, r := range e.Resources {
 		for _, d := range r.Differences {
 			fmt.Fprintf(&b, "\n  %s: %s: %s at plan time, now %s", r.Address, d.Property, orNone(d.Then), orNone(d.Now))
@@ -48,23 +53,33 @@ func orNone(s string) string {
 	return s
 }
 
-// LockHeldError is returned when another apply holds the lock. Nothing was
-// changed. Exit code 4.
+// LockHeldError is returned when another apply holds the lock: the
+// host-wide one (HostWide) or the state directory's. Nothing was changed.
+// Exit code 4.
 type LockHeldError struct {
-	// PID, User, Hostname and Since describe the holder as it recorded
-	// itself; PID is 0 when the holder's record could not be read.
+	// PID, User, Hostname, Since and StateDir describe the holder as it
+	// recorded itself; PID is 0 when the holder's record could not be
+	// read.
 	PID      int
 	User     string
 	Hostname string
 	Since    time.Time
+	StateDir string
+	// Path is the lock file; HostWide is set when it is the host-wide
+	// lock (Applier.HostLock) rather than the state directory's.
 	Path     string
+	HostWide bool
 	// Waited is how long this apply waited (LockTimeout) before giving up.
 	Waited time.Duration
 }
 
 func (e *LockHeldError) Error() string {
 	var b strings.Builder
-	b.WriteString("another toque apply holds the lock")
+	b.WriteString("another toque apply holds the ")
+	if e.HostWide {
+		b.WriteString("host-wide ")
+	}
+	b.WriteString("lock")
 	if e.PID != 0 {
 		fmt.Fprintf(&b, ": pid %d", e.PID)
 		if e.User != "" {
@@ -72,6 +87,9 @@ func (e *LockHeldError) Error() string {
 		}
 		if !e.Since.IsZero() {
 			fmt.Fprintf(&b, " since %s", e.Since.Format(time.RFC3339))
+		}
+		if e.StateDir != "" {
+			fmt.Fprintf(&b, ", with state directory %s", e.StateDir)
 		}
 	} else {
 		b.WriteString(" (its holder did not record itself)")
@@ -118,6 +136,21 @@ func (e *InterruptedError) Error() string {
 }
 
 func (e *InterruptedError) Unwrap() error { return e.Err }
+
+// ownFailure reports whether err is the failure of addr itself, not of a
+// target it notified (whose own ignore_failure decides for it) nor of the
+// journal (which stops every apply).
+func ownFailure(err error, addr string) bool {
+	var je *JournalError
+	if errors.As(err, &je) {
+		return false
+	}
+	var re *ResourceError
+	if errors.As(err, &re) {
+		return re.Address == addr
+	}
+	return true
+}
 
 // ResourceError is one resource that failed: a read, a refused step, an
 // error or a panic in its type.

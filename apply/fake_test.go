@@ -279,7 +279,9 @@ type recorder struct {
 	mu     sync.Mutex
 	events []string
 	beats  []time.Duration
-	onPre  func(r *plan.Resource)
+	// beatsOf are the heartbeats by resource address.
+	beatsOf map[string][]time.Duration
+	onPre   func(r *plan.Resource)
 }
 
 func (h *recorder) add(s string) {
@@ -303,9 +305,23 @@ func (h *recorder) Heartbeat(r *plan.Resource, elapsed time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.beats = append(h.beats, elapsed)
+	if h.beatsOf == nil {
+		h.beatsOf = map[string][]time.Duration{}
+	}
+	h.beatsOf[r.Address] = append(h.beatsOf[r.Address], elapsed)
 }
 
 func (h *recorder) AlreadyDone(r *plan.Resource) { h.add("done " + r.Address) }
+
+func (h *recorder) Output(r *plan.Resource, stream, line string) {
+	h.add("output " + r.Address + " " + stream + " " + line)
+}
+
+func (h *recorder) Resumed(r *plan.Resource, rr ResourceReport) {
+	h.add("earlier " + r.Address + " " + rr.Outcome)
+}
+
+func (h *recorder) Warning(err error) { h.add("warning " + err.Error()) }
 
 func (h *recorder) Events() []string {
 	h.mu.Lock()
@@ -317,11 +333,10 @@ func newApplier(t *testing.T, reg *resources.Registry) (*Applier, *recorder) {
 	t.Helper()
 	h := &recorder{}
 	return &Applier{
-		Registry:   reg,
-		StateDir:   filepath.Join(t.TempDir(), "state"),
-		Logger:     hclog.NewNullLogger(),
-		Hooks:      h,
-		PlanDigest: "sha256:testdigest",
+		Registry: reg,
+		StateDir: filepath.Join(t.TempDir(), "state"),
+		Logger:   hclog.NewNullLogger(),
+		Hooks:    h,
 	}, h
 }
 

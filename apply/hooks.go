@@ -26,6 +26,23 @@ type Hooks interface {
 	// PostApply, for a resource with planned work that was found already in
 	// the planned state (an earlier, interrupted run of the plan did it).
 	AlreadyDone(r *plan.Resource)
+	// Output is called, between PreApply and PostApply, with each line a
+	// resource with live_stream = true prints (stream is "stdout" or
+	// "stderr"), as it prints it; the line is escaped already. It is
+	// called from the process's reader goroutines, concurrently with
+	// Heartbeat: implementations lock.
+	Output(r *plan.Resource, stream, line string)
+	// Resumed is called, instead of PreApply and PostApply, for a resource
+	// or notified run that an earlier, unfinished apply of the same plan
+	// finished (the journal says so): it is not done again. rr has the
+	// outcome "done earlier", and its Reason says what that apply did and
+	// when. Resources come in plan order, before the first resource this
+	// apply converges; notified runs after them.
+	Resumed(r *plan.Resource, rr ResourceReport)
+	// Warning is called with something that did not stop the apply but
+	// deserves a look: a *JournalDamage, or a journal that could not be
+	// compacted or pruned.
+	Warning(err error)
 }
 
 // NopHooks ignores every call.
@@ -35,3 +52,6 @@ func (NopHooks) PreApply(*plan.Resource)                  {}
 func (NopHooks) PostApply(*plan.Resource, ResourceReport) {}
 func (NopHooks) Heartbeat(*plan.Resource, time.Duration)  {}
 func (NopHooks) AlreadyDone(*plan.Resource)               {}
+func (NopHooks) Output(*plan.Resource, string, string)    {}
+func (NopHooks) Resumed(*plan.Resource, ResourceReport)   {}
+func (NopHooks) Warning(error)                            {}

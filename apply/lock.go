@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/user"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -28,28 +27,44 @@ type lockHolder struct {
 	Hostname   string `json:"hostname"`
 	Since      string `json:"since"` // RFC 3339
 	PlanDigest string `json:"plan_digest,omitempty"`
+	// StateDir is the holder's state directory: in the host-wide lock it
+	// tells an apply with another state directory who is running.
+	StateDir string `json:"state_dir,omitempty"`
 }
 
 // applyLock is a held apply lock.
 type applyLock struct {
 	f *os.File
+	// dev and ino identify the lock file, so that one file named both as
+	// the host-wide lock and as the state directory's is locked once.
+	dev, ino uint64
 }
 
-// acquireLock takes the apply lock in stateDir, creating the directory
-// (0700) if it is missing. With timeout 0 it fails at once when the lock is
-// held; otherwise it polls until timeout, ctx is done or stop is closed.
-// The kernel releases an flock when its holder dies, so a lock file left by
-// a dead process never blocks.
-func acquireLock(ctx context.Context, stateDir string, timeout time.Duration, stop <-chan struct{}, now func() time.Time, digest string) (*applyLock, error) {
-	if err := os.MkdirAll(stateDir, 0o700); err != nil {
-		return nil, fmt.Errorf("create state directory: %w", err)
-	}
-	path := filepath.Join(stateDir, LockFileName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+// lockRequest is what acquireLock needs besides the file.
+type lockRequest struct {
+	// deadline is when to give up on a held lock; the zero time (or one
+	// already past) fails at once.
+	deadline time.Time
+	// started is when the waiting began, for LockHeldError.Waited.
+	started  time.Time
+	stop     <-chan struct{}
+	now      func() time.Time
+	digest   string
+	stateDir string
+	hostWide bool
+}
+
+// acquireLock takes the lock file name in dir (opened no-follow and checked
+// like every state file). It fails at once when the lock is held and
+// req.deadline is past; otherwise it polls until the deadline, ctx is done
+// or stop is closed. The kernel releases an flock when its holder dies, so
+// a lock file left by a dead process never blocks.
+func acquireLock(ctx context.Context, dir *StateDir, name string, req lockRequest) (*applyLock, error) {
+	path := dir.Join(name)
+	f, err := dir.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open apply lock: %w", err)
 	}
-	start := time.Now()
 	for {
 		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 		if err == nil {
@@ -59,37 +74,50 @@ func acquireLock(ctx context.Context, stateDir string, timeout time.Duration, st
 			f.Close()
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
-		waited := time.Since(start)
-		if waited >= timeout {
+		left := time.Until(req.deadline)
+		if left <= 0 {
 			held := readHolder(f, path)
-			if timeout > 0 {
-				held.Waited = waited
+			held.HostWide = req.hostWide
+			if !req.deadline.IsZero() {
+				held.Waited = time.Since(req.started)
 			}
 			f.Close()
 			return nil, held
 		}
-		wait := min(lockPoll, timeout-waited)
 		select {
 		case <-ctx.Done():
 			f.Close()
 			return nil, fmt.Errorf("waiting for the apply lock: %w", ctx.Err())
-		case <-stop:
+		case <-req.stop:
 			f.Close()
 			return nil, &InterruptedError{}
-		case <-time.After(wait):
+		case <-time.After(min(lockPoll, left)):
 		}
 	}
 	l := &applyLock{f: f}
-	if err := l.record(now(), digest); err != nil {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err == nil {
+		l.dev, l.ino = uint64(st.Dev), st.Ino
+	}
+	if err := l.record(req.now(), req.digest, req.stateDir); err != nil {
 		l.release()
 		return nil, err
 	}
 	return l, nil
 }
 
+// sameFile reports whether the lock file name in dir is the file l holds.
+func (l *applyLock) sameFile(dir *StateDir, name string) bool {
+	var st unix.Stat_t
+	if l == nil || unix.Fstatat(dir.fd(), name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return false
+	}
+	return uint64(st.Dev) == l.dev && st.Ino == l.ino
+}
+
 // record writes the holder's identity into the lock file.
-func (l *applyLock) record(since time.Time, digest string) error {
-	h := lockHolder{PID: os.Getpid(), Since: since.UTC().Format(time.RFC3339), PlanDigest: digest}
+func (l *applyLock) record(since time.Time, digest, stateDir string) error {
+	h := lockHolder{PID: os.Getpid(), Since: since.UTC().Format(time.RFC3339), PlanDigest: digest, StateDir: stateDir}
 	if u, err := user.Current(); err == nil {
 		h.User = u.Username
 	} else {
@@ -136,7 +164,7 @@ func readHolder(f *os.File, path string) *LockHeldError {
 	if json.Unmarshal(b, &h) != nil {
 		return e
 	}
-	e.PID, e.User, e.Hostname = h.PID, h.User, h.Hostname
+	e.PID, e.User, e.Hostname, e.StateDir = h.PID, h.User, h.Hostname, h.StateDir
 	if t, err := time.Parse(time.RFC3339, h.Since); err == nil {
 		e.Since = t
 	}

@@ -19,17 +19,34 @@ import (
 // lock in the state directory the variable names.
 const lockHolderEnv = "TOQUE_APPLY_TEST_HOLD_LOCK"
 
+// hostLockHolderEnv makes the test binary act as another toque apply, with
+// state directory holderStateDir, holding the host-wide lock file the
+// variable names.
+const hostLockHolderEnv = "TOQUE_APPLY_TEST_HOLD_HOST_LOCK"
+
+const holderStateDir = "/holder/state"
+
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(lockHolderEnv); dir != "" {
-		os.Exit(holdLock(dir))
+		os.Exit(holdLock(func() (*applyLock, error) { return lockIn(dir, "sha256:holder", time.Now) }))
+	}
+	if path := os.Getenv(hostLockHolderEnv); path != "" {
+		os.Exit(holdLock(func() (*applyLock, error) {
+			sd, err := OpenStateDir(filepath.Dir(path))
+			if err != nil {
+				return nil, err
+			}
+			defer sd.Close()
+			return acquireLock(context.Background(), sd, filepath.Base(path), lockRequest{now: time.Now, stateDir: holderStateDir, hostWide: true})
+		}))
 	}
 	os.Exit(m.Run())
 }
 
-// holdLock takes the apply lock, says "locked" on stdout, and holds the lock
-// until stdin is closed.
-func holdLock(dir string) int {
-	l, err := acquireLock(context.Background(), dir, 0, nil, time.Now, "sha256:holder")
+// holdLock takes a lock with take, says "locked" on stdout, and holds the
+// lock until stdin is closed.
+func holdLock(take func() (*applyLock, error)) int {
+	l, err := take()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -40,12 +57,35 @@ func holdLock(dir string) int {
 	return 0
 }
 
+// lockIn takes the apply lock of the state directory dir at once.
+func lockIn(dir, digest string, now func() time.Time) (*applyLock, error) {
+	sd, err := OpenStateDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer sd.Close()
+	return acquireLock(context.Background(), sd, LockFileName, lockRequest{now: now, digest: digest, stateDir: sd.Path()})
+}
+
 // startHolder runs another process holding the lock in stateDir; closing the
 // returned writer releases it.
 func startHolder(t *testing.T, stateDir string) (*exec.Cmd, io.WriteCloser) {
 	t.Helper()
+	return startLockHolder(t, lockHolderEnv+"="+stateDir)
+}
+
+// startHostHolder runs another process holding the host-wide lock file
+// path.
+func startHostHolder(t *testing.T, path string) *exec.Cmd {
+	t.Helper()
+	cmd, _ := startLockHolder(t, hostLockHolderEnv+"="+path)
+	return cmd
+}
+
+func startLockHolder(t *testing.T, env string) (*exec.Cmd, io.WriteCloser) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), lockHolderEnv+"="+stateDir)
+	cmd.Env = append(os.Environ(), env)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -166,7 +206,7 @@ func TestLockFileOfDeadProcessDoesNotBlock(t *testing.T) {
 func TestLockRecordsHolderAndReleases(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
 	since := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
-	l, err := acquireLock(context.Background(), dir, 0, nil, func() time.Time { return since }, "sha256:abc")
+	l, err := lockIn(dir, "sha256:abc", func() time.Time { return since })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,17 +219,17 @@ func TestLockRecordsHolderAndReleases(t *testing.T) {
 	if err := json.Unmarshal([]byte(readFile(t, path)), &h); err != nil {
 		t.Fatal(err)
 	}
-	if h.PID != os.Getpid() || h.Since != "2025-01-02T03:04:05Z" || h.PlanDigest != "sha256:abc" || h.User == "" {
+	if h.PID != os.Getpid() || h.Since != "2025-01-02T03:04:05Z" || h.PlanDigest != "sha256:abc" || h.User == "" || h.StateDir != dir {
 		t.Errorf("holder record %+v", h)
 	}
 	// A second open file description in this process conflicts too.
-	if _, err := acquireLock(context.Background(), dir, 0, nil, time.Now, ""); err == nil {
+	if _, err := lockIn(dir, "", time.Now); err == nil {
 		t.Fatal("the lock was taken twice")
 	} else if le := (*LockHeldError)(nil); !errors.As(err, &le) || le.PID != os.Getpid() {
 		t.Errorf("second lock: %v", err)
 	}
 	l.release()
-	l2, err := acquireLock(context.Background(), dir, 0, nil, time.Now, "")
+	l2, err := lockIn(dir, "", time.Now)
 	if err != nil {
 		t.Fatalf("lock not released: %v", err)
 	}

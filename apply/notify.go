@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toquehq/toque/guard"
 	"github.com/toquehq/toque/plan"
 	"github.com/toquehq/toque/resources"
 )
@@ -48,16 +49,61 @@ type notifier struct {
 	// differs holds, per notifier, how its live state differed from the
 	// plan when it converged: the notification followed the live truth.
 	differs map[string]string
+	// index is each planned run's index in Plan.NotifiedRuns (its key in
+	// the journal); earlier holds, for a run an earlier apply of the plan
+	// finished, the notifiers it ran for.
+	index   map[*plan.NotifiedRun]int
+	earlier map[*plan.NotifiedRun][]string
 }
 
 func newNotifier(r *run, rep *Report) *notifier {
-	n := &notifier{r: r, rep: rep, edges: map[string][]plan.Notification{}, used: map[*plan.NotifiedRun]bool{}, queued: map[notifyKey][]string{}, differs: map[string]string{}, active: map[notifyKey]bool{}}
+	n := &notifier{r: r, rep: rep, edges: map[string][]plan.Notification{}, used: map[*plan.NotifiedRun]bool{}, queued: map[notifyKey][]string{}, differs: map[string]string{}, active: map[notifyKey]bool{},
+		index: map[*plan.NotifiedRun]int{}, earlier: map[*plan.NotifiedRun][]string{}}
 	for _, pr := range r.p.Resources {
 		if len(pr.Notifications) > 0 {
 			n.edges[pr.Address] = pr.Notifications
 		}
 	}
+	for i, nr := range r.p.NotifiedRuns {
+		n.index[nr] = i
+	}
 	return n
+}
+
+// resume takes up what an earlier, unfinished apply of the plan left: its
+// finished notified runs are reported and not run again for the same
+// notifiers, and the edges of everything it changed are fired again, in the
+// order it changed them: an "immediately" run it did not get to runs now,
+// a "delayed" one is queued (a run already done for those notifiers is
+// not repeated). It returns the first error of a run that failed.
+func (n *notifier) resume(ctx context.Context) error {
+	past := n.r.j.past
+	for i, nr := range n.r.p.NotifiedRuns {
+		s := past.notified[i]
+		if !s.final() {
+			continue
+		}
+		n.earlier[nr] = s.covered
+		view := n.r.p.NotifiedView(nr)
+		rr := ResourceReport{Address: nr.Address, Kind: nr.Kind, Outcome: OutcomeDoneEarlier, Reason: nr.Reason + "; " + doneEarlier(s)}
+		n.rep.Notified = append(n.rep.Notified, rr)
+		n.r.hooks.Resumed(view, rr)
+	}
+	for _, ref := range past.changed {
+		var addr string
+		if ref.notified {
+			addr = n.r.p.NotifiedRuns[ref.index].Address
+		} else {
+			addr = n.r.p.Resources[ref.index].Address
+		}
+		if err := n.fire(ctx, addr, plan.TimingImmediately); err != nil {
+			return err
+		}
+		if err := n.fire(ctx, addr, plan.TimingDelayed); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // before runs e's before edges when e is about to change: its guards do
@@ -67,18 +113,9 @@ func (n *notifier) before(ctx context.Context, e *entry) error {
 	if !n.has(e.pr.Address, plan.TimingBefore) || e.typ == nil {
 		return nil
 	}
-	if len(e.pr.GuardSpecs) > 0 {
-		if why, err := r.guardsSkipNow(ctx, e.pr); err != nil || why != "" {
-			return nil // convergeOne evaluates them again and reports
-		}
-	}
-	st, _, err := r.read(ctx, e)
-	if err != nil {
-		return nil // convergeOne reads again and reports
-	}
-	step, err := r.plan(e, st)
-	if err != nil || step.Kind == resources.NoOp {
-		return nil
+	rd, err := r.lc.Evaluate(ctx, r.subject(e, e.pr.GuardSpecs))
+	if err != nil || rd.Skip || rd.Step.Kind == resources.NoOp {
+		return nil // convergeOne evaluates again and reports
 	}
 	return n.fire(ctx, e.pr.Address, plan.TimingBefore)
 }
@@ -140,7 +177,7 @@ func (n *notifier) fire(ctx context.Context, addr, timing string) error {
 func (n *notifier) drain(ctx context.Context) error {
 	var errs []error
 	for i := 0; i < len(n.queue); i++ {
-		if ctx.Err() != nil || stopped(n.r.a.Stop) {
+		if ctx.Err() != nil || stopped(n.r.a.Stop) || n.r.j.Err() != nil {
 			break
 		}
 		k := n.queue[i]
@@ -182,6 +219,10 @@ func (n *notifier) runTarget(ctx context.Context, k notifyKey, timing string, fr
 		n.rep.Notified = append(n.rep.Notified, ResourceReport{Address: k.addr, Outcome: OutcomeRefused, Reason: reason})
 		return nil
 	}
+	if done, ok := n.earlier[nr]; ok && subset(from, done) {
+		// An earlier apply of the plan ran it for these notifiers.
+		return nil
+	}
 	n.used[nr] = true
 	n.active[k] = true
 	defer delete(n.active, k)
@@ -196,7 +237,7 @@ func (n *notifier) runTarget(ctx context.Context, k notifyKey, timing string, fr
 	}
 	idx := len(n.rep.Notified)
 	n.rep.Notified = append(n.rep.Notified, rr)
-	err := n.converge(ctx, nr, view, &rr)
+	err := n.converge(ctx, nr, view, &rr, from)
 	if len(differs) > 0 {
 		if rr.DiffersFromPlan != "" {
 			differs = append(differs, rr.DiffersFromPlan)
@@ -205,7 +246,8 @@ func (n *notifier) runTarget(ctx context.Context, k notifyKey, timing string, fr
 	}
 	n.rep.Notified[idx] = rr
 	if err != nil {
-		if view.IgnoreFailure {
+		var je *JournalError
+		if view.IgnoreFailure && !errors.As(err, &je) {
 			r.logger.Warn("notified run failed; ignore_failure is set, continuing", "resource", k.addr, "error", err)
 			return nil
 		}
@@ -231,64 +273,70 @@ func typeReason(nr *plan.NotifiedRun) string {
 	return strings.TrimPrefix(nr.Reason[i+len(mark):], "; ")
 }
 
-func (n *notifier) converge(ctx context.Context, nr *plan.NotifiedRun, view *plan.Resource, rr *ResourceReport) error {
+// converge runs nr for the notifiers from, recording it in the journal as
+// convergeOne records a resource.
+func (n *notifier) converge(ctx context.Context, nr *plan.NotifiedRun, view *plan.Resource, rr *ResourceReport, from []string) error {
 	r := n.r
+	if err := r.j.Err(); err != nil {
+		return err
+	}
+	ref := stepRef{notified: true, index: n.index[nr]}
 	if nr.Kind == resources.Skip {
 		rr.Outcome = OutcomeSkipped
 		rr.Reason = "skipped: " + nr.Reason
-		return nil
+		return r.j.ended(ref, nr.Address, nr.Kind, rr.Outcome, from)
 	}
 	t, d, err := plan.DesiredResource(r.a.Registry, view)
 	if err != nil {
 		r.hooks.PreApply(view)
-		return n.failed(view, rr, err)
+		return n.failed(ctx, ref, from, view, rr, err)
 	}
 	e := &entry{pr: view, typ: t, desired: d, planned: nr.Fingerprint}
-	if len(nr.GuardSpecs) > 0 {
-		why, err := r.guardsSkipNow(ctx, view)
-		if err != nil {
-			r.hooks.PreApply(view)
-			return n.failed(view, rr, err)
-		}
-		if why != "" {
-			rr.Outcome = OutcomeSkipped
-			rr.Reason = "skipped: " + why
-			rr.DiffersFromPlan = why
-			return nil
-		}
+	start := time.Now()
+	rd, err := r.lc.Evaluate(ctx, r.subject(e, nr.GuardSpecs))
+	if err == nil && rd.Skip {
+		why := skippedNow(rd)
+		rr.Outcome = OutcomeSkipped
+		rr.Reason = "skipped: " + why
+		rr.DiffersFromPlan = why
+		return r.j.ended(ref, nr.Address, nr.Kind, rr.Outcome, from)
 	}
-	if n.has(view.Address, plan.TimingBefore) {
-		// Before edges of a notified run: only when it is about to change.
-		st, _, err := r.read(ctx, e)
-		if err == nil {
-			var step *resources.Step
-			if step, err = r.plan(e, st); err == nil && step.Kind != resources.NoOp {
-				if err := n.fire(ctx, view.Address, plan.TimingBefore); err != nil {
-					return err
-				}
-			}
+	if err == nil && rd.Step.Kind != resources.NoOp && n.has(view.Address, plan.TimingBefore) {
+		// Before edges of a notified run: only when it is about to
+		// change. Their targets may change what it reads: read again.
+		if err := n.fire(ctx, view.Address, plan.TimingBefore); err != nil {
+			return err
 		}
+		rd, err = r.lc.Evaluate(ctx, r.subject(e, nil))
+	}
+	if jerr := r.j.started(ref, nr.Address, nr.Kind); jerr != nil {
+		return jerr
 	}
 	r.hooks.PreApply(view)
-	start := time.Now()
-	err = r.convergeStep(ctx, e, rr, nil, nil, nil)
+	if err == nil {
+		err = r.convergeStep(ctx, e, rr, rd)
+	}
 	rr.DurationMS = time.Since(start).Milliseconds()
 	if err != nil {
-		return n.failed(view, rr, err)
+		return n.failed(ctx, ref, from, view, rr, err)
 	}
 	if rr.Outcome == OutcomeChanged {
 		rr.Reason = view.Reason
 	}
+	jerr := r.j.ended(ref, nr.Address, nr.Kind, rr.Outcome, from)
 	r.hooks.PostApply(view, *rr)
-	return nil
+	return jerr
 }
 
-func (n *notifier) failed(view *plan.Resource, rr *ResourceReport, err error) error {
+func (n *notifier) failed(ctx context.Context, ref stepRef, from []string, view *plan.Resource, rr *ResourceReport, err error) error {
 	err = &ResourceError{Address: view.Address, Err: err}
 	rr.Error = err.Error()
 	rr.Outcome = OutcomeFailed
 	if view.IgnoreFailure {
 		rr.Outcome = OutcomeFailedIgnored
+	}
+	if jerr := n.r.j.ended(ref, view.Address, view.Kind, failedOutcome(ctx, rr.Outcome), from); jerr != nil {
+		err = errors.Join(err, jerr)
 	}
 	n.r.hooks.PostApply(view, *rr)
 	return err
@@ -308,7 +356,7 @@ func (n *notifier) notFired(rep *Report, interrupted bool) {
 		}
 	}
 	for _, nr := range n.r.p.NotifiedRuns {
-		if n.used[nr] {
+		if _, done := n.earlier[nr]; n.used[nr] || done {
 			continue
 		}
 		var why []string
@@ -341,6 +389,16 @@ func (n *notifier) notFired(rep *Report, interrupted bool) {
 	}
 }
 
+// subset reports whether every one of xs is in of.
+func subset(xs, of []string) bool {
+	for _, x := range xs {
+		if !contains(of, x) {
+			return false
+		}
+	}
+	return true
+}
+
 func contains(xs []string, x string) bool {
 	for _, y := range xs {
 		if y == x {
@@ -361,65 +419,59 @@ func (r *run) preflightNotified(ctx context.Context) ([]StaleResource, []error) 
 	var stale []StaleResource
 	var errs []error
 	checked := map[string]bool{}
-	for _, nr := range r.p.NotifiedRuns {
+	for i, nr := range r.p.NotifiedRuns {
+		// As for resources: a run an earlier apply of the plan finished is
+		// not checked; one it started and did not see end is stale.
+		s := r.j.past.notified[i]
+		if s.final() {
+			continue
+		}
+		if nr.Kind == resources.Run && s.inDoubt() {
+			stale = append(stale, *inDoubt(nr.Address+" (notified "+nr.Action+")", s))
+			continue
+		}
 		key := nr.Address + "\x00" + nr.Action
 		if checked[key] {
 			continue
 		}
 		checked[key] = true
-		view := r.p.NotifiedView(nr)
-		if len(nr.GuardSpecs) > 0 && (nr.Kind == resources.Skip || nr.HasWork()) {
-			sr, err := r.guardsStale(ctx, view)
-			if err != nil {
-				errs = append(errs, &ResourceError{Address: nr.Address, Err: err})
-				continue
-			}
-			if sr != nil {
-				sr.Address = nr.Address + " (notified " + nr.Action + ")"
-				stale = append(stale, *sr)
-				continue
-			}
-		}
-		if !nr.HasWork() || nr.Fingerprint == "" {
+		checkGuards := len(nr.GuardSpecs) > 0 && (nr.Kind == resources.Skip || nr.HasWork())
+		read := nr.HasWork() && nr.Fingerprint != ""
+		if !checkGuards && !read {
 			continue
 		}
+		view := r.p.NotifiedView(nr)
+		label := nr.Address + " (notified " + nr.Action + ")"
 		t, d, err := plan.DesiredResource(r.a.Registry, view)
 		if err != nil {
 			errs = append(errs, &ResourceError{Address: nr.Address, Err: err})
 			continue
 		}
 		e := &entry{pr: view, typ: t, desired: d, planned: nr.Fingerprint}
-		st, cur, err := r.read(ctx, e)
+		var guards []*guard.Spec
+		if checkGuards {
+			guards = nr.GuardSpecs
+		}
+		rd, err := r.lc.Evaluate(ctx, r.subject(e, guards))
+		if checkGuards && !guardsFailed(err) {
+			if sr := guardsStale(view, nr.Guards, rd); sr != nil {
+				sr.Address = label
+				stale = append(stale, *sr)
+				continue
+			}
+		}
 		if err != nil {
 			errs = append(errs, &ResourceError{Address: nr.Address, Err: err})
 			continue
 		}
-		if cur.Fingerprint() == nr.Fingerprint {
+		if rd.Skip || !read || rd.Fingerprint() == nr.Fingerprint || rd.Step.Kind == nr.Kind {
 			continue
 		}
-		step, err := r.plan(e, st)
-		if err != nil {
-			errs = append(errs, &ResourceError{Address: nr.Address, Err: err})
-			continue
-		}
-		if step.Kind == nr.Kind {
-			continue
-		}
-		sr := StaleResource{Address: nr.Address + " (notified " + nr.Action + ")", Planned: nr.Kind, Now: step.Kind}
+		sr := StaleResource{Address: label, Planned: nr.Kind, Now: rd.Step.Kind}
 		if nr.Current != nil {
-			sr.Differences = plan.CompareCurrent(nr.Current, cur)
+			sr.Differences = plan.CompareCurrent(nr.Current, rd.Current)
 		}
 		stale = append(stale, sr)
 	}
 	return stale, errs
-}
-
-// ownFailure reports whether err is the failure of addr itself, not of a
-// target it notified (whose own ignore_failure decides for it).
-func ownFailure(err error, addr string) bool {
-	var re *ResourceError
-	if errors.As(err, &re) {
-		return re.Address == addr
-	}
-	return true
 }

@@ -2,9 +2,7 @@ package apply
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -20,6 +18,10 @@ const (
 	OutcomeFailedIgnored = "failed (ignored)"
 	OutcomeNotStarted    = "not started"
 	OutcomeSkipped       = "skipped"
+	// OutcomeDoneEarlier: an earlier apply of the same plan, which did not
+	// finish, finished this resource or notified run (the journal says
+	// so); it was not done again.
+	OutcomeDoneEarlier = "done earlier"
 )
 
 // Report is what an apply did, written as JSON to
@@ -39,17 +41,26 @@ type Report struct {
 	// notification is listed with the outcome "refused: not in the plan".
 	Notified []ResourceReport `json:"notified,omitempty"`
 	// Changed counts "changed"; Unchanged counts "unchanged" (no-op
-	// resources included); AlreadyDone counts "already done"; Failed counts
-	// "failed" and "failed (ignored)"; Skipped counts "skipped";
-	// NotStarted counts "not started".
+	// resources included); AlreadyDone counts "already done"; DoneEarlier
+	// counts "done earlier"; Failed counts "failed" and "failed
+	// (ignored)"; Skipped counts "skipped"; NotStarted counts "not
+	// started".
 	Changed     int `json:"changed"`
 	Unchanged   int `json:"unchanged"`
 	AlreadyDone int `json:"already_done"`
+	DoneEarlier int `json:"done_earlier"`
 	Failed      int `json:"failed"`
 	Skipped     int `json:"skipped"`
 	NotStarted  int `json:"not_started"`
 	// Interrupted is true when Stop or ctx ended the run before its end.
 	Interrupted bool `json:"interrupted"`
+	// Resumed is true when this apply resumed an earlier, unfinished apply
+	// of the same plan (its journal existed).
+	Resumed bool `json:"resumed"`
+	// PlanFinished is true when the plan is now finished: every resource and
+	// notified run reached its outcome, so the plan will not be applied
+	// again.
+	PlanFinished bool `json:"plan_finished"`
 	// Path is where the report was written ("" when it was not).
 	Path string `json:"-"`
 }
@@ -74,7 +85,7 @@ type ResourceReport struct {
 // notified runs that happened (a resource whose own action is nothing is
 // then counted by its notified runs, not as unchanged).
 func (r *Report) tally() {
-	r.Changed, r.Unchanged, r.AlreadyDone, r.Failed, r.Skipped, r.NotStarted = 0, 0, 0, 0, 0, 0
+	r.Changed, r.Unchanged, r.AlreadyDone, r.DoneEarlier, r.Failed, r.Skipped, r.NotStarted = 0, 0, 0, 0, 0, 0, 0
 	ran := map[string]bool{}
 	list := make([]ResourceReport, 0, len(r.Resources)+len(r.Notified))
 	for _, rr := range r.Notified {
@@ -97,6 +108,8 @@ func (r *Report) tally() {
 			r.Unchanged++
 		case OutcomeAlreadyDone:
 			r.AlreadyDone++
+		case OutcomeDoneEarlier:
+			r.DoneEarlier++
 		case OutcomeFailed, OutcomeFailedIgnored:
 			r.Failed++
 		case OutcomeSkipped:
@@ -107,16 +120,21 @@ func (r *Report) tally() {
 	}
 }
 
-// ReportsDir is the reports folder inside the state directory.
-func ReportsDir(stateDir string) string { return filepath.Join(stateDir, "reports") }
+// reportsDirName is the reports folder's name inside the state directory.
+const reportsDirName = "reports"
 
-// write stores the report as {UTC timestamp}.json and last.json, both 0600,
-// each written atomically.
-func (r *Report) write(stateDir string) error {
-	dir := ReportsDir(stateDir)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+// ReportsDir is the reports folder inside the state directory.
+func ReportsDir(stateDir string) string { return filepath.Join(stateDir, reportsDirName) }
+
+// write stores the report in the state directory's reports folder as
+// {UTC timestamp}.json and last.json, both 0600, each written atomically
+// through the trusted directory.
+func (r *Report) write(state *StateDir) error {
+	dir, err := state.Subdir(reportsDirName)
+	if err != nil {
 		return fmt.Errorf("write apply report: %w", err)
 	}
+	defer dir.Close()
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return fmt.Errorf("write apply report: %w", err)
@@ -124,55 +142,15 @@ func (r *Report) write(stateDir string) error {
 	b = append(b, '\n')
 	base := r.Started.UTC().Format("20060102T150405.000Z")
 	name := base + ".json"
-	for i := 1; ; i++ {
-		if _, err := os.Lstat(filepath.Join(dir, name)); errors.Is(err, os.ErrNotExist) {
-			break
-		}
+	for i := 1; dir.Exists(name); i++ {
 		name = fmt.Sprintf("%s-%d.json", base, i)
 	}
-	path := filepath.Join(dir, name)
-	if err := writeFileAtomic(path, b); err != nil {
+	if err := dir.WriteFileAtomic(name, b); err != nil {
 		return fmt.Errorf("write apply report: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(dir, "last.json"), b); err != nil {
+	if err := dir.WriteFileAtomic("last.json", b); err != nil {
 		return fmt.Errorf("write apply report: %w", err)
 	}
-	r.Path = path
-	return nil
-}
-
-// writeFileAtomic writes b to path through a temp file in the same folder,
-// fsynced, then renamed over path.
-func writeFileAtomic(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			os.Remove(tmp)
-		}
-	}()
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	ok = true
+	r.Path = dir.Join(name)
 	return nil
 }

@@ -1,20 +1,16 @@
 package command
 
 import (
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/fatih/color"
-
 	"github.com/toquehq/toque/apply"
+	"github.com/toquehq/toque/command/views"
+	"github.com/toquehq/toque/internal/diag"
 	"github.com/toquehq/toque/internal/host"
 	"github.com/toquehq/toque/plan"
-	"github.com/toquehq/toque/resources"
 )
 
 // ApplyCommand is `toque apply [PLANFILE]`.
@@ -56,9 +52,13 @@ Options:
   -auto-approve        Apply without asking (only without PLANFILE).
   -state-dir=DIR       Where backups, reports and the apply lock live
                        (default: TOQUE_STATE_DIR, else /var/lib/toque as
-                       root, else $XDG_STATE_HOME/toque).
+                       root, else $XDG_STATE_HOME/toque). It must be owned
+                       by the user toque runs as and writable by no one
+                       else; it is created 0700.
   -lock-timeout=DUR    Wait up to DUR for another apply to finish (default
-                       0s: fail at once, naming the holder).
+                       0s: fail at once, naming the holder). Besides the
+                       state directory's lock, apply takes a host-wide one:
+                       TOQUE_HOST_LOCK, else /run/toque/apply.lock as root.
   -parallelism=N       Read at most N resources at once while planning
                        (only without PLANFILE).
   -no-color            No colour (also NO_COLOR=1).
@@ -68,8 +68,14 @@ Options:
   -json                Print progress as JSON events, one object per line
                        (docs/apply-json.md), instead of text. Needs PLANFILE.
 
+  A saved plan is applied once: its journal, in the state directory, makes
+  a second apply of a finished plan fail, and an apply of a plan whose
+  apply was interrupted or failed resume it, never repeating what was done.
+
 Exit status: 0 done, 1 error, 3 stale plan (nothing changed), 4 the apply
-lock is held by another toque, 5 interrupted (the report says what ran).
+lock is held by another toque, 5 interrupted (the report says what ran;
+apply the plan again to resume), 6 the plan was already applied (nothing
+changed).
 `
 }
 
@@ -88,96 +94,93 @@ func (c *ApplyCommand) Run(args []string) int {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	outColor := a.color.enabled(c.Env, c.Streams.Stdout)
-	ev, wantDigest, err := c.checkPlanFileFlags(a, set, fs.NArg())
-	if err != nil {
-		return c.fail(ev, apply.ErrorKindUsage, ExitError, err)
+	view := views.NewApply(c.view(a.color.noColor), a.json, nil)
+	var diags diag.Diagnostics
+	finish := func() int {
+		st := exitStatus(diags)
+		view.Diagnostics(diags, st)
+		return st
+	}
+	usage := func(format string, args ...any) int {
+		diags = diags.Append(diag.Errorf(format, args...).WithKind(views.KindUsage))
+		return finish()
 	}
 
+	wantDigest := ""
+	if set["expect-digest"] {
+		d, err := parseDigest(a.expectDigest)
+		if err != nil {
+			return usage("%s", err)
+		}
+		wantDigest = d
+	}
 	var p *plan.Plan
 	var digest string // the file's verified checksum, or computed for a fresh plan
 	switch fs.NArg() {
 	case 0:
-		if a.parallelism < 1 {
-			c.errorf("-parallelism must be at least 1")
-			return ExitError
+		switch {
+		case set["expect-digest"]:
+			return usage("-expect-digest needs a plan file: toque apply -expect-digest=HEX PLANFILE (without one, apply makes a new plan, which nobody reviewed)")
+		case a.json:
+			return usage("-json needs a plan file: toque apply -json PLANFILE (apply without one asks for confirmation, which a JSON stream cannot)")
+		case a.parallelism < 1:
+			return usage("-parallelism must be at least 1")
 		}
 		var st int
-		p, st = c.planAndConfirm(a, outColor)
+		p, st = c.planAndConfirm(a)
 		if p == nil {
 			return st
 		}
 	case 1:
 		for _, name := range []string{"auto-approve", "parallelism"} {
 			if set[name] {
-				c.errorf("apply PLANFILE takes no planning flags (-%s): the plan file is applied exactly as it was reviewed", name)
-				return ExitError
+				return usage("apply PLANFILE takes no planning flags (-%s): the plan file is applied exactly as it was reviewed", name)
 			}
 		}
 		var err error
 		p, digest, err = c.readVerifiedPlan(c.path(fs.Arg(0)))
 		if err != nil {
-			return c.fail(ev, apply.ErrorKindPlanRefused, ExitError, err)
+			diags = diags.Append(diag.Errorf("%w", err).WithKind(views.KindPlanRefused))
+			return finish()
 		}
 	default:
-		return c.fail(ev, apply.ErrorKindUsage, ExitError, fmt.Errorf("apply takes at most one argument, the plan file (got %q)", strings.Join(fs.Args(), " ")))
+		return usage("apply takes at most one argument, the plan file (got %q)", strings.Join(fs.Args(), " "))
 	}
 	if digest == "" {
 		digest = p.Digest()
 	}
 	if wantDigest != "" && digest != wantDigest {
-		return c.fail(ev, apply.ErrorKindDigestMismatch, ExitError, fmt.Errorf(
-			"the plan's digest is %s, but -expect-digest wants %s: this is not the plan that was reviewed, so nothing was applied. Apply the reviewed plan file, or review this one", digest, wantDigest))
-	}
-	if !p.HasChanges() && ev == nil {
-		fmt.Fprintf(c.Streams.Stdout, "No changes. %s already matches the plan.\n", p.Host.Hostname)
+		diags = diags.Append(diag.Errorf(
+			"the plan's digest is %s, but -expect-digest wants %s: this is not the plan that was reviewed, so nothing was applied. Apply the reviewed plan file, or review this one", digest, wantDigest).WithKind(views.KindDigestMismatch))
+		return finish()
 	}
 
-	view := &applyView{w: c.Streams.Stdout, color: outColor}
-	var hooks apply.Hooks = view
-	if ev != nil {
-		hooks = ev
-		ev.Start(p, digest)
-	}
+	view.Start(p, digest)
+	acked := make(chan struct{})
+	defer close(acked)
+	go func() {
+		select {
+		case <-c.Stop:
+			view.Stopping()
+		case <-acked:
+		}
+	}()
 	applier := &apply.Applier{
 		Registry:    c.Registry,
-		StateDir:    c.stateDir(a.stateDir),
+		StateDir:    stateDir(c.Env, a.stateDir),
+		HostLock:    hostLock(c.Env),
 		Logger:      c.Logger.Named("apply"),
-		Hooks:       hooks,
+		Hooks:       view,
 		LockTimeout: a.lockTimeout,
 		Stop:        c.Stop,
 		PlanDigest:  digest,
 	}
 	report, err := applier.Apply(c.Ctx, p)
 	if report != nil {
-		if ev != nil {
-			ev.Summary(report)
-		} else {
-			view.summary(report)
-		}
+		view.Summary(report)
 	}
-	if err == nil {
-		return ExitOK
-	}
-	if ev != nil {
-		ev.Error("", err, exitCodeOf(err))
-	}
-	var stale *apply.StaleError
-	var held *apply.LockHeldError
-	var intr *apply.InterruptedError
-	switch {
-	case errors.As(err, &stale):
-		c.errorf("%s", err)
-		return ExitStale
-	case errors.As(err, &held):
-		c.errorf("%s", err)
-		return ExitLockHeld
-	case errors.As(err, &intr):
-		c.errorf("%s", err)
-		return ExitInterrupted
-	}
-	c.errorf("%s", err)
-	return ExitError
+	diags = diags.Append(err)
+	return finish()
 }
 
 // readVerifiedPlan reads a plan file and checks that it may be applied
@@ -202,16 +205,18 @@ func (b *Base) readVerifiedPlan(path string) (*plan.Plan, string, error) {
 
 // planAndConfirm plans, shows the plan and asks for "yes". It returns the
 // plan to apply, or nil and the status to exit with.
-func (c *ApplyCommand) planAndConfirm(a applyArgs, outColor bool) (*plan.Plan, int) {
-	p, files, diags := c.makePlan(a.parallelism)
-	if c.interrupted() {
-		return nil, ExitInterrupted
+func (c *ApplyCommand) planAndConfirm(a applyArgs) (*plan.Plan, int) {
+	p, diags := c.makePlan(a.parallelism)
+	if p != nil && (p.Errored || diags.HasErrors()) {
+		p = nil
 	}
-	c.showDiags(diags, files, a.color.enabled(c.Env, c.Streams.Stderr))
-	if p == nil || p.Errored || diags.HasErrors() {
+	if err := views.NewPlan(c.view(a.color.noColor), false, false).Show(p, diags, views.PlanOptions{}); err != nil {
+		c.view(a.color.noColor).Diagnostics(diag.Diagnostics{}.Append(err))
 		return nil, ExitError
 	}
-	plan.RenderText(c.Streams.Stdout, p, plan.RenderOptions{Color: outColor})
+	if p == nil {
+		return nil, exitStatus(diags.Append(diag.Errorf("no plan to apply")))
+	}
 	if !p.HasChanges() {
 		return nil, ExitOK
 	}
@@ -224,98 +229,4 @@ func (c *ApplyCommand) planAndConfirm(a applyArgs, outColor bool) (*plan.Plan, i
 	}
 	fmt.Fprintln(c.Streams.Stdout)
 	return p, ExitOK
-}
-
-// applyView prints apply's progress, Terraform style.
-type applyView struct {
-	mu    sync.Mutex
-	w     io.Writer
-	color bool
-}
-
-var _ apply.Hooks = (*applyView)(nil)
-
-func (v *applyView) paint(attr color.Attribute, s string) string {
-	if !v.color {
-		return s
-	}
-	c := color.New(attr, color.Bold)
-	c.EnableColor()
-	return c.Sprint(s)
-}
-
-func verbs(k resources.Kind) (ing, done string) {
-	switch k {
-	case resources.Create:
-		return "Creating…", "Creation complete"
-	case resources.Update:
-		return "Modifying…", "Modifications complete"
-	case resources.Delete:
-		return "Deleting…", "Deletion complete"
-	case resources.Run:
-		return "Running…", "Run complete"
-	}
-	return "Converging…", "Complete"
-}
-
-func (v *applyView) PreApply(r *plan.Resource) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	ing, _ := verbs(r.Kind)
-	fmt.Fprintf(v.w, "%s: %s\n", v.paint(color.FgWhite, r.Address), ing)
-}
-
-func (v *applyView) PostApply(r *plan.Resource, rr apply.ResourceReport) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	d := time.Duration(rr.DurationMS) * time.Millisecond
-	_, done := verbs(r.Kind)
-	switch rr.Outcome {
-	case apply.OutcomeFailed, apply.OutcomeFailedIgnored:
-		fmt.Fprintf(v.w, "%s: %s after %s: %s\n", v.paint(color.FgRed, r.Address), rr.Outcome, roundDur(d), rr.Error)
-	case apply.OutcomeUnchanged:
-		fmt.Fprintf(v.w, "%s: already in the planned state, nothing to do\n", r.Address)
-	case apply.OutcomeSkipped:
-		fmt.Fprintf(v.w, "%s: skipped, a guard decided (see the note)\n", v.paint(color.FgMagenta, r.Address))
-	default:
-		fmt.Fprintf(v.w, "%s: %s after %s\n", v.paint(color.FgGreen, r.Address), done, roundDur(d))
-	}
-	if rr.DiffersFromPlan != "" {
-		fmt.Fprintf(v.w, "  note: differs from plan: %s\n", rr.DiffersFromPlan)
-	}
-}
-
-func (v *applyView) Heartbeat(r *plan.Resource, elapsed time.Duration) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	ing, _ := verbs(r.Kind)
-	fmt.Fprintf(v.w, "%s: Still %s [%s elapsed]\n", r.Address, strings.ToLower(strings.TrimSuffix(ing, "…"))+"…", roundDur(elapsed))
-}
-
-func (v *applyView) AlreadyDone(r *plan.Resource) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	fmt.Fprintf(v.w, "%s: already in its planned state (done earlier), skipping\n", r.Address)
-}
-
-func (v *applyView) summary(rep *apply.Report) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	head := "Apply complete!"
-	if rep.Interrupted {
-		head = "Apply interrupted!"
-	} else if rep.Failed > 0 {
-		head = "Apply failed!"
-	}
-	fmt.Fprintf(v.w, "\n%s Resources: %d changed, %d unchanged, %d failed, %d skipped.\n", v.paint(color.FgGreen, head), rep.Changed, rep.Unchanged, rep.Failed, rep.Skipped)
-	if rep.Path != "" {
-		fmt.Fprintf(v.w, "Report: %s\n", rep.Path)
-	}
-}
-
-func roundDur(d time.Duration) string {
-	if d < time.Second {
-		return "0s"
-	}
-	return d.Round(time.Second).String()
 }

@@ -10,29 +10,21 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
-	"github.com/agext/levenshtein"
 	"github.com/hashicorp/cli"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/hcl/v2"
-	"github.com/mattn/go-isatty"
 
+	"github.com/toquehq/toque/command/views"
+	"github.com/toquehq/toque/internal/diag"
+	"github.com/toquehq/toque/internal/words"
 	"github.com/toquehq/toque/resources"
 )
 
 // Version is toque's version, set at build time with
 // -ldflags "-X github.com/toquehq/toque/command.Version=…".
 var Version = "0.1.0-dev"
-
-// Exit codes. They are documented in the README.
-const (
-	ExitOK          = 0
-	ExitError       = 1
-	ExitChanges     = 2 // plan -detailed-exitcode: the plan has changes
-	ExitStale       = 3 // apply: the host no longer matches the plan
-	ExitLockHeld    = 4 // apply: another apply holds the lock
-	ExitInterrupted = 5 // apply: stopped by a signal before finishing
-)
 
 // Streams are what Run reads and writes of its process: the standard
 // streams, and the environment and working directory.
@@ -47,9 +39,9 @@ type Streams struct {
 }
 
 // Env is the environment toque's own settings are read from (TOQUE_*,
-// NO_COLOR, TERM, XDG_STATE_HOME, HOME) and the directory relative paths
-// resolve against. Recipes' env() and the commands toque starts still see
-// the process's environment.
+// NO_COLOR, TERM, XDG_STATE_HOME, XDG_RUNTIME_DIR, HOME) and the directory
+// relative paths resolve against. Recipes' env() and the commands toque
+// starts still see the process's environment.
 type Env struct {
 	// LookupEnv is os.LookupEnv when nil.
 	LookupEnv func(key string) (string, bool)
@@ -100,6 +92,9 @@ type Base struct {
 	// Chdir is the directory given with the global -chdir option ("" for
 	// the working directory); commands resolve their inputs against it.
 	Chdir string
+	// files are the parsed recipe and policy files, for the snippets of
+	// diagnostics; loadConfig adds to it, views read it.
+	files map[string]*hcl.File
 }
 
 // ui builds a cli.Ui over the streams.
@@ -127,7 +122,7 @@ func Run(ctx context.Context, stop <-chan struct{}, args []string, streams Strea
 		case <-readCtx.Done():
 		}
 	}()
-	base := &Base{Ctx: ctx, ReadCtx: readCtx, Stop: stop, Streams: streams, Logger: logger, Registry: resources.Builtin(), Env: env}
+	base := &Base{Ctx: ctx, ReadCtx: readCtx, Stop: stop, Streams: streams, Logger: logger, Registry: resources.Builtin(), Env: env, files: map[string]*hcl.File{}}
 
 	// Global options come before the subcommand, as in Terraform.
 	for len(args) > 0 && strings.HasPrefix(args[0], "-chdir") {
@@ -136,12 +131,12 @@ func Run(ctx context.Context, stop <-chan struct{}, args []string, streams Strea
 			fmt.Fprintln(streams.Stderr, "Error: -chdir needs a directory: toque -chdir=DIR COMMAND")
 			return ExitError
 		}
-		st, err := os.Stat(env.abs(dir))
+		st, err := os.Stat(dir)
 		if err != nil || !st.IsDir() {
 			fmt.Fprintf(streams.Stderr, "Error: -chdir: %s is not a directory\n", dir)
 			return ExitError
 		}
-		abs, _ := filepath.Abs(env.abs(dir))
+		abs, _ := filepath.Abs(dir)
 		base.Chdir = abs
 		args = args[1:]
 	}
@@ -176,7 +171,7 @@ func Run(ctx context.Context, stop <-chan struct{}, args []string, streams Strea
 				names = append(names, n)
 			}
 			hint := ""
-			if s := closest(args[0], names); s != "" {
+			if s := words.Closest(args[0], names); s != "" {
 				hint = fmt.Sprintf(" Did you mean %q?", s)
 			}
 			fmt.Fprintf(streams.Stderr, "Error: toque has no command named %q.%s Run 'toque -help' for the list.\n", args[0], hint)
@@ -228,25 +223,12 @@ func (c *colorFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.noColor, "no-color", false, "Disable colour in the output.")
 }
 
-// enabled reports whether w should get colour: only on a terminal, and
-// never with -no-color or NO_COLOR set.
-func (c *colorFlags) enabled(env Env, w io.Writer) bool {
-	if c.noColor || env.Getenv("NO_COLOR") != "" || env.Getenv("TERM") == "dumb" {
-		return false
-	}
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	return isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())
-}
-
 // newFlagSet makes a flag set that reports errors on stderr and prints the
 // command's help for -help.
 func (b *Base) newFlagSet(name string, help func() string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.Usage = func() { fmt.Fprintln(b.Streams.Stderr, help()) }
+	fs.Usage = func() {} // parseFlags says what went wrong, once
 	return fs
 }
 
@@ -258,10 +240,58 @@ func (b *Base) parseFlags(fs *flag.FlagSet, args []string, help func() string) i
 			fmt.Fprintln(b.Streams.Stdout, strings.TrimSpace(help()))
 			return ExitOK
 		}
-		fmt.Fprintf(b.Streams.Stderr, "Error: %s\n\n%s\n", err, strings.TrimSpace(help()))
-		return ExitError
+		return b.fail(false, "%s Run 'toque %s -help' for its options.", flagError(fs, err), fs.Name())
 	}
 	return -1
+}
+
+// flagError words a flag package error for people: "plan has no option
+// -outt. Did you mean -out?", "-parallelism wants a whole number, not
+// "x"."
+func flagError(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		hint := ""
+		if s := words.Closest(name, names); s != "" {
+			hint = fmt.Sprintf(" Did you mean -%s?", s)
+		}
+		return fmt.Sprintf("%s has no option -%s.%s", fs.Name(), name, hint)
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		return fmt.Sprintf("-%s needs a value: -%s=VALUE.", name, name)
+	}
+	// invalid value "x" for flag -parallelism: …
+	// invalid boolean value "x" for -json: …
+	for _, prefix := range []string{"invalid value ", "invalid boolean value "} {
+		rest, ok := strings.CutPrefix(msg, prefix)
+		if !ok {
+			continue
+		}
+		val, tail, ok := strings.Cut(rest, " for ")
+		if !ok {
+			break
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(tail, "flag "), "-"), ":")
+		want := "a valid value"
+		if f := fs.Lookup(name); f != nil {
+			if g, ok := f.Value.(flag.Getter); ok {
+				switch g.Get().(type) {
+				case bool:
+					want = "true or false"
+				case int, int64, uint, uint64:
+					want = "a whole number"
+				case float64:
+					want = "a number"
+				case time.Duration:
+					want = "a duration such as 30s or 5m"
+				}
+			}
+		}
+		return fmt.Sprintf("-%s wants %s, not %s.", name, want, val)
+	}
+	return msg + "."
 }
 
 // path resolves p against -chdir, else the working directory.
@@ -287,39 +317,66 @@ func (b *Base) workDir() string {
 	return wd
 }
 
-// errorf prints a one-line error.
-func (b *Base) errorf(format string, args ...any) {
-	fmt.Fprintf(b.Streams.Stderr, "Error: "+format+"\n", args...)
+// view is the base view over the command's streams: colour on a terminal
+// unless noColor (or NO_COLOR, TERM=dumb), paths relative to the working
+// directory, snippets from the parsed files.
+func (b *Base) view(noColor bool) *views.View {
+	v := views.NewView(views.Streams{Stdout: b.Streams.Stdout, Stderr: b.Streams.Stderr}, noColor, b.Env.Getenv)
+	v.Workdir = b.workDir()
+	v.Files = b.files
+	return v
 }
 
-// showDiags renders diagnostics with FILE:LINE:COL and source snippets.
-func (b *Base) showDiags(diags hcl.Diagnostics, files map[string]*hcl.File, color bool) {
-	if len(diags) == 0 {
-		return
-	}
-	p := &diagPrinter{w: b.Streams.Stderr, files: files, color: color, width: 100, wd: b.workDir()}
-	p.print(diags)
+// fail prints diagnostics made of a one-line error (usage, a bad
+// argument) with the base view, and returns the exit status they give.
+func (b *Base) fail(noColor bool, format string, args ...any) int {
+	diags := diag.Diagnostics{}.Append(diag.Errorf(format, args...).WithKind(views.KindUsage))
+	b.view(noColor).Diagnostics(diags)
+	return exitStatus(diags)
 }
 
 // stateDir picks the state directory: -state-dir, else TOQUE_STATE_DIR,
 // else /var/lib/toque as root, else the XDG state directory.
-func (b *Base) stateDir(flagValue string) string {
+func stateDir(env Env, flagValue string) string {
 	if flagValue != "" {
-		return b.Env.abs(flagValue)
+		return env.abs(flagValue)
 	}
-	if v := b.Env.Getenv("TOQUE_STATE_DIR"); v != "" {
-		return b.Env.abs(v)
+	if v := env.Getenv("TOQUE_STATE_DIR"); v != "" {
+		return env.abs(v)
 	}
 	if os.Geteuid() == 0 {
 		return "/var/lib/toque"
 	}
-	if v := b.Env.Getenv("XDG_STATE_HOME"); v != "" {
-		return filepath.Join(b.Env.abs(v), "toque")
+	if v := env.Getenv("XDG_STATE_HOME"); v != "" {
+		return filepath.Join(env.abs(v), "toque")
 	}
-	if home := b.Env.Getenv("HOME"); home != "" {
+	if home := env.Getenv("HOME"); home != "" {
 		return filepath.Join(home, ".local", "state", "toque")
 	}
 	return filepath.Join(os.TempDir(), "toque-state")
+}
+
+// HostLockEnv names the host-wide apply lock file, instead of the default
+// hostLock picks.
+const HostLockEnv = "TOQUE_HOST_LOCK"
+
+// hostLock picks the host-wide apply lock: TOQUE_HOST_LOCK, else
+// /run/toque/apply.lock as root, else toque/apply.lock in the user's
+// runtime directory ($XDG_RUNTIME_DIR), else toque-UID/apply.lock in the
+// temporary directory. A normal user's applies exclude each other, not
+// root's: they cannot change what root's change.
+func hostLock(env Env) string {
+	if v := env.Getenv(HostLockEnv); v != "" {
+		return env.abs(v)
+	}
+	uid := os.Geteuid()
+	if uid == 0 {
+		return "/run/toque/apply.lock"
+	}
+	if v := env.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(v) {
+		return filepath.Join(v, "toque", "apply.lock")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("toque-%d", uid), "apply.lock")
 }
 
 // helpFunc is toque's top-level help: the global options, then the
@@ -354,17 +411,4 @@ Commands:
 		fmt.Fprintf(&b, "  %-*s  %s\n", width, name, synopsis)
 	}
 	return b.String()
-}
-
-// closest is the name nearest to given by edit distance, if it is near
-// enough to be a likely typo.
-func closest(given string, names []string) string {
-	best, bestDist := "", 0
-	for _, n := range names {
-		d := levenshtein.Distance(given, n, nil)
-		if d <= 2 && (best == "" || d < bestDist) {
-			best, bestDist = n, d
-		}
-	}
-	return best
 }

@@ -1,8 +1,8 @@
 package command
 
 import (
-	"fmt"
-
+	"github.com/toquehq/toque/command/views"
+	"github.com/toquehq/toque/internal/diag"
 	"github.com/toquehq/toque/policy"
 )
 
@@ -47,19 +47,22 @@ func (c *ExportCommand) Run(args []string) int {
 		return st
 	}
 	if fs.NArg() != 1 {
-		c.errorf("export takes one argument, the directory to write: toque export DIR")
-		return ExitError
+		return c.fail(false, "export takes one argument, the directory to write: toque export DIR")
 	}
 	if !policy.Exists(c.workDir()) {
-		c.errorf("%s holds no policy.hcl; export works on a policy (see docs/policies.md)", c.workDir())
-		return ExitError
+		return c.fail(false, "%s holds no policy.hcl; export works on a policy (see docs/policies.md)", c.workDir())
 	}
 	out := c.path(fs.Arg(0))
-	res, err := c.workspace(state).Export(c.ReadCtx, out, group)
-	if err != nil {
-		c.errorf("cannot export: %s", err)
-		return ExitError
+	ws, err := c.workspace(state)
+	var res *policy.ExportResult
+	if err == nil {
+		res, err = ws.Export(c.ReadCtx, out, group)
 	}
-	fmt.Fprintf(c.Streams.Stdout, "Exported revision %s to %s (%d files).\n", res.RevisionID, out, len(res.Files))
+	if err != nil {
+		diags := diag.Diagnostics{}.Append(diag.Errorf("cannot export: %w", err))
+		c.view(false).Diagnostics(diags)
+		return exitStatus(diags)
+	}
+	views.Messages{V: c.view(false)}.Exported(res.RevisionID, out, len(res.Files))
 	return ExitOK
 }

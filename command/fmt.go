@@ -8,10 +8,11 @@ import (
 	"sort"
 	"strings"
 
-	udiff "github.com/aymanbagabas/go-udiff"
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/toquehq/toque/command/views"
 	"github.com/toquehq/toque/config"
+	"github.com/toquehq/toque/internal/diag"
 )
 
 // FmtCommand is `toque fmt`.
@@ -59,68 +60,58 @@ func (c *FmtCommand) Run(args []string) int {
 	if len(targets) == 0 {
 		targets = []string{c.workDir()}
 	}
+	v := c.view(true)
+	msg := views.Messages{V: v}
+	var diags diag.Diagnostics
+	fail := func(err error) int {
+		diags = diags.Append(err)
+		v.Diagnostics(diags)
+		return exitStatus(diags)
+	}
 	var files []string
 	for _, t := range targets {
 		found, err := hclFiles(c.path(t), recursive)
 		if err != nil {
-			c.errorf("%s", err)
-			return ExitError
+			return fail(err)
 		}
 		files = append(files, found...)
 	}
 
-	var diags hcl.Diagnostics
-	parsed := map[string]*hcl.File{}
 	changed := 0
 	for _, f := range files {
 		src, err := os.ReadFile(f)
 		if err != nil {
-			c.errorf("%s", err)
-			return ExitError
+			return fail(err)
 		}
 		out, d := config.Format(src, f)
 		if d.HasErrors() {
-			diags = append(diags, d...)
-			parsed[f] = &hcl.File{Bytes: src}
+			diags = diags.Append(d)
+			c.files[f] = &hcl.File{Bytes: src}
 			continue
 		}
 		if bytes.Equal(src, out) {
 			continue
 		}
 		changed++
-		if list {
-			fmt.Fprintln(c.Streams.Stdout, c.rel(f))
-		}
-		if diff {
-			fmt.Fprint(c.Streams.Stdout, udiff.Unified("old/"+c.rel(f), "new/"+c.rel(f), string(src), string(out)))
-		}
+		msg.Formatted(f, list, diff, string(src), string(out))
 		if write {
 			st, err := os.Stat(f)
 			if err != nil {
-				c.errorf("%s", err)
-				return ExitError
+				return fail(err)
 			}
 			if err := os.WriteFile(f, out, st.Mode().Perm()); err != nil {
-				c.errorf("cannot rewrite %s: %s", f, err)
-				return ExitError
+				return fail(fmt.Errorf("cannot rewrite %s: %w", f, err))
 			}
 		}
 	}
 	if diags.HasErrors() {
-		c.showDiags(diags, parsed, false)
+		v.Diagnostics(diags)
 		return ExitError
 	}
 	if check && changed > 0 {
 		return 3
 	}
 	return ExitOK
-}
-
-func (c *FmtCommand) rel(p string) string {
-	if r, err := filepath.Rel(c.workDir(), p); err == nil && !strings.HasPrefix(r, "..") {
-		return r
-	}
-	return p
 }
 
 // hclFiles lists the *.hcl files of target (a file, or a directory).

@@ -1,16 +1,11 @@
 package command
 
 import (
-	"fmt"
-	"io"
-	"strconv"
-	"strings"
-
 	"github.com/hashicorp/hcl/v2"
-	"github.com/zclconf/go-cty/cty"
 
-	"github.com/toquehq/toque/config"
-	"github.com/toquehq/toque/internal/host"
+	"github.com/toquehq/toque/command/views"
+	"github.com/toquehq/toque/eval"
+	"github.com/toquehq/toque/internal/diag"
 )
 
 // GraphCommand is `toque graph`.
@@ -50,77 +45,29 @@ func (c *GraphCommand) Run(args []string) int {
 		return st
 	}
 	if fs.NArg() > 0 {
-		c.errorf("graph takes no arguments; use -chdir=DIR to graph another directory")
-		return ExitError
+		return c.fail(col.noColor, "graph takes no arguments; use -chdir=DIR to graph another directory")
 	}
+	v := c.view(col.noColor)
 	cfg, pol, diags := c.loadConfig()
-	files := pol.files(cfg)
-	var edges []*config.Notification
+	var edges []*eval.Notification
 	if cfg != nil && !diags.HasErrors() {
 		var d hcl.Diagnostics
-		edges, d = cfg.Notifications(c.Registry, &config.Scope{Node: cfg.Attributes.Node(), Host: host.Unknown()})
-		diags = append(diags, d...)
+		edges, d = eval.Notifications(cfg, c.Registry, pol.scope)
+		diags = diags.Append(d)
 	}
-	c.showDiags(diags, files, col.enabled(c.Env, c.Streams.Stderr))
-	if cfg == nil || diags.HasErrors() {
-		return ExitError
+	if cfg != nil && !diags.HasErrors() {
+		if err := views.WriteDOT(c.Streams.Stdout, cfg, edges); err != nil {
+			diags = diags.Append(diag.Errorf("writing the graph: %w", err))
+		}
 	}
-	if err := WriteDOT(c.Streams.Stdout, cfg, edges); err != nil {
-		c.errorf("writing the graph: %s", err)
+	v.Diagnostics(diags)
+	return max(exitStatus(diags), boolStatus(cfg == nil))
+}
+
+// boolStatus is ExitError when failed, else ExitOK.
+func boolStatus(failed bool) int {
+	if failed {
 		return ExitError
 	}
 	return ExitOK
-}
-
-// WriteDOT writes cfg's resource collection and notification edges as a
-// DOT digraph: nodes in collection order linked by dotted "next" edges,
-// then one edge per notification.
-func WriteDOT(w io.Writer, cfg *config.Config, edges []*config.Notification) error {
-	var b strings.Builder
-	b.WriteString("digraph toque {\n")
-	b.WriteString("  rankdir = \"TB\";\n")
-	b.WriteString("  node [shape = \"box\", fontname = \"monospace\"];\n")
-	b.WriteString("  edge [fontname = \"monospace\"];\n")
-	if len(cfg.Resources) > 0 {
-		b.WriteString("\n  // The resource collection, in the order it converges.\n")
-	}
-	for i, rb := range cfg.Resources {
-		attrs := []string{"label = " + strconv.Quote(fmt.Sprintf("%d. %s", i+1, rb.Address()))}
-		if isNothing(rb) {
-			attrs = append(attrs, `style = "dashed"`, `tooltip = "action nothing: runs only when notified"`)
-		}
-		fmt.Fprintf(&b, "  %s [%s];\n", strconv.Quote(rb.Address()), strings.Join(attrs, ", "))
-	}
-	for i := 1; i < len(cfg.Resources); i++ {
-		fmt.Fprintf(&b, "  %s -> %s [style = \"dotted\", arrowhead = \"none\", color = \"gray\"];\n",
-			strconv.Quote(cfg.Resources[i-1].Address()), strconv.Quote(cfg.Resources[i].Address()))
-	}
-	if len(edges) > 0 {
-		b.WriteString("\n  // Notifications: notifier -> target, labelled ACTION (TIMING).\n")
-	}
-	for _, e := range edges {
-		label := fmt.Sprintf("%s (%s)", e.Action, e.Timing)
-		attrs := []string{}
-		if e.Subscribe {
-			label += " [subscribes]"
-			attrs = append(attrs, `style = "dashed"`)
-		}
-		attrs = append([]string{"label = " + strconv.Quote(label)}, attrs...)
-		fmt.Fprintf(&b, "  %s -> %s [%s];\n", strconv.Quote(e.Notifier.Address()), strconv.Quote(e.Target.Address()), strings.Join(attrs, ", "))
-	}
-	b.WriteString("}\n")
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// isNothing reports whether rb's action is the literal "nothing".
-func isNothing(rb *config.ResourceBlock) bool {
-	if rb.Meta.Action == nil {
-		return false
-	}
-	v, d := rb.Meta.Action.Value(nil)
-	if d.HasErrors() || !v.IsKnown() || v.IsNull() || !v.Type().Equals(cty.String) {
-		return false
-	}
-	return v.AsString() == "nothing"
 }

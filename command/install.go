@@ -1,10 +1,8 @@
 package command
 
 import (
-	"fmt"
-	"io"
-	"strings"
-
+	"github.com/toquehq/toque/command/views"
+	"github.com/toquehq/toque/internal/diag"
 	"github.com/toquehq/toque/policy"
 )
 
@@ -27,8 +25,9 @@ Usage: toque [-chdir=DIR] install [options]
   reported, all at once, and no lock is written.
 
   Git sources are fetched with the git binary into bare mirrors under the
-  cache directory (TOQUE_CACHE_DIR, else STATE_DIR/cache). Policy servers
-  get TOQUE_POLICY_TOKEN, when set, as a bearer token.
+  cache directory (TOQUE_CACHE_DIR, else STATE_DIR/cache). The servers and
+  remote URLs policy.hcl names get TOQUE_POLICY_TOKEN, when set, as a
+  bearer token: over https or to loopback only, never across a redirect.
 
 Options:
 
@@ -52,50 +51,31 @@ func (b *Base) runInstall(name string, help func() string, args []string, update
 		return st
 	}
 	if !update && fs.NArg() > 0 {
-		b.errorf("install takes no arguments; to move the pins of named includes or cookbooks, run toque update NAME…")
-		return ExitError
+		return b.fail(col.noColor, "install takes no arguments; to move the pins of named includes or cookbooks, run toque update NAME…")
 	}
 	if !policy.Exists(b.workDir()) {
-		b.errorf("%s holds no policy.hcl; %s works on a policy (see docs/policies.md)", b.workDir(), name)
-		return ExitError
+		return b.fail(col.noColor, "%s holds no policy.hcl; %s works on a policy (see docs/policies.md)", b.workDir(), name)
 	}
-	ws := b.workspace(state)
-	lock, diags := ws.Install(b.ReadCtx, policy.InstallOptions{Update: update, Names: fs.Args()})
-	b.showDiags(diags, ws.Parser.Files(), col.enabled(b.Env, b.Streams.Stderr))
-	if lock == nil || diags.HasErrors() {
-		return ExitError
+	v := b.view(col.noColor)
+	ws, err := b.workspace(state)
+	if err != nil {
+		diags := diag.Diagnostics{}.Append(err)
+		v.Diagnostics(diags)
+		return exitStatus(diags)
 	}
-	printLockSummary(b.Streams.Stdout, lock)
-	fmt.Fprintf(b.Streams.Stdout, "\nWrote %s.\n", policy.LockFileName)
-	return ExitOK
-}
-
-// printLockSummary lists what a lock pins.
-func printLockSummary(w io.Writer, l *policy.Lock) {
-	fmt.Fprintf(w, "Policy %s, revision %s\n", l.Name, l.RevisionID)
-	fmt.Fprintf(w, "Run list: %s\n", strings.Join(l.RunList, ", "))
-	for _, inc := range l.IncludedPolicyLocks {
-		s := inc.SourceOptions
-		pin := ""
-		switch {
-		case s.Git != "":
-			pin = fmt.Sprintf("git %s %s at %s", s.Git, s.Path, s.Sha)
-		case s.Server != "":
-			pin = fmt.Sprintf("server %s, revision %s", s.Server, s.PolicyRevisionID)
-		case s.Remote != "":
-			pin = fmt.Sprintf("%s (%s)", s.Remote, s.SHA256)
-		default:
-			pin = fmt.Sprintf("path %s (%s)", s.Path, s.SHA256)
+	res, hdiags := ws.Install(b.ReadCtx, policy.InstallOptions{Update: update, Names: fs.Args()})
+	b.addFiles(ws.Parser.Files())
+	diags := diag.Diagnostics{}.Append(hdiags)
+	if res == nil && !diags.HasErrors() {
+		diags = diags.Append(diag.Errorf("%s wrote no lock", name))
+	}
+	if !diags.HasErrors() {
+		if res.Written {
+			views.Messages{V: v}.LockWritten(res.Lock, res.Changes, policy.LockFileName)
+		} else {
+			views.Messages{V: v}.LockUpToDate(res.Lock)
 		}
-		fmt.Fprintf(w, "  include %s: policy %s revision %s from %s\n", inc.Name, inc.PolicyName, inc.RevisionID[:min(10, len(inc.RevisionID))], pin)
 	}
-	names := make([]string, 0, len(l.CookbookLocks))
-	for n := range l.CookbookLocks {
-		names = append(names, n)
-	}
-	sortStrings(names)
-	for _, n := range names {
-		cl := l.CookbookLocks[n]
-		fmt.Fprintf(w, "  cookbook %s %s (%s) from %s\n", n, cl.Version, cl.Identifier[:min(10, len(cl.Identifier))], cl.Source)
-	}
+	v.Diagnostics(diags)
+	return exitStatus(diags)
 }

@@ -1,12 +1,11 @@
 package command
 
 import (
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 
-	"github.com/toquehq/toque/plan"
+	"github.com/toquehq/toque/command/views"
 )
 
 // markdownFlags are the Markdown options shared by plan and show.
@@ -20,7 +19,7 @@ type markdownFlags struct {
 func (m *markdownFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&m.markdown, "markdown", false, "Print the plan as Markdown for a pull-request comment.")
 	fs.BoolVar(&m.changesOnly, "changes-only", false, "With -markdown: leave out unchanged and skipped resources.")
-	fs.IntVar(&m.maxBytes, "max-bytes", plan.DefaultMarkdownBytes, "With -markdown: the output's size limit in bytes.")
+	fs.IntVar(&m.maxBytes, "max-bytes", views.DefaultMarkdownBytes, "With -markdown: the output's size limit in bytes.")
 }
 
 // check validates the Markdown flags after parsing; asJSON is whether
@@ -40,29 +39,13 @@ func (m *markdownFlags) check(fs *flag.FlagSet, asJSON bool) error {
 		return errors.New("-markdown and -json cannot be used together: choose one output format")
 	}
 	if m.maxBytes < 1 {
-		return fmt.Errorf("-max-bytes must be a positive number of bytes (got %d); the default is %d", m.maxBytes, plan.DefaultMarkdownBytes)
+		return fmt.Errorf("-max-bytes must be a positive number of bytes (got %d); the default is %d", m.maxBytes, views.DefaultMarkdownBytes)
 	}
 	return nil
 }
 
-// writeMarkdown renders p as Markdown to stdout. It prints the error and
-// returns false when the plan does not fit the size limit; nothing is
-// written to stdout then.
-func (b *Base) writeMarkdown(p *plan.Plan, m markdownFlags, planFile, digest string) bool {
-	var buf bytes.Buffer
-	err := plan.RenderMarkdown(&buf, p, plan.MarkdownOptions{
-		ChangesOnly: m.changesOnly,
-		MaxBytes:    m.maxBytes,
-		PlanFile:    planFile,
-		Digest:      digest,
-	})
-	if err != nil {
-		b.errorf("cannot render the plan as Markdown: %s", err)
-		return false
-	}
-	if _, err := b.Streams.Stdout.Write(buf.Bytes()); err != nil {
-		b.errorf("cannot write the Markdown: %s", err)
-		return false
-	}
-	return true
+// options are the Markdown options the flags give; planFile is named in
+// the note of a truncated comment.
+func (m *markdownFlags) options(planFile string) views.MarkdownOptions {
+	return views.MarkdownOptions{ChangesOnly: m.changesOnly, MaxBytes: m.maxBytes, PlanFile: planFile}
 }

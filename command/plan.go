@@ -1,14 +1,16 @@
 package command
 
 import (
+	"errors"
 	"flag"
-	"fmt"
 	"strings"
+	"syscall"
 
-	"github.com/hashicorp/hcl/v2"
-
+	"github.com/toquehq/toque/command/views"
+	"github.com/toquehq/toque/internal/diag"
 	"github.com/toquehq/toque/internal/host"
 	"github.com/toquehq/toque/plan"
+	"github.com/toquehq/toque/plan/planner"
 )
 
 // PlanCommand is `toque plan`.
@@ -72,56 +74,54 @@ func (c *PlanCommand) Run(args []string) int {
 		return st
 	}
 	if fs.NArg() > 0 {
-		c.errorf("plan takes no arguments (got %q); use -chdir=DIR to plan another directory", strings.Join(fs.Args(), " "))
-		return ExitError
+		return c.fail(a.color.noColor, "plan takes no arguments (got %q); use -chdir=DIR to plan another directory", strings.Join(fs.Args(), " "))
 	}
 	if a.parallelism < 1 {
-		c.errorf("-parallelism must be at least 1")
-		return ExitError
+		return c.fail(a.color.noColor, "-parallelism must be at least 1")
 	}
 	if err := a.md.check(fs, a.json); err != nil {
-		c.errorf("%s", err)
-		return ExitError
+		return c.fail(a.color.noColor, "%s", err)
 	}
-	color := a.color.enabled(c.Env, c.Streams.Stdout)
-
-	p, files, diags := c.makePlan(a.parallelism)
-	if c.interrupted() {
-		return ExitInterrupted
-	}
-	c.showDiags(diags, files, a.color.enabled(c.Env, c.Streams.Stderr))
-	if p == nil {
-		return ExitError
-	}
-	enc, err := p.Encode()
-	if err != nil {
-		c.errorf("%s", err)
-		return ExitError
-	}
-	mdFailed := false
-	if a.json {
-		b, err := plan.JSONView(p)
-		if err != nil {
-			c.errorf("%s", err)
-			return ExitError
-		}
-		fmt.Fprintln(c.Streams.Stdout, string(b))
-	} else if a.md.markdown {
-		// Rendered before the file is written, which happens anyway.
-		mdFailed = !c.writeMarkdown(p, a.md, a.out, enc.Digest)
-	} else if !p.Errored {
-		plan.RenderText(c.Streams.Stdout, p, plan.RenderOptions{Color: color, SavedTo: a.out, Digest: enc.Digest})
-	}
+	view := views.NewPlan(c.view(a.color.noColor), a.json, a.md.markdown)
 	if a.out != "" {
-		// An errored plan is written too (apply refuses it), so an older
-		// plan file at the same path cannot be applied by mistake.
-		if err := plan.WriteEncoded(c.path(a.out), enc); err != nil {
-			c.errorf("cannot save the plan: %s", err)
-			return ExitError
+		// An older plan at -out goes first: if this one fails or is
+		// interrupted, no plan is left there to be applied by mistake.
+		if err := plan.RemoveStale(c.path(a.out)); err != nil {
+			return c.fail(a.color.noColor, "%s", err)
 		}
 	}
-	if p.Errored || diags.HasErrors() || mdFailed {
-		return ExitError
+
+	p, diags := c.makePlan(a.parallelism)
+	var enc *plan.Encoded
+	if p != nil {
+		var err error
+		if enc, err = p.Encode(); err != nil {
+			diags = diags.Append(err)
+			p = nil
+		}
+	}
+	if a.out != "" && p != nil {
+		// The file is written before anything is printed, so a closed
+		// stdout cannot leave an older plan in its place. An errored plan
+		// is written too (apply refuses it), for the same reason.
+		if err := plan.WriteEncoded(c.path(a.out), enc); err != nil {
+			diags = diags.Append(diag.Errorf("cannot save the plan: %w", err))
+		}
+	}
+	o := views.PlanOptions{SavedTo: a.out, Markdown: a.md.options(a.out)}
+	if enc != nil {
+		o.Digest = enc.Digest
+	}
+	if err := view.Show(p, diags, o); err != nil && !errors.Is(err, syscall.EPIPE) {
+		// The plan could not be printed (Markdown over its size limit):
+		// nothing reached stdout; say why on stderr. (A closed stdout, as
+		// in toque plan | head, is the reader having seen enough: the plan
+		// file is written already.)
+		diags = diag.Diagnostics{}.Append(err)
+		c.view(a.color.noColor).Diagnostics(diags)
+	}
+	if st := exitStatus(diags); st != ExitOK || p == nil || p.Errored {
+		return max(st, ExitError)
 	}
 	if a.detailedExitCode && p.HasChanges() {
 		return ExitChanges
@@ -130,46 +130,30 @@ func (c *PlanCommand) Run(args []string) int {
 }
 
 // makePlan loads the recipes and plans them against this host. It returns
-// the plan (nil when nothing could be planned), the parsed files for
-// rendering diagnostics, and the diagnostics.
-func (b *Base) makePlan(parallelism int) (*plan.Plan, map[string]*hcl.File, hcl.Diagnostics) {
+// the plan (nil when nothing could be planned) and the diagnostics; a
+// signal that stopped planning is an errInterrupted diagnostic.
+func (b *Base) makePlan(parallelism int) (*plan.Plan, diag.Diagnostics) {
 	cfg, pol, diags := b.loadConfig() // policy mode when policy.hcl is present
-	files := pol.files(cfg)
 	if diags.HasErrors() || cfg == nil {
-		return nil, files, diags
+		return nil, diags
 	}
 	facts, err := host.Detect(b.ReadCtx)
 	if err != nil {
-		return nil, files, append(diags, &hcl.Diagnostic{
-			Severity: hcl.DiagError,
-			Summary:  "Cannot read the host's facts",
-			Detail:   err.Error(),
-		})
+		return nil, diags.Append(diag.Sourceless(diag.Error, "Cannot read the host's facts", err.Error()))
 	}
-	planner := &plan.Planner{
+	pl := &planner.Planner{
 		Registry:    b.Registry,
 		Parallelism: parallelism,
 		Logger:      b.Logger.Named("plan"),
 		Host:        facts,
 		Version:     Version,
 	}
-	p, pdiags := planner.Plan(b.ReadCtx, cfg)
+	p, pdiags := pl.Plan(b.ReadCtx, cfg)
 	if b.ReadCtx.Err() != nil {
 		// Interrupted: every resource still being read failed with the
-		// cancellation; one message says it better (see interrupted).
-		return nil, files, nil
+		// cancellation; one message says it better.
+		return nil, diags.Append(errInterrupted)
 	}
 	pol.stamp(p)
-	diags = append(diags, pdiags...)
-	return p, files, diags
-}
-
-// interrupted reports (and says) whether a signal stopped a read-only
-// phase. Nothing was changed, and no plan file was written.
-func (b *Base) interrupted() bool {
-	if b.ReadCtx.Err() == nil {
-		return false
-	}
-	b.errorf("interrupted: stopped before finishing; nothing was changed and no plan was saved")
-	return true
+	return p, diags.Append(pdiags)
 }

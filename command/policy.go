@@ -1,11 +1,13 @@
 package command
 
 import (
-	"path/filepath"
-
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/toquehq/toque/apply"
 	"github.com/toquehq/toque/config"
+	"github.com/toquehq/toque/eval"
+	"github.com/toquehq/toque/internal/diag"
+	"github.com/toquehq/toque/internal/host"
 	"github.com/toquehq/toque/plan"
 	"github.com/toquehq/toque/policy"
 )
@@ -14,44 +16,47 @@ import (
 const CacheDirEnv = "TOQUE_CACHE_DIR"
 
 // cacheDir is where git mirrors, fetched locks and cookbooks are kept:
-// TOQUE_CACHE_DIR, else STATE_DIR/cache.
-func (b *Base) cacheDir(stateFlag string) string {
-	if v := b.Env.Getenv(CacheDirEnv); v != "" {
-		return b.Env.abs(v)
+// TOQUE_CACHE_DIR, else STATE_DIR/cache. The state directory and its
+// cache/ are created and checked as apply checks them (apply.OpenStateDir):
+// cookbooks planted there by another user would run as root.
+func cacheDir(env Env, stateFlag string) (string, error) {
+	if v := env.Getenv(CacheDirEnv); v != "" {
+		return env.abs(v), nil
 	}
-	return filepath.Join(b.stateDir(stateFlag), "cache")
+	state, err := apply.OpenStateDir(stateDir(env, stateFlag))
+	if err != nil {
+		return "", err
+	}
+	defer state.Close()
+	cache, err := state.Subdir("cache")
+	if err != nil {
+		return "", err
+	}
+	cache.Close()
+	return cache.Path(), nil
 }
 
 // workspace is the policy workflow for the working directory.
-func (b *Base) workspace(stateFlag string) *policy.Workspace {
+func (b *Base) workspace(stateFlag string) (*policy.Workspace, error) {
+	dir, err := cacheDir(b.Env, stateFlag)
+	if err != nil {
+		return nil, err
+	}
 	return policy.NewWorkspace(b.workDir(), policy.Options{
-		CacheDir: b.cacheDir(stateFlag),
+		CacheDir: dir,
 		Token:    b.Env.Getenv(policy.TokenEnv),
 		Logger:   b.Logger.Named("policy"),
-	})
+	}), nil
 }
 
 // loaded is what loadConfig read: the configuration, and in policy mode
 // the lock's revision and the policy's parsed files.
 type loaded struct {
 	lockRevision string
-	extraFiles   map[string]*hcl.File
-}
-
-// files merges the config's parsed files with the policy's.
-func (l *loaded) files(cfg *config.Config) map[string]*hcl.File {
-	out := map[string]*hcl.File{}
-	if l != nil {
-		for k, v := range l.extraFiles {
-			out[k] = v
-		}
-	}
-	if cfg != nil && cfg.Parser != nil {
-		for k, v := range cfg.Parser.Files() {
-			out[k] = v
-		}
-	}
-	return out
+	// scope is the configuration's scope without the host (node
+	// attributes written with host facts unknown), as validate and graph
+	// evaluate; nil when loading failed.
+	scope *eval.Scope
 }
 
 // stamp records the lock's revision in a plan made in policy mode.
@@ -64,18 +69,44 @@ func (l *loaded) stamp(p *plan.Plan) {
 // loadConfig loads the working directory: in policy mode (policy.hcl is
 // present) from policy.lock.json — refusing a missing or stale lock — and
 // its cookbooks, else every recipe file of the directory.
-func (b *Base) loadConfig() (*config.Config, *loaded, hcl.Diagnostics) {
+//
+// The node attributes are written once without the host, so that errors
+// in attribute blocks stop every command before the host is read.
+func (b *Base) loadConfig() (*config.Config, *loaded, diag.Diagnostics) {
+	l := &loaded{}
+	var cfg *config.Config
+	var diags hcl.Diagnostics
 	if !policy.Exists(b.workDir()) {
-		cfg, diags := config.LoadDir(b.workDir(), b.Registry)
-		return cfg, nil, diags
+		cfg, diags = config.LoadDir(b.workDir(), b.Registry)
+	} else {
+		ws, err := b.workspace("")
+		if err != nil {
+			return nil, l, diag.Diagnostics{}.Append(err)
+		}
+		lock, in, d := ws.LoadLock(b.ReadCtx)
+		b.addFiles(ws.Parser.Files())
+		diags = d
+		if lock == nil || diags.HasErrors() {
+			return nil, l, diag.Diagnostics{}.Append(diags)
+		}
+		l.lockRevision = lock.RevisionID
+		cfg, d = config.LoadPolicy(in, b.Registry)
+		diags = append(diags, d...)
 	}
-	ws := b.workspace("")
-	lock, in, diags := ws.LoadLock(b.ReadCtx)
-	l := &loaded{extraFiles: ws.Parser.Files()}
-	if lock == nil || diags.HasErrors() {
-		return nil, l, diags
+	if cfg != nil && cfg.Parser != nil {
+		b.addFiles(cfg.Parser.Files())
 	}
-	l.lockRevision = lock.RevisionID
-	cfg, d := config.LoadPolicy(in, b.Registry)
-	return cfg, l, append(diags, d...)
+	if cfg != nil && !diags.HasErrors() {
+		scope, _, d := eval.NewScope(cfg, host.Unknown())
+		diags = append(diags, d...)
+		l.scope = scope
+	}
+	return cfg, l, diag.Diagnostics{}.Append(diags)
+}
+
+// addFiles records parsed files for the snippets of diagnostics.
+func (b *Base) addFiles(files map[string]*hcl.File) {
+	for k, v := range files {
+		b.files[k] = v
+	}
 }

@@ -1,8 +1,8 @@
 package command
 
 import (
-	"fmt"
-
+	"github.com/toquehq/toque/command/views"
+	"github.com/toquehq/toque/internal/diag"
 	"github.com/toquehq/toque/plan"
 )
 
@@ -49,33 +49,20 @@ func (c *ShowCommand) Run(args []string) int {
 		return st
 	}
 	if err := md.check(fs, asJSON); err != nil {
-		c.errorf("%s", err)
-		return ExitError
+		return c.fail(col.noColor, "%s", err)
 	}
 	if fs.NArg() != 1 {
-		c.errorf("show needs exactly one argument, the plan file: toque show PLANFILE")
-		return ExitError
+		return c.fail(col.noColor, "show needs exactly one argument, the plan file: toque show PLANFILE")
 	}
+	var diags diag.Diagnostics
 	p, digest, err := plan.ReadWithDigest(c.path(fs.Arg(0)))
 	if err != nil {
-		c.errorf("%s", err)
-		return ExitError
+		diags = diags.Append(diag.Errorf("%w", err).WithKind(views.KindPlanRefused))
 	}
-	if asJSON {
-		b, err := plan.JSONView(p)
-		if err != nil {
-			c.errorf("%s", err)
-			return ExitError
-		}
-		fmt.Fprintln(c.Streams.Stdout, string(b))
-		return ExitOK
+	view := views.NewPlan(c.view(col.noColor), asJSON, md.markdown)
+	if err := view.Show(p, diags, views.PlanOptions{Digest: digest, Markdown: md.options(fs.Arg(0))}); err != nil {
+		diags = diags.Append(err)
+		c.view(col.noColor).Diagnostics(diag.Diagnostics{}.Append(err))
 	}
-	if md.markdown {
-		if !c.writeMarkdown(p, md, fs.Arg(0), digest) {
-			return ExitError
-		}
-		return ExitOK
-	}
-	plan.RenderText(c.Streams.Stdout, p, plan.RenderOptions{Color: col.enabled(c.Env, c.Streams.Stdout), Digest: digest})
-	return ExitOK
+	return exitStatus(diags)
 }

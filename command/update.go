@@ -1,7 +1,5 @@
 package command
 
-import "sort"
-
 // UpdateCommand is `toque update [NAME…]`.
 type UpdateCommand struct {
 	*Base
@@ -28,5 +26,3 @@ Options:
 func (c *UpdateCommand) Run(args []string) int {
 	return c.Base.runInstall("update", c.Help, args, true)
 }
-
-func sortStrings(s []string) { sort.Strings(s) }

@@ -1,13 +1,8 @@
 package command
 
 import (
-	"encoding/json"
-	"fmt"
-
-	"github.com/hashicorp/hcl/v2"
-
-	"github.com/toquehq/toque/config"
-	"github.com/toquehq/toque/internal/host"
+	"github.com/toquehq/toque/command/views"
+	"github.com/toquehq/toque/eval"
 )
 
 // ValidateCommand is `toque validate`.
@@ -44,63 +39,15 @@ func (c *ValidateCommand) Run(args []string) int {
 		return st
 	}
 	if fs.NArg() > 0 {
-		c.errorf("validate takes no arguments; use -chdir=DIR to validate another directory")
-		return ExitError
+		return c.fail(col.noColor, "validate takes no arguments; use -chdir=DIR to validate another directory")
 	}
 	cfg, pol, diags := c.loadConfig() // policy mode when policy.hcl is present
-	files := pol.files(cfg)
 	if cfg != nil && !diags.HasErrors() {
-		_, ediags := cfg.Evaluate(c.Registry, &config.Scope{Node: cfg.Attributes.Node(), Host: host.Unknown()})
-		diags = append(diags, ediags...)
+		_, ediags := eval.Resources(cfg, c.Registry, pol.scope)
+		diags = diags.Append(ediags)
 	}
-	if asJSON {
-		return c.validateJSON(diags)
+	if err := views.NewValidate(c.view(col.noColor), asJSON).Result(diags); err != nil {
+		diags = diags.Append(err)
 	}
-	c.showDiags(diags, files, col.enabled(c.Env, c.Streams.Stderr))
-	if diags.HasErrors() {
-		return ExitError
-	}
-	fmt.Fprintln(c.Streams.Stdout, "Success! The recipes are valid.")
-	return ExitOK
-}
-
-type jsonDiag struct {
-	Severity string     `json:"severity"`
-	Summary  string     `json:"summary"`
-	Detail   string     `json:"detail,omitempty"`
-	Range    *jsonRange `json:"range,omitempty"`
-}
-
-type jsonRange struct {
-	Filename string `json:"filename"`
-	Line     int    `json:"line"`
-	Column   int    `json:"column"`
-}
-
-func (c *ValidateCommand) validateJSON(diags hcl.Diagnostics) int {
-	out := struct {
-		Valid        bool       `json:"valid"`
-		ErrorCount   int        `json:"error_count"`
-		WarningCount int        `json:"warning_count"`
-		Diagnostics  []jsonDiag `json:"diagnostics"`
-	}{Valid: !diags.HasErrors(), Diagnostics: []jsonDiag{}}
-	for _, d := range diags {
-		jd := jsonDiag{Severity: "error", Summary: d.Summary, Detail: d.Detail}
-		if d.Severity == hcl.DiagWarning {
-			jd.Severity = "warning"
-			out.WarningCount++
-		} else {
-			out.ErrorCount++
-		}
-		if d.Subject != nil {
-			jd.Range = &jsonRange{Filename: d.Subject.Filename, Line: d.Subject.Start.Line, Column: d.Subject.Start.Column}
-		}
-		out.Diagnostics = append(out.Diagnostics, jd)
-	}
-	b, _ := json.MarshalIndent(out, "", "  ")
-	fmt.Fprintln(c.Streams.Stdout, string(b))
-	if diags.HasErrors() {
-		return ExitError
-	}
-	return ExitOK
+	return exitStatus(diags)
 }

@@ -1,9 +1,7 @@
 package command
 
 import (
-	"fmt"
-	"runtime"
-
+	"github.com/toquehq/toque/command/views"
 	"github.com/toquehq/toque/plan"
 )
 
@@ -28,6 +26,6 @@ func (c *VersionCommand) Run(args []string) int {
 	if st := c.parseFlags(fs, args, c.Help); st >= 0 {
 		return st
 	}
-	fmt.Fprintf(c.Streams.Stdout, "toque v%s\nplan format %d\n%s %s/%s\n", Version, plan.FormatVersion, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	views.Messages{V: c.view(false)}.Version(Version, plan.FormatVersion)
 	return ExitOK
 }

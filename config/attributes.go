@@ -1,8 +1,11 @@
 package config
 
 import (
+	"fmt"
 	"math/big"
+	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -11,16 +14,30 @@ import (
 // levels lists the attribute levels in increasing precedence.
 var levels = []string{LevelDefault, LevelOverride}
 
-// Attributes holds node attribute writes, one tree per level. Writes are
-// made at compile time and read (Node, Leaves) at plan time.
+// Attributes holds node attribute writes, one tree per level and
+// component. Writes are made at compile time and read (Node, Leaves) at
+// plan time.
+//
+// Each level has two components, as Chef's has several: the cookbooks'
+// (Write: attribute blocks; Chef's default and override) and the
+// policy's (WritePolicy: a policy's default_attributes and
+// override_attributes; Chef's role_default and role_override, where
+// Chef's policyfile loader puts them).
 //
 // Objects and maps merge key by key; every other value (lists and tuples
-// included) is a leaf. Within a level the last writer wins, also when the
-// shape changes (a map where a scalar was, or the reverse). Across levels
+// included) is a leaf. Within a component the last writer wins, also when
+// the shape changes (a map where a scalar was, or the reverse). Within a
+// level the policy's component is deep-merged onto the cookbooks' as
+// Chef's merge_defaults and merge_overrides do (deep_merge!): where both
+// hold a list at one path, the result is their union, the cookbooks'
+// elements first (Ruby's Array#|: each value once, first occurrence
+// kept); any other pair is replaced by the policy's value. Across levels
 // override beats default whatever the order of the writes: an override
-// leaf replaces the default leaf or subtree at its path.
+// leaf replaces the default leaf or subtree at its path (Chef's
+// hash_only_merge!, which never merges arrays).
 type Attributes struct {
-	trees map[string]*attrNode
+	trees  map[string]*attrNode // the cookbooks' component, by level
+	policy map[string]*attrNode // the policy's component, by level
 }
 
 // attrNode is a map (children non-nil) or a leaf.
@@ -30,6 +47,11 @@ type attrNode struct {
 	level    string
 	rng      hcl.Range
 	origin   string
+	// sensitive marks a leaf written with sensitive(): its value is kept
+	// out of every output.
+	sensitive bool
+	// mergedFrom: see Leaf.MergedFrom.
+	mergedFrom []hcl.Range
 }
 
 // Leaf is one leaf of the merged attributes with its provenance.
@@ -43,8 +65,16 @@ type Leaf struct {
 	// Origin, when set, says where the value came from when that is more
 	// than a recipe file, such as an included policy lock:
 	// `include_policy "base" (revision 1a2b3c4d5e)`; Range is then the
-	// place in policy.hcl that brought it in.
+	// place in policy.hcl that brought it in. For a merged list (see
+	// MergedFrom) it names the cookbook's write as well.
 	Origin string
+	// Sensitive is set when the winning write marked the value sensitive
+	// (sensitive() in an attribute block): it is kept out of every output.
+	Sensitive bool
+	// MergedFrom, for a list that is the union of a cookbook's list and
+	// the policy's at one level, is where the cookbook's list (whose
+	// elements come first) was written; Range is the policy's.
+	MergedFrom []hcl.Range
 }
 
 // NewAttributes returns empty attributes.
@@ -72,10 +102,24 @@ func (a *Attributes) Write(level string, path []string, v cty.Value, rng hcl.Ran
 // WriteFrom is Write with an origin recorded beside the range (see
 // Leaf.Origin).
 func (a *Attributes) WriteFrom(level string, path []string, v cty.Value, rng hcl.Range, origin string) {
-	v = compactIntegers(v)
 	if a.trees == nil {
 		a.trees = map[string]*attrNode{}
 	}
+	writeTree(a.trees, level, path, v, rng, origin)
+}
+
+// WritePolicy is WriteFrom into the policy's component of level: after
+// the cookbooks' at the same level, with lists merged (see Attributes).
+func (a *Attributes) WritePolicy(level string, path []string, v cty.Value, rng hcl.Range, origin string) {
+	if a.policy == nil {
+		a.policy = map[string]*attrNode{}
+	}
+	writeTree(a.policy, level, path, v, rng, origin)
+}
+
+// writeTree writes into trees[level].
+func writeTree(trees map[string]*attrNode, level string, path []string, v cty.Value, rng hcl.Range, origin string) {
+	v = compactIntegers(v)
 	known := false
 	for _, l := range levels {
 		known = known || l == level
@@ -83,10 +127,10 @@ func (a *Attributes) WriteFrom(level string, path []string, v cty.Value, rng hcl
 	if !known || v == cty.NilVal {
 		return
 	}
-	root := a.trees[level]
+	root := trees[level]
 	if root == nil {
 		root = newMapNode()
-		a.trees[level] = root
+		trees[level] = root
 	}
 	if len(path) == 0 {
 		// The root stays an object: only maps can be written there.
@@ -117,6 +161,33 @@ func (a *Attributes) WriteFrom(level string, path []string, v cty.Value, rng hcl
 	n.children[last] = &attrNode{value: v, level: level, rng: rng, origin: origin}
 }
 
+// MarkSensitive marks what level holds at path (a leaf, or every leaf of a
+// subtree) as sensitive. Call it right after the write it belongs to: a
+// later write replaces the nodes, and the mark with them.
+func (a *Attributes) MarkSensitive(level string, path []string) {
+	n := a.trees[level]
+	for _, k := range path {
+		if n == nil || n.children == nil {
+			return
+		}
+		n = n.children[k]
+	}
+	if n == nil {
+		return
+	}
+	var mark func(n *attrNode)
+	mark = func(n *attrNode) {
+		if n.children == nil {
+			n.sensitive = true
+			return
+		}
+		for _, c := range n.children {
+			mark(c)
+		}
+	}
+	mark(n)
+}
+
 // setValue merges map-like v into map node n.
 func setValue(n *attrNode, v cty.Value, level string, rng hcl.Range, origin string) {
 	for it := v.ElementIterator(); it.Next(); {
@@ -135,18 +206,131 @@ func setValue(n *attrNode, v cty.Value, level string, rng hcl.Range, origin stri
 	}
 }
 
-// merged is the deep merge of every level, higher levels winning.
+// merged is the deep merge of every level, higher levels winning; each
+// level is its cookbooks' component with the policy's merged onto it.
 func (a *Attributes) merged() *attrNode {
 	out := newMapNode()
 	if a == nil {
 		return out
 	}
 	for _, l := range levels {
-		if t := a.trees[l]; t != nil {
+		t := a.trees[l]
+		if p := a.policy[l]; p != nil {
+			t = a.mergeComponents(t, p)
+		}
+		if t != nil {
 			mergeInto(out, t)
 		}
 	}
 	return out
+}
+
+// mergeComponents deep-merges map node over onto map node base (nil when
+// the level has no cookbook writes) as Chef's deep_merge! does: maps key
+// by key, two lists into their union, anything else replaced by over's.
+// Neither input is changed; the result shares their untouched subtrees.
+func (a *Attributes) mergeComponents(base, over *attrNode) *attrNode {
+	if base == nil {
+		return over
+	}
+	out := newMapNode()
+	for k, b := range base.children {
+		out.children[k] = b
+	}
+	for k, o := range over.children {
+		b := out.children[k]
+		switch {
+		case b == nil:
+			out.children[k] = o
+		case b.children != nil && o.children != nil:
+			out.children[k] = a.mergeComponents(b, o)
+		case b.children == nil && o.children == nil && isListLike(b.value) && isListLike(o.value):
+			out.children[k] = &attrNode{
+				value:      listUnion(b.value, o.value),
+				level:      o.level,
+				rng:        o.rng,
+				origin:     a.mergedOrigin(b, o),
+				mergedFrom: append(append([]hcl.Range(nil), b.mergedFrom...), b.rng),
+				// A merged list holds the cookbook's elements too.
+				sensitive: b.sensitive || o.sensitive,
+			}
+		default:
+			out.children[k] = o
+		}
+	}
+	return out
+}
+
+// isListLike reports whether v is a known list or tuple (Chef's Array).
+func isListLike(v cty.Value) bool {
+	if v == cty.NilVal || v.IsNull() || v.ContainsMarked() {
+		return false
+	}
+	t := v.Type()
+	return t.IsListType() || t.IsTupleType()
+}
+
+// listUnion is Ruby's a | b: the elements of a then b, each once, first
+// occurrence kept. An unknown list gives an unknown result.
+func listUnion(a, b cty.Value) cty.Value {
+	if !a.IsKnown() || !b.IsKnown() {
+		return cty.DynamicVal
+	}
+	var out []cty.Value
+	for _, list := range []cty.Value{a, b} {
+		for it := list.ElementIterator(); it.Next(); {
+			_, e := it.Element()
+			dup := false
+			for _, seen := range out {
+				if sameValue(seen, e) {
+					dup = true
+					break
+				}
+			}
+			if !dup {
+				out = append(out, e)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return cty.EmptyTupleVal
+	}
+	if a.Type().IsListType() && a.Type().Equals(b.Type()) {
+		return cty.ListVal(out)
+	}
+	return cty.TupleVal(out)
+}
+
+func sameValue(x, y cty.Value) bool {
+	if !x.Type().Equals(y.Type()) {
+		return false
+	}
+	if x.IsWhollyKnown() && y.IsWhollyKnown() {
+		return x.Equals(y).True()
+	}
+	return x.RawEquals(y)
+}
+
+// mergedOrigin names both writes of a merged list: the cookbook's, and the
+// policy's origin (or "the policy's list") — the policy's range follows.
+// The cookbook's file is named relative to the policy's directory (where
+// its policy.hcl or lock is) when it is below it.
+func (a *Attributes) mergedOrigin(b, o *attrNode) string {
+	file := b.rng.Filename
+	if o.rng.Filename != "" && filepath.IsAbs(o.rng.Filename) {
+		if rel, err := filepath.Rel(filepath.Dir(o.rng.Filename), file); err == nil && !strings.HasPrefix(rel, "..") {
+			file = filepath.ToSlash(rel)
+		}
+	}
+	from := fmt.Sprintf("%s:%d", file, b.rng.Start.Line)
+	if b.origin != "" {
+		from = b.origin + " at " + from
+	}
+	policy := "the policy's list"
+	if o.origin != "" {
+		policy = "the list of " + o.origin
+	}
+	return fmt.Sprintf("list merged from %s and %s", from, policy)
 }
 
 func mergeInto(dst, src *attrNode) {
@@ -202,70 +386,11 @@ func (a *Attributes) Leaves() []Leaf {
 				walk(c, p)
 				continue
 			}
-			out = append(out, Leaf{Path: p, Value: c.value, Level: c.level, Range: c.rng, Origin: c.origin})
+			out = append(out, Leaf{Path: p, Value: c.value, Level: c.level, Range: c.rng, Origin: c.origin, Sensitive: c.sensitive, MergedFrom: c.mergedFrom})
 		}
 	}
 	walk(a.merged(), nil)
 	return out
-}
-
-// compileAttributes evaluates attribute blocks in order and writes them.
-// Expressions see host and the function library, not node.
-func compileAttributes(blocks []*attributeBlock, host cty.Value) (*Attributes, hcl.Diagnostics) {
-	attrs := NewAttributes()
-	var diags hcl.Diagnostics
-	if host == cty.NilVal {
-		host = cty.DynamicVal
-	}
-	ctxs := map[string]*hcl.EvalContext{}
-	for _, b := range blocks {
-		ctx := ctxs[b.Dir]
-		if ctx == nil {
-			ctx = &hcl.EvalContext{
-				Variables: map[string]cty.Value{"host": host},
-				Functions: Functions(b.Dir),
-			}
-			ctxs[b.Dir] = ctx
-		}
-		as, d := b.Body.JustAttributes()
-		diags = append(diags, d...)
-		list := make([]*hcl.Attribute, 0, len(as))
-		for _, a := range as {
-			list = append(list, a)
-		}
-		sort.Slice(list, func(i, j int) bool { return list[i].Range.Start.Byte < list[j].Range.Start.Byte })
-		for _, a := range list {
-			if d := nodeReferences(a.Expr); len(d) > 0 {
-				diags = append(diags, d...)
-				continue
-			}
-			v, d := a.Expr.Value(ctx)
-			diags = append(diags, d...)
-			if d.HasErrors() {
-				continue
-			}
-			attrs.Write(b.Level, []string{b.Name, a.Name}, v, a.Range)
-		}
-	}
-	return attrs, diags
-}
-
-// nodeReferences reports every reference to node in an attribute block.
-func nodeReferences(expr hcl.Expression) hcl.Diagnostics {
-	var diags hcl.Diagnostics
-	for _, tr := range expr.Variables() {
-		if tr.RootName() != "node" {
-			continue
-		}
-		diags = diags.Append(&hcl.Diagnostic{
-			Severity: hcl.DiagError,
-			Summary:  "Node attributes cannot be read here",
-			Detail: "Attribute blocks are written at compile time, and node attributes are read at plan time, once every recipe has written them. " +
-				"Set a literal value or one computed from host.… here, and read node.… in resource properties and guards instead.",
-			Subject: tr.SourceRange().Ptr(),
-		})
-	}
-	return diags
 }
 
 // compactIntegers re-creates every whole number in v that fits an int64 at

@@ -1,11 +1,13 @@
 package config
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
-	"github.com/zclconf/go-cty/cty"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 
-	"github.com/toquehq/toque/guard"
 	"github.com/toquehq/toque/resources"
 )
 
@@ -18,17 +20,26 @@ type Config struct {
 	Parser *hclparse.Parser
 	// Files lists the recipe files read, in load order.
 	Files []string
-	// Attributes holds the default and override writes, merged.
-	Attributes *Attributes
 	// Resources is the resource collection, in declaration order.
 	Resources []*ResourceBlock
+	// AttributeBlocks are the default and override blocks in load order,
+	// unevaluated: package eval writes them into Attributes, once without
+	// the host (validate) and once with its facts (plan).
+	AttributeBlocks []*AttributeBlock
+	// PolicyWrites are written after AttributeBlocks (policy attributes in
+	// policy mode; see LoadPolicy).
+	PolicyWrites []AttributeWrite
+}
 
-	// attrBlocks are the default/override blocks in load order, kept so
-	// that Compile can write them again with the host's facts.
-	attrBlocks []*attributeBlock
-	// fixedWrites are written after attrBlocks on every Compile (policy
-	// attributes in policy mode; see LoadPolicy).
-	fixedWrites []AttributeWrite
+// AttributeBlock is one `default "NAME" { … }` or `override "NAME" { … }`
+// block, kept unevaluated.
+type AttributeBlock struct {
+	// Level is LevelDefault or LevelOverride; Name the top-level key.
+	Level     string
+	Name      string
+	Body      hcl.Body
+	Dir       string
+	DeclRange hcl.Range
 }
 
 // ResourceBlock is one `TYPE "NAME" { … }` block, kept unevaluated.
@@ -45,6 +56,9 @@ type ResourceBlock struct {
 	TypeRange  hcl.Range
 	LabelRange hcl.Range
 }
+
+// HasGuards reports whether the resource has an only_if or not_if.
+func (m *Meta) HasGuards() bool { return m.OnlyIf != nil || m.NotIf != nil }
 
 // Address is TYPE[NAME].
 func (b *ResourceBlock) Address() string { return resources.Address(b.Type, b.Name) }
@@ -71,33 +85,80 @@ type NotifyBlock struct {
 	DeclRange hcl.Range
 }
 
-// Instance is a resource block evaluated against its type's schema.
-type Instance struct {
-	Block         *ResourceBlock
-	Type          resources.Type
-	Resource      *resources.Resource
-	Sensitive     bool
-	IgnoreFailure bool
-	// Guards are the resource's only_if / not_if, decoded and resolved
-	// (guard.Decode), in evaluation order; none when the action is
-	// "nothing".
-	Guards []*guard.Spec
-	// Notifies are the notification edges this resource fires when it
-	// changes (its notifies blocks and the subscribes blocks naming it),
-	// resolved and checked by Evaluate, in collection order.
-	Notifies []*Notification
-	// NotifiedGuards are the guards of a resource whose action is
-	// "nothing", decoded as if it had its type's default action: they
-	// decide a notified run of it (Chef evaluates guards when a notified
-	// action runs).
-	NotifiedGuards []*guard.Spec
+// SourceText is the recipe text of rng, "" when the file is not known.
+func (c *Config) SourceText(rng hcl.Range) string {
+	if c.Parser == nil {
+		return ""
+	}
+	f, ok := c.Parser.Files()[rng.Filename]
+	if !ok || f == nil || rng.End.Byte > len(f.Bytes) || rng.Start.Byte > rng.End.Byte {
+		return ""
+	}
+	return string(rng.SliceBytes(f.Bytes))
 }
 
-// Scope is what expressions can see at plan time.
-type Scope struct {
-	// Node is the merged node attributes (an object).
-	Node cty.Value
-	// Host is the host facts (an object), or cty.DynamicVal when the host
-	// must not be read (validate).
-	Host cty.Value
+// Timings of a notification.
+const (
+	// TimingDelayed queues the target's action; queued actions run once
+	// each, in queue order, at the end of the apply.
+	TimingDelayed = "delayed"
+	// TimingImmediately runs the target's action right after the notifier
+	// changed.
+	TimingImmediately = "immediately"
+	// TimingBefore runs the target's action right before the notifier
+	// changes.
+	TimingBefore = "before"
+)
+
+// Timings lists the valid timings; the first is the default.
+var Timings = []string{TimingDelayed, TimingImmediately, TimingBefore}
+
+// ParseAddress splits "TYPE[NAME]"; ok is false when ref has another shape.
+func ParseAddress(ref string) (typ, name string, ok bool) {
+	i := strings.IndexByte(ref, '[')
+	if i <= 0 || !strings.HasSuffix(ref, "]") || len(ref) < i+3 {
+		return "", "", false
+	}
+	typ, name = ref[:i], ref[i+1:len(ref)-1]
+	if strings.TrimSpace(typ) != typ || strings.ContainsAny(typ, " []") {
+		return "", "", false
+	}
+	return typ, name, true
+}
+
+// Attributes returns the type-specific attributes of the block's body
+// (the remainder after the meta-arguments were taken), unevaluated. hclsyntax's
+// JustAttributes would complain about the notifies blocks Meta took, so
+// native bodies are read directly.
+func (b *ResourceBlock) Attributes() (hcl.Attributes, hcl.Diagnostics) {
+	sb, ok := b.Body.(*hclsyntax.Body)
+	if !ok {
+		return b.Body.JustAttributes()
+	}
+	var diags hcl.Diagnostics
+	isMeta := map[string]bool{}
+	for _, a := range MetaSchema.Attributes {
+		isMeta[a.Name] = true
+	}
+	for _, b := range MetaSchema.Blocks {
+		isMeta[b.Type] = true
+	}
+	attrs := hcl.Attributes{}
+	for name, a := range sb.Attributes {
+		if !isMeta[name] {
+			attrs[name] = a.AsHCLAttribute()
+		}
+	}
+	for _, blk := range sb.Blocks {
+		if isMeta[blk.Type] {
+			continue
+		}
+		diags = diags.Append(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Unexpected block",
+			Detail:   fmt.Sprintf("A resource takes no %q block; only notifies and subscribes blocks are allowed. To set a map or object property, write %s = { … }.", blk.Type, blk.Type),
+			Subject:  blk.TypeRange.Ptr(),
+		})
+	}
+	return attrs, diags
 }

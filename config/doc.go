@@ -1,22 +1,18 @@
-// Package config loads recipes: it parses HCL (native and JSON syntax),
-// compiles attribute blocks into merged node attributes with provenance,
-// collects resource blocks unevaluated, and decodes a resource's body against
-// its type's schema when the planner asks (Evaluate).
+// Package config loads recipes and stores them, evaluating nothing: it
+// parses HCL (native and JSON syntax), collects resource blocks with their
+// bodies and meta-arguments unevaluated (in declaration order), collects
+// attribute blocks unevaluated, and holds the attribute tree (levels,
+// merge, provenance) they are written into. In policy mode it loads the
+// cookbooks a lock names (LoadPolicy). It knows resource type names only,
+// to report an unknown type at load.
 //
 // The phases, in order:
 //
-//	cfg, diags := config.LoadDir(dir, reg)      // parse, collect, write attributes (host unknown)
-//	scope, diags := cfg.Scope(facts.Value())    // write attributes again with the host's facts
-//	insts, diags := cfg.Evaluate(reg, scope)    // decode every resource against its schema
+//	cfg, diags := config.LoadDir(dir, reg)               // parse and collect
+//	scope, attrs, diags := eval.NewScope(cfg, facts)     // write attributes with the host's facts
+//	insts, diags := eval.Resources(cfg, reg, scope)      // decode every resource against its schema
 //
-// Validate skips the host: it evaluates with
-// &Scope{Node: cfg.Attributes.Node(), Host: host.Unknown()}, so values that
-// depend on the host stay unknown while types and names are still checked.
-//
-// It is not the planner: it never reads the host beyond the recipe files and
-// the files recipes name (file, templatefile, a template's source), and
-// never changes it. Evaluate also renders templates (types implementing
-// resources.Templated) into their content, decodes guards (package guard),
-// and resolves and checks notification edges (Instance.Notifies; see
-// Notifications).
+// It is not the evaluator (package eval: scope, functions, templates,
+// property, guard and notification decoding), and it never reads the host
+// beyond the recipe files.
 package config

@@ -15,6 +15,9 @@ import (
 // Format returns src in canonical HCL layout (toque fmt). It refuses a file
 // that does not parse, returning the syntax errors.
 func Format(src []byte, filename string) ([]byte, hcl.Diagnostics) {
+	if d := CheckSource(src, filename, false); d != nil {
+		return nil, hcl.Diagnostics{d}
+	}
 	_, diags := hclsyntax.ParseConfig(src, filename, hcl.Pos{Line: 1, Column: 1})
 	if diags.HasErrors() {
 		return nil, diags

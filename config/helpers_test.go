@@ -112,23 +112,6 @@ func summaries(diags hcl.Diagnostics) []string {
 	return out
 }
 
-// plan loads dir and evaluates it against the test host.
-func plan(t *testing.T, dir string) (*Config, []*Instance, hcl.Diagnostics) {
-	t.Helper()
-	reg := testRegistry()
-	cfg, diags := LoadDir(dir, reg)
-	if diags.HasErrors() {
-		return cfg, nil, diags
-	}
-	scope, d := cfg.Scope(testHost())
-	diags = append(diags, d...)
-	if diags.HasErrors() {
-		return cfg, nil, diags
-	}
-	insts, d := cfg.Evaluate(reg, scope)
-	return cfg, insts, append(diags, d...)
-}
-
 func rangeAt(t *testing.T, d *hcl.Diagnostic) string {
 	t.Helper()
 	if d.Subject == nil {

@@ -12,10 +12,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
-	hcljson "github.com/hashicorp/hcl/v2/json"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/toquehq/toque/internal/host"
 	"github.com/toquehq/toque/internal/words"
 	"github.com/toquehq/toque/resources"
 )
@@ -26,17 +24,8 @@ const (
 	LevelOverride = "override"
 )
 
-// attributeBlock is one `default "NAME" { … }` or `override "NAME" { … }`.
-type attributeBlock struct {
-	Level     string
-	Name      string
-	Body      hcl.Body
-	Dir       string
-	DeclRange hcl.Range
-}
-
-// metaSchema is the part of a resource body common to every type.
-var metaSchema = &hcl.BodySchema{
+// MetaSchema is the part of a resource body common to every type.
+var MetaSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "action"},
 		{Name: "only_if"},
@@ -71,15 +60,12 @@ func IsRecipeFile(name string) bool {
 // recursive, dotfiles skipped) in lexical order: attribute blocks are
 // written and resource blocks collected, unevaluated.
 //
-// Attribute blocks may read host.…; LoadDir does not read the host, so
-// values that depend on it are unknown (host.Unknown) until Compile or
-// Scope is called with the host's facts. The planner must call one of them;
-// validate need not.
+// Nothing is evaluated: attribute blocks and resource bodies are kept as
+// written, for package eval.
 func LoadDir(dir string, reg *resources.Registry) (*Config, hcl.Diagnostics) {
 	c := &Config{
-		Dir:        dir,
-		Parser:     hclparse.NewParser(),
-		Attributes: NewAttributes(),
+		Dir:    dir,
+		Parser: hclparse.NewParser(),
 	}
 	var diags hcl.Diagnostics
 	entries, err := os.ReadDir(dir)
@@ -128,25 +114,7 @@ func LoadDir(dir string, reg *resources.Registry) (*Config, hcl.Diagnostics) {
 		}
 		diags = append(diags, c.collect(f.Body, filepath.Dir(path), reg, seen)...)
 	}
-	diags = append(diags, c.Compile(host.Unknown())...)
 	return c, diags
-}
-
-// Compile writes the attribute blocks again with hostFacts (host.Facts'
-// Value, or host.Unknown() / cty.DynamicVal when the host must not be read)
-// and replaces c.Attributes.
-func (c *Config) Compile(hostFacts cty.Value) hcl.Diagnostics {
-	attrs, diags := compileAttributes(c.attrBlocks, hostFacts)
-	c.applyFixedWrites(attrs)
-	c.Attributes = attrs
-	return diags
-}
-
-// Scope compiles the attributes with hostFacts and returns the plan-time scope:
-// the merged node attributes and the host facts.
-func (c *Config) Scope(hostFacts cty.Value) (*Scope, hcl.Diagnostics) {
-	diags := c.Compile(hostFacts)
-	return &Scope{Node: c.Attributes.Node(), Host: hostFacts}, diags
 }
 
 // collect reads one file's top-level body: blocks only.
@@ -178,7 +146,7 @@ func (c *Config) collect(body hcl.Body, dir string, reg *resources.Registry, see
 		}
 		for _, b := range sb.Blocks {
 			if !isKnown(b.Type) {
-				diags = diags.Append(unknownTypeDiag(b.Type, b.TypeRange, reg))
+				diags = diags.Append(UnknownTypeDiag(b.Type, b.TypeRange, reg))
 				continue
 			}
 			blocks = append(blocks, b.AsHCLBlock())
@@ -206,7 +174,7 @@ func (c *Config) collect(body hcl.Body, dir string, reg *resources.Registry, see
 			}
 			sort.Slice(keys, func(i, j int) bool { return keys[i].NameRange.Start.Byte < keys[j].NameRange.Start.Byte })
 			for _, a := range keys {
-				diags = diags.Append(unknownTypeDiag(a.Name, a.NameRange, reg))
+				diags = diags.Append(UnknownTypeDiag(a.Name, a.NameRange, reg))
 			}
 		}
 		// JSON bodies return blocks grouped by type; restore source order.
@@ -219,13 +187,13 @@ func (c *Config) collect(body hcl.Body, dir string, reg *resources.Registry, see
 	return diags
 }
 
-func unknownTypeDiag(typ string, rng hcl.Range, reg *resources.Registry) *hcl.Diagnostic {
+func UnknownTypeDiag(typ string, rng hcl.Range, reg *resources.Registry) *hcl.Diagnostic {
 	names := reg.Names()
 	return &hcl.Diagnostic{
 		Severity: hcl.DiagError,
 		Summary:  "Unknown resource type",
 		Detail: fmt.Sprintf("There is no resource type %q.%s The resource types are %s; default and override blocks set node attributes.",
-			typ, didYouMean(typ, append(names, LevelDefault, LevelOverride)), words.Quoted(names)),
+			typ, words.DidYouMean(typ, append(names, LevelDefault, LevelOverride)), words.Quoted(names)),
 		Subject: rng.Ptr(),
 	}
 }
@@ -259,7 +227,7 @@ func (c *Config) addBlock(b *hcl.Block, dir string, seen map[string]*ResourceBlo
 		})
 	}
 	if isAttr {
-		c.attrBlocks = append(c.attrBlocks, &attributeBlock{Level: b.Type, Name: name, Body: b.Body, Dir: dir, DeclRange: b.DefRange})
+		c.AttributeBlocks = append(c.AttributeBlocks, &AttributeBlock{Level: b.Type, Name: name, Body: b.Body, Dir: dir, DeclRange: b.DefRange})
 		return diags
 	}
 
@@ -283,8 +251,9 @@ func (c *Config) addBlock(b *hcl.Block, dir string, seen map[string]*ResourceBlo
 	}
 	seen[addr] = rb
 
-	content, rest, d := b.Body.PartialContent(metaSchema)
+	content, rest, d := b.Body.PartialContent(MetaSchema)
 	diags = append(diags, d...)
+	diags = append(diags, blockMetaAsAttribute(rest)...)
 	rb.Body = rest
 	if content != nil {
 		m := &rb.Meta
@@ -378,12 +347,94 @@ func parseFile(path string) parsedFile {
 			Detail:   fmt.Sprintf("Reading %s failed: %s.", path, err),
 		}}}
 	}
-	var f *hcl.File
-	var d hcl.Diagnostics
-	if strings.HasSuffix(path, ".hcl.json") {
-		f, d = hcljson.Parse(src, path)
-	} else {
-		f, d = hclsyntax.ParseConfig(src, path, hcl.Pos{Line: 1, Column: 1, Byte: 0})
+	f, d := Parse(src, path)
+	if f == nil {
+		// Keep the bytes so the diagnostic can show a snippet.
+		f = &hcl.File{Body: hcl.EmptyBody(), Bytes: src}
 	}
 	return parsedFile{file: f, diags: d}
+}
+
+// blockMetaAsAttribute reports notifies and subscribes written as
+// attributes, Chef style (`notifies = ["run", "execute[reload]",
+// "delayed"]`): they are blocks here, and an attribute of that name would
+// otherwise be dropped, and the notification with it. The detail shows the
+// block to write, translated from the attribute when its value says enough.
+func blockMetaAsAttribute(rest hcl.Body) hcl.Diagnostics {
+	sb, ok := rest.(*hclsyntax.Body)
+	if !ok {
+		return nil
+	}
+	var diags hcl.Diagnostics
+	for _, kw := range []string{"notifies", "subscribes"} {
+		a, ok := sb.Attributes[kw]
+		if !ok {
+			continue
+		}
+		diags = diags.Append(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Unsupported argument; " + kw + " is a block",
+			Detail:   fmt.Sprintf("%s is written as a block, one per notification, not as an attribute:\n\n%s\nThe timing is delayed (the default), immediately or before.", kw, notifyBlockExample(kw, a.Expr)),
+			Subject:  a.NameRange.Ptr(),
+		})
+	}
+	return diags
+}
+
+// notifyBlockExample writes the block form of a notifies or subscribes
+// attribute: from a list ["ACTION", "TYPE[NAME]", "TIMING"] or an object
+// { ACTION = "TYPE[NAME]" } when the value is a literal, else a template.
+func notifyBlockExample(kw string, expr hcl.Expression) string {
+	block := func(action, resource, timing string) string {
+		s := fmt.Sprintf("  %s %q {\n    resource = %q\n", kw, action, resource)
+		if timing != "" {
+			s += fmt.Sprintf("    timing   = %q\n", timing)
+		}
+		return s + "  }\n"
+	}
+	generic := block("ACTION", "TYPE[NAME]", "delayed")
+	v, d := expr.Value(nil)
+	if d.HasErrors() || !v.IsWhollyKnown() || v.IsNull() {
+		return generic
+	}
+	str := func(v cty.Value) (string, bool) {
+		if v.IsNull() || v.Type() != cty.String {
+			return "", false
+		}
+		return v.AsString(), true
+	}
+	switch t := v.Type(); {
+	case t.IsTupleType() || t.IsListType():
+		var parts []string
+		for it := v.ElementIterator(); it.Next(); {
+			_, e := it.Element()
+			s, ok := str(e)
+			if !ok {
+				return generic
+			}
+			parts = append(parts, s)
+		}
+		switch len(parts) {
+		case 2:
+			return block(parts[0], parts[1], "")
+		case 3:
+			return block(parts[0], parts[1], parts[2])
+		}
+	case t.IsObjectType() || t.IsMapType():
+		var out []string
+		for it := v.ElementIterator(); it.Next(); {
+			k, e := it.Element()
+			s, ok := str(e)
+			if !ok {
+				return generic
+			}
+			out = append(out, block(k.AsString(), s, ""))
+		}
+		if len(out) > 0 {
+			return strings.Join(out, "\n")
+		}
+	case t == cty.String:
+		return block("ACTION", v.AsString(), "")
+	}
+	return generic
 }

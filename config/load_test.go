@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/zclconf/go-cty/cty"
 )
 
 func TestLoadDirCollectsInOrder(t *testing.T) {
@@ -89,13 +88,13 @@ file "/b2" {
 		t.Errorf("ranges: dir %s decl %v type %v label %v", b2.Dir, b2.DeclRange, b2.TypeRange, b2.LabelRange)
 	}
 	// The remaining body holds no meta arguments.
-	attrs, d := bodyAttributes(b2.Body)
+	attrs, d := b2.Attributes()
 	if d.HasErrors() || len(attrs) != 0 {
 		t.Errorf("remaining body = %v %v", attrs, d)
 	}
-	node := cfg.Attributes.Node()
-	if !node.GetAttr("x").GetAttr("y").RawEquals(cty.NumberIntVal(1)) || !node.GetAttr("z").GetAttr("k").RawEquals(cty.StringVal("v")) {
-		t.Errorf("node = %#v", node)
+	// Attribute blocks are collected, not evaluated (package eval does).
+	if len(cfg.AttributeBlocks) != 2 || cfg.AttributeBlocks[0].Name != "x" || cfg.AttributeBlocks[1].Name != "z" {
+		t.Errorf("attribute blocks %+v", cfg.AttributeBlocks)
 	}
 }
 
@@ -160,19 +159,6 @@ func TestLoadDirErrors(t *testing.T) {
 			want:  []string{"Wrong number of block labels"},
 		},
 		{
-			name:   "node read in an attribute block",
-			files:  map[string]string{"a.hcl": "default \"a\" { x = 1 }\ndefault \"b\" {\n  y = node.a.x + 1\n}\n"},
-			want:   []string{"Node attributes cannot be read here"},
-			at:     "a.hcl:3",
-			detail: "compile time",
-		},
-		{
-			name:  "missing host fact in an attribute block",
-			files: map[string]string{"a.hcl": "default \"a\" {\n  x = host.colour\n}\n"},
-			want:  []string{"Unsupported attribute"},
-			at:    "a.hcl:2",
-		},
-		{
 			name:  "syntax error",
 			files: map[string]string{"a.hcl": "file \"/x\" {\n"},
 			want:  []string{"Unclosed configuration block"},
@@ -181,6 +167,34 @@ func TestLoadDirErrors(t *testing.T) {
 			name:  "notifies without resource",
 			files: map[string]string{"a.hcl": "file \"/x\" {\n  notifies \"touch\" {}\n}\n"},
 			want:  []string{"Missing required argument"},
+		},
+		{
+			name:   "notifies as an attribute, Chef style",
+			files:  map[string]string{"a.hcl": "file \"/x\" {\n  notifies = [\"run\", \"execute[reload]\", \"delayed\"]\n}\n"},
+			want:   []string{"Unsupported argument; notifies is a block"},
+			at:     "a.hcl:2",
+			detail: "notifies \"run\" {\n    resource = \"execute[reload]\"\n    timing   = \"delayed\"\n  }",
+		},
+		{
+			name:   "notifies as a map attribute",
+			files:  map[string]string{"a.hcl": "file \"/x\" {\n  notifies = { run = \"execute[nope]\" }\n}\n"},
+			want:   []string{"Unsupported argument; notifies is a block"},
+			at:     "a.hcl:2",
+			detail: "notifies \"run\" {\n    resource = \"execute[nope]\"\n  }",
+		},
+		{
+			name:   "subscribes as a string attribute",
+			files:  map[string]string{"a.hcl": "file \"r\" {\n  content = \"x\"\n  subscribes = \"foo\"\n}\n"},
+			want:   []string{"Unsupported argument; subscribes is a block"},
+			at:     "a.hcl:3",
+			detail: "subscribes \"ACTION\" {\n    resource = \"foo\"",
+		},
+		{
+			name:   "notifies from an expression",
+			files:  map[string]string{"a.hcl": "file \"/x\" {\n  notifies = node.n\n}\n"},
+			want:   []string{"Unsupported argument; notifies is a block"},
+			at:     "a.hcl:2",
+			detail: "notifies \"ACTION\" {\n    resource = \"TYPE[NAME]\"",
 		},
 		{
 			name: "every error at once",

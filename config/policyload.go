@@ -2,13 +2,12 @@ package config
 
 import (
 	"fmt"
-	"strings"
+	"os"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/toquehq/toque/internal/host"
 	"github.com/toquehq/toque/resources"
 )
 
@@ -37,7 +36,9 @@ type PolicyInput struct {
 	// Writes are the policy's attribute writes. They are applied, in order,
 	// after every attribute block of the cookbooks each time the attributes
 	// are compiled, so: cookbook default < policy default < cookbook
-	// override < policy override.
+	// override < policy override — except that, within one level, a list
+	// the policy writes where a cookbook wrote a list is merged with it
+	// (the cookbook's elements first), as Chef does.
 	Writes []AttributeWrite
 }
 
@@ -49,10 +50,9 @@ type PolicyInput struct {
 // Attribute files may hold only default and override blocks.
 func LoadPolicy(in PolicyInput, reg *resources.Registry) (*Config, hcl.Diagnostics) {
 	c := &Config{
-		Dir:         in.Dir,
-		Parser:      hclparse.NewParser(),
-		Attributes:  NewAttributes(),
-		fixedWrites: append([]AttributeWrite(nil), in.Writes...),
+		Dir:          in.Dir,
+		Parser:       hclparse.NewParser(),
+		PolicyWrites: append([]AttributeWrite(nil), in.Writes...),
 	}
 	var diags hcl.Diagnostics
 	byName := map[string]*Cookbook{}
@@ -60,14 +60,21 @@ func LoadPolicy(in PolicyInput, reg *resources.Registry) (*Config, hcl.Diagnosti
 		byName[cb.Name] = cb
 	}
 	parse := func(path string) *hcl.File {
-		var f *hcl.File
-		var d hcl.Diagnostics
-		if strings.HasSuffix(path, ".hcl.json") {
-			f, d = c.Parser.ParseJSONFile(path)
-		} else {
-			f, d = c.Parser.ParseHCLFile(path)
+		src, err := os.ReadFile(path)
+		if err != nil {
+			diags = diags.Append(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Cannot read a cookbook file",
+				Detail:   fmt.Sprintf("Reading %s failed: %s.", path, err),
+			})
+			return nil
 		}
+		f, d := Parse(src, path)
 		diags = append(diags, d...)
+		if f == nil {
+			f = &hcl.File{Body: hcl.EmptyBody(), Bytes: src}
+		}
+		c.Parser.AddFile(path, f)
 		c.Files = append(c.Files, path)
 		if f == nil || f.Body == nil {
 			return nil
@@ -130,14 +137,5 @@ func LoadPolicy(in PolicyInput, reg *resources.Registry) (*Config, hcl.Diagnosti
 		}
 		diags = append(diags, c.collect(f.Body, cb.Dir, reg, seen)...)
 	}
-	diags = append(diags, c.Compile(host.Unknown())...)
 	return c, diags
-}
-
-// applyFixedWrites writes the fixed (policy) attribute writes into attrs,
-// after the attribute blocks.
-func (c *Config) applyFixedWrites(attrs *Attributes) {
-	for _, w := range c.fixedWrites {
-		attrs.WriteFrom(w.Level, w.Path, w.Value, w.Range, w.Origin)
-	}
 }

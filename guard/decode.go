@@ -68,6 +68,7 @@ func Decode(in Input) ([]*Spec, hcl.Diagnostics) {
 	d.diags = nil
 
 	var specs []*Spec
+	var exprGuards []raw
 	for _, g := range []struct {
 		kind Kind
 		expr hcl.Expression
@@ -76,11 +77,15 @@ func Decode(in Input) ([]*Spec, hcl.Diagnostics) {
 			continue
 		}
 		for _, raw := range d.values(g.kind, g.expr) {
+			if raw.form == Expression {
+				exprGuards = append(exprGuards, raw)
+			}
 			if s := d.resolve(raw, interp, known); s != nil {
 				specs = append(specs, s)
 			}
 		}
 	}
+	d.interpreterWithExpressions(interp, known, exprGuards)
 	diags = append(diags, d.diags...)
 	if in.Parent != nil && in.Parent.Action == "nothing" {
 		return nil, diags
@@ -166,8 +171,35 @@ func (d *decoder) interpreter() (string, bool) {
 		}
 	}
 	d.errorf(expr.Range(), "Unknown guard interpreter",
-		"There is no guard interpreter %q. Use one of %s: \"default\" runs the guard with /bin/sh -c, the others run it as a resource of that type.", name, words.Quoted(d.interpreters()))
+		"There is no guard interpreter %q.%s Use one of %s: \"default\" runs the guard with /bin/sh -c, the others run it as a resource of that type.", name, words.DidYouMean(name, d.interpreters()), words.Quoted(d.interpreters()))
 	return "", false
+}
+
+// interpreterWithExpressions refuses a guard_interpreter that the recipe
+// sets to something other than the resource's default alongside expression
+// guards, as Chef refuses one with block guards ("guard_interpreter does not
+// support blocks"): an expression is evaluated by toque, never run, so the
+// setting would be silently ignored for it. Setting it to the default
+// changes nothing and is accepted.
+func (d *decoder) interpreterWithExpressions(interp string, known bool, exprs []raw) {
+	expr := d.in.GuardInterpreter
+	if expr == nil || !known || len(exprs) == 0 || interp == DefaultInterpreter(d.in.Registry, d.parentType()) {
+		return
+	}
+	where := make([]string, len(exprs))
+	for i, r := range exprs {
+		where[i] = fmt.Sprintf("%s %s (%s:%d)", r.kind, r.source, r.rng.Filename, r.rng.Start.Line)
+	}
+	d.errorf(expr.Range(), "Guard interpreter with an expression guard",
+		"guard_interpreter = %q says how script guards run (command strings and { command = … } objects), but %s %s an expression, which toque evaluates itself and never runs: guard_interpreter would be ignored for it. Remove guard_interpreter, or write the guard as a command.",
+		interp, words.Join(where, ""), isAre(len(where)))
+}
+
+func isAre(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
 }
 
 // raw is one guard as written, before it is resolved.
@@ -180,6 +212,9 @@ type raw struct {
 	value  *bool
 	// params holds the guard object's values (command included).
 	params map[string]cty.Value
+	// argv is set for an argv guard ({ command = [PROGRAM, ARG…] }): the
+	// list of strings, which may be unknown at validate.
+	argv cty.Value
 }
 
 // values splits a guard attribute's value into guards: a string, a bool, an
@@ -196,10 +231,21 @@ func (d *decoder) values(kind Kind, expr hcl.Expression) []raw {
 		return nil
 	}
 	if !v.IsKnown() {
+		if v.Type() == cty.Bool {
+			// An expression guard whose value validate cannot know yet.
+			if r, ok := d.single(kind, expr, expr.Range(), v); ok {
+				return []raw{r}
+			}
+		}
 		return nil
 	}
 	t := v.Type()
 	if t.IsListType() || t.IsTupleType() || t.IsSetType() {
+		if opt := chefArgv(v); opt != "" {
+			d.errorf(expr.Range(), "Guard list looks like a command and its arguments",
+				"%s = [ … ] is a list of guards, each a command of its own, and %q is not a command: it reads like an argument, as in Chef's only_if [\"test\", \"-f\", path]. To run one program with arguments and no shell, write %s = { command = [ … ] }.", kind, opt, kind)
+			return nil
+		}
 		var out []raw
 		elems := elementExprs(expr)
 		i := 0
@@ -234,6 +280,29 @@ func (d *decoder) values(kind Kind, expr hcl.Expression) []raw {
 	return nil
 }
 
+// chefArgv returns the first element, after the first, of a list of
+// strings that starts with "-" and holds no space — an option, such as the
+// "-f" of Chef's argv form only_if ["test", "-f", path] — or "" when there is
+// none. As a command of its own such a word is always broken: sh -c reads
+// it as an option of sh.
+func chefArgv(v cty.Value) string {
+	if !v.IsWhollyKnown() || v.LengthInt() < 2 {
+		return ""
+	}
+	i := 0
+	found := ""
+	for it := v.ElementIterator(); it.Next(); i++ {
+		_, e := it.Element()
+		if e.IsNull() || e.Type() != cty.String {
+			return ""
+		}
+		if w := e.AsString(); i > 0 && found == "" && strings.HasPrefix(w, "-") && !strings.ContainsAny(w, " \t\n") {
+			found = w
+		}
+	}
+	return found
+}
+
 // single reads one guard value. expr may be nil (an element of a list that
 // is not a literal list).
 func (d *decoder) single(kind Kind, expr hcl.Expression, rng hcl.Range, v cty.Value) (raw, bool) {
@@ -265,13 +334,16 @@ func (d *decoder) single(kind Kind, expr hcl.Expression, rng hcl.Range, v cty.Va
 	case t.IsObjectType() || t.IsMapType():
 		r.form = Script
 		r.params = map[string]cty.Value{}
+		misspeltCommand := false
 		for it := v.ElementIterator(); it.Next(); {
 			k, ev := it.Element()
 			key := k.AsString()
 			if key != "command" && !slices.Contains(Params, key) {
 				krng, _ := itemRanges(expr, key, rng)
+				keys := append([]string{"command"}, Params...)
+				misspeltCommand = misspeltCommand || words.Closest(key, keys) == "command"
 				d.errorf(krng, "Unknown guard parameter",
-					"A guard object takes command and the guard parameters %s; %q is none of these.", words.Quoted(Params), key)
+					"A guard object takes command and the guard parameters %s; %q is none of these.%s", words.Quoted(Params), key, words.DidYouMean(key, keys))
 				continue
 			}
 			if ev.IsNull() {
@@ -281,14 +353,28 @@ func (d *decoder) single(kind Kind, expr hcl.Expression, rng hcl.Range, v cty.Va
 		}
 		cmd, ok := r.params["command"]
 		switch {
+		case !ok && misspeltCommand:
+			return r, false // the misspelt key's diagnostic says it all
 		case !ok:
-			d.errorf(rng, "Missing guard command", "A guard object needs command = \"…\", the script to run.")
+			d.errorf(rng, "Missing guard command", "A guard object needs command: a script (command = \"test -f x\") or a program and its arguments, run without a shell (command = [\"test\", \"-f\", \"x\"]).")
 			return r, false
 		case !cmd.IsKnown():
 			r.source = ""
+		case cmd.Type().IsListType() || cmd.Type().IsTupleType():
+			_, vrng := itemRanges(expr, "command", rng)
+			argv, err := resources.NormalizeCommand(cmd)
+			if err != nil {
+				d.errorf(vrng, "Invalid guard command", "A list command is a program and its arguments, run without a shell: %s.", err)
+				return r, false
+			}
+			r.argv = argv
+			if argv.IsWhollyKnown() {
+				r.source = ArgvSource(stringsOf(argv))
+			}
 		case cmd.Type() != cty.String:
 			_, vrng := itemRanges(expr, "command", rng)
-			d.errorf(vrng, "Wrong type for guard command", "command must be a string, not %s.", cmd.Type().FriendlyName())
+			d.errorf(vrng, "Wrong type for guard command",
+				"command must be a string (a script) or a list of strings (a program and its arguments, run without a shell), not %s.", cmd.Type().FriendlyName())
 			return r, false
 		default:
 			r.source = cmd.AsString()
@@ -360,6 +446,9 @@ func (d *decoder) resolve(r raw, interp string, known bool) *Spec {
 	if !ok || !known {
 		return s
 	}
+	if r.argv != cty.NilVal {
+		return d.resolveArgv(r, s, interp, params)
+	}
 	vals := map[string]Value{}
 	if interp == Default {
 		for _, k := range []string{"flags", "architecture"} {
@@ -392,7 +481,39 @@ func (d *decoder) resolve(r raw, interp string, known bool) *Spec {
 			"The resource type %q has neither code nor command, so it cannot run a guard string. Use another guard_interpreter.", interp)
 		return s
 	}
-	cv, err := convertProp(schema.Property(codeKey), cty.StringVal(r.source))
+	return d.resolveRunner(r, s, schema, codeKey, cty.StringVal(r.source), params, true)
+}
+
+// resolveArgv resolves an argv guard ({ command = [PROGRAM, ARG…] }). It
+// runs without a shell whatever the guard interpreter, as an execute
+// resource with the list as its command: its guard parameters are
+// execute's (cwd, environment, user, group, umask, path, timeout,
+// returns). It inherits from the parent as a guard of the resource's guard
+// interpreter would, unless that interpreter is "default", which inherits
+// nothing.
+func (d *decoder) resolveArgv(r raw, s *Spec, interp string, params map[string]cty.Value) *Spec {
+	const runner = "execute"
+	var t resources.Type
+	if d.in.Registry != nil {
+		t, _ = d.in.Registry.Lookup(runner)
+	}
+	if _, ok := t.(resources.Runner); !ok {
+		_, vrng := itemRanges(r.expr, "command", r.rng)
+		d.errorf(vrng, "Guard interpreter cannot take a command list",
+			"A list command runs as an %s resource, which this build of toque lacks. Write the command as a string.", runner)
+		return s
+	}
+	s.Interpreter = runner
+	return d.resolveRunner(r, s, t.Schema(), "command", r.argv, params, interp != Default)
+}
+
+// resolveRunner fills s.Values for a guard run as a resource of schema's
+// type: codeKey (code or command) set to code, then the parent's
+// inheritable settings when inherit is set, then the guard parameters.
+func (d *decoder) resolveRunner(r raw, s *Spec, schema *resources.Schema, codeKey string, code cty.Value, params map[string]cty.Value, inherit bool) *Spec {
+	interp := s.Interpreter
+	vals := map[string]Value{}
+	cv, err := convertProp(schema.Property(codeKey), code)
 	if err != nil {
 		d.errorf(r.rng, "Invalid guard command", "As the %s of a %s guard: %s.", codeKey, interp, err)
 		return s
@@ -408,7 +529,7 @@ func (d *decoder) resolve(r raw, interp string, known bool) *Spec {
 	if schema.Property("interpreter") != nil {
 		inheritable = append(inheritable, "interpreter")
 	}
-	if parent != nil && DefaultInterpreter(d.in.Registry, parent.Type) != Default {
+	if inherit && parent != nil && DefaultInterpreter(d.in.Registry, parent.Type) != Default {
 		for _, k := range inheritable {
 			if !parent.IsSet(k) || schema.Property(k) == nil {
 				continue
@@ -477,6 +598,70 @@ func (d *decoder) resolve(r raw, interp string, known bool) *Spec {
 	}
 	s.Values = vals
 	return s
+}
+
+// ArgvSource is how an argv guard reads in plans: its words quoted as a
+// POSIX shell would need them to run the same argv (`test -f '/srv/my
+// app'`), with control characters in ANSI-C quotes ($'a\nb'). It is only
+// for reading: the guard runs the list itself, without a shell.
+func ArgvSource(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = shellWord(a)
+	}
+	return strings.Join(q, " ")
+}
+
+func shellWord(a string) string {
+	if a == "" {
+		return "''"
+	}
+	plain, printable := true, true
+	for _, r := range a {
+		switch {
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f):
+			printable = false
+		case !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_@%+=:,./-", r)):
+			plain = false
+		}
+	}
+	switch {
+	case !printable:
+		var b strings.Builder
+		b.WriteString("$'")
+		for _, r := range a {
+			switch {
+			case r == '\\' || r == '\'':
+				b.WriteRune('\\')
+				b.WriteRune(r)
+			case r == '\n':
+				b.WriteString(`\n`)
+			case r == '\t':
+				b.WriteString(`\t`)
+			case r < 0x20 || r == 0x7f:
+				fmt.Fprintf(&b, `\x%02x`, r)
+			case r >= 0x80 && r <= 0x9f:
+				fmt.Fprintf(&b, `\u%04x`, r)
+			default:
+				b.WriteRune(r)
+			}
+		}
+		b.WriteString("'")
+		return b.String()
+	case plain:
+		return a
+	}
+	return "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+}
+
+// stringsOf reads a known list of strings.
+func stringsOf(v cty.Value) []string {
+	var out []string
+	for it := v.ElementIterator(); it.Next(); {
+		_, e := it.Element()
+		out = append(out, e.AsString())
+	}
+	return out
 }
 
 // convertProp converts v to p's type, then normalises and validates it,

@@ -24,7 +24,7 @@ func TestDecodeBadInput(t *testing.T) {
 		{"nested list", "only_if = [[\"true\"]]", "file", []string{"Nested guard list"}, 1},
 		{"unknown key", "only_if = {\n command = \"true\"\n cdw = \"/tmp\"\n}", "file", []string{"Unknown guard parameter"}, 3},
 		{"missing command", "only_if = { cwd = \"/tmp\" }", "file", []string{"Missing guard command"}, 1},
-		{"command not string", "only_if = { command = [\"a\"] }", "file", []string{"Wrong type for guard command"}, 1},
+		{"command not string", "only_if = { command = { a = 1 } }", "file", []string{"Wrong type for guard command"}, 1},
 		{"empty command", "only_if = \"  \"", "file", []string{"Empty guard command"}, 1},
 		{"returns 300", "only_if = {\n command = \"true\"\n returns = [0, 300]\n}", "file", []string{"Invalid guard parameter"}, 3},
 		{"returns negative", "only_if = { command = \"true\", returns = -1 }", "file", []string{"Invalid guard parameter"}, 1},

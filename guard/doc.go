@@ -3,8 +3,10 @@
 // evaluates them.
 //
 // A guard is a script guard (a command string, optionally with guard
-// parameters) or an expression guard (a bool expression, the HCL form of a
-// Chef block guard). Decode resolves a script guard down to what runs: the
+// parameters), an argv guard ({ command = [PROGRAM, ARG…] }: run without a
+// shell, as an execute resource with that command, inheriting as the
+// resource's guard interpreter would) or an expression guard (a bool
+// expression, the HCL form of a Chef block guard). Decode resolves a script guard down to what runs: the
 // guard interpreter ("default" is `/bin/sh -c` with only the guard's own
 // parameters; any other is a resources.Runner type, such as bash, built with
 // the guard string as its code and the parent resource's cwd, environment,
@@ -16,7 +18,9 @@
 // Chef's order (every only_if, then every not_if) and stops at the first
 // that decides to skip. A guard that cannot run (interpreter, working
 // directory or user missing, timeout) is an error, never a silent verdict;
-// a script guard exiting 127 is false, with a warning.
+// a script guard exiting 127 (a command not found), or exiting 2 from a
+// shell or test (a syntax error, a bad expression), is false, with a
+// warning that quotes the first line of its standard error, escaped.
 //
 // Guards must be side-effect free: toque runs them at plan time, again at
 // apply's pre-flight, and again right before the resource converges.

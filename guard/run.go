@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/internal/shellexec"
+	"github.com/toquehq/toque/internal/words"
 	"github.com/toquehq/toque/resources"
 )
 
@@ -31,9 +33,16 @@ type Outcome struct {
 	// scripts that could not run or were killed.
 	ExitCode *int
 	Duration time.Duration
-	// Output is the script's trimmed output (at most OutputCap bytes).
+	// Output is the script's trimmed output (at most OutputCap bytes before
+	// escaping), one line per line, with every other character that could
+	// drive a terminal escaped (words.Printable): plans show it to
+	// reviewers.
 	Output string
-	// Warning is set when the verdict deserves a second look (exit 127).
+	// Warning is set when the verdict deserves a second look: exit 127 (a
+	// command not found), or exit 2 from a shell or test (a guard that could
+	// not run as written, such as a syntax error), with the first line of
+	// its standard error, escaped (words.Printable), unless the resource is
+	// sensitive. The condition is still false.
 	Warning string
 	// Err is set when the guard could not be evaluated; there is no
 	// verdict then.
@@ -104,7 +113,7 @@ func Run(ctx context.Context, reg *resources.Registry, s *Spec, logger hclog.Log
 	res, err := shellexec.Run(ctx, spec)
 	if res != nil {
 		o.Duration = res.Duration
-		o.Output = trimOutput(res.Stdout, res.Stderr)
+		o.Output = printableLines(trimOutput(res.Stdout, res.Stderr))
 	}
 	var exitErr *shellexec.ExitError
 	var timeout *shellexec.TimeoutError
@@ -126,8 +135,12 @@ func Run(ctx context.Context, reg *resources.Registry, s *Spec, logger hclog.Log
 	if res != nil && res.ExitCode >= 0 {
 		code := res.ExitCode
 		o.ExitCode = &code
-		if code == 127 && !slices.Contains(returns, 127) {
+		switch {
+		case slices.Contains(returns, code):
+		case code == 127:
 			o.Warning = "exit 127: a command inside the guard was not found"
+		case code == 2:
+			o.Warning = exit2Warning(spec, res.Stderr, s.Sensitive)
 		}
 	}
 	logger.Debug("guard evaluated", "guard", s.Describe(), "condition", o.Condition, "exit_code", res.ExitCode, "duration", o.Duration)
@@ -276,6 +289,65 @@ func intList(v cty.Value) ([]int, error) {
 	return out, nil
 }
 
+// errorExit2 names the programs whose exit 2 means "could not do as asked"
+// rather than "no": POSIX shells (a syntax error, a misused builtin, a
+// command that itself exited 2 last) and test (an invalid expression).
+var errorExit2 = map[string]string{
+	"sh": "a shell", "bash": "a shell", "dash": "a shell", "ash": "a shell",
+	"ksh": "a shell", "mksh": "a shell", "zsh": "a shell", "busybox": "a shell",
+	"test": "test", "[": "test",
+}
+
+// exit2Warning words the warning for a guard process that exited 2, or ""
+// when its program does not use 2 for errors. It names the program's kind
+// and quotes the first line of stderr (escaped, at most stderrLineMax
+// characters), which holds what went wrong; for a sensitive resource it
+// says the output is hidden instead.
+func exit2Warning(spec shellexec.Spec, stderr string, sensitive bool) string {
+	argv := spec.Argv
+	if len(spec.Interpreter) > 0 {
+		argv = spec.Interpreter
+	}
+	if len(argv) == 0 {
+		return ""
+	}
+	prog := filepath.Base(argv[0])
+	if prog == "env" && len(argv) > 1 {
+		prog = filepath.Base(argv[1]) // interpreter = "/usr/bin/env bash"
+	}
+	what, ok := errorExit2[prog]
+	if !ok {
+		return ""
+	}
+	w := "exit 2: " + what + " exits 2 when it cannot run what it was given (a syntax error, an invalid test), so the guard may be broken rather than false"
+	if sensitive {
+		return w + " (its output is hidden: the resource is sensitive)"
+	}
+	if line := firstLine(stderr); line != "" {
+		w += ": " + line
+	}
+	return w
+}
+
+// stderrLineMax bounds the stderr line a warning quotes, in characters.
+const stderrLineMax = 200
+
+// firstLine is the first non-blank line of s, trimmed, cut to
+// stderrLineMax characters, with control characters escaped.
+func firstLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" {
+			continue
+		}
+		if r := []rune(l); len(r) > stderrLineMax {
+			l = string(r[:stderrLineMax]) + "…"
+		}
+		return words.Printable(l)
+	}
+	return ""
+}
+
 // trimOutput joins stdout and stderr, trimmed, keeping the last OutputCap
 // bytes.
 func trimOutput(stdout, stderr string) string {
@@ -294,6 +366,16 @@ func trimOutput(stdout, stderr string) string {
 		out = "…" + out[cut:]
 	}
 	return out
+}
+
+// printableLines escapes s line by line (words.Printable), keeping its line
+// breaks.
+func printableLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = words.Printable(l)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // SortedEnvNames lists an outcome's environment variable names, sorted.

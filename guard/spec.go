@@ -46,8 +46,9 @@ var Params = []string{"cwd", "environment", "user", "group", "umask", "path", "t
 type Spec struct {
 	Kind Kind `json:"kind"`
 	Form Form `json:"form"`
-	// Source is the command string of a script guard, or the source text of
-	// an expression guard.
+	// Source is the command string of a script guard, the words of an argv
+	// guard quoted for reading (ArgvSource; what runs is Values["command"],
+	// the list itself), or the source text of an expression guard.
 	Source string `json:"source"`
 	// Sensitive is set when the resource is sensitive: Describe, logs and
 	// plan output show "(sensitive)" instead of Source and the output.
@@ -57,7 +58,8 @@ type Spec struct {
 	// known (validate).
 	ExprValue *bool `json:"expr_value,omitempty"`
 	// Interpreter is "default" or the name of the resources.Runner type the
-	// guard runs as ("bash", "execute"…); empty for expressions.
+	// guard runs as ("bash", "execute"…; always "execute" for an argv
+	// guard); empty for expressions.
 	Interpreter string `json:"interpreter,omitempty"`
 	// Values are what runs. For "default": command, and the guard
 	// parameters given. For a type: the guard resource's property values

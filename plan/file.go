@@ -308,15 +308,19 @@ func truncate(s string, n int) string {
 	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
-// VerifyHost checks that p was made on the host id names. Hostnames must be
-// equal; machine ids too when both sides have one.
+// VerifyHost checks that p was made on the host id names: hostnames and
+// machine ids must be equal. A hostname alone does not tell two hosts
+// apart, so a plan without a machine id, or a host without one, is refused.
 func VerifyHost(p *Plan, id host.Identity) error {
 	here := Host{Hostname: id.Hostname, MachineID: id.MachineID}
-	same := p.Host.Hostname == here.Hostname
-	if same && p.Host.MachineID != "" && here.MachineID != "" {
-		same = p.Host.MachineID == here.MachineID
-	}
-	if !same {
+	switch {
+	case p.Host.Hostname != here.Hostname:
+		return &HostError{Plan: p.Host, Here: here}
+	case here.MachineID == "":
+		return fmt.Errorf("this host has no machine id (/etc/machine-id is missing or empty), so toque cannot check that the plan was made here: create one (systemd-machine-id-setup, or dbus-uuidgen --ensure=/etc/machine-id), then make a new plan with toque plan and apply that")
+	case p.Host.MachineID == "":
+		return fmt.Errorf("the plan records no machine id (it was made where /etc/machine-id was missing), so toque cannot check that it was made on this host: make a new plan here with toque plan and apply that")
+	case p.Host.MachineID != here.MachineID:
 		return &HostError{Plan: p.Host, Here: here}
 	}
 	return nil

@@ -57,6 +57,10 @@ type Attribute struct {
 	Level string `json:"level"`
 	// Source is FILE:LINE of the winning write.
 	Source string `json:"source"`
+	// Sensitive is set for an attribute written with sensitive(), or read
+	// by a sensitive resource: its Value is null, in the file and in every
+	// output (apply needs only the values resources were evaluated to).
+	Sensitive bool `json:"sensitive,omitempty"`
 }
 
 // Range is a source range (file:line:col) kept so output can point at recipes.
@@ -83,8 +87,10 @@ type Resource struct {
 	// Desired holds the evaluated value of every property the recipe set,
 	// in full (sensitive ones too: only the plan file holds them).
 	Desired map[string]Value `json:"desired"`
-	// SensitiveProperties names the set properties whose type marks them
-	// sensitive (every property is, besides, when Sensitive is set).
+	// SensitiveProperties names the set properties whose values are hidden:
+	// those the type marks sensitive, and those whose value the recipe made
+	// sensitive (sensitive(), or an expression reading a sensitive node
+	// attribute). Every property is, besides, when Sensitive is set.
 	SensitiveProperties []string `json:"sensitive_properties,omitempty"`
 	// Current is the live value read at plan time; nil when it was not read
 	// (a resource skipped by a guard before loading).
@@ -296,13 +302,7 @@ func (p *Plan) notifiedWork(addr string) bool {
 }
 
 // HasWork reports whether the notified run changes something.
-func (n *NotifiedRun) HasWork() bool {
-	switch n.Kind {
-	case resources.Create, resources.Update, resources.Delete, resources.Run:
-		return true
-	}
-	return false
-}
+func (n *NotifiedRun) HasWork() bool { return n.Kind.IsWork() }
 
 // HasChanges reports whether applying p would change anything.
 func (p *Plan) HasChanges() bool {

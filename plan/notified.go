@@ -1,39 +1,28 @@
 package plan
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
-	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/hcl/v2"
-	"github.com/zclconf/go-cty/cty"
-
-	"github.com/toquehq/toque/config"
+	"github.com/toquehq/toque/guard"
 	"github.com/toquehq/toque/resources"
 )
 
-// Reasons of notification targets.
+// Reasons the planner gives in words (types give their own).
 const (
+	// ReasonNothing is the reason of a resource whose action is nothing.
+	ReasonNothing = "action is nothing: runs only when notified"
 	// ReasonNotNotified is the reason of a resource whose action is
 	// nothing and that no change in the plan notifies.
 	ReasonNotNotified = "action is nothing: runs only when notified; nothing notifies it in this plan"
 )
 
-// Timings, as config spells them.
+// Timings of a notification, as recipes spell them (config.Timings).
 const (
-	TimingDelayed     = config.TimingDelayed
-	TimingImmediately = config.TimingImmediately
-	TimingBefore      = config.TimingBefore
+	TimingDelayed     = "delayed"
+	TimingImmediately = "immediately"
+	TimingBefore      = "before"
 )
-
-func hasWork(k resources.Kind) bool {
-	switch k {
-	case resources.Create, resources.Update, resources.Delete, resources.Run:
-		return true
-	}
-	return false
-}
 
 // NotifiedReason words why a notified run happens: "notified by
 // template[/etc/web.conf] (delayed)", then the type's own reason when it
@@ -48,255 +37,6 @@ func NotifiedReason(notifiers []string, timing string, kind resources.Kind, type
 		r += "; " + typeReason
 	}
 	return r
-}
-
-// notifyKey is one action of one target.
-type notifyKey struct{ addr, action string }
-
-// planNotifications records the notification edges of every planned
-// resource (outgoing and incoming) and plans the notified runs: starting
-// from the resources planned to change, it follows their edges as apply
-// will — before edges ahead of the notifier, immediately ones right after,
-// delayed ones queued, de-duplicated and run at the end, each notified run
-// that changes something firing its own target's edges in turn — and plans
-// each target's action from a fresh reading. ress is aligned with insts
-// (nil where planning failed).
-func (p *Planner) planNotifications(ctx context.Context, logger hclog.Logger, insts []*config.Instance, ress []*Resource, pl *Plan, scope *config.Scope, salt string) hcl.Diagnostics {
-	var diags hcl.Diagnostics
-	instBy := map[string]*config.Instance{}
-	resBy := map[string]*Resource{}
-	slotOf := map[string]int{}
-	for i, r := range pl.Resources {
-		slotOf[r.Address] = i
-		resBy[r.Address] = r
-	}
-	anyEdge := false
-	for i, inst := range insts {
-		if inst == nil || inst.Resource == nil || ress[i] == nil {
-			continue
-		}
-		instBy[ress[i].Address] = inst
-		for _, e := range inst.Notifies {
-			anyEdge = true
-			n := Notification{Target: e.Target.Address(), Action: e.Action, Timing: e.Timing, Subscribe: e.Subscribe}
-			ress[i].Notifications = append(ress[i].Notifications, n)
-			if t := resBy[n.Target]; t != nil {
-				t.NotifiedBy = append(t.NotifiedBy, Trigger{Notifier: ress[i].Address, Action: n.Action, Timing: n.Timing, Subscribe: n.Subscribe})
-			}
-		}
-	}
-	if !anyEdge {
-		return nil
-	}
-
-	protos := map[notifyKey]*NotifiedRun{}
-	failed := map[notifyKey]bool{}
-	planKey := func(k notifyKey) *NotifiedRun {
-		if nr, ok := protos[k]; ok || failed[k] {
-			return nr
-		}
-		nr, d := p.planNotified(ctx, logger, instBy[k.addr], k.action, salt, scope)
-		diags = append(diags, d...)
-		if nr == nil {
-			failed[k] = true
-			return nil
-		}
-		protos[k] = nr
-		return nr
-	}
-
-	var out []*NotifiedRun
-	queued := map[notifyKey]*NotifiedRun{}
-	var queue []notifyKey
-	enqueue := func(k notifyKey, from string) {
-		if nr := queued[k]; nr != nil {
-			if !containsString(nr.Notifiers, from) {
-				nr.Notifiers = append(nr.Notifiers, from)
-			}
-			return
-		}
-		queued[k] = &NotifiedRun{Address: k.addr, Action: k.action, Timing: TimingDelayed, Notifiers: []string{from}}
-		queue = append(queue, k)
-	}
-	var fire func(from string, timing string, slot int, before bool)
-	var run func(k notifyKey, timing string, notifiers []string, slot int, before bool, dst *NotifiedRun)
-	active := map[notifyKey]bool{}
-	run = func(k notifyKey, timing string, notifiers []string, slot int, before bool, dst *NotifiedRun) {
-		if resBy[k.addr] == nil || active[k] {
-			// The target failed to plan (its diagnostics say why), or a
-			// cycle config rejects: never recurse forever.
-			return
-		}
-		active[k] = true
-		defer delete(active, k)
-		proto := planKey(k)
-		if proto == nil {
-			return
-		}
-		work := hasWork(proto.Kind)
-		if work {
-			fire(k.addr, TimingBefore, slot, before)
-		}
-		nr := dst
-		if nr == nil {
-			nr = &NotifiedRun{}
-		}
-		*nr = NotifiedRun{
-			Address: k.addr, Action: k.action, Timing: timing, Notifiers: notifiers, Slot: slot, Before: before,
-			Kind: proto.Kind, Reason: proto.Reason, Changes: proto.Changes, Groups: proto.Groups,
-			Guards: proto.Guards, GuardSpecs: proto.GuardSpecs, Current: proto.Current, Fingerprint: proto.Fingerprint,
-		}
-		out = append(out, nr)
-		if work {
-			fire(k.addr, TimingImmediately, slot, before)
-			fire(k.addr, TimingDelayed, slot, before)
-		}
-	}
-	fire = func(from string, timing string, slot int, before bool) {
-		r := resBy[from]
-		if r == nil {
-			return
-		}
-		for _, e := range r.Notifications {
-			if e.Timing != timing {
-				continue
-			}
-			k := notifyKey{e.Target, e.Action}
-			if timing == TimingDelayed {
-				enqueue(k, from)
-				continue
-			}
-			run(k, timing, []string{from}, slot, before, nil)
-		}
-	}
-	for i, r := range pl.Resources {
-		if !hasWork(r.Kind) {
-			continue
-		}
-		fire(r.Address, TimingBefore, i, true)
-		fire(r.Address, TimingImmediately, i, false)
-		fire(r.Address, TimingDelayed, i, false)
-	}
-	for i := 0; i < len(queue); i++ {
-		k := queue[i]
-		q := queued[k]
-		run(k, TimingDelayed, q.Notifiers, len(pl.Resources), false, q)
-	}
-	for _, nr := range out {
-		nr.Reason = NotifiedReason(nr.Notifiers, nr.Timing, nr.Kind, nr.Reason)
-		if nr.Kind == resources.Run && len(nr.Guards) > 0 {
-			nr.Reason = NotifiedReason(nr.Notifiers, nr.Timing, nr.Kind, RunReason("", nr.Guards))
-		}
-	}
-	pl.NotifiedRuns = out
-
-	planned := map[string]bool{}
-	for _, nr := range out {
-		planned[nr.Address] = true
-	}
-	for _, r := range pl.Resources {
-		if r.Action == "nothing" && !planned[r.Address] {
-			r.Reason = ReasonNotNotified
-		}
-	}
-	return diags
-}
-
-func containsString(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
-}
-
-// planNotified plans inst's action as a notified run: guards (the
-// resource's own; for a resource whose action is nothing, those decoded
-// for its notified runs), then Load and Plan with that action. The
-// returned run has no notifiers or slot yet; its Reason is the type's.
-func (p *Planner) planNotified(ctx context.Context, logger hclog.Logger, inst *config.Instance, action, salt string, scope *config.Scope) (nr *NotifiedRun, diags hcl.Diagnostics) {
-	addr := instAddress(inst)
-	defer func() {
-		if v := recover(); v != nil {
-			nr = nil
-			diags = append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Resource type failed while planning " + addr,
-				Detail:   fmt.Sprintf("The resource type panicked while planning the notified action %s: %v. This is a bug in the resource type; please report it.", action, v),
-				Subject:  declRange(inst),
-			})
-		}
-	}()
-	if inst == nil || inst.Resource == nil || inst.Type == nil {
-		return nil, nil
-	}
-	log := logger.With("resource", addr, "notified_action", action)
-	src := inst.Resource
-	values := make(map[string]cty.Value, len(src.Values))
-	for k, v := range src.Values {
-		values[k] = v
-	}
-	desired := resources.NewResource(src.Schema(), src.Name, action, values)
-	nr = &NotifiedRun{Address: addr, Action: action}
-
-	specs := inst.Guards
-	if src.Action == "nothing" {
-		specs = inst.NotifiedGuards
-	}
-	if len(specs) > 0 {
-		ev := p.Guards
-		if ev == nil {
-			ev = guardRunner{reg: p.Registry, logger: log}
-		}
-		view := *inst
-		view.Resource, view.Guards = desired, specs
-		results, skip, gd := ev.Evaluate(ctx, &view, scope)
-		diags = append(diags, gd...)
-		if gd.HasErrors() {
-			return nil, diags
-		}
-		nr.GuardSpecs, nr.Guards = specs, results
-		if skip {
-			nr.Kind, nr.Reason = resources.Skip, skipReason(results)
-			return nr, diags
-		}
-	}
-
-	state, err := inst.Type.Load(ctx, desired.LoadView())
-	if err == nil && state == nil {
-		err = fmt.Errorf("the resource type returned no state")
-	}
-	if err != nil {
-		return nil, append(diags, &hcl.Diagnostic{
-			Severity: hcl.DiagError,
-			Summary:  "Cannot read " + addr,
-			Detail:   fmt.Sprintf("Reading the current state for the notified action %s failed: %s.", action, err),
-			Subject:  declRange(inst),
-		})
-	}
-	if state.Values == nil {
-		state.Values = map[string]cty.Value{}
-	}
-	step, err := inst.Type.Plan(desired, state)
-	if err == nil && (step == nil || step.Kind == "") {
-		err = fmt.Errorf("the resource type returned no step")
-	}
-	if err != nil {
-		return nil, append(diags, &hcl.Diagnostic{
-			Severity: hcl.DiagError,
-			Summary:  "Cannot plan " + addr,
-			Detail:   fmt.Sprintf("Deciding what the notified action %s would do failed: %s.", action, err),
-			Subject:  declRange(inst),
-		})
-	}
-	schema := src.Schema()
-	nr.Kind, nr.Reason, nr.Groups = step.Kind, step.Reason, step.Groups
-	nr.Current = StoreCurrent(schema, state, salt, inst.Sensitive)
-	nr.Fingerprint = nr.Current.Fingerprint()
-	nr.Changes = buildChanges(schema, step.Changes, state, salt, inst.Sensitive)
-	log.Debug("planned notified run", "kind", nr.Kind, "reason", nr.Reason)
-	return nr, diags
 }
 
 // NotifiedView is a notified run as a Resource, for renderers and hooks:
@@ -329,4 +69,12 @@ func (p *Plan) RunsAt(slot int, before bool) []*NotifiedRun {
 		}
 	}
 	return out
+}
+
+// GuardVerdict words one guard result: "only_if `test -f x` passed",
+// "only_if `test -f x` failed", "not_if `test -f x` is true", "only_if
+// node.web.enabled is false". Passed is the guard's condition (exit status
+// in returns, or the expression's value), for both kinds.
+func GuardVerdict(g GuardResult) string {
+	return guard.VerdictOf(g.Kind, g.Form, g.Command, g.Passed)
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -105,7 +106,10 @@ func humanSize(n int64) string {
 }
 
 // StoreCurrent turns a live reading into the form kept in the plan.
-func StoreCurrent(s *resources.Schema, st *resources.State, salt string, sensitive bool) *Current {
+// sensitive hides every value (a sensitive resource); sensitiveProps names
+// properties whose values are hidden besides those the schema marks (the
+// recipe made their value sensitive).
+func StoreCurrent(s *resources.Schema, st *resources.State, salt string, sensitive bool, sensitiveProps ...string) *Current {
 	c := &Current{Exists: st.Exists}
 	if len(st.Values) > 0 {
 		c.Values = make(map[string]StoredValue, len(st.Values))
@@ -113,7 +117,16 @@ func StoreCurrent(s *resources.Schema, st *resources.State, salt string, sensiti
 			if v == cty.NilVal {
 				continue
 			}
-			c.Values[k] = StoreValue(s.Property(k), v, salt, sensitive)
+			hidden := sensitive || slices.Contains(sensitiveProps, k)
+			sv := StoreValue(s.Property(k), v, salt, hidden)
+			if !hidden && st.Private[k] != "" {
+				// A value not every user may read (a private file's
+				// content): its plain sha256 would let anyone holding the
+				// plan guess a short secret, so it is keyed like a
+				// sensitive value's, and shown by size only.
+				sv = StoredValue{Digest: DigestValue(v, salt, true), Size: sv.Size, Display: fmt.Sprintf("(%s, private)", humanSize(sv.Size))}
+			}
+			c.Values[k] = sv
 		}
 	}
 	if len(st.Extra) > 0 {

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/zclconf/go-cty/cty"
@@ -62,5 +63,22 @@ func TestCompareCurrent(t *testing.T) {
 	}
 	if len(CompareCurrent(a, a)) != 0 {
 		t.Error("a reading differs from itself")
+	}
+}
+
+func TestStoreCurrentKeysPrivateValues(t *testing.T) {
+	s := &resources.Schema{Name: "f", Properties: []*resources.Property{{Name: "content", Type: cty.String, Content: true}}}
+	st := &resources.State{Exists: true, Values: map[string]cty.Value{"content": cty.StringVal("pin=1234\n")}, Private: map[string]string{"content": "not readable by every user"}}
+	c := StoreCurrent(s, st, "salt", false)
+	sv := c.Values["content"]
+	if !strings.HasPrefix(sv.Digest, "hmac-sha256:") || sv.Value != nil || sv.Display != "(9 bytes, private)" {
+		t.Errorf("private value stored as %+v", sv)
+	}
+	if again := StoreCurrent(s, st, "salt", false); again.Fingerprint() != c.Fingerprint() {
+		t.Error("a private value's digest is not stable")
+	}
+	st.Private = nil
+	if plain := StoreCurrent(s, st, "salt", false).Values["content"]; !strings.HasPrefix(plain.Digest, "sha256:") {
+		t.Errorf("a readable value: %+v", plain)
 	}
 }

@@ -13,12 +13,15 @@ import (
 )
 
 // location is where a lock came from; relative cookbook sources in it
-// resolve against it and may not leave it.
+// resolve against it and may not leave the region it allows (see
+// rewrite).
 type location struct {
 	kind string // "local", "git" or "http"
 	// local: the lock's directory, as written relative to the policy's
-	// directory (or absolute).
-	dir string
+	// directory (or absolute); and, absolute, the lock's directory and
+	// the including policy's repository root (see repositoryRoot).
+	dir, lockDir, root string
+	inRepo             bool
 	// git: the repository, the pinned commit and the lock's directory in
 	// the tree ("" for the root).
 	repo, commit, treeDir string
@@ -37,7 +40,13 @@ func (l location) String() string {
 }
 
 // rewrite turns a cookbook source written in a lock at loc into one that
-// resolves from the including policy's directory.
+// resolves from the including policy's directory. A relative path may
+// climb out of the lock's directory (the usual chef-repo layout has
+// policies/ and cookbooks/ side by side), but not out of:
+//   - local: the lock's directory or the including policy's repository,
+//     both with every link resolved;
+//   - git: the repository's tree at the pinned commit;
+//   - http: the layout's base URL (no "..").
 func (l location) rewrite(name string, s SourceOptions) (SourceOptions, error) {
 	switch {
 	case s.Git != "":
@@ -57,20 +66,30 @@ func (l location) rewrite(name string, s SourceOptions) (SourceOptions, error) {
 		if rel == "" {
 			rel = s.Artifact
 		}
-		clean, err := config.CleanCookbookPath(rel)
+		clean, err := cleanRelative(rel)
 		if err != nil {
-			return s, fmt.Errorf("its path %s", strings.TrimPrefix(err.Error(), fmt.Sprintf("%q ", rel)))
+			return s, fmt.Errorf("its path %w", err)
 		}
 		var out SourceOptions
 		switch l.kind {
 		case "local":
+			if err := l.inside(clean); err != nil {
+				return s, fmt.Errorf("its path %q %w", rel, err)
+			}
 			out.Path = joinLocal(l.dir, clean)
 		case "git":
+			p := path.Join(l.treeDir, clean)
+			if p == ".." || strings.HasPrefix(p, "../") {
+				return s, fmt.Errorf("its path %q leaves the repository (from %s)", rel, path.Join("/", l.treeDir))
+			}
 			out.Git, out.Sha = l.repo, l.commit
-			out.Path = path.Join(l.treeDir, clean)
+			out.Path = p
 		case "http":
 			if s.Path != "" {
 				return s, fmt.Errorf("its source is a directory (path %q), which cannot be read over http; publish the included policy with toque export", s.Path)
+			}
+			if clean == ".." || strings.HasPrefix(clean, "../") {
+				return s, fmt.Errorf("its artifact %q leaves the directory it is relative to", rel)
 			}
 			out.URL, out.Artifact = l.base, clean
 			return out, nil
@@ -81,6 +100,70 @@ func (l location) rewrite(name string, s SourceOptions) (SourceOptions, error) {
 		return out, nil
 	}
 	return s, fmt.Errorf("it has no source")
+}
+
+// cleanRelative checks that p is a relative, slash-separated path and
+// returns it cleaned; unlike config.CleanCookbookPath it may start with
+// "..": the caller decides how far it may climb.
+func cleanRelative(p string) (string, error) {
+	if p == "" {
+		return "", fmt.Errorf("is empty")
+	}
+	if strings.Contains(p, "\\") || path.IsAbs(p) || filepath.IsAbs(p) {
+		return "", fmt.Errorf("%q must be a relative, slash-separated path", p)
+	}
+	return path.Clean(p), nil
+}
+
+// inside checks that rel, from a local lock's directory, stays in the
+// lock's directory or the including policy's repository: as written, and
+// again with every link resolved when it exists (a link cannot lead out).
+func (l location) inside(rel string) error {
+	target := filepath.Join(l.lockDir, filepath.FromSlash(rel))
+	region := fmt.Sprintf("both the included lock's directory (%s) and the including policy's repository (%s)", l.lockDir, l.root)
+	if !l.inRepo {
+		region = fmt.Sprintf("both the included lock's directory (%s) and the including policy's directory (%s; with no .git at or above it, that is the policy's whole repository)", l.lockDir, l.root)
+	}
+	if !within(target, l.lockDir) && !within(target, l.root) {
+		return fmt.Errorf("leaves %s", region)
+	}
+	real, err := filepath.EvalSymlinks(target)
+	if err != nil {
+		return nil // it is not there: reading it fails, saying so
+	}
+	for _, dir := range []string{l.lockDir, l.root} {
+		if d, err := filepath.EvalSymlinks(dir); err == nil && within(real, d) {
+			return nil
+		}
+	}
+	return fmt.Errorf("leads, through a link, to %s, which leaves %s", real, region)
+}
+
+// within reports whether p is dir or below it (both absolute and clean).
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// repositoryRoot is the including policy's repository: the nearest
+// directory at or above dir holding .git (a directory, or the file of a
+// worktree or submodule), else dir itself. Cookbook paths of locks
+// included by path may lead anywhere inside it.
+func repositoryRoot(dir string) (root string, inRepo bool) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return dir, false
+	}
+	for d := abs; ; {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d, true
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return abs, false
+		}
+		d = parent
+	}
 }
 
 func joinLocal(dir, rel string) string {
@@ -113,10 +196,10 @@ func describeSource(s SourceOptions) string {
 // the cookbook's files, whose bytes are at file_store/CHECKSUM next to the
 // cookbook_artifacts directory.
 type artifactManifest struct {
-	Name       string                `json:"name"`
-	Version    string                `json:"version"`
-	Identifier string                `json:"identifier"`
-	Files      []config.CookbookFile `json:"files"`
+	Name       string         `json:"name"`
+	Version    string         `json:"version"`
+	Identifier string         `json:"identifier"`
+	Files      []CookbookFile `json:"files"`
 }
 
 // artifactBase splits "X/cookbook_artifacts/NAME/ID" into "X".
@@ -127,6 +210,10 @@ func artifactBase(artifact string) (string, error) {
 	}
 	return strings.Join(parts[:len(parts)-3], "/"), nil
 }
+
+// maxCookbookBytes bounds the bytes of one cookbook written into the
+// cache from git or an artifact, so a hostile source cannot fill the disk.
+var maxCookbookBytes int64 = 1 << 30
 
 // store keeps materialised cookbooks by name and identifier.
 type store struct {
@@ -178,7 +265,7 @@ func (s *store) cookbookDir(ctx context.Context, policyDir, name string, cl *Coo
 			return "", err
 		}
 	}
-	id, err := config.CookbookIdentifier(work)
+	id, err := CookbookIdentifier(work)
 	if err != nil {
 		return "", err
 	}
@@ -223,14 +310,26 @@ func (s *store) fetchArtifact(ctx context.Context, policyDir string, src SourceO
 	if err := json.Unmarshal(mb, &m); err != nil {
 		return fmt.Errorf("the cookbook manifest %s is not valid: %w", src.Artifact, err)
 	}
+	var links []CookbookFile
+	var total int64
 	for _, f := range m.Files {
 		clean, err := config.CleanCookbookPath(f.Path)
-		if err != nil || clean != f.Path || !hexRe.MatchString(f.Checksum) || len(f.Checksum) != 64 {
+		if err != nil || clean != f.Path || hiddenPath(f.Path) || !hexRe.MatchString(f.Checksum) || len(f.Checksum) != 64 {
 			return fmt.Errorf("the cookbook manifest %s lists a bad file %q", src.Artifact, f.Path)
+		}
+		if f.Link != "" {
+			if textSHA256(f.Link) != f.Checksum {
+				return fmt.Errorf("the cookbook manifest %s lists the link %q with a checksum that is not its target's", src.Artifact, f.Path)
+			}
+			links = append(links, f)
+			continue
 		}
 		b, err := read(path.Join(base, "file_store", f.Checksum))
 		if err != nil {
 			return fmt.Errorf("reading %s of the cookbook: %w", f.Path, err)
+		}
+		if total += int64(len(b)); total > maxCookbookBytes {
+			return fmt.Errorf("the cookbook is larger than %d bytes", maxCookbookBytes)
 		}
 		if got := digestOf(b); got != "sha256:"+f.Checksum {
 			return fmt.Errorf("%s of the cookbook does not match its checksum", f.Path)
@@ -243,11 +342,20 @@ func (s *store) fetchArtifact(ctx context.Context, policyDir string, src SourceO
 			return err
 		}
 	}
-	return os.MkdirAll(dest, 0o755)
+	if err := os.MkdirAll(dest, 0o755); err != nil {
+		return err
+	}
+	return placeLinks(dest, links)
 }
 
-type cookbookFile = config.CookbookFile
-
-func listCookbook(dir string) ([]cookbookFile, error) { return config.CookbookFiles(dir) }
-
-func identifierOf(files []cookbookFile) string { return config.FilesIdentifier(files) }
+// hiddenPath reports whether a component of p (slash-separated) starts
+// with '.': such entries are not part of a cookbook's identifier, so a
+// manifest may not bring them.
+func hiddenPath(p string) bool {
+	for _, part := range strings.Split(p, "/") {
+		if strings.HasPrefix(part, ".") {
+			return true
+		}
+	}
+	return false
+}

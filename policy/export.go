@@ -36,6 +36,7 @@ func (w *Workspace) Export(ctx context.Context, out, group string) (*ExportResul
 		}
 		return nil, err
 	}
+	w.trustIncludes(l)
 	if ch := w.StaleInputs(l); len(ch) > 0 {
 		return nil, fmt.Errorf("the lock is stale (%s); run toque install first", ch[0])
 	}
@@ -69,6 +70,9 @@ func (w *Workspace) Export(ctx context.Context, out, group string) (*ExportResul
 			return nil, fmt.Errorf("cookbook %s: %w", n, err)
 		}
 		for _, f := range files {
+			if f.Link != "" {
+				continue // the manifest holds the target
+			}
 			b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f.Path)))
 			if err != nil {
 				return nil, err
@@ -109,12 +113,12 @@ func (w *Workspace) Export(ctx context.Context, out, group string) (*ExportResul
 	return res, nil
 }
 
-func cookbookFilesChecked(dir, identifier string) ([]cookbookFile, error) {
-	files, err := listCookbook(dir)
+func cookbookFilesChecked(dir, identifier string) ([]CookbookFile, error) {
+	files, err := CookbookFiles(dir)
 	if err != nil {
 		return nil, err
 	}
-	if id := identifierOf(files); id != identifier {
+	if id := FilesIdentifier(files); id != identifier {
 		return nil, fmt.Errorf("%s holds identifier %s, not the locked %s; run toque install", dir, short(id), short(identifier))
 	}
 	return files, nil

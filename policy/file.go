@@ -18,6 +18,7 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/toquehq/toque/config"
+	"github.com/toquehq/toque/eval"
 )
 
 // Policy is a decoded policy.hcl.
@@ -295,7 +296,7 @@ func (p *Policy) decodeRunList(a *hcl.Attribute) hcl.Diagnostics {
 
 func (p *Policy) decodeAttributes(level string, a *hcl.Attribute) hcl.Diagnostics {
 	var diags hcl.Diagnostics
-	ctx := &hcl.EvalContext{Functions: config.Functions(p.Dir)}
+	ctx := &hcl.EvalContext{Functions: eval.Functions(p.Dir)}
 	v, d := a.Expr.Value(ctx)
 	diags = append(diags, d...)
 	if d.HasErrors() {
@@ -315,6 +316,15 @@ func (p *Policy) decodeAttributes(level string, a *hcl.Attribute) hcl.Diagnostic
 			Summary:  "Null attribute value",
 			Detail:   fmt.Sprintf("%s holds a null. Policy attributes are data: leave the key out instead.", a.Name),
 			Subject:  a.Expr.Range().Ptr(),
+		})
+	}
+	if v.ContainsMarked() {
+		return diags.Append(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Sensitive policy attribute",
+			Detail: fmt.Sprintf("%s uses sensitive(). Policy attributes are written into policy.lock.json, which is committed and shared, so they cannot hold a secret. "+
+				"Write the attribute with sensitive() in a cookbook's attributes/ file (or read it from the host with env() or file()) instead.", a.Name),
+			Subject: a.Expr.Range().Ptr(),
 		})
 	}
 	m, err := ctyToJSON(v)

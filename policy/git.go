@@ -242,7 +242,8 @@ func (g *gitClient) readFile(ctx context.Context, repo, commit, p string) ([]byt
 }
 
 // exportTree writes the tree at commit:sub into dest (which must not
-// exist), refusing links and anything that is not a file or a directory.
+// exist). Links are made last (see extractTar); anything that is not a
+// file, a directory or a link is refused.
 func (g *gitClient) exportTree(ctx context.Context, repo, commit, sub, dest string) error {
 	dir, err := g.haveCommit(ctx, repo, commit)
 	if err != nil {
@@ -269,15 +270,22 @@ func (g *gitClient) exportTree(ctx context.Context, repo, commit, sub, dest stri
 	return extractTar(f, dest)
 }
 
+// extractTar writes the archive's files and directories into dest, then
+// its symbolic links, each checked by linkTargetInside: as no link exists
+// while files are written, no file is written through one. Whether a
+// link's target, once the tree is complete, really is inside is checked
+// when the tree is hashed (CookbookFiles).
 func extractTar(r io.Reader, dest string) error {
 	if err := os.MkdirAll(dest, 0o755); err != nil {
 		return err
 	}
 	tr := tar.NewReader(r)
+	var links []CookbookFile
+	var total int64
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return nil
+			return placeLinks(dest, links)
 		}
 		if err != nil {
 			return fmt.Errorf("reading the archive: %w", err)
@@ -307,15 +315,54 @@ func extractTar(r io.Reader, dest string) error {
 			if err != nil {
 				return err
 			}
-			if _, err := io.Copy(out, tr); err != nil {
+			n, err := io.Copy(out, io.LimitReader(tr, maxCookbookBytes-total+1))
+			total += n
+			if err == nil && total > maxCookbookBytes {
+				err = fmt.Errorf("the cookbook is larger than %d bytes", maxCookbookBytes)
+			}
+			if err != nil {
 				out.Close()
 				return err
 			}
 			if err := out.Close(); err != nil {
 				return err
 			}
+		case tar.TypeSymlink:
+			links = append(links, CookbookFile{Path: name, Link: h.Linkname})
 		default:
-			return fmt.Errorf("%s: a cookbook holds regular files and directories only", name)
+			return fmt.Errorf("%s: a cookbook holds regular files, directories and links inside itself only", name)
 		}
 	}
+}
+
+// placeLinks makes links (paths below dest, slash-separated) after every
+// file is in place. A link's target must pass linkTargetInside, and no
+// directory on the way to it may be a link, so a link is never made
+// through another one.
+func placeLinks(dest string, links []CookbookFile) error {
+	for _, l := range links {
+		if err := linkTargetInside(l.Path, l.Link); err != nil {
+			return err
+		}
+		dir := dest
+		parts := strings.Split(l.Path, "/")
+		for _, part := range parts[:len(parts)-1] {
+			dir = filepath.Join(dir, part)
+			fi, err := os.Lstat(dir)
+			switch {
+			case os.IsNotExist(err):
+				if err := os.Mkdir(dir, 0o755); err != nil {
+					return err
+				}
+			case err != nil:
+				return err
+			case !fi.IsDir():
+				return fmt.Errorf("%s: its directory %s is not a directory", l.Path, part)
+			}
+		}
+		if err := os.Symlink(l.Link, filepath.Join(dir, parts[len(parts)-1])); err != nil {
+			return fmt.Errorf("%s: %w", l.Path, err)
+		}
+	}
+	return nil
 }

@@ -86,19 +86,19 @@ func ws(t testing.TB, dir, cache string) *Workspace {
 // install runs install and fails the test on errors.
 func install(t testing.TB, w *Workspace, opts InstallOptions) *Lock {
 	t.Helper()
-	l, diags := w.Install(context.Background(), opts)
+	res, diags := w.Install(context.Background(), opts)
 	if diags.HasErrors() {
 		t.Fatalf("install in %s: %s", w.Dir, diagText(diags))
 	}
-	return l
+	return res.Lock
 }
 
 // installErr runs install expecting errors and returns them.
 func installErr(t testing.TB, w *Workspace, opts InstallOptions) hcl.Diagnostics {
 	t.Helper()
-	l, diags := w.Install(context.Background(), opts)
+	res, diags := w.Install(context.Background(), opts)
 	if !diags.HasErrors() {
-		t.Fatalf("install in %s succeeded (revision %s), want errors", w.Dir, l.RevisionID)
+		t.Fatalf("install in %s succeeded (revision %s), want errors", w.Dir, res.Lock.RevisionID)
 	}
 	return errorsOf(diags)
 }

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -24,10 +25,16 @@ type Options struct {
 	// CacheDir holds bare git mirrors, files read from git, locks fetched
 	// from servers and materialised cookbooks.
 	CacheDir string
-	// HTTPClient fetches from policy servers; nil means http.DefaultClient
-	// (TLS certificates verified).
+	// HTTPClient, when set, lends its Transport to fetches from policy
+	// servers (for a custom TLS configuration); nil means the default
+	// transport, which verifies TLS certificates. Its redirect policy and
+	// timeout are not used: toque's are (see HTTP and httpClient).
 	HTTPClient *http.Client
-	// Token, when set, is sent to servers as a bearer token (see TokenEnv).
+	// HTTP bounds those fetches: timeouts, attempts, size.
+	HTTP HTTPOptions
+	// Token, when set, is sent as a bearer token to the servers and remote
+	// URLs policy.hcl names, over https or to a loopback address only (see
+	// TokenEnv).
 	Token  string
 	Logger hclog.Logger
 }
@@ -51,7 +58,7 @@ func NewWorkspace(dir string, opts Options) *Workspace {
 		opts.Logger = hclog.NewNullLogger()
 	}
 	g := newGitClient(opts.CacheDir, opts.Logger)
-	h := &httpClient{client: opts.HTTPClient, token: opts.Token}
+	h := newHTTPClient(opts.HTTPClient, opts.Token, opts.HTTP)
 	return &Workspace{
 		Dir:    dir,
 		Parser: hclparse.NewParser(),
@@ -59,6 +66,15 @@ func NewWorkspace(dir string, opts Options) *Workspace {
 		git:    g,
 		http:   h,
 		store:  &store{dir: filepath.Join(opts.CacheDir, "cookbooks"), git: g, http: h},
+	}
+}
+
+// trustIncludes lets the token go to the servers and remote URLs of the
+// includes l records for its own policy.hcl (not those of included locks).
+func (w *Workspace) trustIncludes(l *Lock) {
+	for _, inc := range l.IncludedPolicyLocks {
+		w.http.trust(inc.SourceOptions.Server)
+		w.http.trust(inc.SourceOptions.Remote)
 	}
 }
 
@@ -108,17 +124,36 @@ func (i *included) origin() string {
 	return fmt.Sprintf("include_policy %q (revision %s) at %s:%d", i.spec.Name, short(i.lock.RevisionID), PolicyFileName, i.spec.DeclRange.Start.Line)
 }
 
+// InstallResult is what Install did.
+type InstallResult struct {
+	Lock *Lock
+	// Changes is what moved from the lock there was (none: everything is
+	// added).
+	Changes *LockChanges
+	// Written says whether policy.lock.json was written: it is not when
+	// its bytes would stay the same.
+	Written bool
+}
+
 // Install resolves policy.hcl into a lock and writes policy.lock.json. Pins
 // the existing lock records are kept for every source that did not change,
-// except those opts says to move. Nothing is written when there are errors.
-func (w *Workspace) Install(ctx context.Context, opts InstallOptions) (*Lock, hcl.Diagnostics) {
+// except those opts says to move. Nothing is written when there are errors,
+// nor when the lock would not change.
+func (w *Workspace) Install(ctx context.Context, opts InstallOptions) (*InstallResult, hcl.Diagnostics) {
 	lock, diags := w.Resolve(ctx, opts)
 	if diags.HasErrors() || lock == nil {
 		return nil, diags
 	}
-	b, err := lock.Marshal()
+	var prev *Lock
+	before, err := os.ReadFile(w.LockPath())
 	if err == nil {
+		prev, _ = ParseLock(before) // an unreadable lock: everything is new
+	}
+	res := &InstallResult{Lock: lock, Changes: DiffLocks(prev, lock)}
+	b, err := lock.Marshal()
+	if err == nil && !bytes.Equal(b, before) {
 		err = WriteFileAtomic(w.LockPath(), b, 0o644)
+		res.Written = err == nil
 	}
 	if err != nil {
 		return nil, diags.Append(&hcl.Diagnostic{
@@ -127,7 +162,7 @@ func (w *Workspace) Install(ctx context.Context, opts InstallOptions) (*Lock, hc
 			Detail:   err.Error() + ".",
 		})
 	}
-	return lock, diags
+	return res, diags
 }
 
 // Resolve computes the lock Install would write.
@@ -135,6 +170,10 @@ func (w *Workspace) Resolve(ctx context.Context, opts InstallOptions) (*Lock, hc
 	p, diags := ReadPolicy(w.Dir, w.Parser)
 	if p == nil || diags.HasErrors() {
 		return nil, diags
+	}
+	for _, inc := range p.Includes {
+		w.http.trust(inc.Server)
+		w.http.trust(inc.Remote)
 	}
 	var prev *Lock
 	if _, err := os.Stat(w.LockPath()); err == nil {
@@ -240,7 +279,7 @@ func (w *Workspace) Resolve(ctx context.Context, opts InstallOptions) (*Lock, hc
 		dir, err := w.store.cookbookDir(ctx, w.Dir, n, cl)
 		if err == nil && cl.SourceOptions.Git == "" && cl.SourceOptions.URL == "" && cl.SourceOptions.Artifact == "" {
 			var id string
-			id, err = config.CookbookIdentifier(dir)
+			id, err = CookbookIdentifier(dir)
 			if err == nil && id != cl.Identifier {
 				err = fmt.Errorf("it changed since the including lock was made (identifier %s, now %s); run toque install where that policy lives, then here", short(cl.Identifier), short(id))
 			}
@@ -303,7 +342,7 @@ func (w *Workspace) resolveCookbook(ctx context.Context, spec *CookbookSpec, pre
 		if !filepath.IsAbs(dir) {
 			dir = filepath.Join(w.Dir, dir)
 		}
-		id, err := config.CookbookIdentifier(dir)
+		id, err := CookbookIdentifier(dir)
 		if err != nil {
 			return fail("Cannot read a cookbook", fmt.Sprintf("The cookbook %q: %s.", spec.Name, err), spec.rangeOf("path"))
 		}
@@ -355,7 +394,7 @@ func (s *store) fromGit(ctx context.Context, name, repo, commit, sub string) (st
 	if err := s.git.exportTree(ctx, repo, commit, sub, work); err != nil {
 		return "", "", err
 	}
-	id, err := config.CookbookIdentifier(work)
+	id, err := CookbookIdentifier(work)
 	if err != nil {
 		return "", "", err
 	}
@@ -409,7 +448,12 @@ func (w *Workspace) fetchInclude(ctx context.Context, spec *IncludeSpec, prev *I
 			}
 		}
 		rel = filepath.ToSlash(rel)
-		inc.loc = location{kind: "local", dir: path.Dir(rel)}
+		lockDir, err := filepath.Abs(filepath.Dir(p))
+		if err != nil {
+			return fail("Cannot read an included lock", fmt.Sprintf("The include %q: %s.", spec.Name, err))
+		}
+		root, inRepo := repositoryRoot(w.Dir)
+		inc.loc = location{kind: "local", dir: path.Dir(rel), lockDir: lockDir, root: root, inRepo: inRepo}
 		inc.source = IncludeSource{Path: filepath.ToSlash(spec.Path), SHA256: digestOf(b)}
 		inc.input = &Input{Kind: "include", Name: spec.Name, Path: rel, Digest: digestOf(b)}
 	case "git":

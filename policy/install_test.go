@@ -180,6 +180,17 @@ func TestConflicts(t *testing.T) {
 		assertDiags(t, installErr(t, w, InstallOptions{}), []string{"Conflicting cookbook locks", "Conflicting attribute values", "Conflicting attribute values"},
 			[]string{"1.0.0", "1.0.1"}, []string{"default attribute x", `include_policy "a"`, `include_policy "b"`}, []string{"override attribute y", "[1]", "[2]", "policy.hcl:"})
 	})
+	t.Run("cookbook name that is not a plain name", func(t *testing.T) {
+		root := t.TempDir()
+		w := includeSetupIn(t, root, "", "", "")
+		// A hostile included lock, consistent with its revision id.
+		l := readLock(t, filepath.Join(root, "a"))
+		l.CookbookLocks["../../evil"] = l.CookbookLocks["ca"]
+		l.RevisionID = l.ComputeRevisionID()
+		b, _ := l.Marshal()
+		writeFile(t, filepath.Join(root, "a", LockFileName), string(b))
+		assertDiags(t, installErr(t, w, InstallOptions{}), []string{"Invalid included lock"}, []string{`"../../evil"`, "not a plain name"})
+	})
 	t.Run("cookbook path escaping its lock", func(t *testing.T) {
 		root := t.TempDir()
 		w := includeSetupIn(t, root, "", "", "")
@@ -188,7 +199,7 @@ func TestConflicts(t *testing.T) {
 		l.CookbookLocks["ca"].SourceOptions.Path = "../b/cookbooks/cb"
 		b, _ := l.Marshal()
 		writeFile(t, lp, string(b))
-		assertDiags(t, installErr(t, w, InstallOptions{}), []string{"Unusable cookbook source in an included lock"}, []string{`"ca"`, "leaves the directory"})
+		assertDiags(t, installErr(t, w, InstallOptions{}), []string{"Unusable cookbook source in an included lock"}, []string{`"ca"`, `its path "../b/cookbooks/cb" leaves both the included lock's directory`, "no .git at or above it"})
 	})
 }
 
@@ -220,6 +231,7 @@ func TestPolicyDecodeErrors(t *testing.T) {
 		{"path with server options", "name = \"p\"\ninclude_policy \"b\" {\n  path = \"x\"\n  policy_group = \"prod\"\n}\n", []string{"Argument not valid for this source"}},
 		{"bad run list item", "name = \"p\"\nrun_list = [\"role[web]\", \"ok::default\"]\n", []string{"Invalid run-list item"}},
 		{"cookbook without source", "name = \"p\"\ncookbook \"x\" {}\n", []string{"Cookbook without a source"}},
+		{"sensitive policy attribute", "name = \"p\"\ndefault_attributes = { db = { pw = sensitive(\"x\") } }\n", []string{"Sensitive policy attribute"}},
 		{"every error at once", "name = \"p\"\nrun_list = [\"role[x]\"]\ncookbook \"x\" {}\ninclude_policy \"b\" {}\n", []string{"Invalid run-list item", "Cookbook without a source", "Include without a source"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -254,6 +266,10 @@ func TestBadLocks(t *testing.T) {
 		{"null include", `{"name": "p", "included_policy_locks": [null]}`, "null"},
 		{"scalar attributes", `{"name": "p", "default_attributes": 5}`, "not a policy lock"},
 		{"null origin is dropped", `{"name": "p", "attribute_origins": [null]}`, ""},
+		{"cookbook name that is a path", `{"name": "p", "cookbook_locks": {"../../evil": {"version": "1.0.0"}}}`, `"../../evil", which is not a plain name`},
+		{"cookbook name with a slash", `{"name": "p", "cookbook_locks": {"a/b": {"version": "1.0.0"}}}`, "not a plain name"},
+		{"policy name that is a path", `{"name": "../p"}`, "not a plain name"},
+		{"include name that is a path", `{"name": "p", "included_policy_locks": [{"name": "../x"}]}`, "not a plain name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l, err := ParseLock([]byte(tc.src))

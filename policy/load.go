@@ -54,7 +54,7 @@ func (w *Workspace) StaleInputs(l *Lock) []Change {
 		var err error
 		switch in.Kind {
 		case "cookbook":
-			now, err = config.CookbookIdentifier(p)
+			now, err = CookbookIdentifier(p)
 		default:
 			var b []byte
 			b, err = os.ReadFile(p)
@@ -92,6 +92,7 @@ func (w *Workspace) LoadLock(ctx context.Context) (*Lock, config.PolicyInput, hc
 			Detail:   fmt.Sprintf("%s. Run toque install to write it again.", err),
 		})
 	}
+	w.trustIncludes(l)
 	if changes := w.StaleInputs(l); len(changes) > 0 {
 		var lines []string
 		for _, c := range changes {

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/toquehq/toque/config"
 )
 
 // LockFileName is the lock written next to policy.hcl.
@@ -221,17 +223,28 @@ func ParseLock(b []byte) (*Lock, error) {
 	if l.Name == "" {
 		return nil, fmt.Errorf("not a policy lock: it has no name")
 	}
+	if !nameRe.MatchString(l.Name) {
+		return nil, fmt.Errorf("not a policy lock: its name %q is not a plain name (letters, digits, '_', '-' and '.')", l.Name)
+	}
 	if l.CookbookLocks == nil {
 		l.CookbookLocks = map[string]*CookbookLock{}
 	}
-	for n, c := range l.CookbookLocks {
-		if c == nil {
+	// Names become directory names in the cache and the export layout:
+	// only plain names are accepted, whoever wrote the lock.
+	for _, n := range sortedKeys(l.CookbookLocks) {
+		if !config.ValidCookbookName(n) {
+			return nil, fmt.Errorf("cookbook_locks names the cookbook %q, which is not a plain name (letters, digits, '_', '-' and '.', no '..')", n)
+		}
+		if l.CookbookLocks[n] == nil {
 			return nil, fmt.Errorf("cookbook_locks.%s is null", n)
 		}
 	}
 	for _, inc := range l.IncludedPolicyLocks {
 		if inc == nil {
 			return nil, fmt.Errorf("included_policy_locks holds a null")
+		}
+		if !nameRe.MatchString(inc.Name) {
+			return nil, fmt.Errorf("included_policy_locks names the include %q, which is not a plain name", inc.Name)
 		}
 	}
 	origins := l.AttributeOrigins[:0]

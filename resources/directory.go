@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
-	"syscall"
+	"path/filepath"
 
 	"github.com/zclconf/go-cty/cty"
+	"golang.org/x/sys/unix"
 )
 
 // directoryType is the built-in "directory" type: a directory's existence,
@@ -26,6 +28,7 @@ func DirectoryType() Type {
 			GroupProperty("Owning group, by name or numeric id; unset leaves it as it is."),
 			{Name: "recursive", Type: cty.Bool, NonState: true, Default: cty.False,
 				Description: "On create, also create missing parent directories; on delete, delete everything inside."},
+			ManageSymlinkSourceProperty("directory"),
 		},
 		Actions:       []string{"create", "delete"},
 		DefaultAction: "create",
@@ -34,18 +37,28 @@ func DirectoryType() Type {
 
 func (t *directoryType) Schema() *Schema { return t.schema }
 
-// Load reads the directory at path. A symbolic link to a directory is
-// followed (Extra kind "symlink"); anything else that is not a directory is
-// reported with its kind and no values, and Plan refuses it.
+// Load reads the directory at path through held directories. A symbolic
+// link at path is reported as such (Extra kind "symlink") and not
+// followed, unless manage_symlink_source is set: then the values are those
+// of the directory it points to (Extra resolved_path). Anything else that
+// is not a directory is reported with its kind and no values, and Plan
+// refuses it.
 func (t *directoryType) Load(ctx context.Context, r *Resource) (*State, error) {
-	st, _, si, found, err := loadPath(ctx, r.String("path"))
-	if err != nil || !found {
-		return st, err
+	path := r.String("path")
+	if err := ctxErr(ctx, "reading "+path); err != nil {
+		return nil, err
 	}
-	if !si.fi.IsDir() {
+	f, err := lookupPath(path, r.Bool("manage_symlink_source"))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	defer f.close()
+	st := stateOf(f)
+	if !f.exists || (f.link != "" && !f.followed) || f.st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return st, nil
 	}
-	st.Values = ownerValues(si, true)
+	st.Values = ownerValues(statInfoOf(&f.st), true)
+	st.obj = idOf(&f.st)
 	return st, nil
 }
 
@@ -69,8 +82,14 @@ func (t *directoryType) Plan(desired *Resource, current *State) (*Step, error) {
 		return nil, unknownAction(t.schema, action)
 	}
 	path := desired.String("path")
+	if current.Exists && current.Extra["kind"] == "symlink" && action == "delete" {
+		return nil, fmt.Errorf("%s is a symbolic link to %s; the directory resource will not delete through a link (delete the link with a link resource)", path, current.Extra["link_target"])
+	}
 	if current.Exists && !isDirectory(current) {
 		if current.Extra["kind"] == "symlink" {
+			if current.Extra["target_kind"] == "" {
+				return nil, fmt.Errorf("%s is a symbolic link to %s; toque does not follow a link at a managed path unless the recipe sets manage_symlink_source = true (or manage the link itself with a link resource)", path, current.Extra["link_target"])
+			}
 			return nil, fmt.Errorf("%s is a symbolic link to %s, which is %s; the directory resource can only manage a directory", path, current.Extra["link_target"], article(orMissing(current.Extra["target_kind"])))
 		}
 		return nil, fmt.Errorf("the directory resource cannot manage %s at %s; remove it or use the resource type for it", article(current.Extra["kind"]), path)
@@ -81,9 +100,6 @@ func (t *directoryType) Plan(desired *Resource, current *State) (*Step, error) {
 	case "delete":
 		if !current.Exists {
 			return &Step{Kind: NoOp, Reason: "does not exist"}, nil
-		}
-		if current.Extra["kind"] == "symlink" {
-			return nil, fmt.Errorf("%s is a symbolic link to the directory %s; the directory resource will not delete through a link (delete the link with a link resource)", path, current.Extra["link_target"])
 		}
 		reason := "exists; delete removes it"
 		if desired.Bool("recursive") {
@@ -101,7 +117,11 @@ func orMissing(kind string) string {
 	return kind
 }
 
-// Converge carries out step. Directories are never backed up.
+// Converge carries out step through held directories (safefs.go): mkdir
+// in the held parent, then chown and chmod through a descriptor of the
+// directory opened without following a link and checked to be the one
+// made (or, for an update, the one Load read). Directories are never
+// backed up.
 func (t *directoryType) Converge(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error {
 	path := desired.String("path")
 	if err := ctxErr(ctx, "converging "+path); err != nil {
@@ -113,9 +133,9 @@ func (t *directoryType) Converge(ctx context.Context, env *Env, desired *Resourc
 	case Create:
 		return t.create(desired, path)
 	case Update:
-		return t.update(desired, path, step)
+		return t.update(desired, current, path, step)
 	case Delete:
-		return t.delete(desired, path)
+		return t.delete(desired, current, path)
 	}
 	return fmt.Errorf("directory %s: cannot carry out a %s step", path, step.Kind)
 }
@@ -132,35 +152,84 @@ func (t *directoryType) create(desired *Resource, path string) error {
 	if err != nil {
 		return fmt.Errorf("creating %s: %w", path, err)
 	}
+	var d *heldDir
+	name := filepath.Base(path)
 	if desired.Bool("recursive") {
 		// Parents get 0755 (less the umask), like mkdir -p; mode and owner
 		// apply to path itself only, as in Chef.
-		if err := os.MkdirAll(parentDir(path), 0o755); err != nil {
+		if d, err = holdDir(parentDir(path), true); err != nil {
 			return fmt.Errorf("creating parents of %s: %w", path, err)
 		}
-	} else if err := checkParent(path, "create it first or set recursive = true"); err != nil {
-		return err
+	} else if d, name, err = holdParent(path); err != nil {
+		return parentError(path, "create it first or set recursive = true", err)
 	}
-	if err := os.Mkdir(path, 0o700); err != nil {
+	defer d.close()
+	if err := unix.Mkdirat(d.fd, name, 0o700); err != nil {
+		if errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("creating %s: something appeared there: %w", path, ErrChanged)
+		}
 		return fmt.Errorf("creating %s: %w", path, err)
 	}
-	if err := chownPath(path, own, false); err != nil {
+	dir, st, err := openAt(d, name, unix.O_RDONLY, unix.S_IFDIR, fileID{})
+	if err != nil {
+		return fmt.Errorf("creating %s: %w", path, err)
+	}
+	defer dir.Close()
+	if int64(st.Uid) != int64(os.Geteuid()) {
+		// Swapped for another user's directory since the mkdir.
+		return fmt.Errorf("creating %s: the directory there belongs to %s, not to toque's user: %w", path, ownerName(st.Uid), ErrChanged)
+	}
+	if err := chownFile(dir, own); err != nil {
 		return err
 	}
 	// Explicitly, so the umask does not change the result.
-	if err := chmodPath(path, mode); err != nil {
+	if err := chmodFile(dir, mode); err != nil {
 		return err
 	}
-	return syncDir(parentDir(path))
+	return d.sync()
 }
 
-func (t *directoryType) update(desired *Resource, path string, step *Step) error {
+// openLoaded opens the directory Load read at path, without following a
+// link unless the recipe asks (and the rules allow), checking it is the
+// same directory.
+func openLoaded(desired *Resource, current *State, path string) (*found, *os.File, error) {
+	f, err := lookupPath(path, desired.Bool("manage_symlink_source"))
+	if err != nil {
+		return nil, nil, err
+	}
+	switch {
+	case !f.exists:
+		err = fmt.Errorf("it is gone: %w", ErrChanged)
+	case f.link != "" && !f.followed:
+		err = fmt.Errorf("it is a symbolic link now: %w", ErrChanged)
+	case f.followed && f.path() != current.Extra["resolved_path"]:
+		err = fmt.Errorf("the link leads to %s now: %w", f.path(), ErrChanged)
+	}
+	if err != nil {
+		f.close()
+		return nil, nil, err
+	}
+	dir, _, err := openAt(f.dir, f.name, unix.O_RDONLY, unix.S_IFDIR, current.obj)
+	if err != nil {
+		f.close()
+		return nil, nil, err
+	}
+	return f, dir, nil
+}
+
+func (t *directoryType) update(desired *Resource, current *State, path string, step *Step) error {
+	f, dir, err := openLoaded(desired, current, path)
+	if err != nil {
+		return fmt.Errorf("updating %s: %w", path, err)
+	}
+	defer f.close()
+	defer dir.Close()
 	if step.HasGroup("owner") {
 		own, err := desiredOwnership(desired)
 		if err != nil {
 			return fmt.Errorf("updating %s: %w", path, err)
 		}
-		if err := chownPath(path, own, false); err != nil {
+		if err := chownFile(dir, own); err != nil {
 			return err
 		}
 	}
@@ -171,33 +240,89 @@ func (t *directoryType) update(desired *Resource, path string, step *Step) error
 	// chown clears setgid on some systems: set the mode after it when the
 	// recipe sets one and either group runs.
 	if set && (step.HasGroup("mode") || (step.HasGroup("owner") && mode&0o6000 != 0)) {
-		if err := chmodPath(path, mode); err != nil {
+		if err := chmodFile(dir, mode); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (t *directoryType) delete(desired *Resource, path string) error {
-	fi, err := os.Lstat(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
+func (t *directoryType) delete(desired *Resource, current *State, path string) error {
+	f, err := lookupPath(path, false)
 	if err != nil {
 		return fmt.Errorf("deleting %s: %w", path, err)
 	}
-	if !fi.IsDir() {
-		return fmt.Errorf("deleting %s: it is %s now, not a directory; refusing to delete it", path, article(fileKind(fi.Mode())))
+	defer f.close()
+	if !f.exists {
+		return nil
+	}
+	if f.st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return fmt.Errorf("deleting %s: it is %s now, not a directory; refusing to delete it", path, article(kindOf(uint32(f.st.Mode))))
 	}
 	if desired.Bool("recursive") {
-		if err := os.RemoveAll(path); err != nil {
+		dir, _, err := openAt(f.dir, f.name, unix.O_RDONLY, unix.S_IFDIR, current.obj)
+		if err != nil {
+			return fmt.Errorf("deleting %s: %w", path, err)
+		}
+		err = removeContents(int(dir.Fd()), path)
+		dir.Close()
+		if err != nil {
 			return fmt.Errorf("deleting %s and everything in it: %w", path, err)
 		}
-	} else if err := os.Remove(path); err != nil {
-		if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
+	}
+	if err := unix.Unlinkat(f.dir.fd, f.name, unix.AT_REMOVEDIR); err != nil {
+		if (errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST)) && desired.Bool("recursive") {
+			return fmt.Errorf("deleting %s: something keeps being created in it while it is deleted", path)
+		}
+		if errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST) {
 			return fmt.Errorf("directory %s is not empty; set recursive = true to delete it and everything in it", path)
 		}
 		return fmt.Errorf("deleting %s: %w", path, err)
 	}
-	return syncDir(parentDir(path))
+	return f.dir.sync()
+}
+
+// removeContents removes everything in the directory open as dirfd (at
+// path, for messages), never following a symbolic link: each entry is
+// unlinked relative to its directory's descriptor, and a subdirectory is
+// entered with O_NOFOLLOW.
+func removeContents(dirfd int, path string) error {
+	for pass := 0; ; pass++ {
+		rd, err := unix.Openat(dirfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return &fs.PathError{Op: "open", Path: path, Err: err}
+		}
+		lister := os.NewFile(uintptr(rd), path)
+		names, err := lister.Readdirnames(-1)
+		lister.Close()
+		if err != nil {
+			return err
+		}
+		if len(names) == 0 || pass == 3 {
+			return nil // what still appears is reported by the rmdir that follows
+		}
+		for _, name := range names {
+			err := unix.Unlinkat(dirfd, name, 0)
+			if errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EPERM) {
+				err = removeDirAt(dirfd, name, path+"/"+name)
+			}
+			if err != nil && !errors.Is(err, unix.ENOENT) {
+				return &fs.PathError{Op: "remove", Path: path + "/" + name, Err: err}
+			}
+		}
+	}
+}
+
+// removeDirAt removes the directory name in dirfd and everything in it.
+func removeDirAt(dirfd int, name, path string) error {
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	err = removeContents(fd, path)
+	unix.Close(fd)
+	if err != nil {
+		return err
+	}
+	return unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR)
 }

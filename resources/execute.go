@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/toquehq/toque/internal/shellexec"
+	"github.com/toquehq/toque/internal/words"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 )
@@ -109,11 +110,11 @@ func runProperties() []*Property {
 		{Name: "cwd", Type: cty.String, NonState: true, Validate: validateCwd,
 			Description: "Absolute path of the working directory; it must exist."},
 		{Name: "environment", Type: cty.Map(cty.String), NonState: true, Validate: validateEnvironment,
-			Description: "Environment variables set for the process, over toque's own environment."},
+			Description: "Environment variables set for the process, over what it inherits: toque's environment without TOQUE_*, or a clean login environment when user names another user."},
 		{Name: "path", Type: cty.List(cty.String), NonState: true, Validate: validatePathDirs,
 			Description: "Absolute directories put in front of PATH."},
 		{Name: "user", Type: cty.String, NonState: true, Validate: validateNonEmpty("user"), HostCheck: CheckUser,
-			Description: "Run as this user, by name or numeric id; HOME, USER and LOGNAME follow it. Only root may switch."},
+			Description: "Run as this user, by name or numeric id, with that user's login environment (HOME, USER, LOGNAME, SHELL, a standard PATH). Only root may switch."},
 		{Name: "group", Type: cty.String, NonState: true, Validate: validateNonEmpty("group"), HostCheck: CheckGroup,
 			Description: "Run with this group, by name or numeric id."},
 		{Name: "umask", Type: cty.DynamicPseudoType, NonState: true, Normalize: NormalizeUmask,
@@ -124,7 +125,7 @@ func runProperties() []*Property {
 		{Name: "timeout", Type: cty.Number, NonState: true, Default: cty.NumberIntVal(DefaultCommandTimeout), Validate: validateTimeout,
 			Description: "Seconds the process may run before its process group is killed."},
 		{Name: "live_stream", Type: cty.Bool, NonState: true, Default: cty.False,
-			Description: "Log each output line at info level instead of debug."},
+			Description: "Show each output line on the console as the process prints it, prefixed with the resource; never for a sensitive resource."},
 	}
 }
 
@@ -512,8 +513,13 @@ func convergeRun(ctx context.Context, env *Env, rt Runner, desired *Resource, st
 	if env != nil && env.Logger != nil {
 		logger = env.Logger
 	}
-	if desired.Bool("live_stream") {
-		logger = infoOutputLogger{logger}
+	if desired.Bool("live_stream") && (env == nil || !env.Sensitive) {
+		if env != nil && env.Output != nil {
+			out := env.Output
+			spec.Output = func(stream, line string) { out(stream, words.Printable(line)) }
+		} else {
+			logger = infoOutputLogger{logger}
+		}
 	}
 	spec.Logger = logger
 	if env != nil && env.Sensitive {

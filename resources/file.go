@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
-	"path/filepath"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
 	"github.com/zclconf/go-cty/cty"
+	"golang.org/x/sys/unix"
 
 	"github.com/toquehq/toque/internal/words"
 )
@@ -36,6 +37,7 @@ func FileType() Type {
 				Description: "How many backups of replaced or deleted content to keep in the state directory; 0 keeps none."},
 			{Name: "atomic_update", Type: cty.Bool, NonState: true, Default: cty.True,
 				Description: "Write a temporary file and rename it over the path (true), or rewrite the file in place (false)."},
+			ManageSymlinkSourceProperty("file"),
 		},
 		Actions:       []string{"create", "create_if_missing", "delete", "touch"},
 		DefaultAction: "create",
@@ -44,26 +46,46 @@ func FileType() Type {
 
 func (t *fileType) Schema() *Schema { return t.schema }
 
-// Load reads the file at path. A symbolic link is followed (Chef's
-// manage_symlink_source): the values are those of the file it points to and
-// Extra records kind "symlink", link_target and resolved_path. Anything other
-// than a regular file is reported with its kind and no values; Plan refuses
-// it.
+// Load reads the file at path through held directories (see safefs.go).
+// A symbolic link at path is reported as such (Extra kind "symlink",
+// link_target) and not followed, unless manage_symlink_source is set: then
+// the values are those of the file it points to, and Extra records
+// resolved_path and target_kind. Anything other than a regular file is
+// reported with its kind and no values; Plan refuses it.
+//
+// The content is read from the descriptor whose stat gives mode and
+// owner, so the values are of one object, which Converge checks it
+// changes. Private holds the content when not every user of the host may
+// read it (privateContent), and Extra "refused" a regular file with other
+// names in a directory other users can write (hardLinkRisk).
 func (t *fileType) Load(ctx context.Context, r *Resource) (*State, error) {
-	st, real, si, found, err := loadPath(ctx, r.String("path"))
-	if err != nil || !found {
-		return st, err
+	path := r.String("path")
+	if err := ctxErr(ctx, "reading "+path); err != nil {
+		return nil, err
 	}
-	if !si.fi.Mode().IsRegular() {
+	f, err := lookupPath(path, r.Bool("manage_symlink_source"))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	defer f.close()
+	st := stateOf(f)
+	if !f.exists || (f.link != "" && !f.followed) || f.st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return st, nil
 	}
-	data, err := os.ReadFile(real)
+	file, fst, err := openAt(f.dir, f.name, unix.O_RDONLY, unix.S_IFREG, idOf(&f.st))
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", real, err)
+		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
+	defer file.Close()
+	data, err := io.ReadAll(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", f.path(), err)
+	}
+	si := statInfoOf(&fst)
 	for k, v := range ownerValues(si, true) {
 		st.Values[k] = v
 	}
+	st.obj = idOf(&fst)
 	content := cty.StringVal(string(data))
 	st.Values["content"] = content
 	if !utf8.Valid(data) || content.AsString() != string(data) {
@@ -73,62 +95,51 @@ func (t *fileType) Load(ctx context.Context, r *Resource) (*State, error) {
 		// sensitive file's content.
 		st.Extra["content_bytes"] = "not normalised UTF-8"
 	}
+	if why := privateContent(f, si); why != "" {
+		st.Private = map[string]string{"content": why}
+	}
+	if why := hardLinkRisk(f, si); why != "" {
+		st.Extra["refused"] = why
+	}
 	return st, nil
 }
 
-// loadPath is the start of Load for a path-named type: nothing there
-// (Absent), or a State with Extra "kind", following a symbolic link (Extra
-// records where it leads). found is true when something exists at the end
-// of the path, whose real path and stat are returned; the caller reads its
-// values into st.
-func loadPath(ctx context.Context, path string) (st *State, real string, si statInfo, found bool, err error) {
-	if err := ctxErr(ctx, "reading "+path); err != nil {
-		return nil, "", si, false, err
+// privateContent says why the current content of the regular file f (stat
+// si) must not be shown, or "" when it may be: a plan, and the pull-request
+// comment made from it, show current content only when every user of the
+// host may read it already — the file is readable by others and every
+// directory up to / lets others through. The recipe's author is not
+// assumed to be anyone in particular, and naming an owner or a group in
+// the recipe does not make a file readable.
+func privateContent(f *found, si statInfo) string {
+	who := fmt.Sprintf("mode %04o, owner %s, group %s", si.mode, ownerName(si.uid), groupName(si.gid))
+	if si.mode&0o004 == 0 {
+		return "current content not shown: not every user of this host may read it (" + who + "); a plan shows only what every user may read"
 	}
-	si, absent, err := lstat(path)
-	if err != nil {
-		return nil, "", si, false, err
+	if ok, err := searchableByAll(f.dir); err != nil || !ok {
+		return "current content not shown: a directory on the way to it is closed to other users; a plan shows only what every user may read"
 	}
-	if absent {
-		return Absent(), "", si, false, nil
-	}
-	kind := fileKind(si.fi.Mode())
-	st = &State{Exists: true, Values: map[string]cty.Value{}, Extra: map[string]string{"kind": kind}}
-	real = path
-	if kind == "symlink" {
-		var ok bool
-		if real, si, ok, err = followLink(path, st); err != nil || !ok {
-			return st, "", si, false, err
-		}
-	}
-	return st, real, si, true, nil
+	return ""
 }
 
-// followLink records what the symbolic link at path points to in st.Extra
-// and returns the resolved path and its stat. ok is false when the link
-// does not lead to anything (target_kind "missing").
-func followLink(path string, st *State) (string, statInfo, bool, error) {
-	target, err := os.Readlink(path)
+// hardLinkRisk says why toque must not change the regular file f (stat si),
+// or "": a file with other names (hard links), in a directory a user other
+// than root (and toque's own) can write or owns, may be a name that user
+// gave to a file they may not change themselves (/etc/shadow), hoping
+// toque changes it for them.
+func hardLinkRisk(f *found, si statInfo) string {
+	if si.nlink < 2 {
+		return ""
+	}
+	ds, err := f.dir.stat()
 	if err != nil {
-		return "", statInfo{}, false, fmt.Errorf("reading link %s: %w", path, err)
+		return fmt.Sprintf("%s has %d names (hard links) and its directory could not be read: %v", f.path(), si.nlink, err)
 	}
-	st.Extra["link_target"] = target
-	real, err := filepath.EvalSymlinks(path)
-	if errors.Is(err, os.ErrNotExist) {
-		st.Extra["target_kind"] = "missing"
-		return "", statInfo{}, false, nil
+	why := replaceableBy(&ds, nil)
+	if why == "" {
+		return ""
 	}
-	if err != nil {
-		return "", statInfo{}, false, fmt.Errorf("following link %s: %w", path, err)
-	}
-	fi, err := os.Stat(real)
-	if err != nil {
-		return "", statInfo{}, false, fmt.Errorf("reading %s (the target of link %s): %w", real, path, err)
-	}
-	si := newStatInfo(fi)
-	st.Extra["resolved_path"] = real
-	st.Extra["target_kind"] = fileKind(fi.Mode())
-	return real, si, true, nil
+	return fmt.Sprintf("%s has %d names (hard links), and %s (%s): another user could have made it a name of a file they may not change, so toque will not change it; remove its other names, or manage it in a directory only root can write", f.path(), si.nlink, why, f.dir.path)
 }
 
 // Plan decides what the file's action does. It never does I/O.
@@ -141,11 +152,14 @@ func (t *fileType) Plan(desired *Resource, current *State) (*Step, error) {
 		return nil, unknownAction(t.schema, action)
 	}
 	path := desired.String("path")
+	if current.Exists && current.Extra["kind"] == "symlink" && action == "delete" {
+		return &Step{Kind: Delete, Reason: fmt.Sprintf("exists as a symbolic link to %s; delete removes the link, not what it points to", current.Extra["link_target"])}, nil
+	}
 	if current.Exists && !managesRegularFile(current) {
-		if action == "delete" && current.Extra["kind"] == "symlink" {
-			return &Step{Kind: Delete, Reason: fmt.Sprintf("exists as a symbolic link to %s; delete removes the link, not what it points to", current.Extra["link_target"])}, nil
-		}
 		return nil, notAFileError(path, current)
+	}
+	if why := current.Extra["refused"]; why != "" && current.Exists && action != "delete" {
+		return nil, errors.New(why)
 	}
 	switch action {
 	case "create":
@@ -161,16 +175,13 @@ func (t *fileType) Plan(desired *Resource, current *State) (*Step, error) {
 		if !current.Exists {
 			return &Step{Kind: NoOp, Reason: "does not exist"}, nil
 		}
-		if current.Extra["kind"] == "symlink" {
-			return &Step{Kind: Delete, Reason: fmt.Sprintf("exists as a symbolic link to %s; delete removes the link, not what it points to", current.Extra["link_target"])}, nil
-		}
 		return &Step{Kind: Delete, Reason: "exists; delete removes it"}, nil
 	}
 	return nil, unknownAction(t.schema, action)
 }
 
 // managesRegularFile reports whether the reading is a regular file, or a
-// link to one.
+// followed link to one.
 func managesRegularFile(st *State) bool {
 	switch st.Extra["kind"] {
 	case "file":
@@ -184,7 +195,10 @@ func managesRegularFile(st *State) bool {
 func notAFileError(path string, st *State) error {
 	kind := st.Extra["kind"]
 	if kind == "symlink" {
-		if st.Extra["target_kind"] == "missing" {
+		switch st.Extra["target_kind"] {
+		case "":
+			return fmt.Errorf("%s is a symbolic link to %s; toque does not follow a link at a managed path unless the recipe sets manage_symlink_source = true (or manage the link itself with a link resource)", path, st.Extra["link_target"])
+		case "missing":
 			return fmt.Errorf("%s is a symbolic link to %s, which does not exist; the file resource will not create a file through a dangling link (manage the link with a link resource)", path, st.Extra["link_target"])
 		}
 		return fmt.Errorf("%s is a symbolic link to %s, which is %s; the file resource can only manage a regular file", path, st.Extra["link_target"], article(st.Extra["target_kind"]))
@@ -237,9 +251,15 @@ func hasChange(ch []Change, name string) bool {
 	return false
 }
 
-// Converge carries out step. Content is written atomically (temporary file
-// in the same directory, fsync, rename, fsync of the directory) unless
-// atomic_update is false; replaced and deleted content is backed up first.
+// Converge carries out step, through held directories and descriptors
+// (safefs.go): the parent directory is walked again without following
+// links another user could have made, a new file is created with O_EXCL
+// and renamed into place without replacing anything that appeared since
+// Load, and an existing file is changed only after checking it is the
+// inode Load read, by descriptor (fchmod, fchown, futimens). Content is
+// written atomically (temporary file in the same directory, fsync, rename,
+// fsync of the directory) unless atomic_update is false; replaced and
+// deleted content is backed up first, from the descriptor.
 func (t *fileType) Converge(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error {
 	path := desired.String("path")
 	if err := ctxErr(ctx, "converging "+path); err != nil {
@@ -249,7 +269,7 @@ func (t *fileType) Converge(ctx context.Context, env *Env, desired *Resource, cu
 	case NoOp, Skip:
 		return nil
 	case Create:
-		return t.create(env, desired, path)
+		return t.create(desired, path)
 	case Update:
 		return t.update(env, desired, current, path, step)
 	case Delete:
@@ -258,10 +278,18 @@ func (t *fileType) Converge(ctx context.Context, env *Env, desired *Resource, cu
 	return fmt.Errorf("file %s: cannot carry out a %s step", path, step.Kind)
 }
 
-func (t *fileType) create(env *Env, desired *Resource, path string) error {
-	if err := checkParent(path, "create it with a directory resource"); err != nil {
-		return err
+// parentError words an error reaching the directory path is in.
+func parentError(path, hint string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("parent directory %s does not exist; %s: %w", parentDir(path), hint, fs.ErrNotExist)
 	}
+	if errors.Is(err, unix.ENOTDIR) {
+		return fmt.Errorf("parent of %s, %s, is not a directory: %w", path, parentDir(path), err)
+	}
+	return fmt.Errorf("reaching the parent directory of %s: %w", path, err)
+}
+
+func (t *fileType) create(desired *Resource, path string) error {
 	mode, set, err := modeBits(desired.Get("mode"))
 	if err != nil {
 		return fmt.Errorf("creating %s: %w", path, err)
@@ -273,87 +301,98 @@ func (t *fileType) create(env *Env, desired *Resource, path string) error {
 	if err != nil {
 		return fmt.Errorf("creating %s: %w", path, err)
 	}
+	d, name, err := holdParent(path)
+	if err != nil {
+		return parentError(path, "create it with a directory resource", err)
+	}
+	defer d.close()
 	content := []byte(desired.String("content"))
 	if desired.Bool("atomic_update") {
-		return writeAtomic(path, content, mode, own)
+		return writeNew(d, name, content, mode, own)
 	}
-	return writeInPlace(path, content, mode, own, true)
+	return writeNewInPlace(d, name, content, mode, own)
 }
 
 func (t *fileType) update(env *Env, desired *Resource, current *State, path string, step *Step) error {
-	real := path
-	if current.Extra["kind"] == "symlink" {
-		real = current.Extra["resolved_path"]
-		if real == "" {
-			return fmt.Errorf("updating %s: the link's target was not resolved when it was read", path)
-		}
+	f, err := lookupPath(path, desired.Bool("manage_symlink_source"))
+	if err != nil {
+		return fmt.Errorf("updating %s: %w", path, err)
 	}
+	defer f.close()
+	switch {
+	case !f.exists:
+		return fmt.Errorf("updating %s: it is gone: %w", path, ErrChanged)
+	case f.link != "" && !f.followed:
+		return fmt.Errorf("updating %s: it is a symbolic link now: %w", path, ErrChanged)
+	case f.followed && f.path() != current.Extra["resolved_path"]:
+		return fmt.Errorf("updating %s: the link leads to %s now, not %s: %w", path, f.path(), current.Extra["resolved_path"], ErrChanged)
+	}
+	real := f.path()
+	file, fst, err := openAt(f.dir, f.name, unix.O_RDONLY, unix.S_IFREG, current.obj)
+	if err != nil {
+		return fmt.Errorf("updating %s: %w", real, err)
+	}
+	defer file.Close()
+	live := statInfoOf(&fst)
+	own, err := desiredOwnership(desired)
+	if err != nil {
+		return fmt.Errorf("updating %s: %w", real, err)
+	}
+	mode, modeSet, err := modeBits(desired.Values["mode"])
+	if err != nil {
+		return fmt.Errorf("updating %s: %w", real, err)
+	}
+	// target is the inode at the path once the content is written: the
+	// old one, or the new one an atomic write renamed there, which
+	// already has its mode and owner.
+	target, atomic := file, false
 	if step.HasGroup("content") {
-		fi, err := os.Stat(real)
+		backup, err := backupFrom(env, real, file, live.mode, desired.Int("backup"), time.Now())
 		if err != nil {
-			return fmt.Errorf("updating %s: %w", real, err)
-		}
-		live := newStatInfo(fi)
-		mode, set, err := modeBits(desired.Values["mode"])
-		if err != nil {
-			return fmt.Errorf("updating %s: %w", real, err)
-		}
-		if !set {
-			mode = live.mode
-		}
-		own, err := desiredOwnership(desired)
-		if err != nil {
-			return fmt.Errorf("updating %s: %w", real, err)
-		}
-		if _, err := backupFile(env, real, desired.Int("backup"), time.Now()); err != nil {
 			return err
 		}
 		content := []byte(desired.String("content"))
 		if desired.Bool("atomic_update") {
-			// The new inode must keep the owner of the old one unless
-			// the recipe sets another.
-			if own.uid < 0 {
-				own.uid = int(live.uid)
+			// The new inode keeps the old one's mode and owner unless the
+			// recipe sets others.
+			m, o := live.mode, ownership{uid: int(live.uid), gid: int(live.gid)}
+			if modeSet {
+				m = mode
 			}
-			if own.gid < 0 {
-				own.gid = int(live.gid)
+			if own.uid >= 0 {
+				o.uid = own.uid
 			}
-			if err := writeAtomic(real, content, mode, own); err != nil {
+			if own.gid >= 0 {
+				o.gid = own.gid
+			}
+			nf, err := replaceAtomic(f.dir, f.name, content, m, o)
+			if err != nil {
 				return err
 			}
-		} else if err := writeInPlace(real, content, mode, ownership{-1, -1}, false); err != nil {
+			defer nf.Close()
+			target, atomic = nf, true
+		} else if err := rewriteInPlace(f.dir, f.name, idOf(&fst), content, backup); err != nil {
 			return err
 		}
 	}
-	if step.HasGroup("mode") {
-		mode, set, err := modeBits(desired.Values["mode"])
-		if err != nil {
-			return fmt.Errorf("updating %s: %w", real, err)
-		}
-		if set {
-			if err := chmodPath(real, mode); err != nil {
-				return err
-			}
-		}
-	}
-	if step.HasGroup("owner") {
-		own, err := desiredOwnership(desired)
-		if err != nil {
-			return fmt.Errorf("updating %s: %w", real, err)
-		}
-		if err := chownPath(real, own, false); err != nil {
+	if step.HasGroup("mode") && modeSet && !atomic {
+		if err := chmodFile(target, mode); err != nil {
 			return err
 		}
-		if mode, set, _ := modeBits(desired.Values["mode"]); set && mode&0o6000 != 0 {
+	}
+	if step.HasGroup("owner") && !atomic {
+		if err := chownFile(target, own); err != nil {
+			return err
+		}
+		if modeSet && mode&0o6000 != 0 {
 			// chown clears setuid and setgid; put them back.
-			if err := chmodPath(real, mode); err != nil {
+			if err := chmodFile(target, mode); err != nil {
 				return err
 			}
 		}
 	}
 	if step.HasGroup("touch") {
-		now := time.Now()
-		if err := os.Chtimes(real, now, now); err != nil {
+		if err := touchFd(int(target.Fd())); err != nil {
 			return fmt.Errorf("touching %s: %w", real, err)
 		}
 	}
@@ -361,89 +400,187 @@ func (t *fileType) update(env *Env, desired *Resource, current *State, path stri
 }
 
 func (t *fileType) delete(env *Env, desired *Resource, current *State, path string) error {
-	si, absent, err := lstat(path)
+	f, err := lookupPath(path, false)
 	if err != nil {
 		return fmt.Errorf("deleting %s: %w", path, err)
 	}
-	if absent {
+	defer f.close()
+	if !f.exists {
 		return nil
 	}
-	switch {
-	case si.fi.Mode()&os.ModeSymlink != 0:
+	switch f.st.Mode & unix.S_IFMT {
+	case unix.S_IFLNK:
 		// Remove the link only; what it points to is not backed up or touched.
-	case si.fi.Mode().IsRegular():
-		if _, err := backupFile(env, path, desired.Int("backup"), time.Now()); err != nil {
+	case unix.S_IFREG:
+		want := fileID{}
+		if current.Extra["kind"] == "file" {
+			want = current.obj
+		}
+		file, fst, err := openAt(f.dir, f.name, unix.O_RDONLY, unix.S_IFREG, want)
+		if err != nil {
+			return fmt.Errorf("deleting %s: %w", path, err)
+		}
+		defer file.Close()
+		if _, err := backupFrom(env, path, file, statInfoOf(&fst).mode, desired.Int("backup"), time.Now()); err != nil {
 			return err
 		}
 	default:
-		return fmt.Errorf("deleting %s: it is %s now, not a regular file; refusing to delete it", path, article(fileKind(si.fi.Mode())))
+		return fmt.Errorf("deleting %s: it is %s now, not a regular file; refusing to delete it", path, article(kindOf(uint32(f.st.Mode))))
 	}
-	if err := os.Remove(path); err != nil {
+	if err := unix.Unlinkat(f.dir.fd, f.name, 0); err != nil {
 		return fmt.Errorf("deleting %s: %w", path, err)
 	}
-	return syncDir(parentDir(path))
+	return f.dir.sync()
 }
 
-// writeAtomic writes content to a temporary file next to path, sets its
-// owner and mode, fsyncs it, renames it over path and fsyncs the directory.
-func writeAtomic(path string, content []byte, mode uint32, own ownership) (err error) {
-	if err := checkParent(path, "create it with a directory resource"); err != nil {
+// fillFile writes content to the new file f, sets its owner and then its
+// mode (chown clears setuid and setgid), and fsyncs it.
+func fillFile(f *os.File, content []byte, mode uint32, own ownership) error {
+	if _, err := f.Write(content); err != nil {
 		return err
 	}
-	dir := parentDir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".toque-*")
+	if err := chownFile(f, own); err != nil {
+		return err
+	}
+	if err := chmodFile(f, mode); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+// writeNew creates name in d atomically: a temporary file, filled and
+// synced, renamed to name only if nothing is there (so nothing that
+// appeared since Load, a link included, is replaced or written through).
+func writeNew(d *heldDir, name string, content []byte, mode uint32, own ownership) (err error) {
+	path := d.join(name)
+	tmp, tmpName, err := createTemp(d, name)
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return fmt.Errorf("creating %s: %w", path, err)
+	}
+	defer func() {
+		tmp.Close()
+		if err != nil {
+			unix.Unlinkat(d.fd, tmpName, 0)
+		}
+	}()
+	if err = fillFile(tmp, content, mode, own); err != nil {
+		return fmt.Errorf("creating %s (nothing was changed): %w", path, err)
+	}
+	if err = renameAt(d, tmpName, name, true); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("creating %s: something appeared there: %w", path, ErrChanged)
+		}
+		return fmt.Errorf("creating %s: %w", path, err)
+	}
+	return d.sync()
+}
+
+// writeNewInPlace creates name in d directly (atomic_update = false), with
+// O_EXCL and O_NOFOLLOW. A file it could not fill is removed again.
+func writeNewInPlace(d *heldDir, name string, content []byte, mode uint32, own ownership) error {
+	path := d.join(name)
+	fd, err := unix.Openat(d.fd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("creating %s: something appeared there: %w", path, ErrChanged)
+	}
+	if err != nil {
+		return fmt.Errorf("creating %s: %w", path, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	if err := fillFile(f, content, mode, own); err != nil {
+		var st, now unix.Stat_t
+		if unix.Fstat(fd, &st) == nil && unix.Fstatat(d.fd, name, &now, unix.AT_SYMLINK_NOFOLLOW) == nil && idOf(&st) == idOf(&now) {
+			unix.Unlinkat(d.fd, name, 0)
+		}
+		return fmt.Errorf("creating %s (removed again): %w", path, err)
+	}
+	return d.sync()
+}
+
+// replaceAtomic writes content to a temporary file in d with mode and
+// owner, and renames it over name. It returns the new file, open.
+func replaceAtomic(d *heldDir, name string, content []byte, mode uint32, own ownership) (_ *os.File, err error) {
+	path := d.join(name)
+	tmp, tmpName, err := createTemp(d, name)
+	if err != nil {
+		return nil, fmt.Errorf("writing %s: %w", path, err)
 	}
 	defer func() {
 		if err != nil {
 			tmp.Close()
-			os.Remove(tmp.Name())
+			unix.Unlinkat(d.fd, tmpName, 0)
 		}
 	}()
-	if _, err = tmp.Write(content); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+	if err = fillFile(tmp, content, mode, own); err != nil {
+		return nil, fmt.Errorf("writing %s (the file is unchanged): %w", path, err)
 	}
-	if !own.none() {
-		if err = tmp.Chown(own.uid, own.gid); err != nil {
-			return fmt.Errorf("setting the owner of %s: %w", path, err)
-		}
+	if err = renameAt(d, tmpName, name, false); err != nil {
+		return nil, fmt.Errorf("replacing %s: %w", path, err)
 	}
-	// After chown, which clears setuid and setgid.
-	if err = syscall.Fchmod(int(tmp.Fd()), mode); err != nil {
-		return fmt.Errorf("setting the mode of %s to %04o: %w", path, mode, err)
+	if err = d.sync(); err != nil {
+		return nil, err
 	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("replacing %s: %w", path, err)
-	}
-	return syncDir(dir)
+	return tmp, nil
 }
 
-// writeInPlace rewrites path (creating it when create is true) without
-// changing its inode.
-func writeInPlace(path string, content []byte, mode uint32, own ownership, create bool) error {
-	flags := os.O_WRONLY | os.O_TRUNC
-	if create {
-		flags |= os.O_CREATE | os.O_EXCL
+// pwriteAll writes content at the start of f, in chunks of inPlaceChunk,
+// and returns how many bytes the kernel says it wrote: os.File.WriteAt
+// drops the count of a short write that an error follows, and the error
+// must say how far the file was written.
+func pwriteAll(f *os.File, content []byte) (int, error) {
+	n := 0
+	for n < len(content) {
+		m, err := unix.Pwrite(int(f.Fd()), content[n:min(n+inPlaceChunk, len(content))], int64(n))
+		if m > 0 {
+			n += m
+		}
+		switch {
+		case errors.Is(err, unix.EINTR):
+		case err != nil:
+			return n, &fs.PathError{Op: "write", Path: f.Name(), Err: err}
+		case m == 0:
+			return n, &fs.PathError{Op: "write", Path: f.Name(), Err: io.ErrShortWrite}
+		}
 	}
-	f, err := os.OpenFile(path, flags, 0o600)
+	return n, nil
+}
+
+// inPlaceChunk is how much rewriteInPlace writes per write(2).
+const inPlaceChunk = 1 << 20
+
+// reserveSpace is reserve (safefs_*.go); a variable so that tests can play
+// a file system without fallocate.
+var reserveSpace = reserve
+
+// rewriteInPlace rewrites the regular file name in d, which must be the
+// inode want, keeping its inode (atomic_update = false). It first reserves
+// the blocks the new content needs (fallocate, where the file system has
+// it), so that a full disk fails before the file is touched; a failure
+// after the first byte is written says the file is left partially written
+// and where its backup is (backup; "" when none was kept).
+func rewriteInPlace(d *heldDir, name string, want fileID, content []byte, backup string) error {
+	path := d.join(name)
+	// Not O_TRUNC: the inode is checked first.
+	f, _, err := openAt(d, name, unix.O_WRONLY, unix.S_IFREG, want)
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return fmt.Errorf("writing %s in place (atomic_update = false): %w; the file is unchanged", path, err)
 	}
-	_, err = f.Write(content)
-	if err == nil && create {
-		if !own.none() {
-			err = f.Chown(own.uid, own.gid)
+	if len(content) > 0 {
+		err := reserveSpace(int(f.Fd()), int64(len(content)))
+		if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) || errors.Is(err, unix.EFBIG) {
+			f.Close()
+			return fmt.Errorf("writing %s in place (atomic_update = false): cannot reserve %d bytes: %w; the file is unchanged", path, len(content), err)
 		}
-		if err == nil {
-			err = syscall.Fchmod(int(f.Fd()), mode)
-		}
+		// Any other error (EOPNOTSUPP...): this file system reserves
+		// nothing ahead; write anyway.
+	}
+	// Over the old bytes, then cut the rest: the file is never empty in
+	// between. In chunks, so that a failure says how far it got even on
+	// file systems that fail a whole write they cannot finish.
+	n, err := pwriteAll(f, content)
+	if err == nil {
+		err = f.Truncate(int64(len(content)))
 	}
 	if err == nil {
 		err = f.Sync()
@@ -451,11 +588,15 @@ func writeInPlace(path string, content []byte, mode uint32, own ownership, creat
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+	if err == nil {
+		return nil
 	}
-	if create {
-		return syncDir(parentDir(path))
+	if n == 0 {
+		return fmt.Errorf("writing %s in place (atomic_update = false): %w; the file is unchanged", path, err)
 	}
-	return nil
+	where := "no backup was kept (backup = 0, or no state directory)"
+	if backup != "" {
+		where = "its previous content is in the backup " + backup
+	}
+	return fmt.Errorf("writing %s in place (atomic_update = false) failed after %d of %d bytes: %w; %s is left partially written: %s", path, n, len(content), err, path, where)
 }

@@ -3,7 +3,6 @@ package resources
 import (
 	"context"
 	"os"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -233,39 +232,26 @@ func inodeOf(t *testing.T, path string) uint64 {
 	return st.Ino
 }
 
+// whoami is the test's user and group, by name and by id, so that
+// owner cases hold for root and for any other user.
+func whoami(t *testing.T) (user, uid, group, gid string) {
+	t.Helper()
+	uid, gid = strconv.Itoa(os.Geteuid()), strconv.Itoa(os.Getegid())
+	return ownerName(uint32(os.Geteuid())), uid, groupName(uint32(os.Getegid())), gid
+}
+
+// someoneElse is a uid that is not the test's.
+func someoneElse() string {
+	if os.Geteuid() == 65534 {
+		return "0"
+	}
+	return "65534"
+}
+
 // requireRoot is for tests that give files to another user.
 func requireRoot(t *testing.T) {
 	t.Helper()
 	testenv.MustHave(t, testenv.Root)
-}
-
-// owners is who runs the tests — the owner and group, by id and by name,
-// of the files they create — and an owner those files do not have: nobody
-// when root runs them, root otherwise.
-type owners struct {
-	uid, user, gid, group string
-	other                 string
-}
-
-func whoRuns(t *testing.T) owners {
-	t.Helper()
-	o := owners{uid: strconv.Itoa(os.Geteuid()), gid: strconv.Itoa(os.Getegid()), other: "0"}
-	if root, _ := testenv.Has(testenv.Root); root {
-		o.other = "65534"
-	}
-	u, err := user.LookupId(o.uid)
-	if err != nil {
-		t.Fatalf("the user running the tests has no name: %v", err)
-	}
-	g, err := user.LookupGroupId(o.gid)
-	if err != nil {
-		t.Fatalf("the group running the tests has no name: %v", err)
-	}
-	o.user, o.group = u.Username, g.Name
-	if o.other == o.uid {
-		t.Fatalf("no other owner than %s to test with", o.uid)
-	}
-	return o
 }
 
 func noTempFiles(t *testing.T, dir string) {

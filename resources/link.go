@@ -2,14 +2,13 @@ package resources
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io/fs"
 	"strconv"
 
 	"github.com/zclconf/go-cty/cty"
+	"golang.org/x/sys/unix"
 )
 
 // linkType is the built-in "link" type: a symbolic or hard link.
@@ -58,58 +57,92 @@ func LinkType() Type {
 
 func (t *linkType) Schema() *Schema { return t.schema }
 
-// hardLinkSource is the path a hard link to `to` is made from: `to` itself
-// when absolute, else `to` in target's directory.
-func hardLinkSource(target, to string) string {
-	if filepath.IsAbs(to) {
-		return to
-	}
-	return filepath.Join(parentDir(target), to)
-}
-
-// Load reads target_file without following it. See linkType for how a hard
-// link is recognised.
+// Load reads target_file without following it, from its held parent
+// directory (safefs.go). See linkType for how a hard link is recognised;
+// its source is found from the same held directory (a relative `to` is
+// relative to it), without following a final link, as link(2) does.
 func (t *linkType) Load(ctx context.Context, r *Resource) (*State, error) {
 	path := r.String("target_file")
 	if err := ctxErr(ctx, "reading "+path); err != nil {
 		return nil, err
 	}
-	si, absent, err := lstat(path)
+	d, name, err := holdParent(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Absent(), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	defer d.close()
+	ls, exists, err := statAt(d, name)
 	if err != nil {
 		return nil, err
 	}
-	if absent {
-		return Absent(), nil
+	if !exists {
+		st := Absent()
+		if r.IsSet("to") {
+			// For Converge to check that the hard link it makes is to
+			// what was read; a source that cannot be read now is not an
+			// error (it may be made by an earlier resource).
+			if sst, ok, _ := linkSource(d, r.String("to")); ok {
+				st.src = idOf(&sst)
+			}
+		}
+		return st, nil
 	}
-	kind := fileKind(si.fi.Mode())
+	kind := kindOf(uint32(ls.Mode))
 	st := &State{Exists: true, Values: map[string]cty.Value{}, Extra: map[string]string{"kind": kind}}
+	si := statInfoOf(&ls)
 	switch kind {
 	case "symlink":
-		to, err := os.Readlink(path)
+		to, err := readlinkAt(d, name)
 		if err != nil {
-			return nil, fmt.Errorf("reading link %s: %w", path, err)
+			return nil, err
 		}
+		st.obj = idOf(&ls)
 		st.Values = ownerValues(si, false)
 		st.Values["to"] = cty.StringVal(to)
 		st.Values["link_type"] = cty.StringVal("symbolic")
 	case "file":
+		st.obj = idOf(&ls)
 		st.Values = ownerValues(si, false)
 		st.Values["link_type"] = cty.StringVal("hard")
 		st.Extra["nlink"] = strconv.FormatUint(si.nlink, 10)
 		if r.IsSet("to") {
-			src := hardLinkSource(path, r.String("to"))
-			fi, err := os.Stat(src)
+			sst, ok, err := linkSource(d, r.String("to"))
 			switch {
-			case errors.Is(err, os.ErrNotExist):
-				st.Extra["to_kind"] = "missing"
 			case err != nil:
-				return nil, fmt.Errorf("reading %s (the link source of %s): %w", src, path, err)
-			case os.SameFile(fi, si.fi):
-				st.Values["to"] = cty.StringVal(r.String("to"))
+				return nil, fmt.Errorf("reading %s (the link source of %s): %w", r.String("to"), path, err)
+			case !ok:
+				st.Extra["to_kind"] = "missing"
+			default:
+				st.src = idOf(&sst)
+				if idOf(&sst) == st.obj {
+					st.Values["to"] = cty.StringVal(r.String("to"))
+				}
 			}
 		}
 	}
 	return st, nil
+}
+
+// linkSource lstat-s what `to` names, relative to the link's held
+// directory d. ok is false when nothing is there.
+func linkSource(d *heldDir, to string) (unix.Stat_t, bool, error) {
+	var st unix.Stat_t
+	dup, err := d.dup()
+	if err != nil {
+		return st, false, err
+	}
+	sd, sname, err := holdFrom(dup, to)
+	if errors.Is(err, fs.ErrNotExist) {
+		return st, false, nil
+	}
+	if err != nil {
+		return st, false, err
+	}
+	defer sd.close()
+	return statAt(sd, sname)
 }
 
 // Plan decides what the link's action does. It never does I/O.
@@ -169,8 +202,11 @@ func (t *linkType) Plan(desired *Resource, current *State) (*Step, error) {
 	return nil, unknownAction(t.schema, action)
 }
 
-// Converge carries out step. A link is made at a temporary name in the same
-// directory and renamed over target_file, so it is replaced atomically.
+// Converge carries out step in the held parent directory of target_file
+// (safefs.go). A link is made at a temporary name there, checked, given
+// its owner through a descriptor of the link itself, and renamed over
+// target_file (never over something that appeared since Load, for a
+// create), so it is replaced atomically.
 func (t *linkType) Converge(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error {
 	path := desired.String("target_file")
 	if err := ctxErr(ctx, "converging "+path); err != nil {
@@ -179,90 +215,176 @@ func (t *linkType) Converge(ctx context.Context, env *Env, desired *Resource, cu
 	switch step.Kind {
 	case NoOp, Skip:
 		return nil
-	case Create, Update:
-	case Delete:
-		return t.delete(desired, path)
+	case Create, Update, Delete:
 	default:
 		return fmt.Errorf("link %s: cannot carry out a %s step", path, step.Kind)
+	}
+	d, name, err := holdParent(path)
+	if err != nil {
+		return parentError(path, "create it with a directory resource", err)
+	}
+	defer d.close()
+	if step.Kind == Delete {
+		return t.delete(d, name, desired, current, path)
 	}
 	own, err := desiredOwnership(desired)
 	if err != nil {
 		return fmt.Errorf("link %s: %w", path, err)
 	}
 	if step.Kind == Create || step.HasGroup("link") {
-		return makeLink(path, desired.String("to"), desired.String("link_type"), own)
+		return makeLink(d, name, desired, current, own, step.Kind == Create)
 	}
 	if step.HasGroup("owner") {
-		return chownPath(path, own, true)
+		return chownEntry(d, name, own, current.obj)
 	}
 	return nil
 }
 
-// makeLink creates a link to `to` at a temporary name next to path, sets
-// its owner, and renames it over path. When own leaves an id unset and a
-// symbolic link is replaced, the old link's owner is kept.
-func makeLink(path, to, linkType string, own ownership) error {
+// makeLink creates a link to `to` at a temporary name next to name in d,
+// sets its owner, and renames it over name (only when nothing is there,
+// for a create). When own leaves an id unset and a symbolic link is
+// replaced, the old link's owner is kept.
+func makeLink(d *heldDir, name string, desired *Resource, current *State, own ownership, create bool) (err error) {
+	path := d.join(name)
+	to, linkType := desired.String("to"), desired.String("link_type")
 	if to == "" {
 		return fmt.Errorf("link %s: to is required to create it", path)
 	}
-	if err := checkParent(path, "create it with a directory resource"); err != nil {
+	old, oldExists, err := statAt(d, name)
+	if err != nil {
 		return err
 	}
-	if linkType == "symbolic" {
-		if old, absent, err := lstat(path); err == nil && !absent && old.fi.Mode()&os.ModeSymlink != 0 {
-			if own.uid < 0 {
-				own.uid = int(old.uid)
-			}
-			if own.gid < 0 {
-				own.gid = int(old.gid)
-			}
+	if !create && current.obj.known() && (!oldExists || idOf(&old) != current.obj) {
+		return fmt.Errorf("link %s: %w", path, ErrChanged)
+	}
+	if linkType == "symbolic" && oldExists && old.Mode&unix.S_IFMT == unix.S_IFLNK {
+		if own.uid < 0 {
+			own.uid = int(old.Uid)
+		}
+		if own.gid < 0 {
+			own.gid = int(old.Gid)
 		}
 	}
-	dir := parentDir(path)
-	tmp := filepath.Join(dir, "."+filepath.Base(path)+".toque-"+rand.Text()[:12])
-	var err error
+	tmp := tempName(name, "link")
+	if err := removeLeftover(d, tmp); err != nil {
+		return err
+	}
+	want := fileID{}
 	if linkType == "hard" {
-		src := hardLinkSource(path, to)
-		if err = os.Link(src, tmp); err != nil {
-			return fmt.Errorf("creating hard link %s to %s: %w", path, src, err)
+		dup, err := d.dup()
+		if err != nil {
+			return err
 		}
-	} else if err = os.Symlink(to, tmp); err != nil {
+		sd, sname, err := holdFrom(dup, to)
+		if err != nil {
+			return fmt.Errorf("creating hard link %s to %s: %w", path, to, err)
+		}
+		err = unix.Linkat(sd.fd, sname, d.fd, tmp, 0)
+		sd.close()
+		if err != nil {
+			return fmt.Errorf("creating hard link %s to %s: %w", path, to, err)
+		}
+		want = current.src
+	} else if err := unix.Symlinkat(to, d.fd, tmp); err != nil {
 		return fmt.Errorf("creating symbolic link %s to %s: %w", path, to, err)
 	}
-	if err = chownPath(tmp, own, true); err != nil {
-		os.Remove(tmp)
+	defer func() {
+		if err != nil {
+			unix.Unlinkat(d.fd, tmp, 0)
+		}
+	}()
+	made, err := checkMade(d, tmp, linkType, want)
+	if err != nil {
 		return fmt.Errorf("link %s: %w", path, err)
 	}
-	if err = os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err = chownEntry(d, tmp, own, made); err != nil {
+		return fmt.Errorf("link %s: %w", path, err)
+	}
+	if err = renameAt(d, tmp, name, create); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("creating %s: something appeared there: %w", path, ErrChanged)
+		}
 		return fmt.Errorf("replacing %s with a link: %w", path, err)
 	}
 	// rename(2) does nothing when both names are one inode (a hard link
 	// made again): drop the temporary name in that case.
-	if _, err := os.Lstat(tmp); err == nil {
-		os.Remove(tmp)
+	if st, ok, _ := statAt(d, tmp); ok && idOf(&st) == made {
+		unix.Unlinkat(d.fd, tmp, 0)
 	}
-	return syncDir(dir)
+	return d.sync()
 }
 
-func (t *linkType) delete(desired *Resource, path string) error {
-	si, absent, err := lstat(path)
+// checkMade checks that the temporary name tmp in d is the link just made
+// (a symbolic link; or a regular file that is the inode want, when
+// known), not something swapped in, and returns its identity.
+func checkMade(d *heldDir, tmp, linkType string, want fileID) (fileID, error) {
+	st, ok, err := statAt(d, tmp)
+	if err != nil {
+		return fileID{}, err
+	}
+	kind := uint32(unix.S_IFLNK)
+	if linkType == "hard" {
+		kind = unix.S_IFREG
+	}
+	if !ok || uint32(st.Mode)&unix.S_IFMT != kind || (want.known() && idOf(&st) != want) {
+		return fileID{}, fmt.Errorf("the link made at %s was replaced, or its source is not the file read: %w", d.join(tmp), ErrChanged)
+	}
+	return idOf(&st), nil
+}
+
+// chownEntry sets the owner of the entry name in d, a symbolic link itself
+// included, through a descriptor of it checked to be the inode want (when
+// known). Unset ids (-1) are kept.
+func chownEntry(d *heldDir, name string, own ownership, want fileID) error {
+	if own.none() {
+		return nil
+	}
+	fd, err := openNoFollow(d.fd, name)
+	if errors.Is(err, unix.ENOSYS) {
+		// No O_PATH here: by name, not following a link.
+		if err := unix.Fchownat(d.fd, name, own.uid, own.gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return fmt.Errorf("setting the owner of %s: %w", d.join(name), err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("setting the owner of %s: %w", d.join(name), err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("setting the owner of %s: %w", d.join(name), err)
+	}
+	if want.known() && idOf(&st) != want {
+		return fmt.Errorf("setting the owner of %s: %w", d.join(name), ErrChanged)
+	}
+	if err := chownFd(fd, own.uid, own.gid); err != nil {
+		return fmt.Errorf("setting the owner of %s: %w", d.join(name), err)
+	}
+	return nil
+}
+
+func (t *linkType) delete(d *heldDir, name string, desired *Resource, current *State, path string) error {
+	st, exists, err := statAt(d, name)
 	if err != nil {
 		return fmt.Errorf("deleting %s: %w", path, err)
 	}
-	if absent {
+	if !exists {
 		return nil
 	}
-	m := si.fi.Mode()
+	kind := uint32(st.Mode) & unix.S_IFMT
 	if desired.String("link_type") == "hard" {
-		if !m.IsRegular() {
-			return fmt.Errorf("deleting %s: it is %s now, not a hard link; refusing to delete it", path, article(fileKind(m)))
+		if kind != unix.S_IFREG {
+			return fmt.Errorf("deleting %s: it is %s now, not a hard link; refusing to delete it", path, article(kindOf(kind)))
 		}
-	} else if m&os.ModeSymlink == 0 {
-		return fmt.Errorf("deleting %s: it is %s now, not a symbolic link; refusing to delete it", path, article(fileKind(m)))
+	} else if kind != unix.S_IFLNK {
+		return fmt.Errorf("deleting %s: it is %s now, not a symbolic link; refusing to delete it", path, article(kindOf(kind)))
 	}
-	if err := os.Remove(path); err != nil {
+	if current.obj.known() && idOf(&st) != current.obj {
+		return fmt.Errorf("deleting %s: %w", path, ErrChanged)
+	}
+	if err := unix.Unlinkat(d.fd, name, 0); err != nil {
 		return fmt.Errorf("deleting %s: %w", path, err)
 	}
-	return syncDir(parentDir(path))
+	return d.sync()
 }

@@ -78,13 +78,23 @@ func (t *powerShellType) CommandSpec(r *Resource) (shellexec.Spec, error) {
 }
 
 // powerShellInterpreter is "pwsh" unless only "powershell" is found in the
-// PATH spec will run with.
+// PATH spec will run with: toque's own, or the standard one of a child run
+// as another user (shellexec.Environ). When that environment cannot be
+// known (an unknown user), it is "pwsh": running it reports the user.
 func powerShellInterpreter(spec shellexec.Spec) string {
-	path, ok := spec.Env["PATH"]
-	if !ok {
-		path = os.Getenv("PATH")
+	probe := spec
+	probe.Argv, probe.Interpreter = []string{"pwsh"}, nil
+	env, err := shellexec.Environ(probe)
+	if err != nil {
+		return "pwsh"
 	}
-	dirs := append(append([]string{}, spec.Path...), filepath.SplitList(path)...)
+	var path string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	dirs := filepath.SplitList(path)
 	if findExecutable(dirs, "pwsh") || !findExecutable(dirs, "powershell") {
 		return "pwsh"
 	}

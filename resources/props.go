@@ -30,6 +30,7 @@ func ModeProperty(def, description string) *Property {
 		Name:        "mode",
 		Type:        cty.DynamicPseudoType,
 		Normalize:   NormalizeMode,
+		Warn:        WarnDecimalMode,
 		Description: description,
 	}
 	if def != "" {
@@ -74,6 +75,30 @@ func validateNonEmpty(name string) func(cty.Value) error {
 		}
 		return nil
 	}
+}
+
+// WarnDecimalMode warns about a mode written as a decimal number whose
+// digits read like an octal mode (644, 755, 2775): HCL has no octal
+// literals, so it is the numeric mode — 644 is 01204, sticky, and the owner
+// cannot read. When the number is also a sensible mode (420 is 0644), the
+// warning says both readings; either way a string says it unambiguously.
+func WarnDecimalMode(v cty.Value) string {
+	if v == cty.NilVal || !v.IsKnown() || v.IsNull() || v.Type() != cty.Number {
+		return ""
+	}
+	bf := v.AsBigFloat()
+	n, acc := bf.Int64()
+	if !bf.IsInt() || acc != big.Exact || n < 100 || n > 7777 {
+		return ""
+	}
+	digits := strconv.FormatInt(n, 10)
+	if strings.Trim(digits, "01234567") != "" {
+		return ""
+	}
+	if n > 0o777 || n&0o400 == 0 {
+		return fmt.Sprintf("mode = %s is the decimal number %s, which is the mode 0%o, not 0%s: HCL has no octal numbers. Write the mode as a string: mode = \"0%s\".", digits, digits, n, strings.TrimLeft(digits, "0"), strings.TrimLeft(digits, "0"))
+	}
+	return fmt.Sprintf("mode = %s is the decimal number %s, which is the mode 0%o. If you meant 0%s, write mode = \"0%s\"; write modes as strings either way (mode = \"0%o\").", digits, digits, n, digits, digits, n)
 }
 
 // NormalizeMode turns a mode into its canonical form, a four-digit octal
@@ -274,9 +299,14 @@ func desiredOwnership(r *Resource) (ownership, error) {
 
 func (o ownership) none() bool { return o.uid < 0 && o.gid < 0 }
 
+// fileID is the identity of an inode: what Load read, so that Converge can
+// check it changes that object and no other. The zero value is unknown.
+type fileID struct{ dev, ino uint64 }
+
+func (id fileID) known() bool { return id != fileID{} }
+
 // statInfo is what the built-in types read about one path.
 type statInfo struct {
-	fi    os.FileInfo
 	mode  uint32 // permission bits incl. setuid, setgid, sticky
 	uid   uint32
 	gid   uint32
@@ -285,8 +315,9 @@ type statInfo struct {
 	nlink uint64
 }
 
+// newStatInfo is the statInfo of an os.FileInfo.
 func newStatInfo(fi os.FileInfo) statInfo {
-	si := statInfo{fi: fi, mode: uint32(fi.Mode().Perm())}
+	si := statInfo{mode: uint32(fi.Mode().Perm())}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		si.mode = uint32(st.Mode) & MaxMode
 		si.uid, si.gid = st.Uid, st.Gid
@@ -295,47 +326,12 @@ func newStatInfo(fi os.FileInfo) statInfo {
 	return si
 }
 
-// fileKind names what is at a path, for State.Extra["kind"].
-func fileKind(m os.FileMode) string {
-	switch {
-	case m.IsRegular():
-		return "file"
-	case m.IsDir():
-		return "directory"
-	case m&os.ModeSymlink != 0:
-		return "symlink"
-	case m&os.ModeNamedPipe != 0:
-		return "fifo"
-	case m&os.ModeSocket != 0:
-		return "socket"
-	case m&os.ModeCharDevice != 0:
-		return "character device"
-	case m&os.ModeDevice != 0:
-		return "block device"
-	default:
-		return "special file"
-	}
-}
-
 // article returns "a" or "an" for kind.
 func article(kind string) string {
 	if kind != "" && strings.ContainsRune("aeiou", rune(kind[0])) {
 		return "an " + kind
 	}
 	return "a " + kind
-}
-
-// lstat reads path without following a final symlink; absent reports
-// whether nothing is there.
-func lstat(path string) (si statInfo, absent bool, err error) {
-	fi, err := os.Lstat(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return si, true, nil
-	}
-	if err != nil {
-		return si, false, fmt.Errorf("reading %s: %w", path, err)
-	}
-	return newStatInfo(fi), false, nil
 }
 
 // ownerValues are the live mode, owner and group of si.
@@ -354,7 +350,8 @@ func ownerValues(si statInfo, withMode bool) map[string]cty.Value {
 func parentDir(path string) string { return filepath.Dir(filepath.Clean(path)) }
 
 // PathProperty returns the name property of a file-system type: an absolute
-// path.
+// path, normalised by CanonicalPath when it is decoded, so that "/s/./a",
+// "/s//a" and "/s/a/" are one identity, "/s/a".
 func PathProperty(name, description string) *Property {
 	return &Property{
 		Name:         name,
@@ -362,29 +359,71 @@ func PathProperty(name, description string) *Property {
 		NameProperty: true,
 		Identity:     true,
 		Required:     true,
-		Validate:     validateAbsPath(name),
+		Normalize:    normalizePath,
+		Validate:     validateAbsPath,
+		Namespace:    NamespacePath,
 		Description:  description,
 	}
 }
 
-func validateAbsPath(name string) func(cty.Value) error {
-	return func(v cty.Value) error {
-		if !v.IsKnown() || v.IsNull() || v.Type() != cty.String {
-			return nil
+// CanonicalPath is the one form of a path property that toque compares,
+// stores and acts on: absolute, without "." components, repeated slashes
+// or a trailing slash ("/s/./a", "/s//a" and "/s/a/" all become "/s/a").
+// It refuses, without any I/O, what it cannot normalise safely: an empty
+// or relative path, a NUL byte, and a ".." component, whose meaning
+// depends on the symbolic links along the path (it is refused rather than
+// resolved lexically), and the root directory itself.
+func CanonicalPath(p string) (string, error) {
+	switch {
+	case p == "":
+		return "", errors.New("the path must not be empty")
+	case strings.ContainsRune(p, 0):
+		return "", errors.New("the path must not contain a NUL byte")
+	case !strings.HasPrefix(p, "/"):
+		return "", fmt.Errorf("%q is not an absolute path; toque does not resolve paths against its working directory", p)
+	}
+	for _, c := range strings.Split(p, "/") {
+		if c == ".." {
+			return "", fmt.Errorf("%q has a \"..\" component; write the path without it (what \"..\" names depends on the symbolic links before it, so toque does not resolve it)", p)
 		}
-		s := v.AsString()
-		switch {
-		case s == "":
-			return fmt.Errorf("%s must not be empty", name)
-		case strings.ContainsRune(s, 0):
-			return fmt.Errorf("%s must not contain a NUL byte", name)
-		case !filepath.IsAbs(s):
-			return fmt.Errorf("%s %q is not an absolute path; toque does not resolve paths against its working directory", name, s)
-		case filepath.Clean(s) == "/":
-			return fmt.Errorf("%s must not be the root directory", name)
-		}
+	}
+	clean := filepath.Clean(p)
+	if clean == "/" {
+		return "", errors.New("the path must not be the root directory")
+	}
+	return clean, nil
+}
+
+// normalizePath is the Normalize of a path property: CanonicalPath.
+func normalizePath(v cty.Value) (cty.Value, error) {
+	if v == cty.NilVal || !v.IsKnown() || v.IsNull() || v.Type() != cty.String {
+		return v, nil
+	}
+	c, err := CanonicalPath(v.AsString())
+	if err != nil {
+		return cty.NilVal, err
+	}
+	return cty.StringVal(c), nil
+}
+
+// validateAbsPath checks a path property that Normalize has made
+// canonical; it refuses the same values, so that a value that bypassed
+// Normalize is caught too.
+func validateAbsPath(v cty.Value) error {
+	if !v.IsKnown() || v.IsNull() || v.Type() != cty.String {
 		return nil
 	}
+	_, err := CanonicalPath(v.AsString())
+	return err
+}
+
+// ManageSymlinkSourceProperty is the non-state property that lets a path
+// type follow a symbolic link at its path (Chef's manage_symlink_source,
+// Ansible's follow). Without it such a link is a plan error: toque never
+// reads or changes what a link leads to unless the recipe asks.
+func ManageSymlinkSourceProperty(what string) *Property {
+	return &Property{Name: "manage_symlink_source", Type: cty.Bool, NonState: true, Default: cty.False,
+		Description: "Follow a symbolic link at path and manage the " + what + " it points to; without it such a link is a plan error. A link another user could have made or replaced is never followed."}
 }
 
 // nonNegativeInt validates a whole number >= 0.
@@ -422,63 +461,6 @@ func quoteAll(xs []string) []string {
 		out[i] = strconv.Quote(x)
 	}
 	return out
-}
-
-// checkParent returns a clear error when the directory path would be
-// created in does not exist or is not a directory.
-func checkParent(path, hint string) error {
-	parent := parentDir(path)
-	fi, err := os.Stat(parent)
-	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("parent directory %s does not exist; %s", parent, hint)
-	}
-	if err != nil {
-		return fmt.Errorf("reading parent directory of %s: %w", path, err)
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("parent of %s, %s, is not a directory", path, parent)
-	}
-	return nil
-}
-
-// syncDir fsyncs a directory so a rename in it survives a crash.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("opening directory %s to sync it: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
-		return fmt.Errorf("syncing directory %s: %w", dir, err)
-	}
-	return nil
-}
-
-// chmodPath sets the permission bits (including setuid, setgid and sticky,
-// which os.Chmod would drop) of path.
-func chmodPath(path string, mode uint32) error {
-	if err := syscall.Chmod(path, mode); err != nil {
-		return fmt.Errorf("setting the mode of %s to %04o: %w", path, mode, err)
-	}
-	return nil
-}
-
-// chownPath sets the owner and group of path (not following a final
-// symlink when nofollow). Unset ids (-1) are left as they are.
-func chownPath(path string, o ownership, nofollow bool) error {
-	if o.none() {
-		return nil
-	}
-	var err error
-	if nofollow {
-		err = os.Lchown(path, o.uid, o.gid)
-	} else {
-		err = os.Chown(path, o.uid, o.gid)
-	}
-	if err != nil {
-		return fmt.Errorf("setting the owner of %s: %w", path, err)
-	}
-	return nil
 }
 
 // ctxErr is a cancelled context's error, wrapped to name what stopped.

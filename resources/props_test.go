@@ -117,6 +117,76 @@ func TestLookupIDs(t *testing.T) {
 	}
 }
 
+func TestCanonicalPath(t *testing.T) {
+	cases := []struct {
+		in, want string // want "" means an error is expected
+		errHas   string
+	}{
+		{"/etc/motd", "/etc/motd", ""},
+		{"/s/./a", "/s/a", ""},
+		{"/s//a", "/s/a", ""},
+		{"//s/a", "/s/a", ""},
+		{"/s/d/", "/s/d", ""},
+		{"/s/d/.", "/s/d", ""},
+		{"/s/.hidden/a..b/...", "/s/.hidden/a..b/...", ""},
+		{"/s/a b\\c", "/s/a b\\c", ""},
+		{"", "", "must not be empty"},
+		{"etc/motd", "", "is not an absolute path"},
+		{"./etc/motd", "", "is not an absolute path"},
+		{"~/motd", "", "is not an absolute path"},
+		{"/s/../a", "", `has a ".." component`},
+		{"/s/a/..", "", `has a ".." component`},
+		{"/..", "", `has a ".." component`},
+		{"/", "", "root directory"},
+		{"//", "", "root directory"},
+		{"/./", "", "root directory"},
+		{"/s/\x00a", "", "NUL byte"},
+	}
+	for _, c := range cases {
+		t.Run(c.in, func(t *testing.T) {
+			got, err := CanonicalPath(c.in)
+			if c.want == "" {
+				if err == nil || !strings.Contains(err.Error(), c.errHas) {
+					t.Fatalf("CanonicalPath(%q) = %q, %v; want an error containing %q", c.in, got, err, c.errHas)
+				}
+				return
+			}
+			if err != nil || got != c.want {
+				t.Fatalf("CanonicalPath(%q) = %q, %v; want %q", c.in, got, err, c.want)
+			}
+			if again, _ := CanonicalPath(got); again != got {
+				t.Fatalf("CanonicalPath is not idempotent: %q then %q", got, again)
+			}
+		})
+	}
+}
+
+// TestPathPropertiesNormalise checks that every file-system type's path
+// property makes equal identities of spellings of one path, as the config
+// loader decodes them (Normalize, then Validate).
+func TestPathPropertiesNormalise(t *testing.T) {
+	for _, typ := range []Type{FileType(), TemplateType(), DirectoryType(), LinkType()} {
+		np := typ.Schema().NameProperty()
+		t.Run(typ.Schema().Name, func(t *testing.T) {
+			var ids []string
+			for _, in := range []string{"/s/a", "/s/./a", "/s//a", "/s/a/"} {
+				r := newRes(t, typ, "", map[string]any{np.Name: in})
+				ids = append(ids, r.String(np.Name))
+			}
+			for _, id := range ids {
+				if id != "/s/a" {
+					t.Fatalf("identities = %q, want all \"/s/a\"", ids)
+				}
+			}
+			for _, bad := range []string{"s/a", "/s/../a", "/s/a/..", "/"} {
+				if _, err := np.Normalize(cty.StringVal(bad)); err == nil {
+					t.Errorf("Normalize(%q) succeeded, want an error", bad)
+				}
+			}
+		})
+	}
+}
+
 func TestValidators(t *testing.T) {
 	cases := []struct {
 		name string
@@ -124,10 +194,11 @@ func TestValidators(t *testing.T) {
 		v    cty.Value
 		ok   bool
 	}{
-		{"absolute path", validateAbsPath("path"), cty.StringVal("/etc/motd"), true},
-		{"relative path", validateAbsPath("path"), cty.StringVal("etc/motd"), false},
-		{"root path", validateAbsPath("path"), cty.StringVal("/"), false},
-		{"empty path", validateAbsPath("path"), cty.StringVal(""), false},
+		{"absolute path", validateAbsPath, cty.StringVal("/etc/motd"), true},
+		{"relative path", validateAbsPath, cty.StringVal("etc/motd"), false},
+		{"root path", validateAbsPath, cty.StringVal("/"), false},
+		{"empty path", validateAbsPath, cty.StringVal(""), false},
+		{"dot-dot path", validateAbsPath, cty.StringVal("/etc/../motd"), false},
 		{"backup 0", nonNegativeInt("backup"), cty.NumberIntVal(0), true},
 		{"backup -1", nonNegativeInt("backup"), cty.NumberIntVal(-1), false},
 		{"backup 1.5", nonNegativeInt("backup"), cty.NumberFloatVal(1.5), false},

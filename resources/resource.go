@@ -51,6 +51,15 @@ type Env struct {
 	// Sensitive is set for a sensitive resource: Converge must keep its
 	// values (commands, output, content) out of logs and errors.
 	Sensitive bool
+	// Output, when set, shows the output of a resource that sets
+	// live_stream = true, line by line as its process prints it: stream is
+	// "stdout" or "stderr", line is one line without its ending, with every
+	// character that could drive a terminal escaped (words.Printable). It
+	// is never called for a sensitive resource, nor by guards. Calls for
+	// one process never overlap, but come from another goroutine than
+	// Converge's, while Converge runs; they should return quickly. When
+	// Output is nil, live_stream logs the lines at info level instead.
+	Output func(stream, line string)
 }
 
 // Kind is what a planned step does to the host.
@@ -66,6 +75,16 @@ const (
 	Skip Kind = "skip"
 )
 
+// IsWork reports whether a step of kind k changes the host (create,
+// update, delete, run), as opposed to a no-op or a skip.
+func (k Kind) IsWork() bool {
+	switch k {
+	case Create, Update, Delete, Run:
+		return true
+	}
+	return false
+}
+
 // Step is the outcome of Plan: what the action will do, and why.
 type Step struct {
 	Kind Kind
@@ -76,6 +95,23 @@ type Step struct {
 	Changes []Change
 	// Groups names the converge groups that will run, in order.
 	Groups []string
+	// Needs are what the step needs on the host and the host lacked when
+	// it was read (the parent directory of a file to create): the planner
+	// refuses the plan unless an earlier step provides each one, so apply
+	// never fails half-way on it.
+	Needs []Need
+	// Provides are what the step makes exist (a directory it creates,
+	// with the parents a recursive create makes), for later steps' Needs.
+	Provides []Need
+}
+
+// Need is one thing on the host, in a namespace of identities
+// (NamespacePath: a directory path).
+type Need struct {
+	Namespace string
+	Value     string
+	// What words it for a reviewer: "directory".
+	What string
 }
 
 // Change is one property that will change.
@@ -139,6 +175,18 @@ type State struct {
 	// that the plan depends on (for example the kind of file found at a
 	// path). They take part in the staleness fingerprint.
 	Extra map[string]string
+	// Private names live values that no output may show beyond their size
+	// and digest, each with the reason, which outputs show instead (a
+	// file's current content when not every user of the host may read
+	// it). It applies to Content properties: the planner shows no diff
+	// from a private value. Not part of the fingerprint: Load derives it
+	// from what Values and Extra hold and from the directories on the way.
+	Private map[string]string
+
+	// obj and src identify the objects Load read (the file at a path; a
+	// hard link's source), so that Converge changes those and no other.
+	// Set by the built-in file-system types; never stored in a plan.
+	obj, src fileID
 }
 
 // Absent is the State of a thing that does not exist.
@@ -163,6 +211,14 @@ func NewResource(s *Schema, name, action string, values map[string]cty.Value) *R
 		values = map[string]cty.Value{}
 	}
 	return &Resource{Type: s.Name, Name: name, Action: action, Values: values, schema: s}
+}
+
+// WithAction returns a copy of r whose action is action (the values are
+// shared: resources are not changed after evaluation).
+func (r *Resource) WithAction(action string) *Resource {
+	c := *r
+	c.Action = action
+	return &c
 }
 
 // Schema returns the resource's schema.
@@ -333,9 +389,25 @@ type Property struct {
 	// plain file. The property is still compared and converged; Load must
 	// never copy it into the State without checking the host.
 	LoadInput bool
+	// Namespace, on an identity property, names what its value identifies
+	// on the host: two resources whose identity properties of the same
+	// namespace hold the same value manage the same thing and would fight
+	// on every apply (a file and a template at one path), which is an
+	// error. "" means the value identifies nothing shared (execute's
+	// command may run twice).
+	Namespace string
+	// Warn, when set, returns a warning about a valid value that is
+	// probably not what the recipe meant (mode = 644, a decimal number
+	// that reads like octal), or "". It gets the value as written, before
+	// Normalize.
+	Warn func(cty.Value) string
 	// Description is one line for docs.
 	Description string
 }
+
+// NamespacePath is the namespace of file-system paths (file, template,
+// directory and link).
+const NamespacePath = "path"
 
 // IsDesiredState reports whether the property is compared and converged.
 func (p *Property) IsDesiredState() bool { return !p.NonState && !p.Identity && !p.NameProperty }

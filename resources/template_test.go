@@ -63,3 +63,20 @@ func TestTemplateVariablesValidation(t *testing.T) {
 		})
 	}
 }
+
+// A template is a file for links and races too: a link at its path is
+// not followed unless asked, and then only where no other user could
+// have made it.
+func TestTemplateOnALink(t *testing.T) {
+	typ := TemplateType()
+	base := t.TempDir()
+	real := filepath.Join(base, "real.conf")
+	writeFile(t, real, "old\n", 0o644)
+	link := filepath.Join(base, "web.conf")
+	symlink(t, "real.conf", link)
+	planErr(t, typ, newRes(t, typ, "create", map[string]any{"path": link, "content": "new\n", "source": "x.tpl"}), "manage_symlink_source = true")
+	apply(t, typ, testEnv(t), newRes(t, typ, "create", map[string]any{"path": link, "content": "new\n", "source": "x.tpl", "manage_symlink_source": true}), Update)
+	if readFile(t, real) != "new\n" {
+		t.Fatal("the link's target was not written")
+	}
+}

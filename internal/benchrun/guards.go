@@ -30,7 +30,7 @@ func benchGuards(work, bin string, n, runs, par int) {
 	}
 	check(os.WriteFile(filepath.Join(guarded, "main.hcl"), g.Bytes(), 0o644))
 	check(os.WriteFile(filepath.Join(bare, "main.hcl"), b.Bytes(), 0o644))
-	env := append(os.Environ(), "TOQUE_STATE_DIR="+filepath.Join(dir, "state"), "NO_COLOR=1")
+	env := append(os.Environ(), "TOQUE_STATE_DIR="+filepath.Join(dir, "state"), "TOQUE_HOST_LOCK="+filepath.Join(dir, "host.lock"), "NO_COLOR=1")
 
 	median := func(f func() time.Duration) time.Duration {
 		var ds []time.Duration

@@ -55,7 +55,7 @@ func main() {
 			check(os.MkdirAll(recipes, 0o755))
 			check(os.MkdirAll(root, 0o755))
 			generate(recipes, root, n)
-			env := append(os.Environ(), "TOQUE_STATE_DIR="+state, "NO_COLOR=1")
+			env := append(os.Environ(), "TOQUE_STATE_DIR="+state, "TOQUE_HOST_LOCK="+filepath.Join(state, "..", "host.lock"), "NO_COLOR=1")
 			planFile := filepath.Join(dir, "plan.out")
 			planS = append(planS, timed(env, bin, "-chdir="+recipes, "plan", "-parallelism="+strconv.Itoa(*par), "-out="+planFile))
 			applyS = append(applyS, timed(env, bin, "apply", planFile))

@@ -6,11 +6,12 @@
 // A Spec is either an argv run without a shell, or an interpreter plus script
 // text (written to a 0700 temporary file passed as the last argument, as
 // Chef's script resource does). Run applies the working directory, the
-// environment (merged over toque's own, with Path directories put in front of
-// PATH), the user and group (set in the child with setuid/setgid), the umask
+// environment (see below; Path directories go in front of PATH), the user
+// and group (set in the child with setuid/setgid), the umask
 // (child only), a timeout, and the allowed exit codes. Standard input is
 // /dev/null; standard output and error are captured up to a size cap (the
-// tail is kept) and streamed line by line to the logger at debug level.
+// tail is kept) and passed on line by line, as they come, to the logger at
+// debug level and to Spec.Output (live_stream), except for a sensitive Spec.
 //
 // Failures have distinct types so callers can tell "could not run" from
 // "ran and said no": *NotFoundError (interpreter or command missing),
@@ -36,9 +37,29 @@
 // `/bin/sh -c 'umask 0022 && exec "$0" "$@"' command args…`. Either way
 // parallel runs with different umasks cannot interfere.
 //
-// User switching: when User is set, the child also gets HOME, USER and
-// LOGNAME of that user (Spec.Env still wins), so that programs do not write
-// into root's home. Supplementary groups are the user's groups.
+// Environment: a child never inherits toque's own variables, TOQUE_*
+// (TOQUE_POLICY_TOKEN is a credential; the others configure toque, not the
+// child); Spec.Env may still set such a name on purpose. Otherwise:
+//
+//   - A child run as toque's own user (User empty or naming toque's uid)
+//     inherits the rest of toque's environment, as Chef's children do.
+//   - A child run as another user starts clean, as after a login: HOME,
+//     USER, LOGNAME and SHELL of that user (from the user database; SHELL
+//     from /etc/passwd, /bin/sh when it is not listed there), PATH
+//     /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin (Chef's
+//     default paths; the same for every user), and from toque's
+//     environment only the locale (LANG, LANGUAGE, LC_*) and TZ. Nothing
+//     else of toque's passes: not its tokens, proxies, SSH agent or
+//     SUDO_* variables. A bare uid with no passwd entry gets HOME=/ and
+//     SHELL=/bin/sh.
+//
+// In both cases Spec.Env (what the recipe sets) wins over the rest, and
+// Spec.Path goes in front of the final PATH. Naming toque's own user still
+// sets HOME, USER, LOGNAME and SHELL, so that programs do not write into
+// another home. Environ returns the environment a Spec would get.
+//
+// User switching: supplementary groups are the user's groups. Group alone
+// keeps toque's user, its supplementary groups and its environment.
 //
 // It is not a resource or a guard: it knows nothing of properties, guard
 // inheritance, plans or diagnostics. Callers turn its errors into

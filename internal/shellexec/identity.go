@@ -3,8 +3,10 @@ package shellexec
 import (
 	"errors"
 	"fmt"
+	"os"
 	"os/user"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -13,7 +15,12 @@ type identity struct {
 	cred *syscall.Credential // nil: run as toque itself
 	uid  int
 	gid  int
-	env  map[string]string // HOME, USER, LOGNAME of the target user; nil when unknown
+	// other is set when the child runs as a user other than toque's own: it
+	// then starts from a clean login-like environment (loginEnv).
+	other bool
+	// env is the login layer: HOME, USER, LOGNAME and SHELL of the user
+	// named, plus PATH when other; nil when no user was named.
+	env map[string]string
 }
 
 // self is who toque runs as, passed in so the permission rule can be tested
@@ -39,9 +46,8 @@ func resolveIdentity(userSpec, groupSpec string, me self) (*identity, error) {
 		if err != nil {
 			return nil, &UserError{User: userSpec, Err: err}
 		}
-		if u != nil {
-			id.env = map[string]string{"HOME": u.HomeDir, "USER": u.Username, "LOGNAME": u.Username}
-		}
+		id.other = id.uid != me.euid
+		id.env = loginVars(u, id.other)
 	}
 
 	switch {
@@ -151,4 +157,48 @@ func supplementaryGroups(u *user.User, gid int) []uint32 {
 		groups = append(groups, uint32(n))
 	}
 	return groups
+}
+
+// loginVars are the variables a login as u sets: HOME, USER, LOGNAME and
+// SHELL, and PATH when the child runs as another user (whose environment
+// starts clean). A bare uid with no passwd entry (u nil) gets HOME=/ and
+// SHELL=/bin/sh, as a login would, and no USER or LOGNAME.
+func loginVars(u *user.User, other bool) map[string]string {
+	env := map[string]string{"HOME": "/", "SHELL": "/bin/sh"}
+	if u != nil {
+		if u.HomeDir != "" {
+			env["HOME"] = u.HomeDir
+		}
+		env["USER"], env["LOGNAME"] = u.Username, u.Username
+		env["SHELL"] = loginShell(passwdFile, u.Username, u.Uid)
+	}
+	if other {
+		env["PATH"] = defaultPATH
+	}
+	return env
+}
+
+// passwdFile is where loginShell reads login shells (a variable for tests).
+var passwdFile = "/etc/passwd"
+
+// loginShell is the login shell the passwd file gives name (with uid), or
+// /bin/sh when the file does not list it (users from LDAP and other NSS
+// sources: os/user does not report shells) or leaves the field empty, as
+// login(1) does.
+func loginShell(file, name, uid string) string {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "/bin/sh"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Split(line, ":")
+		if len(f) != 7 || f[0] != name || f[2] != uid {
+			continue
+		}
+		if sh := strings.TrimSpace(f[6]); sh != "" {
+			return sh
+		}
+		return "/bin/sh"
+	}
+	return "/bin/sh"
 }

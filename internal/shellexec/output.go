@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -12,16 +13,18 @@ import (
 // Spec.OutputLimit is 0.
 const DefaultOutputLimit = 64 << 10
 
-// maxLogLine bounds a line streamed to the logger; longer lines are logged in
-// pieces of this size.
+// maxLogLine bounds a line streamed to the logger or to Spec.Output; longer
+// lines are passed on in pieces of this size.
 const maxLogLine = 4 << 10
 
 // capture reads one output stream of the child to EOF, keeping the last
-// limit bytes and logging each line at debug level.
+// limit bytes and passing each line on, as it comes, to the logger at debug
+// level and to the output function.
 type capture struct {
 	stream string
 	limit  int
 	log    hclog.Logger // nil when not logging
+	out    *lineOutput  // nil when not streaming
 
 	mu    sync.Mutex
 	buf   []byte // up to 2*limit; trimmed to the tail when read
@@ -29,13 +32,29 @@ type capture struct {
 	line  []byte // partial line awaiting its newline
 }
 
-func newCapture(stream string, limit int, log hclog.Logger) *capture {
-	c := &capture{stream: stream, limit: limit}
+// lineOutput is Spec.Output, shared by the two streams of one process so
+// that its calls never overlap.
+type lineOutput struct {
+	mu sync.Mutex
+	fn func(stream, line string)
+}
+
+func (o *lineOutput) emit(stream, line string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.fn(stream, line)
+}
+
+func newCapture(stream string, limit int, log hclog.Logger, out *lineOutput) *capture {
+	c := &capture{stream: stream, limit: limit, out: out}
 	if log != nil && log.IsDebug() {
 		c.log = log
 	}
 	return c
 }
+
+// splits reports whether c passes lines on.
+func (c *capture) splits() bool { return c.log != nil || c.out != nil }
 
 // drain copies r into c until EOF or a read error, then closes done.
 func (c *capture) drain(r *os.File, done chan<- struct{}) {
@@ -60,7 +79,7 @@ func (c *capture) write(p []byte) {
 	if len(c.buf) > 2*c.limit {
 		c.buf = append(c.buf[:0:0], c.buf[len(c.buf)-c.limit:]...)
 	}
-	if c.log != nil {
+	if c.splits() {
 		c.logLines(p)
 	}
 }
@@ -71,8 +90,9 @@ func (c *capture) logLines(p []byte) {
 		if i < 0 {
 			c.line = append(c.line, p...)
 			for len(c.line) >= maxLogLine {
-				c.emit(c.line[:maxLogLine])
-				c.line = append(c.line[:0], c.line[maxLogLine:]...)
+				cut := pieceEnd(c.line)
+				c.emit(c.line[:cut])
+				c.line = append(c.line[:0], c.line[cut:]...)
 			}
 			return
 		}
@@ -87,16 +107,46 @@ func (c *capture) logLines(p []byte) {
 	}
 }
 
-func (c *capture) emit(line []byte) {
-	c.log.Debug("output", "stream", c.stream, "line", string(bytes.TrimSuffix(line, []byte("\r"))))
+// pieceEnd is where the first piece of a line longer than maxLogLine ends:
+// at maxLogLine, moved back to the start of a UTF-8 character when one
+// straddles it.
+func pieceEnd(line []byte) int {
+	cut := maxLogLine
+	for i := 0; i < utf8.UTFMax-1 && cut > 1 && cut < len(line) && !utf8.RuneStart(line[cut]); i++ {
+		cut--
+	}
+	return cut
 }
 
-// result returns the kept tail and whether anything was dropped, and flushes
-// a last unterminated line to the logger.
+// emit passes one line on, in pieces of at most maxLogLine bytes, each
+// ending on a UTF-8 character boundary where there is one.
+func (c *capture) emit(line []byte) {
+	line = bytes.TrimSuffix(line, []byte("\r"))
+	for {
+		piece := line
+		if len(piece) > maxLogLine {
+			piece = line[:pieceEnd(line)]
+		}
+		text := string(piece)
+		if c.log != nil {
+			c.log.Debug("output", "stream", c.stream, "line", text)
+		}
+		if c.out != nil {
+			c.out.emit(c.stream, text)
+		}
+		line = line[len(piece):]
+		if len(line) == 0 {
+			return
+		}
+	}
+}
+
+// result returns the kept tail and whether anything was dropped, and passes
+// on a last unterminated line.
 func (c *capture) result() (string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.log != nil && len(c.line) > 0 {
+	if c.splits() && len(c.line) > 0 {
 		c.emit(c.line)
 		c.line = nil
 	}

@@ -39,8 +39,12 @@ type Spec struct {
 	// Dir is the working directory; empty means toque's own.
 	Dir string
 
-	// Env is merged over BaseEnv (nil BaseEnv: toque's environment). When
-	// User is set, HOME, USER and LOGNAME of that user sit between the two.
+	// Env is what the recipe sets. It is merged over what the child
+	// inherits from BaseEnv (nil: toque's environment): all of it but
+	// TOQUE_* when the child runs as toque's own user; only the locale and
+	// TZ when it runs as another user. When User is set, HOME, USER,
+	// LOGNAME and SHELL of that user (and, for another user, a standard
+	// PATH) sit between the two. See "Environment" in the package doc.
 	Env     map[string]string
 	BaseEnv []string
 	// Path directories are put in front of PATH.
@@ -66,9 +70,20 @@ type Spec struct {
 
 	// Logger receives each output line at debug level; nil for none.
 	// Sensitive keeps the command line and its output out of the log (the
-	// resource is sensitive): the log says "(sensitive)" instead.
+	// resource is sensitive): the log says "(sensitive)" instead, and
+	// Output is never called.
 	Sensitive bool
 	Logger    hclog.Logger
+
+	// Output, when set, receives each line of output as the process prints
+	// it, while Run still captures the output for Result: stream is
+	// "stdout" or "stderr", line is the raw text without its line ending
+	// (a line longer than 4 KiB comes in pieces; a last line without a
+	// newline comes when the process ends). Calls never overlap and come
+	// in order within each stream. The text is the process's, unescaped:
+	// escape it before it reaches a terminal. Output should return
+	// quickly: while it runs, the process's writes to that stream wait.
+	Output func(stream, line string)
 }
 
 // Result is what a process did. Run returns it whenever the process started.
@@ -127,7 +142,7 @@ func run(ctx context.Context, s Spec, o options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := buildEnv(s.BaseEnv, id.env, s.Env, s.Path)
+	env := childEnv(s, id)
 
 	if s.Dir != "" {
 		fi, err := os.Stat(s.Dir)
@@ -187,8 +202,12 @@ func run(ctx context.Context, s Spec, o options) (*Result, error) {
 	if s.Sensitive {
 		outLog = nil
 	}
-	stdout := newCapture("stdout", limit, outLog)
-	stderr := newCapture("stderr", limit, outLog)
+	var lines *lineOutput
+	if s.Output != nil && !s.Sensitive {
+		lines = &lineOutput{fn: s.Output}
+	}
+	stdout := newCapture("stdout", limit, outLog, lines)
+	stderr := newCapture("stderr", limit, outLog, lines)
 	loggedArgv := any(cmd.Args)
 	if s.Sensitive {
 		loggedArgv = "(sensitive)"
@@ -425,9 +444,6 @@ func validEnv(k, v string) error {
 // buildEnv merges the layers in order (later wins), keeping the base order
 // and appending new names sorted, then puts path in front of PATH.
 func buildEnv(base []string, logon, env map[string]string, path []string) []string {
-	if base == nil {
-		base = os.Environ()
-	}
 	var order []string
 	vals := map[string]string{}
 	set := func(k, v string) {

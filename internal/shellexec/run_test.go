@@ -150,8 +150,8 @@ func TestEnvAndPath(t *testing.T) {
 	}
 
 	// toque's own environment is the default base.
-	t.Setenv("TOQUE_SHELLEXEC_TEST", "inherited")
-	res, err = Run(context.Background(), sh(`echo "$TOQUE_SHELLEXEC_TEST"`))
+	t.Setenv("SHELLEXEC_TEST_INHERITED", "inherited")
+	res, err = Run(context.Background(), sh(`echo "$SHELLEXEC_TEST_INHERITED"`))
 	if err != nil || res.Stdout != "inherited\n" {
 		t.Fatalf("inherited env: %v %+v", err, res)
 	}

@@ -1,4 +1,6 @@
-// Package words formats lists of names for messages people read.
+// Package words is the wording of messages people read: lists of names,
+// "did you mean" suggestions for misspelt ones, and text from outside
+// (a command's output) made safe to print on a terminal.
 package words
 
 import (

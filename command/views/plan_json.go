@@ -1,0 +1,375 @@
+package views
+
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/toquehq/toque/plan"
+)
+
+// JSONViewVersion is the version of the `toque show -json` format
+// (docs/plan-json.md). The minor version grows when fields are added; the
+// major version changes only when a field changes meaning or is removed.
+const JSONViewVersion = "1.1"
+
+// The view types below are the documented machine format. They are kept
+// apart from the plan file model so that either can change without silently
+// changing the other.
+
+type jsonView struct {
+	FormatVersion     string   `json:"format_version"`
+	PlanFormatVersion int      `json:"plan_format_version"`
+	ToqueVersion      string   `json:"toque_version"`
+	CreatedAt         string   `json:"created_at"`
+	Host              jsonHost `json:"host"`
+	Digest            string   `json:"digest"`
+	InputsDigest      string   `json:"inputs_digest"`
+	LockRevision      string   `json:"lock_revision"`
+	Errored           bool     `json:"errored"`
+	// Diagnostics are the errors and warnings of the command that printed
+	// the plan (plan -json); [] for show -json of a saved plan.
+	Diagnostics  []JSONDiagnostic `json:"diagnostics"`
+	Errors       []string         `json:"errors"`
+	Summary      jsonSummary      `json:"summary"`
+	Attributes   []jsonAttribute  `json:"attributes"`
+	Resources    []jsonResource   `json:"resources"`
+	NotifiedRuns []jsonNotified   `json:"notified_runs"`
+}
+
+type jsonNotified struct {
+	Address     string       `json:"address"`
+	Action      string       `json:"action"`
+	Timing      string       `json:"timing"`
+	Notifiers   []string     `json:"notifiers"`
+	Runs        string       `json:"runs"`
+	During      string       `json:"during"`
+	Kind        string       `json:"kind"`
+	Reason      string       `json:"reason"`
+	Changes     []jsonChange `json:"changes"`
+	Groups      []string     `json:"groups"`
+	Guards      []jsonGuard  `json:"guards"`
+	Fingerprint string       `json:"fingerprint"`
+}
+
+type jsonTrigger struct {
+	Notifier  string `json:"notifier"`
+	Action    string `json:"action"`
+	Timing    string `json:"timing"`
+	Subscribe bool   `json:"subscribe"`
+}
+
+type jsonHost struct {
+	Hostname  string `json:"hostname"`
+	MachineID string `json:"machine_id"`
+}
+
+type jsonSummary struct {
+	Create    int `json:"create"`
+	Update    int `json:"update"`
+	Delete    int `json:"delete"`
+	Run       int `json:"run"`
+	Skip      int `json:"skip"`
+	Unchanged int `json:"unchanged"`
+}
+
+type jsonAttribute struct {
+	Path      string          `json:"path"`
+	Value     json.RawMessage `json:"value"`
+	Type      json.RawMessage `json:"type"`
+	Level     string          `json:"level"`
+	Source    string          `json:"source"`
+	Sensitive bool            `json:"sensitive"`
+}
+
+type jsonResource struct {
+	Address         string                     `json:"address"`
+	Type            string                     `json:"type"`
+	Name            string                     `json:"name"`
+	Source          plan.Range                 `json:"source"`
+	Action          string                     `json:"action"`
+	Kind            string                     `json:"kind"`
+	Reason          string                     `json:"reason"`
+	Sensitive       bool                       `json:"sensitive"`
+	IgnoreFailure   bool                       `json:"ignore_failure"`
+	Desired         map[string]json.RawMessage `json:"desired"`
+	SensitiveValues []string                   `json:"sensitive_values"`
+	Changes         []jsonChange               `json:"changes"`
+	Unmanaged       []jsonUnmanaged            `json:"unmanaged"`
+	Groups          []string                   `json:"groups"`
+	Guards          []jsonGuard                `json:"guards"`
+	Notifications   []jsonNotification         `json:"notifications"`
+	NotifiedBy      []jsonTrigger              `json:"notified_by"`
+	Current         *jsonCurrent               `json:"current"`
+	Fingerprint     string                     `json:"fingerprint"`
+}
+
+type jsonChange struct {
+	Property  string `json:"property"`
+	Before    string `json:"before"`
+	After     string `json:"after"`
+	Default   bool   `json:"default"`
+	Sensitive bool   `json:"sensitive"`
+	Diff      string `json:"diff"`
+	DiffNote  string `json:"diff_note"`
+}
+
+type jsonUnmanaged struct {
+	Property string `json:"property"`
+	Current  string `json:"current"`
+}
+
+type jsonGuard struct {
+	Kind        string            `json:"kind"`
+	Form        string            `json:"form"`
+	Command     string            `json:"command"`
+	Interpreter string            `json:"interpreter"`
+	Cwd         string            `json:"cwd"`
+	Environment map[string]string `json:"environment"`
+	User        string            `json:"user"`
+	Inherited   []string          `json:"inherited"`
+	ExitCode    *int              `json:"exit_code"`
+	DurationMS  int64             `json:"duration_ms"`
+	Output      string            `json:"output"`
+	Passed      bool              `json:"passed"`
+	Decided     bool              `json:"decided"`
+	Warning     string            `json:"warning"`
+}
+
+type jsonNotification struct {
+	Target    string `json:"target"`
+	Action    string `json:"action"`
+	Timing    string `json:"timing"`
+	Subscribe bool   `json:"subscribe"`
+}
+
+type jsonCurrent struct {
+	Exists bool              `json:"exists"`
+	Values map[string]string `json:"values"`
+	Extra  map[string]string `json:"extra"`
+}
+
+// JSONView renders p in the documented, stable machine format of `toque
+// show -json` (docs/plan-json.md). It is redacted: sensitive values are
+// replaced by "(sensitive)" and the salt is left out, so the output is safe
+// to paste into a review. Every list and map is present (empty rather than
+// null) so consumers need no null checks.
+func JSONView(p *plan.Plan, diags []JSONDiagnostic) ([]byte, error) {
+	if diags == nil {
+		diags = []JSONDiagnostic{}
+	}
+	if p == nil {
+		// Planning failed before there was a plan: the diagnostics say why.
+		return marshalIndent(struct {
+			FormatVersion string           `json:"format_version"`
+			Errored       bool             `json:"errored"`
+			Diagnostics   []JSONDiagnostic `json:"diagnostics"`
+		}{JSONViewVersion, true, diags})
+	}
+	c := p.Counts()
+	v := jsonView{
+		FormatVersion:     JSONViewVersion,
+		PlanFormatVersion: p.FormatVersion,
+		ToqueVersion:      p.ToqueVersion,
+		CreatedAt:         p.CreatedAt.UTC().Format(time.RFC3339Nano),
+		Host:              jsonHost{Hostname: p.Host.Hostname, MachineID: p.Host.MachineID},
+		Digest:            p.Digest(),
+		InputsDigest:      p.InputsDigest,
+		LockRevision:      p.LockRevision,
+		Errored:           p.Errored,
+		Errors:            nonNil(p.Errors),
+		Diagnostics:       diags,
+		Summary: jsonSummary{
+			Create: c.Create, Update: c.Update, Delete: c.Delete,
+			Run: c.Run, Skip: c.Skip, Unchanged: c.NoOp,
+		},
+		Attributes:   make([]jsonAttribute, 0, len(p.Attributes)),
+		Resources:    make([]jsonResource, 0, len(p.Resources)),
+		NotifiedRuns: make([]jsonNotified, 0, len(p.NotifiedRuns)),
+	}
+	for _, a := range p.Attributes {
+		v.Attributes = append(v.Attributes, viewAttribute(a))
+	}
+	for _, r := range p.Resources {
+		if r == nil {
+			continue
+		}
+		v.Resources = append(v.Resources, viewResource(r))
+	}
+	for _, nr := range p.NotifiedRuns {
+		if nr != nil {
+			v.NotifiedRuns = append(v.NotifiedRuns, viewNotified(p, nr))
+		}
+	}
+	return marshalIndent(v)
+}
+
+// marshalIndent encodes v as indented JSON with a final newline, leaving
+// <, > and & as they are (the output is not HTML).
+func marshalIndent(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func nonNil[T any](xs []T) []T {
+	if xs == nil {
+		return []T{}
+	}
+	return xs
+}
+
+func viewAttribute(a plan.Attribute) jsonAttribute {
+	out := jsonAttribute{Path: a.Path, Level: a.Level, Source: a.Source, Value: json.RawMessage(`null`), Type: json.RawMessage(`"dynamic"`), Sensitive: a.Sensitive}
+	if a.Sensitive {
+		return out // no value: not even its type is shown
+	}
+	var typed struct {
+		Value json.RawMessage `json:"value"`
+		Type  json.RawMessage `json:"type"`
+	}
+	if err := json.Unmarshal(a.Value, &typed); err == nil && len(typed.Value) > 0 && len(typed.Type) > 0 {
+		out.Value, out.Type = typed.Value, typed.Type
+	} else if json.Valid(a.Value) && len(a.Value) > 0 {
+		out.Value = a.Value
+	}
+	return out
+}
+
+func viewResource(r *plan.Resource) jsonResource {
+	out := jsonResource{
+		Address:         r.Address,
+		Type:            r.Type,
+		Name:            r.Name,
+		Source:          r.Source,
+		Action:          r.Action,
+		Kind:            string(r.Kind),
+		Reason:          r.Reason,
+		Sensitive:       r.Sensitive,
+		IgnoreFailure:   r.IgnoreFailure,
+		Desired:         make(map[string]json.RawMessage, len(r.Desired)),
+		SensitiveValues: []string{},
+		Changes:         make([]jsonChange, 0, len(r.Changes)),
+		Unmanaged:       make([]jsonUnmanaged, 0, len(r.Unmanaged)),
+		Groups:          nonNil(r.Groups),
+		Guards:          make([]jsonGuard, 0, len(r.Guards)),
+		Notifications:   make([]jsonNotification, 0, len(r.Notifications)),
+		NotifiedBy:      make([]jsonTrigger, 0, len(r.NotifiedBy)),
+		Fingerprint:     r.Fingerprint,
+	}
+	sensitive := map[string]bool{}
+	for _, k := range r.SensitiveProperties {
+		sensitive[k] = true
+	}
+	for _, k := range sortedKeys(r.Desired) {
+		if r.Sensitive || sensitive[k] {
+			out.Desired[k] = json.RawMessage(`"` + plan.Sensitive + `"`)
+			out.SensitiveValues = append(out.SensitiveValues, k)
+			continue
+		}
+		out.Desired[k] = plainJSON(r.Desired[k].Value)
+	}
+	for _, c := range r.Changes {
+		jc := jsonChange{
+			Property: c.Property, Before: c.Before, After: c.After,
+			Default: c.Default, Sensitive: c.Sensitive, Diff: c.Diff, DiffNote: c.DiffNote,
+		}
+		// The planner never stores a sensitive diff; make sure of it for
+		// hand-made or older plans too.
+		if c.Sensitive || r.Sensitive || sensitive[c.Property] {
+			jc.Sensitive = true
+			if jc.Before != "" {
+				jc.Before = plan.Sensitive
+			}
+			jc.After = plan.Sensitive
+			jc.Diff = ""
+		}
+		out.Changes = append(out.Changes, jc)
+	}
+	for _, u := range r.Unmanaged {
+		cur := u.Current
+		if r.Sensitive {
+			cur = plan.Sensitive
+		}
+		out.Unmanaged = append(out.Unmanaged, jsonUnmanaged{Property: u.Property, Current: cur})
+	}
+	for _, g := range r.Guards {
+		jg := jsonGuard{
+			Kind: g.Kind, Form: g.Form, Command: g.Command, Interpreter: g.Interpreter,
+			Cwd: g.Cwd, Environment: map[string]string{}, User: g.User, Inherited: nonNil(g.Inherited),
+			ExitCode: g.ExitCode, DurationMS: g.DurationMS, Output: g.Output,
+			Passed: g.Passed, Decided: g.Decided, Warning: g.Warning,
+		}
+		for k, val := range g.Environment {
+			if r.Sensitive {
+				val = plan.Sensitive
+			}
+			jg.Environment[k] = val
+		}
+		if r.Sensitive && jg.Output != "" {
+			jg.Output = plan.Sensitive
+		}
+		out.Guards = append(out.Guards, jg)
+	}
+	for _, n := range r.Notifications {
+		out.Notifications = append(out.Notifications, jsonNotification{Target: n.Target, Action: n.Action, Timing: n.Timing, Subscribe: n.Subscribe})
+	}
+	for _, t := range r.NotifiedBy {
+		out.NotifiedBy = append(out.NotifiedBy, jsonTrigger{Notifier: t.Notifier, Action: t.Action, Timing: t.Timing, Subscribe: t.Subscribe})
+	}
+	if r.Current != nil {
+		jc := &jsonCurrent{Exists: r.Current.Exists, Values: map[string]string{}, Extra: map[string]string{}}
+		for k, sv := range r.Current.Values {
+			d := sv.Display
+			if r.Sensitive || sensitive[k] {
+				d = plan.Sensitive
+			}
+			jc.Values[k] = d
+		}
+		for k, x := range r.Current.Extra {
+			jc.Extra[k] = x
+		}
+		out.Current = jc
+	}
+	return out
+}
+
+// plainJSON is v as plain JSON (no type): a string, a number, an object…
+// A value JSON cannot hold (unknown) is shown by its display form.
+func plainJSON(v cty.Value) json.RawMessage {
+	if v == cty.NilVal {
+		return json.RawMessage(`null`)
+	}
+	b, err := ctyjson.Marshal(v, v.Type())
+	if err != nil {
+		s, _ := json.Marshal(plan.DisplayValue(v))
+		return s
+	}
+	return b
+}
+
+// viewNotified is a planned notified run, redacted as its target is.
+func viewNotified(p *plan.Plan, nr *plan.NotifiedRun) jsonNotified {
+	rv := viewResource(p.NotifiedView(nr))
+	out := jsonNotified{
+		Address: nr.Address, Action: nr.Action, Timing: nr.Timing, Notifiers: nonNil(nr.Notifiers),
+		Runs: "end", Kind: string(nr.Kind), Reason: nr.Reason,
+		Changes: rv.Changes, Groups: rv.Groups, Guards: rv.Guards, Fingerprint: nr.Fingerprint,
+	}
+	if nr.Slot >= 0 && nr.Slot < len(p.Resources) {
+		out.During = p.Resources[nr.Slot].Address
+		out.Runs = "after"
+		if nr.Before {
+			out.Runs = "before"
+		}
+	}
+	return out
+}

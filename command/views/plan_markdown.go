@@ -1,0 +1,551 @@
+package views
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"html"
+	"io"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/toquehq/toque/guard"
+	"github.com/toquehq/toque/plan"
+	"github.com/toquehq/toque/resources"
+)
+
+// DefaultMarkdownBytes is the Markdown output's size limit when
+// MarkdownOptions.MaxBytes is 0: under GitHub's 65,536-character limit for
+// a comment, with room to spare.
+const DefaultMarkdownBytes = 60000
+
+// MarkdownMarker starts the hidden HTML comment that opens every Markdown
+// rendering of a plan; CI scripts find an earlier comment by it.
+const MarkdownMarker = "<!-- toque-plan "
+
+// ErrMarkdownTooSmall is returned by RenderMarkdown when MaxBytes cannot hold
+// even the title, the summary and the address lists.
+var ErrMarkdownTooSmall = errors.New("the Markdown size limit is too small")
+
+// MarkdownOptions controls RenderMarkdown.
+type MarkdownOptions struct {
+	// ChangesOnly leaves out unchanged and skipped resources: their address
+	// lists and their details (the summary line still counts them).
+	ChangesOnly bool
+	// MaxBytes bounds the output; 0 means DefaultMarkdownBytes. When the
+	// whole rendering does not fit, whole <details> sections are dropped
+	// from the end, and the output says so.
+	MaxBytes int
+	// PlanFile is the plan file's name, used in the hint shown when details
+	// were left out ("run `toque show plan.out`"); "" words it generically.
+	PlanFile string
+	// Digest is the plan's digest when the caller has it already (from
+	// Encode); empty means compute it once.
+	Digest string
+	// Color is ignored: Markdown has no colours. It is here so callers can
+	// pass the same choices to every renderer.
+	Color bool
+}
+
+// RenderMarkdown writes p as GitHub-flavoured Markdown for a pull-request
+// comment: a hidden marker comment (host, format version, digest, whether
+// the output was cut), a status title, a warning when anything is deleted,
+// the summary line and the affected addresses grouped by action, the plan's
+// digest, then one collapsible <details> section per resource with its
+// property changes, content diffs, guard verdicts and notifications.
+//
+// The output never exceeds MaxBytes. When it must cut, the head (marker,
+// title, warning, summary, address lists, digest) is kept whole and whole
+// <details> sections are dropped from the end, with a visible note. A limit
+// too small for the head is an error wrapping ErrMarkdownTooSmall, and
+// nothing is written. Sensitive values are shown only as "(sensitive)".
+func RenderMarkdown(w io.Writer, p *plan.Plan, o MarkdownOptions) error {
+	if p == nil {
+		return errors.New("render Markdown: no plan")
+	}
+	limit := o.MaxBytes
+	if limit == 0 {
+		limit = DefaultMarkdownBytes
+	}
+	if limit < 0 {
+		return fmt.Errorf("%w: %d bytes is not a size", ErrMarkdownTooSmall, limit)
+	}
+
+	if o.Digest == "" {
+		o.Digest = p.Digest()
+	}
+	head := markdownHead(p, o)
+	sections := markdownSections(p, o)
+
+	// Sizes first, so that finding the longest prefix of sections that
+	// fits costs one pass, not one rendering per candidate.
+	size := func(kept int) int {
+		n := len(markdownMarker(p, o.Digest, kept < len(sections))) + len(head)
+		dropped := 0
+		for i, s := range sections {
+			if i < kept {
+				n += 1 + len(s.text)
+			} else {
+				dropped += s.resources
+			}
+		}
+		if kept < len(sections) {
+			n += 1 + len(truncationNote(dropped, len(sections)-kept, limit, o.PlanFile))
+		}
+		return n
+	}
+	kept := len(sections)
+	if size(kept) > limit {
+		// Walk down from the full output, keeping running totals.
+		total := len(head)
+		for _, s := range sections {
+			total += 1 + len(s.text)
+		}
+		dropped := 0
+		marker := len(markdownMarker(p, o.Digest, true))
+		for kept > 0 {
+			kept--
+			total -= 1 + len(sections[kept].text)
+			dropped += sections[kept].resources
+			if marker+total+1+len(truncationNote(dropped, len(sections)-kept, limit, o.PlanFile)) <= limit {
+				break
+			}
+		}
+		if size(kept) > limit {
+			need := size(0)
+			return fmt.Errorf("%w: %d bytes cannot hold the plan's title, summary and address lists, which need %d bytes; raise the limit (-max-bytes) to at least %d",
+				ErrMarkdownTooSmall, limit, need, need)
+		}
+	}
+
+	var b bytes.Buffer
+	b.WriteString(markdownMarker(p, o.Digest, kept < len(sections)))
+	b.WriteString(head)
+	dropped := 0
+	for i, s := range sections {
+		if i < kept {
+			b.WriteString("\n")
+			b.WriteString(s.text)
+		} else {
+			dropped += s.resources
+		}
+	}
+	if kept < len(sections) {
+		b.WriteString("\n")
+		b.WriteString(truncationNote(dropped, len(sections)-kept, limit, o.PlanFile))
+	}
+	if b.Len() > limit {
+		return fmt.Errorf("render Markdown: %d bytes rendered for a limit of %d (a bug in the size accounting)", b.Len(), limit)
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// mdSection is one <details> section and how many resources it covers.
+type mdSection struct {
+	text      string
+	resources int
+}
+
+func markdownMarker(p *plan.Plan, digest string, truncated bool) string {
+	return fmt.Sprintf("%shost=%s format=%d digest=%s truncated=%t -->\n",
+		MarkdownMarker, url.PathEscape(p.Host.Hostname), p.FormatVersion, digest, truncated)
+}
+
+func truncationNote(resourcesLeft, sections, limit int, planFile string) string {
+	what := fmt.Sprintf("%d resources' details were", resourcesLeft)
+	if resourcesLeft == 1 {
+		what = "1 resource's details were"
+	}
+	if resourcesLeft == 0 {
+		what = fmt.Sprintf("%d sections were", sections)
+	}
+	show := "run `toque show` on the plan file"
+	if planFile != "" {
+		show = "run " + mdCode("toque show "+shellQuote(planFile))
+	}
+	return fmt.Sprintf("_%s left out to stay under %d bytes; %s for all of them._\n", what, limit, show)
+}
+
+// markdownHead is the part that is never cut: title, warnings, summary,
+// address lists and digest.
+func markdownHead(p *plan.Plan, o MarkdownOptions) string {
+	var b strings.Builder
+	c := p.Counts()
+	hostName := p.Host.Hostname
+	if hostName == "" {
+		hostName = "this host"
+	}
+
+	var parts []string
+	add := func(n int, what string) {
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, what))
+		}
+	}
+	add(c.Create, "to create")
+	add(c.Update, "to update")
+	add(c.Delete, "to delete")
+	add(c.Run, "to run")
+	status := "no changes"
+	if len(parts) > 0 {
+		status = strings.Join(parts, ", ")
+	}
+	if p.Errored {
+		fmt.Fprintf(&b, "## toque plan for %s failed\n\n", mdCode(hostName))
+		b.WriteString("> [!CAUTION]\n> Planning failed part-way: this plan is incomplete and cannot be applied. Fix the errors below and plan again.\n\n")
+		if len(p.Errors) > 0 {
+			b.WriteString(mdFence("text", strings.Join(p.Errors, "\n")))
+			b.WriteString("\n")
+		}
+	} else {
+		fmt.Fprintf(&b, "## toque plan for %s: %s\n\n", mdCode(hostName), status)
+	}
+	if c.Delete > 0 {
+		noun := "resources"
+		if c.Delete == 1 {
+			noun = "resource"
+		}
+		fmt.Fprintf(&b, "> [!WARNING]\n> This plan **deletes %d %s** on %s. Check the **delete** list below before you approve it.\n\n", c.Delete, noun, mdCode(hostName))
+	}
+	fmt.Fprintf(&b, "**Plan: %d to create, %d to update, %d to delete, %d to run, %d skipped, %d unchanged.**\n\n",
+		c.Create, c.Update, c.Delete, c.Run, c.Skip, c.NoOp)
+
+	groups := []struct {
+		label string
+		kind  resources.Kind
+	}{
+		{"create", resources.Create},
+		{"update", resources.Update},
+		{"delete", resources.Delete},
+		{"run", resources.Run},
+		{"skip", resources.Skip},
+	}
+	listed := false
+	for _, g := range groups {
+		if g.kind == resources.Skip && o.ChangesOnly {
+			continue
+		}
+		var addrs []string
+		for _, r := range p.Resources {
+			if r.Kind == g.kind {
+				addrs = append(addrs, mdCode(r.Address))
+			}
+		}
+		for _, nr := range p.NotifiedRuns {
+			if a := mdCode(nr.Address); nr.Kind == g.kind && !slices.Contains(addrs, a) {
+				addrs = append(addrs, a)
+			}
+		}
+		if len(addrs) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "- **%s** (%d): %s\n", g.label, len(addrs), strings.Join(addrs, ", "))
+		listed = true
+	}
+	if listed {
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "Plan digest: %s\n", mdCode(o.Digest))
+	return b.String()
+}
+
+// markdownSections renders one <details> section per resource with
+// something to show, in plan order, and one for the unchanged resources.
+func markdownSections(p *plan.Plan, o MarkdownOptions) []mdSection {
+	var out []mdSection
+	var unchanged []string
+	notified := func(slot int, before bool) {
+		for _, nr := range p.RunsAt(slot, before) {
+			if nr.Kind == resources.NoOp || (nr.Kind == resources.Skip && o.ChangesOnly) {
+				continue
+			}
+			out = append(out, mdSection{text: markdownResource(p.NotifiedView(nr)), resources: 1})
+		}
+	}
+	for i, r := range p.Resources {
+		notified(i, true)
+		switch r.Kind {
+		case resources.Create, resources.Update, resources.Delete, resources.Run:
+		case resources.Skip:
+			if o.ChangesOnly {
+				notified(i, false)
+				continue
+			}
+		default:
+			if r.Reason == plan.ReasonNotNotified {
+				unchanged = append(unchanged, mdCode(r.Address)+": action nothing, nothing notifies it in this plan")
+			} else {
+				unchanged = append(unchanged, mdCode(r.Address))
+			}
+			notified(i, false)
+			continue
+		}
+		out = append(out, mdSection{text: markdownResource(r), resources: 1})
+		notified(i, false)
+	}
+	notified(len(p.Resources), false)
+	if len(unchanged) > 0 && !o.ChangesOnly {
+		var b strings.Builder
+		noun := "resources"
+		if len(unchanged) == 1 {
+			noun = "resource"
+		}
+		fmt.Fprintf(&b, "<details><summary>%d unchanged %s</summary>\n\n", len(unchanged), noun)
+		for _, a := range unchanged {
+			fmt.Fprintf(&b, "- %s\n", a)
+		}
+		b.WriteString("\n</details>\n")
+		out = append(out, mdSection{text: b.String(), resources: len(unchanged)})
+	}
+	return out
+}
+
+func markdownSign(k resources.Kind) string {
+	switch k {
+	case resources.Create:
+		return "+"
+	case resources.Update:
+		return "~"
+	case resources.Delete:
+		return "-"
+	case resources.Run:
+		return "!"
+	case resources.Skip:
+		return "?"
+	}
+	return " "
+}
+
+func markdownHeadline(r *plan.Resource) string {
+	var s string
+	switch r.Kind {
+	case resources.Create:
+		s = "will be created"
+	case resources.Update:
+		s = "will be updated in place"
+	case resources.Delete:
+		s = "will be deleted"
+	case resources.Run:
+		s = "will run"
+	case resources.Skip:
+		s = "skipped"
+	default:
+		s = "is unchanged"
+	}
+	if r.Reason != "" {
+		s += ": " + r.Reason
+	}
+	return s
+}
+
+// markdownResource renders one resource's <details> section.
+func markdownResource(r *plan.Resource) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "<details><summary><code>%s</code> <code>%s</code> %s</summary>\n\n",
+		markdownSign(r.Kind), html.EscapeString(oneLine(r.Address)), html.EscapeString(oneLine(markdownHeadline(r))))
+
+	if r.Source.Filename != "" {
+		fmt.Fprintf(&b, "Declared at %s; action %s.\n\n", mdCode(fmt.Sprintf("%s:%d", r.Source.Filename, r.Source.Line)), mdCode(r.Action))
+	}
+	if r.Sensitive {
+		b.WriteString("_Sensitive resource: every value is hidden._\n\n")
+	}
+
+	// Context (what the resource names or runs), then property changes,
+	// in one diff block; content diffs, one block each.
+	var props []string
+	for _, cv := range r.Context {
+		sign := "  "
+		if r.Kind == resources.Create {
+			sign = "+ "
+		}
+		if text, ok := multiline(cv.Value); ok {
+			props = append(props, sign+cv.Property+" = <<EOT")
+			props = append(props, prefixLines(sign+"    ", strings.TrimSuffix(text, "\n"))...)
+			props = append(props, sign+"EOT")
+			continue
+		}
+		props = append(props, prefixLines(sign, cv.Property+" = "+cv.Value)...)
+	}
+	var diffs []plan.Change
+	for _, c := range r.Changes {
+		sensitive := c.Sensitive || r.Sensitive
+		if c.Diff != "" && !sensitive {
+			diffs = append(diffs, c)
+			continue
+		}
+		props = append(props, propertyLines(r.Kind, c, sensitive)...)
+	}
+	if len(r.Changes) > 0 || len(r.Unmanaged) > 0 {
+		for _, u := range r.Unmanaged {
+			cur := u.Current
+			if r.Sensitive {
+				cur = plan.Sensitive
+			}
+			props = append(props, prefixLines("  # ", u.Property+": not set in the recipe, left as it is: "+cur)...)
+		}
+	}
+	if len(props) > 0 {
+		b.WriteString(mdFence("diff", strings.Join(props, "\n")))
+		b.WriteString("\n")
+	}
+	for _, c := range diffs {
+		label := "**" + mdCode(c.Property) + "**"
+		if c.Default {
+			label += " (default)"
+		}
+		b.WriteString(label + ":\n\n")
+		b.WriteString(mdFence("diff", strings.TrimRight(c.Diff, "\n")))
+		b.WriteString("\n")
+	}
+
+	if len(r.Guards) > 0 {
+		b.WriteString("**Guards**\n\n")
+		for _, g := range r.Guards {
+			b.WriteString(markdownGuard(g))
+		}
+		b.WriteString("\n")
+	}
+	if len(r.Notifications) > 0 {
+		b.WriteString("**Notifies**\n\n")
+		for _, n := range r.Notifications {
+			via := ""
+			if n.Subscribe {
+				via = " (declared by the target's subscribes)"
+			}
+			fmt.Fprintf(&b, "- %s with %s, %s%s\n", mdCode(n.Target), mdCode(n.Action), mdText(n.Timing), via)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("</details>\n")
+	return b.String()
+}
+
+// propertyLines renders one property change as diff lines: "-"/"+" pairs
+// for a value that changes, "+" for a new one, "!" for a hidden one. The
+// marker is always in column 0, on every line of a multi-line value.
+func propertyLines(kind resources.Kind, c plan.Change, sensitive bool) []string {
+	var lines []string
+	suffix := ""
+	if c.Default {
+		suffix = "  # default"
+	}
+	switch {
+	case sensitive:
+		sign := "+"
+		if kind == resources.Update && c.Before != "" {
+			sign = "!"
+		}
+		lines = append(lines, sign+" "+c.Property+" = "+plan.Sensitive+suffix)
+		return lines
+	case kind == resources.Create || c.Before == "":
+		lines = append(lines, prefixLines("+ ", c.Property+" = "+c.After+suffix)...)
+	default:
+		lines = append(lines, prefixLines("- ", c.Property+" = "+c.Before)...)
+		lines = append(lines, prefixLines("+ ", c.Property+" = "+c.After+suffix)...)
+	}
+	if c.DiffNote != "" {
+		lines = append(lines, prefixLines("  # ", c.Property+": "+c.DiffNote)...)
+	}
+	return lines
+}
+
+// markdownGuard renders one guard result as a list item, its output (if
+// any) in a code block inside the item.
+func markdownGuard(g plan.GuardResult) string {
+	var b strings.Builder
+	verdict := guard.ConditionWord(g.Kind, g.Form, g.Passed)
+	effect := ""
+	if g.Decided {
+		effect = " — **decided: skip**"
+	}
+	_, details := guardLine(g)
+	if details != "" {
+		details = " " + mdText(details)
+	}
+	fmt.Fprintf(&b, "- %s %s %s%s%s\n", mdText(g.Kind), mdCode(g.Command), verdict, details, effect)
+	if out := strings.TrimRight(g.Output, "\n"); out != "" {
+		for _, line := range strings.Split(strings.TrimSuffix(mdFence("text", out), "\n"), "\n") {
+			b.WriteString("  " + line + "\n")
+		}
+	}
+	return b.String()
+}
+
+// prefixLines splits s into lines, each starting with prefix.
+func prefixLines(prefix, s string) []string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = prefix + l
+	}
+	return lines
+}
+
+// mdFence puts body in a fenced code block, its fence longer than any run
+// of backticks the body holds, so no content can close it early.
+func mdFence(lang, body string) string {
+	fence := strings.Repeat("`", max(3, longestRun(body, '`')+1))
+	return fence + lang + "\n" + body + "\n" + fence + "\n"
+}
+
+// mdCode is an inline code span holding s verbatim, whatever backticks it
+// holds; line breaks and other control characters are shown escaped.
+func mdCode(s string) string {
+	s = oneLine(s)
+	fence := strings.Repeat("`", longestRun(s, '`')+1)
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") || (strings.HasPrefix(s, " ") && strings.HasSuffix(s, " ") && strings.TrimSpace(s) != "") {
+		s = " " + s + " "
+	}
+	if s == "" {
+		s = " "
+	}
+	return fence + s + fence
+}
+
+// mdText escapes s for Markdown running text: no character of it can start
+// emphasis, a link, HTML, an entity or a table cell.
+func mdText(s string) string {
+	s = oneLine(s)
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune("\\`*_[]<>|~&", r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// oneLine shows control characters (line breaks included) escaped, so a
+// name or a reason cannot break the Markdown structure around it.
+func oneLine(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func longestRun(s string, c byte) int {
+	best, n := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			n++
+			best = max(best, n)
+		} else {
+			n = 0
+		}
+	}
+	return best
+}

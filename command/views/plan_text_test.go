@@ -1,0 +1,339 @@
+package views
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/toquehq/toque/eval"
+	"github.com/toquehq/toque/internal/plantest"
+	"github.com/toquehq/toque/plan"
+	"github.com/toquehq/toque/resources"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// scenario plans insts on a fake host whose state is set by setup.
+func scenario(t *testing.T, setup func(f *plantest.FakeType), guards *plantest.FakeGuards, insts func(f *plantest.FakeType) []*eval.Instance) *plan.Plan {
+	t.Helper()
+	f := plantest.NewFakeType()
+	if setup != nil {
+		setup(f)
+	}
+	p := plantest.FixedPlanner(f, 4)
+	if guards != nil {
+		p.Guards = guards.Evaluate
+	}
+	pl, diags := p.PlanInstances(context.Background(), insts(f))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	return pl
+}
+
+func goldenScenarios(t *testing.T) map[string]*plan.Plan {
+	exit0, exit1 := 0, 1
+	return map[string]*plan.Plan{
+		"create": scenario(t, nil, nil, func(f *plantest.FakeType) []*eval.Instance {
+			return []*eval.Instance{
+				f.Inst("/srv/www/index.html", "create", 1, map[string]cty.Value{"content": plantest.Str("<h1>web-01</h1>\n<p>hello</p>\n"), "mode": plantest.Str("644")}),
+				f.Inst("/etc/motd", "create", 6, map[string]cty.Value{"content": plantest.Str("welcome")}),
+			}
+		}),
+		"update": scenario(t, func(f *plantest.FakeType) {
+			f.Set("/srv/www/index.html", map[string]cty.Value{"content": plantest.Str("<html>\n<h1>old</h1>\n</html>\n"), "mode": plantest.Str("0600")})
+			f.Set("/etc/app.conf", map[string]cty.Value{"content": plantest.Str("port = 80\n"), "mode": plantest.Str("0640")})
+			f.Set("/etc/unchanged", map[string]cty.Value{"content": plantest.Str("same\n")})
+		}, nil, func(f *plantest.FakeType) []*eval.Instance {
+			return []*eval.Instance{
+				f.Inst("/srv/www/index.html", "create", 1, map[string]cty.Value{"content": plantest.Str("<html>\n<h1>web-01</h1>\n</html>\n")}),
+				f.Inst("/etc/app.conf", "create", 5, map[string]cty.Value{"mode": plantest.Str("0644")}),
+				f.Inst("/etc/unchanged", "create", 9, map[string]cty.Value{"content": plantest.Str("same\n")}),
+			}
+		}),
+		"delete": scenario(t, func(f *plantest.FakeType) {
+			f.Set("/tmp/old.log", map[string]cty.Value{"content": plantest.Str("x")})
+		}, nil, func(f *plantest.FakeType) []*eval.Instance {
+			return []*eval.Instance{
+				f.Inst("/tmp/old.log", "delete", 1, nil),
+				f.Inst("/tmp/never.log", "delete", 4, nil),
+			}
+		}),
+		"sensitive": scenario(t, func(f *plantest.FakeType) {
+			f.Set("/etc/shadow-ish", map[string]cty.Value{"content": plantest.Str("old secret\n"), "mode": plantest.Str("0600")})
+			f.Set("/etc/app.key", map[string]cty.Value{"content": plantest.Str("public part\n"), "secret": plantest.Str("hunter1")})
+		}, nil, func(f *plantest.FakeType) []*eval.Instance {
+			s := f.Inst("/etc/shadow-ish", "create", 1, map[string]cty.Value{"content": plantest.Str("new secret\n")})
+			s.Sensitive = true
+			return []*eval.Instance{
+				s,
+				f.Inst("/etc/app.key", "create", 6, map[string]cty.Value{"content": plantest.Str("public part v2\n"), "secret": plantest.Str("hunter2")}),
+				f.Inst("/etc/new.key", "create", 11, map[string]cty.Value{"secret": plantest.Str("s3cr3t")}),
+			}
+		}),
+		"no-changes": scenario(t, func(f *plantest.FakeType) {
+			f.Set("/etc/motd", map[string]cty.Value{"content": plantest.Str("welcome\n"), "mode": plantest.Str("0644")})
+		}, nil, func(f *plantest.FakeType) []*eval.Instance {
+			return []*eval.Instance{
+				f.Inst("/etc/motd", "create", 1, map[string]cty.Value{"content": plantest.Str("welcome\n"), "mode": plantest.Str("644")}),
+				f.Inst("/tmp/gone", "delete", 5, nil),
+				f.Inst("/usr/bin/reload", "nothing", 8, nil),
+			}
+		}),
+		"skip": scenario(t, nil, &plantest.FakeGuards{
+			Results: map[string][]plan.GuardResult{
+				"/etc/feature": {{Kind: "only_if", Form: "expression", Command: "node.web.enabled", Passed: false, Decided: true}},
+				"/opt/widget/install": {
+					{Kind: "only_if", Form: "script", Command: "[[ $PWD == /opt ]]", Interpreter: "bash", Cwd: "/opt", ExitCode: &exit0, DurationMS: 4, Passed: true},
+					{Kind: "not_if", Form: "script", Command: "[[ -x bin/widget ]]", Interpreter: "bash", Cwd: "/opt/widget", Environment: map[string]string{"JAVA_HOME": "/usr/lib/jvm/default"}, Inherited: []string{"cwd", "environment"}, ExitCode: &exit1, DurationMS: 3, Passed: false},
+				},
+				"/etc/once": {{Kind: "not_if", Form: "script", Command: "test -f /etc/once", Interpreter: "sh", ExitCode: &exit0, DurationMS: 2, Passed: true, Decided: true}},
+			},
+			Skip: map[string]bool{"/etc/feature": true, "/etc/once": true},
+		}, func(f *plantest.FakeType) []*eval.Instance {
+			return []*eval.Instance{
+				plantest.Guarded(f.Inst("/opt/widget/install", "run", 1, nil)),
+				plantest.Guarded(f.Inst("/etc/feature", "create", 7, map[string]cty.Value{"content": plantest.Str("on\n")})),
+				plantest.Guarded(f.Inst("/etc/once", "create", 12, map[string]cty.Value{"content": plantest.Str("x\n")})),
+			}
+		}),
+	}
+}
+
+func TestRenderTextGolden(t *testing.T) {
+	for name, pl := range goldenScenarios(t) {
+		t.Run(name, func(t *testing.T) {
+			var buf bytes.Buffer
+			saved := ""
+			if name != "no-changes" {
+				saved = "plan.out"
+			}
+			RenderText(&buf, pl, RenderOptions{SavedTo: saved})
+			checkGolden(t, filepath.Join("testdata", name+".golden"), buf.Bytes())
+			if strings.Contains(buf.String(), "\x1b[") {
+				t.Error("colour written without Color")
+			}
+		})
+	}
+}
+
+func TestJSONViewGolden(t *testing.T) {
+	pl := goldenScenarios(t)["update"]
+	b, err := JSONView(pl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, filepath.Join("testdata", "update.json.golden"), b)
+}
+
+func checkGolden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./command/views -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("output differs from %s (run go test ./command/views -update and review the diff):\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+func TestRenderTextColor(t *testing.T) {
+	pl := goldenScenarios(t)["update"]
+	var buf bytes.Buffer
+	RenderText(&buf, pl, RenderOptions{Color: true})
+	if !strings.Contains(buf.String(), "\x1b[33m~\x1b[0m") {
+		t.Errorf("no coloured update sign:\n%q", buf.String())
+	}
+	// Colour is per call, never global: a plain render after a coloured one
+	// is plain.
+	buf.Reset()
+	RenderText(&buf, pl, RenderOptions{})
+	if strings.Contains(buf.String(), "\x1b[") {
+		t.Error("colour leaked into a plain render")
+	}
+}
+
+func TestRenderTextErrored(t *testing.T) {
+	pl := goldenScenarios(t)["create"]
+	pl.Errored = true
+	pl.Errors = []string{"recipes/default.hcl:9: Cannot read fake_file[/x]: permission denied"}
+	var buf bytes.Buffer
+	RenderText(&buf, pl, RenderOptions{})
+	out := buf.String()
+	if !strings.HasPrefix(out, "Error: planning failed") || !strings.Contains(out, "permission denied") {
+		t.Errorf("errored plan rendered as:\n%s", out)
+	}
+}
+
+func TestWrapList(t *testing.T) {
+	items := []string{"file[/a/very/long/path/one]", "file[/a/very/long/path/two]", "file[/three]"}
+	got := wrapList(items, 40, "    ")
+	for _, line := range strings.Split(got, "\n") {
+		if len(line) > 44 {
+			t.Errorf("line too long: %q", line)
+		}
+	}
+	if strings.Count(got, "file[") != 3 {
+		t.Errorf("items lost: %q", got)
+	}
+}
+
+func TestJSONViewShape(t *testing.T) {
+	pl := plantest.SamplePlan(t)
+	b, err := JSONView(pl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), pl.Salt) || strings.Contains(string(b), "hunter") {
+		t.Errorf("JSON view leaks the salt or a sensitive value:\n%s", b)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"format_version", "plan_format_version", "toque_version", "created_at", "host", "digest", "inputs_digest", "lock_revision", "errored", "errors", "summary", "attributes", "resources"} {
+		if _, ok := v[k]; !ok {
+			t.Errorf("missing top-level field %q", k)
+		}
+	}
+	if v["digest"] != pl.Digest() {
+		t.Errorf("digest %v, want %s", v["digest"], pl.Digest())
+	}
+	sum := v["summary"].(map[string]any)
+	if sum["create"] != 1.0 || sum["update"] != 2.0 || sum["delete"] != 1.0 || sum["run"] != 1.0 || sum["skip"] != 1.0 || sum["unchanged"] != 1.0 {
+		t.Errorf("summary %v", sum)
+	}
+	attr := v["attributes"].([]any)[0].(map[string]any)
+	if attr["value"] != 9090.0 || attr["type"] != "number" || attr["path"] != "web.port" {
+		t.Errorf("attribute %v", attr)
+	}
+	res := v["resources"].([]any)
+	key := res[4].(map[string]any)
+	if key["address"] != "fake_file[/etc/key]" {
+		t.Fatalf("resource 4 is %v", key["address"])
+	}
+	desired := key["desired"].(map[string]any)
+	if desired["secret"] != plan.Sensitive || desired["path"] != "/etc/key" {
+		t.Errorf("desired %v", desired)
+	}
+	if sv := key["sensitive_values"].([]any); len(sv) != 1 || sv[0] != "secret" {
+		t.Errorf("sensitive_values %v", sv)
+	}
+	cur := key["current"].(map[string]any)
+	if cur["exists"] != true || cur["values"].(map[string]any)["secret"] != plan.Sensitive {
+		t.Errorf("current %v", cur)
+	}
+	newFile := res[0].(map[string]any)
+	if newFile["desired"].(map[string]any)["backup"] != true {
+		t.Errorf("desired values are not plain JSON: %v", newFile["desired"])
+	}
+	skip := res[5].(map[string]any)
+	if skip["current"] != nil || len(skip["guards"].([]any)) != 1 {
+		t.Errorf("skipped resource %v", skip)
+	}
+	// Every list is a list, never null.
+	for _, r := range res {
+		for _, k := range []string{"changes", "unmanaged", "groups", "guards", "notifications", "sensitive_values"} {
+			if _, ok := r.(map[string]any)[k].([]any); !ok {
+				t.Errorf("%v: %s is not a list", r.(map[string]any)["address"], k)
+			}
+		}
+	}
+}
+
+// TestJSONViewDocumented keeps docs/plan-json.md in step with JSONView:
+// the example there has exactly the fields JSONView writes, and every field
+// is named.
+func TestJSONViewDocumented(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "plan-json.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(doc)
+	i := strings.Index(text, "## Example")
+	if i < 0 {
+		t.Fatal("docs/plan-json.md has no example")
+	}
+	rest := text[i:]
+	start := strings.Index(rest, "```json\n")
+	end := strings.Index(rest[start+8:], "```")
+	var example map[string]any
+	if err := json.Unmarshal([]byte(rest[start+8:start+8+end]), &example); err != nil {
+		t.Fatalf("the example is not JSON: %v", err)
+	}
+	b, err := JSONView(plantest.SamplePlan(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var real map[string]any
+	if err := json.Unmarshal(b, &real); err != nil {
+		t.Fatal(err)
+	}
+	docKeys, realKeys := map[string]bool{}, map[string]bool{}
+	collectKeys("", example, docKeys)
+	collectKeys("", real, realKeys)
+	for k := range realKeys {
+		if !docKeys[k] && !strings.HasPrefix(k, "resources.guards.") {
+			t.Errorf("field %s is written but not in the example", k)
+		}
+		leaf := k[strings.LastIndex(k, ".")+1:]
+		if !strings.Contains(text, "`"+leaf+"`") {
+			t.Errorf("field %s is not documented", k)
+		}
+	}
+	for k := range docKeys {
+		if !realKeys[k] {
+			t.Errorf("the example has field %s, which JSONView does not write", k)
+		}
+	}
+}
+
+// collectKeys records the paths of object keys, descending into lists and
+// into fixed-shape objects (not maps keyed by property names).
+func collectKeys(prefix string, v any, out map[string]bool) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, val := range x {
+			p := k
+			if prefix != "" {
+				p = prefix + "." + k
+			}
+			out[p] = true
+			switch k {
+			case "desired", "values", "extra", "environment":
+				continue
+			}
+			collectKeys(p, val, out)
+		}
+	case []any:
+		for _, e := range x {
+			collectKeys(prefix, e, out)
+		}
+	}
+}
+
+func TestRenderShowsMultilineContextAsHeredoc(t *testing.T) {
+	p := &plan.Plan{Host: plan.Host{Hostname: "h"}, Resources: []*plan.Resource{{
+		Address: "bash[setup]", Type: "bash", Name: "setup", Kind: resources.Run, Reason: "no guard: runs every time",
+		Context: []plan.ContextValue{{Property: "code", Value: plan.DisplayValue(cty.StringVal("set -e\necho one\n"))}, {Property: "cwd", Value: `"/tmp"`}},
+	}}}
+	var b bytes.Buffer
+	RenderText(&b, p, RenderOptions{})
+	want := "  ! bash \"setup\" {\n        code = <<EOT\n            set -e\n            echo one\n          EOT\n        cwd  = \"/tmp\"\n    }\n"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("rendered:\n%s\nwant to contain:\n%s", b.String(), want)
+	}
+}

@@ -1,0 +1,351 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toquehq/toque/internal/testutil"
+	"github.com/toquehq/toque/policy"
+)
+
+// withoutMachineID returns argv that runs toque args in a mount namespace
+// where /etc/machine-id (and /var/lib/dbus/machine-id) read empty, or
+// skips the test, saying why, where such a namespace cannot be made.
+func withoutMachineID(t *testing.T, args ...string) []string {
+	t.Helper()
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("unshare is not installed: cannot hide the machine id")
+	}
+	if _, err := os.Stat("/etc/machine-id"); err != nil {
+		t.Skip("this host has no /etc/machine-id to hide")
+	}
+	script := `mount --bind /dev/null /etc/machine-id || exit 97
+if [ -e /var/lib/dbus/machine-id ]; then mount --bind /dev/null /var/lib/dbus/machine-id || exit 97; fi
+exec "$@"`
+	if err := exec.Command("unshare", "--mount", "--map-root-user", "sh", "-c", script, "sh", "true").Run(); err != nil {
+		t.Skipf("cannot hide the machine id in a mount namespace here (%v)", err)
+	}
+	return append([]string{"unshare", "--mount", "--map-root-user", "sh", "-c", script, "sh", toqueBin}, args...)
+}
+
+// TestE2EMachineIDIsRequired: a plan is applied only where its machine id
+// matches; a plan without one, or a host without one, is refused with
+// what to do, and nothing changes.
+func TestE2EMachineIDIsRequired(t *testing.T) {
+	e := newEnv(t)
+	e.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
+
+	argv := withoutMachineID(t, "-chdir="+e.dir, "plan", "-out=nomid.plan")
+	if r := e.runCmd(exec.Command(argv[0], argv[1:]...)); r.code != 0 {
+		t.Fatalf("plan without a machine id: %s", r)
+	}
+	r := e.must(1, "apply", "nomid.plan")
+	if !strings.Contains(r.stderr, "the plan records no machine id") || !strings.Contains(r.stderr, "toque plan") {
+		t.Fatalf("a plan without a machine id: %s", r)
+	}
+
+	e.must(0, "plan", "-out=here.plan")
+	argv = withoutMachineID(t, "-chdir="+e.dir, "apply", "here.plan")
+	r = e.runCmd(exec.Command(argv[0], argv[1:]...))
+	if r.code != 1 || !strings.Contains(r.stderr, "this host has no machine id") || !strings.Contains(r.stderr, "systemd-machine-id-setup") {
+		t.Fatalf("a host without a machine id: %s", r)
+	}
+	if _, err := os.Stat(filepath.Join(e.root, "a.conf")); !os.IsNotExist(err) {
+		t.Fatal("a refused plan changed the host")
+	}
+	e.must(0, "apply", "here.plan")
+}
+
+// TestE2EPolicyListsMergeWithCookbookLists: a cookbook's default list and
+// the policy's default list at the same path reach the node as their
+// union, cookbook first, as in Chef; the plan names both sources.
+func TestE2EPolicyListsMergeWithCookbookLists(t *testing.T) {
+	isolatedGit(t)
+	e := newEnv(t)
+	testutil.WriteFiles(t, e.dir, map[string]string{
+		"policy.hcl": `name = "app"
+run_list = ["app"]
+cookbook "app" {
+  path = "cookbooks/app"
+}
+default_attributes = { app = { hosts = ["b", "c"], port = 8080 } }
+`,
+		"cookbooks/app/metadata.hcl": "name = \"app\"\nversion = \"1.0.0\"\n",
+		"cookbooks/app/attributes/default.hcl": `default "app" {
+  hosts = ["a", "b"]
+  port  = 80
+}
+`,
+		"cookbooks/app/recipes/default.hcl": `file "` + e.root + `/hosts" {
+  content = "${join(",", node.app.hosts)} ${node.app.port}\n"
+}
+`,
+	})
+	e.must(0, "install")
+	e.must(0, "plan", "-out=plan.out")
+	r := e.must(0, "show", "-json", "plan.out")
+	var shown struct {
+		Attributes []struct {
+			Path   string          `json:"path"`
+			Value  json.RawMessage `json:"value"`
+			Source string          `json:"source"`
+		} `json:"attributes"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &shown); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, a := range shown.Attributes {
+		var v bytes.Buffer
+		json.Compact(&v, a.Value)
+		got[a.Path] = v.String() + " from " + a.Source
+	}
+	if want := `["a","b","c"] from list merged from cookbooks/app/attributes/default.hcl:2 and the policy's list at policy.hcl:6`; got["app.hosts"] != want {
+		t.Errorf("app.hosts: %s\nwant       %s", got["app.hosts"], want)
+	}
+	if want := `8080 from policy.hcl:6`; got["app.port"] != want {
+		t.Errorf("app.port: %s, want %s", got["app.port"], want)
+	}
+	e.must(0, "apply", "plan.out")
+	if got := e.read("hosts"); got != "a,b,c 8080\n" {
+		t.Errorf("hosts file %q", got)
+	}
+}
+
+// TestE2EInstallAndUpdateSayWhatChanged: install and update print what
+// moved, and leave an up-to-date lock alone.
+func TestE2EInstallAndUpdateSayWhatChanged(t *testing.T) {
+	isolatedGit(t)
+	e := newEnv(t)
+	base := t.TempDir()
+	bare, work := filepath.Join(base, "policies.git"), filepath.Join(base, "work")
+	testutil.Git(t, base, "init", "--quiet", "--bare", "-b", "main", bare)
+	testutil.Git(t, base, "init", "--quiet", "-b", "main", work)
+	publish := func(version string) string {
+		testutil.WriteFiles(t, work, map[string]string{
+			"base/policy.hcl":                         "name = \"base\"\nrun_list = [\"base\"]\ncookbook \"base\" {\n  path = \"cookbooks/base\"\n}\ndefault_attributes = { base = { version = \"" + version + "\" } }\n",
+			"base/cookbooks/base/metadata.hcl":        "name = \"base\"\nversion = \"" + version + "\"\n",
+			"base/cookbooks/base/recipes/default.hcl": "",
+		})
+		if r := e.runCmd(exec.Command(toqueBin, "-chdir="+filepath.Join(work, "base"), "install")); r.code != 0 {
+			t.Fatalf("base install: %s", r)
+		}
+		testutil.Git(t, work, "add", "-A")
+		testutil.Git(t, work, "commit", "--quiet", "-m", version)
+		testutil.Git(t, work, "push", "--quiet", bare, "main")
+		return testutil.Git(t, work, "rev-parse", "HEAD")
+	}
+	c1 := publish("1.0.0")
+	testutil.WriteFiles(t, e.dir, map[string]string{
+		"policy.hcl": `name = "app"
+include_policy "base" {
+  git  = "file://` + bare + `"
+  path = "base/policy.lock.json"
+  ref  = "main"
+}
+`,
+	})
+	r := e.must(0, "install")
+	if !strings.Contains(r.stdout, "No lock before: everything above is new.") || !strings.Contains(r.stdout, "Wrote policy.lock.json.") {
+		t.Fatalf("first install: %s", r)
+	}
+	lockPath := filepath.Join(e.dir, "policy.lock.json")
+	past := time.Now().Add(-time.Hour).Truncate(time.Second)
+	os.Chtimes(lockPath, past, past)
+	for _, cmd := range []string{"install", "update"} {
+		r = e.must(0, cmd)
+		if !strings.Contains(r.stdout, "No changes: the lock is up to date") || strings.Contains(r.stdout, "Wrote") {
+			t.Fatalf("%s with nothing to move: %s", cmd, r)
+		}
+	}
+	if fi, _ := os.Stat(lockPath); !fi.ModTime().Equal(past) {
+		t.Fatal("a run that moved nothing rewrote the lock")
+	}
+
+	c2 := publish("1.1.0")
+	r = e.must(0, "update")
+	for _, want := range []string{
+		"Changes, revision ",
+		"~ cookbook base 1.0.0 (",
+		") → 1.1.0 (",
+		"~ include base: revision ",
+		"at " + c1 + " → git file://" + bare + " base/policy.lock.json at " + c2,
+		`~ default attribute base.version: "1.0.0" → "1.1.0"`,
+		"Wrote policy.lock.json.",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("update output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}
+
+// authLog is a loopback server that logs each request's Authorization
+// header, then hands it to next.
+type authLog struct {
+	*httptest.Server
+	mu   sync.Mutex
+	seen []string
+}
+
+func newAuthLog(t *testing.T, tls bool, next http.Handler) *authLog {
+	a := &authLog{}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.mu.Lock()
+		a.seen = append(a.seen, r.URL.Path+" "+r.Header.Get("Authorization"))
+		a.mu.Unlock()
+		next.ServeHTTP(w, r)
+	})
+	if tls {
+		a.Server = httptest.NewTLSServer(h)
+	} else {
+		a.Server = httptest.NewServer(h)
+	}
+	t.Cleanup(a.Close)
+	return a
+}
+
+func (a *authLog) log() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.seen...)
+}
+
+// TestE2EPolicyTokenStaysWithTheNamedServer runs install with
+// TOQUE_POLICY_TOKEN against real loopback servers: the server policy.hcl
+// names gets the token; a second server behind its redirect never does;
+// an https server redirecting to http is not followed.
+func TestE2EPolicyTokenStaysWithTheNamedServer(t *testing.T) {
+	isolatedGit(t)
+	e := newEnv(t)
+	baseDir := filepath.Join(t.TempDir(), "base")
+	testutil.WriteFiles(t, baseDir, map[string]string{
+		"policy.hcl":                         "name = \"base\"\nrun_list = [\"base\"]\ncookbook \"base\" {\n  path = \"cookbooks/base\"\n}\n",
+		"cookbooks/base/metadata.hcl":        "name = \"base\"\nversion = \"1.0.0\"\n",
+		"cookbooks/base/recipes/default.hcl": "",
+	})
+	out := filepath.Join(t.TempDir(), "export")
+	e.mustToque(0, nil, "-chdir="+baseDir, "install")
+	e.mustToque(0, nil, "-chdir="+baseDir, "export", out)
+	files := http.FileServer(http.Dir(out))
+	token := []string{"TOQUE_POLICY_TOKEN=s3cret"}
+	include := func(url string) {
+		testutil.WriteFiles(t, e.dir, map[string]string{"policy.hcl": "name = \"app\"\ninclude_policy \"base\" {\n  remote = \"" + url + "/base.lock.json\"\n}\n"})
+	}
+
+	b := newAuthLog(t, false, files)
+	a := newAuthLog(t, false, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, b.URL+r.URL.Path, http.StatusFound)
+	}))
+	include(a.URL)
+	e.mustToque(0, token, "-chdir="+e.dir, "install")
+	if got := a.log(); len(got) < 2 || got[0] != "/base.lock.json Bearer s3cret" {
+		t.Errorf("the named server saw %q", got)
+	}
+	for _, l := range b.log() {
+		if strings.Contains(l, "s3cret") {
+			t.Errorf("the server behind the redirect saw the token: %q", b.log())
+		}
+	}
+	if len(b.log()) == 0 {
+		t.Error("the redirect was not followed")
+	}
+
+	// https redirecting to plain http: refused, and the token stays.
+	c := newAuthLog(t, false, files)
+	s := newAuthLog(t, true, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, c.URL+r.URL.Path, http.StatusFound)
+	}))
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	include(s.URL)
+	os.Remove(filepath.Join(e.dir, "policy.lock.json"))
+	r := e.mustToque(1, append(token, "SSL_CERT_FILE="+ca), "-chdir="+e.dir, "install")
+	if !strings.Contains(r.stderr, "refused a redirect from https to http") {
+		t.Errorf("want the downgrade refused: %s", r)
+	}
+	if got := s.log(); len(got) != 1 || got[0] != "/base.lock.json Bearer s3cret" {
+		t.Errorf("the https server saw %q", got)
+	}
+	if got := c.log(); len(got) != 0 {
+		t.Errorf("the http server behind the redirect saw %q", got)
+	}
+}
+
+// TestE2EPolicyPinsWhatItRuns: in a chef-repo layout, an included lock's
+// ../cookbooks/common is accepted; a cookbook directory that is a link is
+// pinned by its content, so a change behind it makes plan refuse the
+// lock; a lock naming a cookbook ../../evil is refused.
+func TestE2EPolicyPinsWhatItRuns(t *testing.T) {
+	isolatedGit(t)
+	e := newEnv(t)
+	top := t.TempDir()
+	repo := filepath.Join(top, "chef-repo")
+	testutil.WriteFiles(t, repo, map[string]string{
+		"cookbooks/common/metadata.hcl":        "name = \"common\"\nversion = \"1.0.0\"\n",
+		"cookbooks/common/recipes/default.hcl": "file \"" + e.root + "/common\" {\n  content = \"common\\n\"\n}\n",
+		"base/policy.hcl":                      "name = \"base\"\nrun_list = [\"common\"]\ncookbook \"common\" {\n  path = \"../cookbooks/common\"\n}\n",
+		"app/policy.hcl":                       "name = \"app\"\nrun_list = [\"app\"]\ncookbook \"app\" {\n  path = \"cookbooks/app\"\n}\ninclude_policy \"base\" {\n  path = \"../base\"\n}\n",
+	})
+	testutil.WriteFiles(t, top, map[string]string{
+		"shared/app/metadata.hcl":        "name = \"app\"\nversion = \"1.0.0\"\n",
+		"shared/app/recipes/default.hcl": "file \"" + e.root + "/app\" {\n  content = \"v1\\n\"\n}\n",
+	})
+	testutil.Git(t, repo, "init", "--quiet", "-b", "main")
+	os.MkdirAll(filepath.Join(repo, "app", "cookbooks"), 0o755)
+	if err := os.Symlink(filepath.Join(top, "shared", "app"), filepath.Join(repo, "app", "cookbooks", "app")); err != nil {
+		t.Fatal(err)
+	}
+	app := filepath.Join(repo, "app")
+	e.mustToque(0, nil, "-chdir="+filepath.Join(repo, "base"), "install")
+	e.mustToque(0, nil, "-chdir="+app, "install")
+	e.mustToque(0, nil, "-chdir="+app, "plan", "-out=plan.out")
+	e.mustToque(0, nil, "-chdir="+app, "apply", "plan.out")
+	if e.read("common") != "common\n" || e.read("app") != "v1\n" {
+		t.Fatal("apply did not run both cookbooks")
+	}
+
+	// A change behind the link: the lock is stale.
+	testutil.WriteFiles(t, top, map[string]string{"shared/app/recipes/default.hcl": "file \"" + e.root + "/app\" {\n  content = \"v2\\n\"\n}\n"})
+	r := e.mustToque(1, nil, "-chdir="+app, "plan")
+	if !strings.Contains(r.stderr, "The policy lock is stale") || !strings.Contains(r.stderr, `the cookbook "app" (cookbooks/app) changed`) {
+		t.Fatalf("plan after a change behind the link: %s", r)
+	}
+	r = e.mustToque(0, nil, "-chdir="+app, "install")
+	if !strings.Contains(r.stdout, "~ cookbook app 1.0.0") {
+		t.Errorf("install does not show the cookbook moving: %s", r)
+	}
+
+	// An included lock naming a cookbook ../../evil, consistent with its
+	// revision id: refused in one line, and the good lock is left alone.
+	lockPath := filepath.Join(repo, "base", "policy.lock.json")
+	l, _, err := policy.ReadLock(lockPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.CookbookLocks["../../evil"] = l.CookbookLocks["common"]
+	l.RevisionID = l.ComputeRevisionID()
+	b, _ := l.Marshal()
+	if err := os.WriteFile(lockPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(filepath.Join(app, "policy.lock.json"))
+	r = e.mustToque(1, nil, "-chdir="+app, "install")
+	if !strings.Contains(r.stderr, `the cookbook "../../evil", which is not a`) {
+		t.Errorf("want the evil name refused: %s", r)
+	}
+	if after, _ := os.ReadFile(filepath.Join(app, "policy.lock.json")); !bytes.Equal(before, after) {
+		t.Error("a refused install changed the lock")
+	}
+}

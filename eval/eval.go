@@ -1,0 +1,732 @@
+package eval
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+	"github.com/zclconf/go-cty/cty/function"
+
+	"github.com/toquehq/toque/config"
+	"github.com/toquehq/toque/guard"
+	"github.com/toquehq/toque/internal/diag"
+	"github.com/toquehq/toque/internal/words"
+	"github.com/toquehq/toque/resources"
+)
+
+// Scope is what expressions can see at plan time.
+type Scope struct {
+	// Node is the merged node attributes (an object).
+	Node cty.Value
+	// Host is the host facts (an object), or cty.DynamicVal when the host
+	// must not be read (validate).
+	Host cty.Value
+	// Sensitive lists the paths below node of the sensitive attribute
+	// leaves (["db", "password"]); an expression that reads one makes what
+	// it sets sensitive.
+	Sensitive [][]string
+}
+
+// Instance is a resource block evaluated against its type's schema.
+type Instance struct {
+	Block         *config.ResourceBlock
+	Type          resources.Type
+	Resource      *resources.Resource
+	Sensitive     bool
+	IgnoreFailure bool
+	// Guards are the resource's only_if / not_if, decoded and resolved
+	// (guard.Decode), in evaluation order; none when the action is
+	// "nothing".
+	Guards []*guard.Spec
+	// Notifies are the notification edges this resource fires when it
+	// changes (its notifies blocks and the subscribes blocks naming it),
+	// resolved and checked by Resources, in collection order.
+	Notifies []*Notification
+	// NotifiedGuards are the guards of a resource whose action is
+	// "nothing", decoded as if it had its type's default action: they
+	// decide a notified run of it (Chef evaluates guards when a notified
+	// action runs).
+	NotifiedGuards []*guard.Spec
+	// SensitiveProps names the properties whose value the recipe made
+	// sensitive: written with sensitive(), or from an expression reading a
+	// sensitive node attribute (a template's content, when its variables
+	// or template do). In schema order.
+	SensitiveProps []string
+}
+
+// EvalContext is the plan-time evaluation context: node and host, and the
+// function library with files resolved against baseDir.
+func (s *Scope) EvalContext(baseDir string) *hcl.EvalContext {
+	node, h := cty.EmptyObjectVal, cty.DynamicVal
+	if s != nil {
+		if s.Node != cty.NilVal {
+			node = s.Node
+		}
+		if s.Host != cty.NilVal {
+			h = s.Host
+		}
+	}
+	return &hcl.EvalContext{
+		Variables: map[string]cty.Value{"node": node, "host": h},
+		Functions: Functions(baseDir),
+	}
+}
+
+// unmarkingContext is ctx whose sensitive() marks nothing, for evaluations
+// whose results toque does not store as values (guards, notification
+// references): their sensitivity is decided from the expressions.
+func unmarkingContext(ctx *hcl.EvalContext) *hcl.EvalContext {
+	fs := make(map[string]function.Function, len(ctx.Functions))
+	for k, v := range ctx.Functions {
+		fs[k] = v
+	}
+	fs["sensitive"] = identityFunc
+	return &hcl.EvalContext{Variables: ctx.Variables, Functions: fs}
+}
+
+var identityFunc = function.New(&function.Spec{
+	Params: []function.Parameter{{Name: "value", Type: cty.DynamicPseudoType, AllowUnknown: true, AllowNull: true, AllowDynamicType: true}},
+	Type:   func(args []cty.Value) (cty.Type, error) { return args[0].Type(), nil },
+	Impl:   func(args []cty.Value, _ cty.Type) (cty.Value, error) { return args[0], nil },
+})
+
+// ReadsSensitive reports whether expr reads a sensitive node attribute: a
+// traversal of node that leads to a sensitive leaf, or to an object or
+// list holding one.
+func (s *Scope) ReadsSensitive(expr hcl.Expression) bool {
+	if s == nil || len(s.Sensitive) == 0 || expr == nil {
+		return false
+	}
+	for _, tr := range expr.Variables() {
+		if s.sensitiveTraversal(tr) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Scope) sensitiveTraversal(tr hcl.Traversal) bool {
+	if tr.RootName() != "node" {
+		return false
+	}
+	var path []string
+	for _, step := range tr[1:] {
+		switch st := step.(type) {
+		case hcl.TraverseAttr:
+			path = append(path, st.Name)
+		case hcl.TraverseIndex:
+			if st.Key.Type() == cty.String && st.Key.IsKnown() {
+				path = append(path, st.Key.AsString())
+				continue
+			}
+			return s.prefixOfSensitive(path)
+		default:
+			return s.prefixOfSensitive(path)
+		}
+	}
+	return s.prefixOfSensitive(path)
+}
+
+// Covers reports whether path (below node) is one of the scope's
+// sensitive paths, or lies inside or around one.
+func (s *Scope) Covers(path []string) bool {
+	return s != nil && s.prefixOfSensitive(path)
+}
+
+// NodePathsRead lists the paths below node that b's expressions read
+// (properties, meta-arguments, notification references): node.web.port
+// is ["web", "port"]; a read of node itself is the empty path.
+func NodePathsRead(b *config.ResourceBlock) [][]string {
+	var exprs []hcl.Expression
+	if attrs, _ := b.Attributes(); attrs != nil {
+		for _, a := range attrs {
+			exprs = append(exprs, a.Expr)
+		}
+	}
+	m := b.Meta
+	exprs = append(exprs, m.Action, m.OnlyIf, m.NotIf, m.GuardInterpreter, m.IgnoreFailure, m.Sensitive)
+	for _, nb := range append(append([]*config.NotifyBlock(nil), m.Notifies...), m.Subscribes...) {
+		exprs = append(exprs, nb.Resource, nb.Timing)
+	}
+	var out [][]string
+	for _, e := range exprs {
+		if e == nil {
+			continue
+		}
+		for _, tr := range e.Variables() {
+			if tr.RootName() != "node" {
+				continue
+			}
+			path := []string{}
+			for _, step := range tr[1:] {
+				if a, ok := step.(hcl.TraverseAttr); ok {
+					path = append(path, a.Name)
+				} else if ix, ok := step.(hcl.TraverseIndex); ok && ix.Key.Type() == cty.String && ix.Key.IsKnown() {
+					path = append(path, ix.Key.AsString())
+				} else {
+					break
+				}
+			}
+			out = append(out, path)
+		}
+	}
+	return out
+}
+
+// prefixOfSensitive reports whether path leads to a sensitive leaf, or to
+// something holding one, or into one.
+func (s *Scope) prefixOfSensitive(path []string) bool {
+	for _, leaf := range s.Sensitive {
+		n := min(len(leaf), len(path))
+		if slices.Equal(leaf[:n], path[:n]) {
+			return true
+		}
+	}
+	return false
+}
+
+// Resources decodes every resource block of c, in collection order,
+// against its type's schema, in scope, and resolves the notification
+// edges between them. It keeps going to report every error; the instances
+// returned are those that evaluated without error, so callers must check
+// the diagnostics before using them.
+func Resources(c *config.Config, reg *resources.Registry, scope *Scope) ([]*Instance, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	var out []*Instance
+	ctxs := map[string]*hcl.EvalContext{}
+	for _, b := range c.Resources {
+		if ctxs[b.Dir] == nil {
+			ctxs[b.Dir] = scope.EvalContext(b.Dir)
+		}
+	}
+	// Blocks are evaluated on every CPU (a third of a large plan's time was
+	// spent here): evaluation reads the shared contexts and ASTs and writes
+	// nothing shared. Results are merged in declaration order below.
+	type result struct {
+		inst      *Instance
+		diags     hcl.Diagnostics
+		templates []*TemplateError
+	}
+	results := make([]result, len(c.Resources))
+	parallelFor(len(c.Resources), func(i int) {
+		b := c.Resources[i]
+		t, ok := reg.Lookup(b.Type)
+		if !ok {
+			results[i].diags = hcl.Diagnostics{config.UnknownTypeDiag(b.Type, b.TypeRange, reg)}
+			return
+		}
+		results[i].inst, results[i].diags, results[i].templates = evaluateBlock(b, t, scope, ctxs[b.Dir], reg, c.SourceText)
+	})
+	for _, r := range results {
+		diags = append(diags, r.diags...)
+		for _, te := range r.templates {
+			// Let the diagnostic writer show snippets of the template.
+			if c.Parser != nil {
+				if _, ok := c.Parser.Files()[te.Filename]; !ok {
+					c.Parser.AddFile(te.Filename, &hcl.File{Body: hcl.EmptyBody(), Bytes: te.Src})
+				}
+			}
+		}
+		if r.inst != nil {
+			out = append(out, r.inst)
+		}
+	}
+	diags = append(diags, duplicates(out)...)
+	edges, d := notifications(c, reg, func(dir string) *hcl.EvalContext {
+		ctx := ctxs[dir]
+		if ctx == nil {
+			ctx = scope.EvalContext(dir)
+			ctxs[dir] = ctx
+		}
+		return ctx
+	})
+	diags = append(diags, d...)
+	if !d.HasErrors() {
+		attachNotifications(out, edges)
+	}
+	return out, diags
+}
+
+// Block decodes b's body against t's schema in scope. It returns nil and
+// the diagnostics when anything is wrong. Guard interpreters are resolved
+// against the built-in types.
+func Block(b *config.ResourceBlock, t resources.Type, scope *Scope) (*Instance, hcl.Diagnostics) {
+	inst, diags, _ := evaluateBlock(b, t, scope, scope.EvalContext(b.Dir), resources.Builtin(), nil)
+	return inst, diags
+}
+
+func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx *hcl.EvalContext, reg *resources.Registry, source func(hcl.Range) string) (*Instance, hcl.Diagnostics, []*TemplateError) {
+	s := t.Schema()
+	ev := &evaluator{ctx: ctx, scope: scope}
+	plainCtx := unmarkingContext(ctx)
+	sensitiveProps := map[string]bool{}
+	var diags hcl.Diagnostics
+	values := map[string]cty.Value{}
+
+	var attrs hcl.Attributes
+	if b.Body != nil {
+		var d hcl.Diagnostics
+		attrs, d = b.Attributes()
+		diags = append(diags, d...)
+	}
+	list := make([]*hcl.Attribute, 0, len(attrs))
+	for _, a := range attrs {
+		list = append(list, a)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Range.Start.Byte < list[j].Range.Start.Byte })
+
+	propNames := make([]string, len(s.Properties))
+	for i, p := range s.Properties {
+		propNames[i] = p.Name
+	}
+	metaNames := []string{"action", "only_if", "not_if", "guard_interpreter", "ignore_failure", "sensitive", "notifies", "subscribes"}
+
+	errored := map[string]bool{}
+	tt, templated := t.(resources.Templated)
+	byName := make(map[string]*hcl.Attribute, len(list))
+	for _, a := range list {
+		byName[a.Name] = a
+		if templated && a.Name == tt.TemplateProperties().Inline {
+			continue // evaluated with the template's variables (renderTemplate)
+		}
+		p := s.Property(a.Name)
+		if p == nil {
+			diags = diags.Append(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Unknown property",
+				Detail: fmt.Sprintf("The resource type %q has no property %q.%s Its properties are %s, and every resource takes %s.",
+					s.Name, a.Name, words.DidYouMean(a.Name, append(append([]string(nil), propNames...), metaNames...)), words.Quoted(propNames), words.Quoted(metaNames)),
+				Subject: a.NameRange.Ptr(),
+			})
+			continue
+		}
+		v, d, sens := ev.sensitiveValue(a.Expr)
+		sens = sens || p.Sensitive
+		if sens {
+			diag.MarkSensitive(d)
+			sensitiveProps[p.Name] = true
+		}
+		diags = append(diags, d...)
+		if d.HasErrors() {
+			errored[p.Name] = true
+			continue
+		}
+		v, d = decodeProperty(s, p, v, a.Expr.Range())
+		if sens {
+			diag.MarkSensitive(d)
+		}
+		diags = append(diags, d...)
+		errored[p.Name] = d.HasErrors()
+		if !d.HasErrors() && v != cty.NilVal {
+			values[p.Name] = v
+		}
+	}
+
+	if np := s.NameProperty(); np != nil {
+		if v, ok := values[np.Name]; !ok || v.IsNull() {
+			v, d := decodeProperty(s, np, cty.StringVal(b.Name), b.LabelRange)
+			diags = append(diags, d...)
+			if !d.HasErrors() && v != cty.NilVal {
+				values[np.Name] = v
+			}
+		}
+	}
+
+	for _, p := range s.Properties {
+		if !p.Required {
+			continue
+		}
+		if _, ok := values[p.Name]; !ok && !errored[p.Name] {
+			diags = diags.Append(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Missing required property",
+				Detail:   fmt.Sprintf("The resource type %q requires the property %q. Set it in %s.", s.Name, p.Name, b.Address()),
+				Subject:  b.DeclRange.Ptr(),
+			})
+		}
+	}
+
+	action, d := ev.action(b.Meta.Action, s)
+	diags = append(diags, d...)
+	sensitive, d := ev.boolean(b.Meta.Sensitive, "sensitive")
+	diags = append(diags, d...)
+	ignore, d := ev.boolean(b.Meta.IgnoreFailure, "ignore_failure")
+	diags = append(diags, d...)
+	if templated {
+		diags = append(diags, renderTemplate(b, tt, action, byName, values, errored, ev)...)
+		props := tt.TemplateProperties()
+		if sensitiveProps[props.Variables] || ev.templateReadSensitive {
+			sensitiveProps[props.Content] = true
+		}
+	}
+
+	res := resources.NewResource(s, b.Name, action, values)
+	// Guards that read a sensitive attribute (or use sensitive()) hide
+	// their command, output and environment like a sensitive resource's.
+	guardsSensitive := sensitive || ev.marksOrReadsSensitive(b.Meta.OnlyIf) || ev.marksOrReadsSensitive(b.Meta.NotIf)
+	guards, d := guard.Decode(guard.Input{
+		OnlyIf:           b.Meta.OnlyIf,
+		NotIf:            b.Meta.NotIf,
+		GuardInterpreter: b.Meta.GuardInterpreter,
+		Parent:           res,
+		Ctx:              plainCtx,
+		Registry:         reg,
+		Source:           source,
+		Sensitive:        guardsSensitive,
+	})
+	diags = append(diags, d...)
+	var notifiedGuards []*guard.Spec
+	if action == "nothing" && b.Meta.HasGuards() && !d.HasErrors() {
+		// Not guarded in place, but a notified run of it is.
+		notifiedGuards, _ = guard.Decode(guard.Input{
+			OnlyIf:           b.Meta.OnlyIf,
+			NotIf:            b.Meta.NotIf,
+			GuardInterpreter: b.Meta.GuardInterpreter,
+			Parent:           resources.NewResource(s, b.Name, s.DefaultAction, values),
+			Ctx:              plainCtx,
+			Registry:         reg,
+			Source:           source,
+		})
+	}
+
+	if sensitive || mayBeSensitive(b.Meta.Sensitive, ctx) {
+		// Diagnostics of a sensitive resource never show the values its
+		// expressions referred to.
+		diag.MarkSensitive(diags)
+	}
+	if diags.HasErrors() {
+		return nil, diags, ev.templates
+	}
+	var sensList []string
+	for _, p := range s.Properties {
+		if sensitiveProps[p.Name] {
+			sensList = append(sensList, p.Name)
+		}
+	}
+	return &Instance{
+		SensitiveProps: sensList,
+		NotifiedGuards: notifiedGuards,
+		Block:          b,
+		Type:           t,
+		Resource:       res,
+		Sensitive:      sensitive,
+		IgnoreFailure:  ignore,
+		Guards:         guards,
+	}, diags, ev.templates
+}
+
+// duplicates reports resources that manage the same thing (their identity
+// properties of one namespace hold the same value: a file and a template
+// at one path), which would fight on every apply. Alternatives are allowed:
+// a pair where one is guarded (only_if / not_if) or runs only when
+// notified does not both converge in one run by itself.
+func duplicates(insts []*Instance) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	type claim struct {
+		inst *Instance
+		prop string
+	}
+	first := map[string]claim{}
+	for _, inst := range insts {
+		if inst.Block == nil || inst.Block.Meta.HasGuards() || inst.Resource.Action == "nothing" {
+			continue
+		}
+		for _, p := range inst.Resource.Schema().Properties {
+			if p.Namespace == "" {
+				continue
+			}
+			v, ok := inst.Resource.Values[p.Name]
+			if !ok || !v.IsKnown() || v.IsNull() || v.Type() != cty.String {
+				continue
+			}
+			key := p.Namespace + "\x00" + v.AsString()
+			c, dup := first[key]
+			if !dup {
+				first[key] = claim{inst, p.Name}
+				continue
+			}
+			diags = diags.Append(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Two resources manage the same " + p.Namespace,
+				Detail: fmt.Sprintf("%s and %s (declared at %s:%d) both manage %s %q: they would undo each other on every apply. Keep one of them, or make them alternatives with only_if / not_if.",
+					inst.Resource.Address(), c.inst.Resource.Address(), c.inst.Block.DeclRange.Filename, c.inst.Block.DeclRange.Start.Line, p.Namespace, v.AsString()),
+				Subject: inst.Block.DeclRange.Ptr(),
+			})
+		}
+	}
+	return diags
+}
+
+// mayBeSensitive reports whether a sensitive meta-argument is set to
+// anything but a known false (an error or an unknown value counts as
+// sensitive: its diagnostics must not show values either way).
+func mayBeSensitive(expr hcl.Expression, ctx *hcl.EvalContext) bool {
+	if expr == nil {
+		return false
+	}
+	v, d := expr.Value(ctx)
+	return d.HasErrors() || !v.IsKnown() || !v.RawEquals(cty.False)
+}
+
+// decodeProperty converts v to p's type, then normalises and validates it
+// when it is known. A null v is returned as cty.NilVal: not set.
+func decodeProperty(s *resources.Schema, p *resources.Property, v cty.Value, rng hcl.Range) (cty.Value, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	if v.IsNull() {
+		return cty.NilVal, nil
+	}
+	if p.Type != cty.NilType && p.Type != cty.DynamicPseudoType {
+		cv, err := convert.Convert(v, p.Type)
+		if err != nil {
+			return cty.NilVal, diags.Append(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Wrong type for property",
+				Detail:   fmt.Sprintf("The property %q of %s must be %s: %s.", p.Name, s.Name, p.Type.FriendlyName(), err),
+				Subject:  rng.Ptr(),
+			})
+		}
+		v = cv
+	}
+	if !v.IsWhollyKnown() {
+		return v, nil
+	}
+	if p.Warn != nil {
+		if w, _ := safeCall(func() (cty.Value, error) { return cty.StringVal(p.Warn(v)), nil }); w != cty.NilVal && w.AsString() != "" {
+			diags = diags.Append(&hcl.Diagnostic{
+				Severity: hcl.DiagWarning,
+				Summary:  "Value probably not what was meant",
+				Detail:   fmt.Sprintf("The property %q of %s: %s", p.Name, s.Name, w.AsString()),
+				Subject:  rng.Ptr(),
+			})
+		}
+	}
+	if p.Normalize != nil {
+		nv, err := safeCall(func() (cty.Value, error) { return p.Normalize(v) })
+		if err != nil {
+			return cty.NilVal, diags.Append(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid value for property",
+				Detail:   fmt.Sprintf("The property %q of %s: %s.", p.Name, s.Name, err),
+				Subject:  rng.Ptr(),
+			})
+		}
+		v = nv
+	}
+	if p.Validate != nil {
+		_, err := safeCall(func() (cty.Value, error) { return cty.NilVal, p.Validate(v) })
+		if err != nil {
+			return cty.NilVal, diags.Append(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid value for property",
+				Detail:   fmt.Sprintf("The property %q of %s: %s.", p.Name, s.Name, err),
+				Subject:  rng.Ptr(),
+			})
+		}
+	}
+	return v, diags
+}
+
+// safeCall runs a type's Normalize or Validate, turning a panic into an
+// error: a broken type must not take toque down.
+func safeCall(f func() (cty.Value, error)) (v cty.Value, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			v, err = cty.NilVal, fmt.Errorf("internal error in the resource type: %v", r)
+		}
+	}()
+	return f()
+}
+
+// evaluator evaluates expressions and collects template errors.
+type evaluator struct {
+	ctx       *hcl.EvalContext
+	scope     *Scope
+	templates []*TemplateError
+	// templateReadSensitive is set when a rendered template (inline or
+	// file) reads a sensitive node attribute.
+	templateReadSensitive bool
+}
+
+// sensitiveValue is value, also saying whether the value is sensitive:
+// marked by sensitive(), or computed from a sensitive node attribute. The
+// value returned carries no marks.
+func (ev *evaluator) sensitiveValue(expr hcl.Expression) (cty.Value, hcl.Diagnostics, bool) {
+	v, diags := ev.raw(expr)
+	sens := ev.scope.ReadsSensitive(expr)
+	if v != cty.NilVal && v.ContainsMarked() {
+		var marked []cty.Path
+		v, marked = unmarkSensitive(v)
+		sens = sens || len(marked) > 0
+	}
+	return v, diags, sens
+}
+
+// marksOrReadsSensitive reports whether expr reads a sensitive node
+// attribute or calls sensitive() (nil: false). Its diagnostics are left to
+// whoever evaluates expr for real.
+func (ev *evaluator) marksOrReadsSensitive(expr hcl.Expression) bool {
+	if expr == nil {
+		return false
+	}
+	if ev.scope.ReadsSensitive(expr) {
+		return true
+	}
+	v, _ := expr.Value(ev.ctx)
+	return v != cty.NilVal && v.ContainsMarked()
+}
+
+// value evaluates expr, replacing a templatefile failure with the
+// template's own diagnostics (which point into the template file).
+func (ev *evaluator) value(expr hcl.Expression) (cty.Value, hcl.Diagnostics) {
+	v, diags := ev.raw(expr)
+	if v != cty.NilVal && v.ContainsMarked() {
+		v, _ = v.UnmarkDeep()
+	}
+	return v, diags
+}
+
+// raw is value with sensitive() marks kept.
+func (ev *evaluator) raw(expr hcl.Expression) (cty.Value, hcl.Diagnostics) {
+	v, diags := expr.Value(ev.ctx)
+	if ev.scope.ReadsSensitive(expr) {
+		diag.MarkSensitive(diags)
+	}
+	if !diags.HasErrors() {
+		return v, diags
+	}
+	suggest(diags)
+	out := make(hcl.Diagnostics, 0, len(diags))
+	for _, d := range diags {
+		extra, ok := hcl.DiagnosticExtra[hclsyntax.FunctionCallDiagExtra](d)
+		var te *TemplateError
+		if !ok || !errors.As(extra.FunctionCallError(), &te) {
+			out = append(out, d)
+			continue
+		}
+		ev.templates = append(ev.templates, te)
+		call := ""
+		if d.Subject != nil {
+			call = fmt.Sprintf(" The template was rendered by templatefile at %s:%d.", d.Subject.Filename, d.Subject.Start.Line)
+		}
+		for _, td := range te.Diags {
+			c := *td
+			c.Detail = strings.TrimSpace(c.Detail + call)
+			c.Expression, c.EvalContext = nil, nil
+			out = append(out, &c)
+		}
+	}
+	return v, out
+}
+
+// action evaluates the action meta-argument: a string, or a list with
+// exactly one string.
+func (ev *evaluator) action(expr hcl.Expression, s *resources.Schema) (string, hcl.Diagnostics) {
+	if expr == nil {
+		return s.DefaultAction, nil
+	}
+	v, diags := ev.value(expr)
+	if diags.HasErrors() {
+		return "", diags
+	}
+	rng := expr.Range()
+	bad := func(summary, detail string) (string, hcl.Diagnostics) {
+		return "", diags.Append(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: rng.Ptr()})
+	}
+	if v.IsNull() {
+		return s.DefaultAction, diags
+	}
+	if !v.IsKnown() {
+		// Validate without the host: the action cannot be checked yet.
+		return s.DefaultAction, diags
+	}
+	t := v.Type()
+	if t.IsListType() || t.IsTupleType() || t.IsSetType() {
+		switch n := v.LengthInt(); {
+		case n == 0:
+			return bad("No action given", "The action list is empty. Give one action, or leave action out to use the type's default ("+s.DefaultAction+").")
+		case n > 1:
+			return bad("One action per resource for now", "toque runs one action per resource. Declare one resource per action, with different names.")
+		}
+		it := v.ElementIterator()
+		it.Next()
+		_, v = it.Element()
+		if v.IsNull() {
+			return s.DefaultAction, diags
+		}
+		if !v.IsKnown() {
+			return s.DefaultAction, diags
+		}
+		t = v.Type()
+	}
+	if t != cty.String {
+		return bad("Wrong type for action", fmt.Sprintf("The action must be a string, or a list of one string, not %s.", t.FriendlyName()))
+	}
+	a := v.AsString()
+	if !s.HasAction(a) {
+		valid := append(append([]string(nil), s.Actions...), "nothing")
+		return bad("Unsupported action", fmt.Sprintf("The resource type %q has no action %q.%s Its actions are %s.", s.Name, a, words.DidYouMean(a, valid), words.Quoted(valid)))
+	}
+	return a, diags
+}
+
+// boolean evaluates a bool meta-argument (absent, null or unknown: false).
+func (ev *evaluator) boolean(expr hcl.Expression, name string) (bool, hcl.Diagnostics) {
+	if expr == nil {
+		return false, nil
+	}
+	v, diags := ev.value(expr)
+	if diags.HasErrors() || v.IsNull() || !v.IsKnown() {
+		return false, diags
+	}
+	bv, err := convert.Convert(v, cty.Bool)
+	if err != nil {
+		rng := expr.Range()
+		return false, diags.Append(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Wrong type for " + name,
+			Detail:   fmt.Sprintf("%s must be true or false, not %s.", name, v.Type().FriendlyName()),
+			Subject:  rng.Ptr(),
+		})
+	}
+	if !bv.IsKnown() || bv.IsNull() {
+		return false, diags
+	}
+	return bv.True(), diags
+}
+
+// parallelFor calls f(0) … f(n-1) on every CPU and returns when all are
+// done. Small inputs run on the calling goroutine.
+func parallelFor(n int, f func(int)) {
+	workers := min(runtime.GOMAXPROCS(0), n/64+1)
+	if workers <= 1 {
+		for i := 0; i < n; i++ {
+			f(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,106 @@
+package eval
+
+import (
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+)
+
+func TestFunctions(t *testing.T) {
+	dir := writeDir(t, map[string]string{"data/x.txt": "xyz", "data/bin": "\xff\xfe"})
+	ctx := &hcl.EvalContext{Functions: Functions(dir)}
+	cases := []struct {
+		expr string
+		want cty.Value
+		err  bool
+	}{
+		{`upper("abc")`, cty.StringVal("ABC"), false},
+		{`length("héllo")`, cty.NumberIntVal(5), false},
+		{`length([1, 2, 3])`, cty.NumberIntVal(3), false},
+		{`length({a = 1, b = 2})`, cty.NumberIntVal(2), false},
+		{`length(1)`, cty.NilVal, true},
+		{`replace("a-b-c", "-", "+")`, cty.StringVal("a+b+c"), false},
+		{`replace("a1b22c", "/[0-9]+/", "#")`, cty.StringVal("a#b#c"), false},
+		{`strrev("abc")`, cty.StringVal("cba"), false},
+		{`reverse([1, 2])`, cty.TupleVal([]cty.Value{cty.NumberIntVal(2), cty.NumberIntVal(1)}), false},
+		{`join(",", sort(["b", "a"]))`, cty.StringVal("a,b"), false},
+		{`lookup({a = "x"}, "b", "d")`, cty.StringVal("d"), false},
+		{`max(1, 5, 3)`, cty.NumberIntVal(5), false},
+		{`tostring(5)`, cty.StringVal("5"), false},
+		{`jsonencode({a = [1]})`, cty.StringVal(`{"a":[1]}`), false},
+		{`base64decode(base64encode("hi"))`, cty.StringVal("hi"), false},
+		{`base64decode("!!")`, cty.NilVal, true},
+		{`sha256("")`, cty.StringVal("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"), false},
+		{`md5("a")`, cty.StringVal("0cc175b9c0f1b6a831c399e269772661"), false},
+		{`startswith("abc", "ab") && endswith("abc", "bc") && strcontains("abc", "b")`, cty.True, false},
+		{`alltrue([true, true]) && !anytrue([false])`, cty.True, false},
+		{`file("data/x.txt")`, cty.StringVal("xyz"), false},
+		{`file("data/bin")`, cty.NilVal, true},
+		{`filebase64("data/bin")`, cty.StringVal("//4="), false},
+		{`fileexists("data/x.txt")`, cty.True, false},
+		{`fileexists("data/none")`, cty.False, false},
+		{`fileexists("data")`, cty.NilVal, true},
+		{`dirname("/a/b/c")`, cty.StringVal("/a/b"), false},
+		{`abspath("data") == "` + dir + `/data"`, cty.True, false},
+		{`try(tonumber("x"), 7)`, cty.NumberIntVal(7), false},
+		{`templatefile("data/x.txt", null)`, cty.StringVal("xyz"), false},
+		{`templatefile("data/x.txt", "nope")`, cty.NilVal, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.expr, func(t *testing.T) {
+			expr, diags := hclsyntax.ParseExpression([]byte(tc.expr), "x.hcl", hcl.Pos{Line: 1, Column: 1})
+			if diags.HasErrors() {
+				t.Fatal(diags)
+			}
+			got, diags := expr.Value(ctx)
+			if tc.err {
+				if !diags.HasErrors() {
+					t.Errorf("want an error, got %#v", got)
+				}
+				return
+			}
+			if diags.HasErrors() {
+				t.Fatal(diags)
+			}
+			if !got.RawEquals(tc.want) {
+				t.Errorf("= %#v, want %#v", got, tc.want)
+			}
+		})
+	}
+	for _, banned := range []string{"uuid", "timestamp", "bcrypt"} {
+		if _, ok := ctx.Functions[banned]; ok {
+			t.Errorf("%s must not be offered: plans must be deterministic", banned)
+		}
+	}
+	if _, ok := baseFunctions(dir)["templatefile"]; ok {
+		t.Error("templates must not render templates")
+	}
+}
+
+func TestEnvFunc(t *testing.T) {
+	t.Setenv("TOQUE_TEST_ENV", "set")
+	cases := []struct {
+		args    []cty.Value
+		want    string
+		wantErr bool
+	}{
+		{[]cty.Value{cty.StringVal("TOQUE_TEST_ENV")}, "set", false},
+		{[]cty.Value{cty.StringVal("TOQUE_TEST_ENV"), cty.StringVal("d")}, "set", false},
+		{[]cty.Value{cty.StringVal("TOQUE_TEST_UNSET_X"), cty.StringVal("d")}, "d", false},
+		{[]cty.Value{cty.StringVal("TOQUE_TEST_UNSET_X")}, "", true},
+	}
+	for _, c := range cases {
+		got, err := envFunc.Call(c.args)
+		if c.wantErr {
+			if err == nil {
+				t.Errorf("env(%v): want an error", c.args)
+			}
+			continue
+		}
+		if err != nil || got.AsString() != c.want {
+			t.Errorf("env(%v) = %v, %v; want %q", c.args, got, err, c.want)
+		}
+	}
+}

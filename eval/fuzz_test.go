@@ -1,0 +1,54 @@
+package eval
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/toquehq/toque/config"
+)
+
+// FuzzLoadAndEvaluate loads arbitrary input as a recipe (native syntax, or JSON
+// when asJSON) and evaluates it: nothing may panic.
+func FuzzLoadAndEvaluate(f *testing.F) {
+	seeds := []struct {
+		src    string
+		asJSON bool
+	}{
+		{`file "/x" { content = "a" }`, false},
+		{"default \"web\" {\n  port = 8080\n  tls = { enabled = true }\n}\noverride \"web\" { port = host.cpus }\nfile \"/y\" {\n  content = \"${node.web.port}\"\n  mode = 420\n  action = [\"touch\"]\n  notifies \"touch\" { resource = \"file[/x]\" }\n}\n", false},
+		{`account "a" { uid = "x" } fiel "b" {} file "c" { mode = "9" action = 3 sensitive = [] }`, false},
+		{`file "/t" { content = templatefile("t.tpl", { a = 1 }) tags = [for x in range(3) : x] }`, false},
+		{`default "a" { b = node.c } port = 1 file {}`, false},
+		{`{"file": {"/x": {"content": "${host.hostname}", "notifies": {"touch": {"resource": "file[/x]"}}}}}`, true},
+		{`{"default": {"a": {"b": [1, {"c": null}]}}, "acount": 1}`, true},
+		{`[1, 2]`, true},
+	}
+	for _, s := range seeds {
+		f.Add(s.src, s.asJSON)
+	}
+	reg := testRegistry()
+	f.Fuzz(func(t *testing.T, src string, asJSON bool) {
+		dir := t.TempDir()
+		name := "fuzz.hcl"
+		if asJSON {
+			name = "fuzz.hcl.json"
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "t.tpl"), []byte("${a}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, _ := config.LoadDir(dir, reg)
+		if cfg == nil {
+			t.Fatal("config.LoadDir returned no config")
+		}
+		scope, attrs, _ := NewScope(cfg, testHost())
+		_, _ = Resources(cfg, reg, scope)
+		_, _ = Notifications(cfg, reg, scope)
+		_ = attrs.Leaves()
+		_ = cfg.InputsDigest()
+		_, _ = config.Format([]byte(src), name)
+	})
+}

@@ -1,0 +1,219 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/toquehq/toque/guard"
+	"github.com/toquehq/toque/resources"
+)
+
+// Subject is one action of one resource, as the lifecycle evaluates it:
+// the planner for every resource and every notified run, and apply at
+// pre-flight, right before converging, and before firing "before"
+// notifications. Everything it holds comes from the plan (at apply) or
+// from the evaluated recipe (at plan), so the two evaluate the same thing.
+type Subject struct {
+	// Address is TYPE[NAME].
+	Address string
+	Type    resources.Type
+	// Desired is the resource with the properties the recipe set; its
+	// Action is the action evaluated.
+	Desired *resources.Resource
+	// Guards are evaluated first, in order (Chef's: every only_if, then
+	// every not_if); none means the action is not guarded.
+	Guards []*guard.Spec
+	// Sensitive hides every live value of the resource (kept as salted
+	// HMACs in Current); SensitiveProps names the properties whose values
+	// are hidden besides those the schema marks (Resource.SensitiveProperties).
+	Sensitive      bool
+	SensitiveProps []string
+	// Salt keys the HMACs of sensitive live values: the plan's salt, so
+	// readings taken at apply compare with those taken at plan.
+	Salt string
+}
+
+// Reading is what the lifecycle found for a Subject: the guards' verdict
+// and, unless a guard decided to skip, the live state and the step the
+// action would take from it.
+type Reading struct {
+	// Guards are the outcomes of the guards evaluated, in order, up to the
+	// one that decided to skip.
+	Guards []guard.Outcome
+	// Skip is set when a guard decided to skip; DecidedBy is its index in
+	// Guards (-1 when none decided). State, Current and Step are nil then:
+	// a skipped resource is not read.
+	Skip      bool
+	DecidedBy int
+	// State is the live state as the type read it; Current its stored
+	// form (what a plan keeps, and what staleness compares).
+	State   *resources.State
+	Current *Current
+	// Step is what the action would do from State.
+	Step *resources.Step
+}
+
+// Fingerprint is the fingerprint of the live reading, "" when nothing was
+// read (skipped).
+func (r *Reading) Fingerprint() string {
+	if r == nil || r.Current == nil {
+		return ""
+	}
+	return r.Current.Fingerprint()
+}
+
+// Phase is the part of the lifecycle an error happened in.
+type Phase string
+
+const (
+	PhaseGuards Phase = "guards"
+	PhaseLoad   Phase = "load"
+	PhasePlan   Phase = "plan"
+)
+
+// LifecycleError is a failure of one phase of the lifecycle. Its message is
+// the same wherever the lifecycle runs (plan, pre-flight, converge,
+// notified runs); callers add only where it happened.
+type LifecycleError struct {
+	Address string
+	// Type is the resource type's name; Action the action evaluated.
+	Type   string
+	Action string
+	Phase  Phase
+	// Panicked is set when the resource type panicked (a bug in the type);
+	// the stack is logged, not kept here.
+	Panicked bool
+	Err      error
+}
+
+func (e *LifecycleError) Error() string {
+	if e.Panicked {
+		method := "Load"
+		if e.Phase == PhasePlan {
+			method = "Plan"
+		}
+		return fmt.Sprintf("resource type %q panicked in %s: %v (a bug in the resource type; please report it)", e.Type, method, e.Err)
+	}
+	switch e.Phase {
+	case PhaseGuards:
+		return fmt.Sprintf("a guard cannot run: %s. A guard that cannot run is an error; toque never guesses its verdict", e.Err)
+	case PhaseLoad:
+		return fmt.Sprintf("reading the live state failed: %s", e.Err)
+	default:
+		return fmt.Sprintf("deciding what the %s action would do failed: %s", e.Action, e.Err)
+	}
+}
+
+func (e *LifecycleError) Unwrap() error { return e.Err }
+
+// GuardFunc evaluates a subject's guards; Lifecycle.Guards replaces
+// guard.EvaluateAll with it (tests decide from a table).
+type GuardFunc func(ctx context.Context, s *Subject) (outcomes []guard.Outcome, skip bool, decidedBy int, err error)
+
+// Lifecycle evaluates one resource action: guards, then Load, then Plan.
+// It is the one place where toque asks a resource type what it would do,
+// so "apply re-plans exactly as plan did" holds by construction. It only
+// reads the host (guards must be side-effect free; Load reads) and never
+// converges. It is safe for concurrent use.
+type Lifecycle struct {
+	// Registry holds the guard interpreters' types.
+	Registry *resources.Registry
+	// Logger receives traces; nil discards them.
+	Logger hclog.Logger
+	// Guards, when set, decides every subject's guards instead of
+	// guard.EvaluateAll (tests decide from a table).
+	Guards GuardFunc
+}
+
+// Evaluate runs s's guards (stopping at the first that decides to skip),
+// then, unless skipped, reads the live state and asks the type what s's
+// action would do from it. A panicking type, a nil state or step, and
+// every failure come back as a *LifecycleError; the Reading returned with
+// an error holds what was found before it (the guards' outcomes).
+func (l *Lifecycle) Evaluate(ctx context.Context, s *Subject) (*Reading, error) {
+	rd := &Reading{DecidedBy: -1}
+	log := l.logger().With("resource", s.Address, "action", s.Desired.Action)
+	fail := func(phase Phase, err error) (*Reading, error) {
+		var le *LifecycleError
+		if e, ok := err.(*LifecycleError); ok {
+			le = e
+		} else {
+			le = &LifecycleError{Err: err}
+		}
+		le.Address, le.Type, le.Action, le.Phase = s.Address, s.Desired.Type, s.Desired.Action, phase
+		log.Debug("lifecycle failed", "phase", phase, "error", le.Err)
+		return rd, le
+	}
+
+	if len(s.Guards) > 0 || l.Guards != nil {
+		t0 := time.Now()
+		outs, skip, by, err := l.evaluateGuards(ctx, s)
+		rd.Guards = outs
+		log.Debug("evaluated guards", "count", len(outs), "skip", skip, "duration", time.Since(t0))
+		if err != nil {
+			return fail(PhaseGuards, err)
+		}
+		if skip {
+			rd.Skip, rd.DecidedBy = true, by
+			return rd, nil
+		}
+	}
+
+	t0 := time.Now()
+	st, err := protect(log, func() (*resources.State, error) { return s.Type.Load(ctx, s.Desired.LoadView()) })
+	if err == nil && st == nil {
+		err = fmt.Errorf("the resource type returned no state")
+	}
+	if err != nil {
+		return fail(PhaseLoad, err)
+	}
+	if st.Values == nil {
+		st.Values = map[string]cty.Value{}
+	}
+	loadDur := time.Since(t0)
+
+	t1 := time.Now()
+	step, err := protect(log, func() (*resources.Step, error) { return s.Type.Plan(s.Desired, st) })
+	if err == nil && (step == nil || step.Kind == "") {
+		err = fmt.Errorf("the resource type returned no step")
+	}
+	if err != nil {
+		return fail(PhasePlan, err)
+	}
+	rd.State, rd.Step = st, step
+	rd.Current = StoreCurrent(s.Desired.Schema(), st, s.Salt, s.Sensitive, s.SensitiveProps...)
+	log.Trace("evaluated", "kind", step.Kind, "load", loadDur, "plan", time.Since(t1))
+	return rd, nil
+}
+
+func (l *Lifecycle) evaluateGuards(ctx context.Context, s *Subject) ([]guard.Outcome, bool, int, error) {
+	if l.Guards != nil {
+		return l.Guards(ctx, s)
+	}
+	return guard.EvaluateAll(ctx, l.Registry, s.Guards, l.logger().Named("guard"))
+}
+
+func (l *Lifecycle) logger() hclog.Logger {
+	if l == nil || l.Logger == nil {
+		return hclog.NewNullLogger()
+	}
+	return l.Logger
+}
+
+// protect calls f, turning a panic of the resource type into a
+// *LifecycleError (Panicked) so one broken type fails only its resource.
+func protect[T any](log hclog.Logger, f func() (T, error)) (out T, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			log.Error("resource type panicked", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			var zero T
+			out, err = zero, &LifecycleError{Panicked: true, Err: fmt.Errorf("%v", v)}
+		}
+	}()
+	return f()
+}
