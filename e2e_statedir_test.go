@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toquehq/toque/internal/testenv"
 	"github.com/toquehq/toque/internal/testutil"
 )
 
@@ -122,12 +123,10 @@ func lastEvent(t *testing.T, stdout string) map[string]any {
 // runs as root, as only root can give a directory to another user.
 func nobodyIDs(t *testing.T) (int, int) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: only root can make a directory owned by another user")
-	}
+	testenv.MustHave(t, testenv.Root, testenv.Nobody)
 	u, err := user.Lookup("nobody")
 	if err != nil {
-		t.Skipf("this host has no user nobody to own the hostile directory: %v", err)
+		t.Fatal(err)
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)

@@ -38,8 +38,9 @@ func TestFileLoad(t *testing.T) {
 				t.Errorf("%s = %#v, want %#v", k, st.Values[k], v)
 			}
 		}
-		if os.Geteuid() == 0 && (st.Values["owner"].AsString() != "root" || st.Values["group"].AsString() != "root") {
-			t.Errorf("owner/group = %#v/%#v, want root/root", st.Values["owner"], st.Values["group"])
+		me, _, myGroup, _ := whoami(t)
+		if st.Values["owner"].AsString() != me || st.Values["group"].AsString() != myGroup {
+			t.Errorf("owner/group = %#v/%#v, want %s/%s", st.Values["owner"], st.Values["group"], me, myGroup)
 		}
 	})
 	t.Run("load view hides desired state", func(t *testing.T) {

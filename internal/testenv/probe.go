@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -59,6 +61,21 @@ func probe(r Requirement) result {
 		return result{known: true, err: overlay(), hint: "needs root (or user namespaces on Linux 5.11 or later) and overlayfs in the kernel"}
 	case Nspawn:
 		return nspawn()
+	case Nobody:
+		if _, err := user.Lookup("nobody"); err != nil {
+			return result{known: true, err: fmt.Errorf("no user nobody: %w", err), hint: "Debian has one (uid 65534)"}
+		}
+		if _, err := user.LookupGroup("nogroup"); err != nil {
+			return result{known: true, err: fmt.Errorf("no group nogroup: %w", err), hint: "Debian has one (gid 65534)"}
+		}
+		return result{known: true}
+	case DevFull:
+		return result{known: true, err: devFull(), hint: "a Linux /dev with the full device"}
+	case MachineID:
+		if fi, err := os.Stat("/etc/machine-id"); err != nil || !fi.Mode().IsRegular() {
+			return result{known: true, err: fmt.Errorf("/etc/machine-id is not a file here (%v)", err), hint: "systemd-machine-id-setup makes one"}
+		}
+		return result{known: true}
 	case FHSDirs:
 		for _, d := range []string{"/opt", "/var"} {
 			if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
@@ -101,6 +118,19 @@ func runProbe(argv ...string) (string, error) {
 		return out.String(), err
 	}
 	return out.String(), nil
+}
+
+// devFull writes to /dev/full and expects ENOSPC.
+func devFull() error {
+	f, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.Write([]byte("x")); !errors.Is(err, syscall.ENOSPC) {
+		return fmt.Errorf("writing to /dev/full gave %v, not ENOSPC", err)
+	}
+	return nil
 }
 
 // dashSh checks /bin/sh by what the tests rely on: dash's `[` knows `=`

@@ -17,7 +17,8 @@
 // scripts/test-deps installs the programs and fails in strict mode when it
 // cannot):
 //
-//	bash, dash-sh, csh, python3, perl, git, jq, script, userns, overlay, fhs-dirs: both tiers
+//	bash, dash-sh, csh, python3, perl, git, jq, script, userns, overlay,
+//	fhs-dirs, nobody, dev-full, machine-id: both tiers
 //	root, unshare: the root tier
 //	non-root: the nonroot tier
 //	pwsh, systemd-nspawn: neither — they stay skips, with their message
@@ -47,22 +48,25 @@ type Requirement string
 
 // The requirements testenv knows. Each is probed by really using it.
 const (
-	Root    Requirement = "root"           // running as uid 0
-	NonRoot Requirement = "non-root"       // running as any uid but 0
-	Bash    Requirement = "bash"           // bash runs
-	DashSh  Requirement = "dash-sh"        // /bin/sh is dash: `[ a == a ]` is "unexpected operator", `[[` is "not found"
-	Csh     Requirement = "csh"            // csh runs
-	Pwsh    Requirement = "pwsh"           // PowerShell runs
-	Python3 Requirement = "python3"        // python3 runs
-	Perl    Requirement = "perl"           // perl runs
-	Git     Requirement = "git"            // git runs
-	Jq      Requirement = "jq"             // jq runs
-	Script  Requirement = "script"         // script(1) gives a command a terminal
-	Unshare Requirement = "unshare"        // unshare(1) makes mount and UTS namespaces (needs root)
-	UserNS  Requirement = "userns"         // unshare(1) makes a user namespace with a mount namespace, as any user
-	Overlay Requirement = "overlay"        // overlayfs mounts in a private mount namespace
-	Nspawn  Requirement = "systemd-nspawn" // runs a command in a container over a volatile copy of this host (root)
-	FHSDirs Requirement = "fhs-dirs"       // /opt and /var are directories
+	Root      Requirement = "root"           // running as uid 0
+	NonRoot   Requirement = "non-root"       // running as any uid but 0
+	Bash      Requirement = "bash"           // bash runs
+	DashSh    Requirement = "dash-sh"        // /bin/sh is dash: `[ a == a ]` is "unexpected operator", `[[` is "not found"
+	Csh       Requirement = "csh"            // csh runs
+	Pwsh      Requirement = "pwsh"           // PowerShell runs
+	Python3   Requirement = "python3"        // python3 runs
+	Perl      Requirement = "perl"           // perl runs
+	Git       Requirement = "git"            // git runs
+	Jq        Requirement = "jq"             // jq runs
+	Script    Requirement = "script"         // script(1) gives a command a terminal
+	Unshare   Requirement = "unshare"        // unshare(1) makes mount and UTS namespaces (needs root)
+	UserNS    Requirement = "userns"         // unshare(1) makes a user namespace with a mount namespace, as any user
+	Overlay   Requirement = "overlay"        // overlayfs mounts in a private mount namespace
+	Nspawn    Requirement = "systemd-nspawn" // runs a command in a container over a volatile copy of this host (root)
+	FHSDirs   Requirement = "fhs-dirs"       // /opt and /var are directories
+	Nobody    Requirement = "nobody"         // the user nobody and the group nogroup exist (tests run children as them)
+	DevFull   Requirement = "dev-full"       // /dev/full: every write fails with ENOSPC
+	MachineID Requirement = "machine-id"     // /etc/machine-id exists (tests hide it)
 )
 
 // StrictEnv is the variable that makes unmet promised requirements fail.
@@ -80,20 +84,23 @@ const (
 // promised says which strict tiers promise each requirement; a requirement
 // missing here is never promised.
 var promised = map[Requirement][]tier{
-	Root:    {rootT},
-	NonRoot: {nonroot},
-	Bash:    {rootT, nonroot},
-	DashSh:  {rootT, nonroot},
-	Csh:     {rootT, nonroot},
-	Python3: {rootT, nonroot},
-	Perl:    {rootT, nonroot},
-	Git:     {rootT, nonroot},
-	Jq:      {rootT, nonroot},
-	Script:  {rootT, nonroot},
-	UserNS:  {rootT, nonroot},
-	FHSDirs: {rootT, nonroot},
-	Overlay: {rootT, nonroot},
-	Unshare: {rootT},
+	Root:      {rootT},
+	NonRoot:   {nonroot},
+	Bash:      {rootT, nonroot},
+	DashSh:    {rootT, nonroot},
+	Csh:       {rootT, nonroot},
+	Python3:   {rootT, nonroot},
+	Perl:      {rootT, nonroot},
+	Git:       {rootT, nonroot},
+	Jq:        {rootT, nonroot},
+	Script:    {rootT, nonroot},
+	UserNS:    {rootT, nonroot},
+	FHSDirs:   {rootT, nonroot},
+	Nobody:    {rootT, nonroot},
+	DevFull:   {rootT, nonroot},
+	MachineID: {rootT, nonroot},
+	Overlay:   {rootT, nonroot},
+	Unshare:   {rootT},
 }
 
 // MustHave lets the test go on when the machine meets every requirement.
