@@ -161,6 +161,7 @@ func Run(ctx context.Context, stop <-chan struct{}, args []string, streams Strea
 			"update":   func() (cli.Command, error) { return &UpdateCommand{Base: base}, nil },
 			"export":   func() (cli.Command, error) { return &ExportCommand{Base: base}, nil },
 			"graph":    func() (cli.Command, error) { return &GraphCommand{Base: base}, nil },
+			"keygen":   func() (cli.Command, error) { return &KeygenCommand{Base: base}, nil },
 		},
 		HelpFunc: helpFunc,
 	}
@@ -324,6 +325,7 @@ func (b *Base) view(noColor bool) *views.View {
 	v := views.NewView(views.Streams{Stdout: b.Streams.Stdout, Stderr: b.Streams.Stderr}, noColor, b.Env.Getenv)
 	v.Workdir = b.workDir()
 	v.Files = b.files
+	v.Registry = b.Registry
 	return v
 }
 

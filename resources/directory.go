@@ -74,6 +74,11 @@ func isDirectory(st *State) bool {
 
 // Plan decides what the directory's action does. It never does I/O.
 func (t *directoryType) Plan(desired *Resource, current *State) (*Step, error) {
+	step, err := t.plan(desired, current)
+	return withPathNeeds(step, err, current, desired.String("path"), true, desired.Bool("recursive"))
+}
+
+func (t *directoryType) plan(desired *Resource, current *State) (*Step, error) {
 	action := effectiveAction(desired)
 	if action == "nothing" {
 		return nothingStep(), nil

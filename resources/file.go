@@ -144,6 +144,11 @@ func hardLinkRisk(f *found, si statInfo) string {
 
 // Plan decides what the file's action does. It never does I/O.
 func (t *fileType) Plan(desired *Resource, current *State) (*Step, error) {
+	step, err := t.plan(desired, current)
+	return withPathNeeds(step, err, current, desired.String("path"), false, false)
+}
+
+func (t *fileType) plan(desired *Resource, current *State) (*Step, error) {
 	action := effectiveAction(desired)
 	if action == "nothing" {
 		return nothingStep(), nil

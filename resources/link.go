@@ -68,12 +68,18 @@ func (t *linkType) Load(ctx context.Context, r *Resource) (*State, error) {
 	}
 	d, name, err := holdParent(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return Absent(), nil
+		st := Absent()
+		st.parentMissing = true
+		return st, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	defer d.close()
+	unwritable := ""
+	if effectiveUID() != 0 && !dirWritable(d) {
+		unwritable = d.path
+	}
 	ls, exists, err := statAt(d, name)
 	if err != nil {
 		return nil, err
@@ -88,10 +94,12 @@ func (t *linkType) Load(ctx context.Context, r *Resource) (*State, error) {
 				st.src = idOf(&sst)
 			}
 		}
+		st.dirUnwritable = unwritable
 		return st, nil
 	}
 	kind := kindOf(uint32(ls.Mode))
 	st := &State{Exists: true, Values: map[string]cty.Value{}, Extra: map[string]string{"kind": kind}}
+	st.dirUnwritable, st.ownerUID, st.ownerKnown = unwritable, int(ls.Uid), true
 	si := statInfoOf(&ls)
 	switch kind {
 	case "symlink":
@@ -147,6 +155,11 @@ func linkSource(d *heldDir, to string) (unix.Stat_t, bool, error) {
 
 // Plan decides what the link's action does. It never does I/O.
 func (t *linkType) Plan(desired *Resource, current *State) (*Step, error) {
+	step, err := t.plan(desired, current)
+	return withPathNeeds(step, err, current, desired.String("target_file"), false, false)
+}
+
+func (t *linkType) plan(desired *Resource, current *State) (*Step, error) {
 	action := effectiveAction(desired)
 	if action == "nothing" {
 		return nothingStep(), nil

@@ -183,6 +183,17 @@ type State struct {
 	// from what Values and Extra hold and from the directories on the way.
 	Private map[string]string
 
+	// parentMissing is set by the file-system types' Load when a directory
+	// on the way to the path does not exist: a create then needs its
+	// parent from an earlier resource (Step.Needs).
+	parentMissing bool
+	// ownerUID is the owner of what Load found (ownerKnown), and
+	// dirUnwritable the directory toque's user may not write, "" when it
+	// may: for the plan to refuse what apply could not do (privilege.go).
+	ownerUID      int
+	ownerKnown    bool
+	dirUnwritable string
+
 	// obj and src identify the objects Load read (the file at a path; a
 	// hard link's source), so that Converge changes those and no other.
 	// Set by the built-in file-system types; never stored in a plan.
@@ -552,4 +563,20 @@ type Runner interface {
 	// CommandSpec is the process r runs. It does no I/O; the caller adds
 	// a logger and runs it with shellexec.Run.
 	CommandSpec(r *Resource) (shellexec.Spec, error)
+}
+
+// BatchLoader is implemented by a type that reads the live state of many
+// resources with one call (one dpkg-query for every package, one
+// systemctl show for every unit, one parse of /etc/passwd): the planner,
+// and apply's pre-flight, call LoadAll once per type with every resource
+// of it that is read, and plan each from its reading instead of calling
+// Load per resource. Load is still called for the re-read right before a
+// resource converges, and when LoadAll fails (each resource then reports
+// its own error).
+type BatchLoader interface {
+	Type
+	// LoadAll reads what each of rs names (each a LoadView, as Load gets)
+	// and returns one State per resource, in the order of rs. Like Load,
+	// it must not change the host.
+	LoadAll(ctx context.Context, rs []*Resource) ([]*State, error)
 }

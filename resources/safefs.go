@@ -717,8 +717,21 @@ func lookupPath(path string, follow bool) (*found, error) {
 // and, for a path that is a symbolic link, what it points to (Extra
 // link_target; with resolved_path and target_kind when it was followed).
 func stateOf(f *found) *State {
+	st := stateOfFound(f)
+	if f.dir != nil && effectiveUID() != 0 && !dirWritable(f.dir) {
+		st.dirUnwritable = f.dir.path
+	}
+	if f.exists {
+		st.ownerUID, st.ownerKnown = int(f.st.Uid), true
+	}
+	return st
+}
+
+func stateOfFound(f *found) *State {
 	if !f.exists && f.link == "" {
-		return Absent()
+		st := Absent()
+		st.parentMissing = f.dir == nil
+		return st
 	}
 	st := &State{Exists: true, Values: map[string]cty.Value{}, Extra: map[string]string{}}
 	if f.link == "" {
@@ -745,4 +758,33 @@ func statInfoOf(st *unix.Stat_t) statInfo {
 		uid:  st.Uid, gid: st.Gid,
 		dev: uint64(st.Dev), ino: uint64(st.Ino), nlink: uint64(st.Nlink),
 	}
+}
+
+// withPathNeeds adds to a file-system type's step what it needs from, and
+// provides to, the rest of the plan: creating path when a directory on
+// the way is missing needs its parent directory (unless recursive, which
+// makes the parents itself); a directory it creates is provided, with its
+// parents when recursive.
+func withPathNeeds(step *Step, err error, current *State, path string, isDir, recursive bool) (*Step, error) {
+	if err != nil || step == nil {
+		return step, err
+	}
+	if err := privilegeError(step, current, path); err != nil {
+		return nil, err
+	}
+	if step.Kind != Create {
+		return step, nil
+	}
+	if current.parentMissing && !(isDir && recursive) {
+		step.Needs = append(step.Needs, Need{Namespace: NamespacePath, Value: parentDir(path), What: "directory"})
+	}
+	if isDir {
+		step.Provides = append(step.Provides, Need{Namespace: NamespacePath, Value: path, What: "directory"})
+		if recursive {
+			for p := parentDir(path); p != "/" && p != "."; p = parentDir(p) {
+				step.Provides = append(step.Provides, Need{Namespace: NamespacePath, Value: p, What: "directory"})
+			}
+		}
+	}
+	return step, nil
 }

@@ -14,8 +14,9 @@ override "site" {
 }
 
 directory "root" {
-  path = node.site.root
-  mode = "0755"
+  path      = node.site.root
+  mode      = "0755"
+  recursive = true # make its parents too: QUICKSTART_ROOT may name any new path
 }
 
 directory "www" {

@@ -15,8 +15,9 @@ default "web" {
 }
 
 directory "root" {
-  path = node.web.root
-  mode = "0755"
+  path      = node.web.root
+  mode      = "0755"
+  recursive = true # make its parents too: the scratch root may be any new path
 }
 
 directory "etc" {
