@@ -56,7 +56,7 @@ func (c *GraphCommand) Run(args []string) int {
 		diags = diags.Append(d)
 	}
 	if cfg != nil && !diags.HasErrors() {
-		if err := views.WriteDOT(c.Streams.Stdout, cfg, edges); err != nil {
+		if err := views.WriteDOT(c.Streams.Stdout, cfg, edges); err != nil && !readerGone(err) {
 			diags = diags.Append(diag.Errorf("writing the graph: %w", err))
 		}
 	}

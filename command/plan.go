@@ -2,10 +2,8 @@ package command
 
 import (
 	"crypto/ed25519"
-	"errors"
 	"flag"
 	"strings"
-	"syscall"
 
 	"github.com/toquehq/toque/command/views"
 	"github.com/toquehq/toque/internal/diag"
@@ -147,7 +145,7 @@ func (c *PlanCommand) Run(args []string) int {
 			}
 		}
 	}
-	if err := view.Show(p, diags, o); err != nil && !errors.Is(err, syscall.EPIPE) {
+	if err := view.Show(p, diags, o); err != nil && !readerGone(err) {
 		// The plan could not be printed (Markdown over its size limit):
 		// nothing reached stdout; say why on stderr. (A closed stdout, as
 		// in toque plan | head, is the reader having seen enough: the plan

@@ -72,7 +72,7 @@ func (c *ShowCommand) Run(args []string) int {
 		p, o.Digest, o.Signature = f.Plan, f.Digest, signatureInfo(f)
 	}
 	view := views.NewPlan(c.view(col.noColor), asJSON, md.markdown)
-	if err := view.Show(p, diags, o); err != nil {
+	if err := view.Show(p, diags, o); err != nil && !readerGone(err) {
 		diags = diags.Append(err)
 		c.view(col.noColor).Diagnostics(diag.Diagnostics{}.Append(err))
 	}
