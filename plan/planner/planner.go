@@ -193,11 +193,8 @@ func attributesOf(leaves []config.Leaf, dir string, readBySensitive *eval.Scope)
 		a := plan.Attribute{
 			Path:      strings.Join(l.Path, "."),
 			Level:     l.Level,
-			Source:    fmt.Sprintf("%s:%d", relativeTo(dir, l.Range.Filename), l.Range.Start.Line),
+			Source:    l.Source(dir),
 			Sensitive: l.Sensitive || readBySensitive.Covers(l.Path),
-		}
-		if l.Origin != "" {
-			a.Source = l.Origin + " at " + a.Source
 		}
 		if l.Value == cty.NilVal || a.Sensitive {
 			a.Value = []byte(`null`)
