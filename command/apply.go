@@ -24,9 +24,11 @@ type applyArgs struct {
 	lockTimeout time.Duration
 	parallelism int
 	color       colorFlags
-	// expectDigest and json only apply with a plan file.
+	// expectDigest and json only apply with a plan file; attrs only
+	// without one.
 	expectDigest string
 	json         bool
+	attrs        attrFlags
 }
 
 func (c *ApplyCommand) Synopsis() string {
@@ -68,6 +70,10 @@ Options:
   -json                Print progress as JSON events, one object per line
                        (docs/apply-json.md), instead of text. Needs PLANFILE.
 
+  Only without PLANFILE (a saved plan records the attributes it was made
+  with):
+
+` + attrHelp + `
   A saved plan is applied once: its journal, in the state directory, makes
   a second apply of a finished plan fail, and an apply of a plan whose
   apply was interrupted or failed resume it, never repeating what was done.
@@ -89,6 +95,7 @@ func (c *ApplyCommand) Run(args []string) int {
 	fs.StringVar(&a.expectDigest, "expect-digest", "", "")
 	fs.BoolVar(&a.json, "json", false, "")
 	a.color.register(fs)
+	a.attrs.register(fs)
 	if st := c.parseFlags(fs, args, c.Help); st >= 0 {
 		return st
 	}
@@ -135,6 +142,11 @@ func (c *ApplyCommand) Run(args []string) int {
 		for _, name := range []string{"auto-approve", "parallelism"} {
 			if set[name] {
 				return usage("apply PLANFILE takes no planning flags (-%s): the plan file is applied exactly as it was reviewed", name)
+			}
+		}
+		for _, name := range []string{"attr", "attr-file"} {
+			if set[name] {
+				return usage("apply PLANFILE takes no -%s: the plan was made with its attributes, and is applied exactly as it was reviewed. Give -%s to 'toque plan'", name, name)
 			}
 		}
 		var err error
@@ -206,7 +218,7 @@ func (b *Base) readVerifiedPlan(path string) (*plan.Plan, string, error) {
 // planAndConfirm plans, shows the plan and asks for "yes". It returns the
 // plan to apply, or nil and the status to exit with.
 func (c *ApplyCommand) planAndConfirm(a applyArgs) (*plan.Plan, int) {
-	p, diags := c.makePlan(a.parallelism)
+	p, diags := c.makePlan(a.parallelism, &a.attrs)
 	if p != nil && (p.Errored || diags.HasErrors()) {
 		p = nil
 	}

@@ -26,6 +26,7 @@ type planArgs struct {
 	parallelism      int
 	color            colorFlags
 	md               markdownFlags
+	attrs            attrFlags
 }
 
 func (a *planArgs) register(fs *flag.FlagSet) {
@@ -35,6 +36,7 @@ func (a *planArgs) register(fs *flag.FlagSet) {
 	fs.IntVar(&a.parallelism, "parallelism", 10, "Read at most N resources at once.")
 	a.color.register(fs)
 	a.md.register(fs)
+	a.attrs.register(fs)
 }
 
 func (c *PlanCommand) Synopsis() string { return "Show what toque would change, and save it for apply" }
@@ -63,6 +65,9 @@ Options:
   -parallelism=N       Read at most N resources at once (default 10).
   -no-color            No colour (also NO_COLOR=1). Colour is only used on a
                        terminal.
+` + attrHelp + `
+  The plan records every attribute with where it came from, so
+  'toque apply FILE' needs none of them again.
 `
 }
 
@@ -91,7 +96,7 @@ func (c *PlanCommand) Run(args []string) int {
 		}
 	}
 
-	p, diags := c.makePlan(a.parallelism)
+	p, diags := c.makePlan(a.parallelism, &a.attrs)
 	var enc *plan.Encoded
 	if p != nil {
 		var err error
@@ -129,11 +134,12 @@ func (c *PlanCommand) Run(args []string) int {
 	return ExitOK
 }
 
-// makePlan loads the recipes and plans them against this host. It returns
-// the plan (nil when nothing could be planned) and the diagnostics; a
-// signal that stopped planning is an errInterrupted diagnostic.
-func (b *Base) makePlan(parallelism int) (*plan.Plan, diag.Diagnostics) {
-	cfg, pol, diags := b.loadConfig() // policy mode when policy.hcl is present
+// makePlan loads the recipes (with the command line's attributes) and
+// plans them against this host. It returns the plan (nil when nothing
+// could be planned) and the diagnostics; a signal that stopped planning is
+// an errInterrupted diagnostic.
+func (b *Base) makePlan(parallelism int, attrs *attrFlags) (*plan.Plan, diag.Diagnostics) {
+	cfg, pol, diags := b.loadConfig(attrs) // policy mode when policy.hcl is present
 	if diags.HasErrors() || cfg == nil {
 		return nil, diags
 	}

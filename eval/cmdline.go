@@ -211,7 +211,7 @@ func (w *cliWriter) attr(a AttributeArg) {
 			return
 		}
 		for _, d := range diags {
-			d.Detail = strings.TrimSpace(d.Detail + " The value of -attr " + pathString(a.Path) + " starts like an HCL expression (a list, a map, a quoted string or a function call), so it must be one; quote it in the shell, as -attr '" + string(a.Src) + "', and check its brackets and quotes.")
+			d.Detail = strings.TrimSpace(d.Detail + " The value of " + a.Filename + " starts like an HCL expression (a list, a map, a quoted string or a function call), so it must be one; quote it in the shell, as -attr '" + string(a.Src) + "', and check its brackets and quotes.")
 		}
 		w.diags = append(w.diags, diags...)
 		return
@@ -224,13 +224,13 @@ func (w *cliWriter) attr(a AttributeArg) {
 		w.diags = w.diags.Append(&hcl.Diagnostic{
 			Severity: hcl.DiagError,
 			Summary:  "Variables not allowed",
-			Detail: fmt.Sprintf("The value of -attr %s refers to %s, but a command-line value cannot read node or host: it is the same on every host. Quote strings inside lists and maps: [\"%s\"].",
-				pathString(a.Path), traversalName(refs[0]), traversalName(refs[0])),
+			Detail: fmt.Sprintf("The value of %s refers to %s, but a command-line value cannot read node or host: it is the same on every host. Quote strings inside lists and maps: [\"%s\"].",
+				a.Filename, traversalName(refs[0]), traversalName(refs[0])),
 			Subject: refs[0].SourceRange().Ptr(),
 		})
 		return
 	}
-	w.expr(expr, a.Path, whole, config.OriginAttr, cliContext(a.Dir), "-attr "+pathString(a.Path))
+	w.expr(expr, a.Path, whole, config.OriginAttr, cliContext(a.Dir), a.Filename)
 }
 
 // isValueSyntax reports whether expr is written as a value rather than a
@@ -487,9 +487,9 @@ func unreadWarning(path []string, w config.AttributeWrite, reads [][]string, rel
 	if path[0] == "node" && len(w.Path) > 1 && related(w.Path[1:]) {
 		hint = fmt.Sprintf(" Attribute paths are written without node.: did you mean %s?", pathString(w.Path[1:]))
 	}
-	from := "-attr " + pathString(w.Path)
+	from := w.Range.Filename // -attr web.port
 	if w.Origin == config.OriginAttrFile {
-		from = "-attr-file " + w.Range.Filename
+		from = config.OriginAttrFile + " " + w.Range.Filename
 	}
 	return &hcl.Diagnostic{
 		Severity: hcl.DiagWarning,
