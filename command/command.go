@@ -118,6 +118,7 @@ func Run(ctx context.Context, stop <-chan struct{}, args []string, streams Strea
 			"update":   func() (cli.Command, error) { return &UpdateCommand{Base: base}, nil },
 			"export":   func() (cli.Command, error) { return &ExportCommand{Base: base}, nil },
 			"graph":    func() (cli.Command, error) { return &GraphCommand{Base: base}, nil },
+			"console":  func() (cli.Command, error) { return &ConsoleCommand{Base: base}, nil },
 		},
 		HelpFunc: helpFunc,
 	}
