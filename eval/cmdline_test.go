@@ -342,3 +342,24 @@ func TestUnreadAttributes(t *testing.T) {
 		})
 	}
 }
+
+// Whatever the command line holds, reading it never panics, and every
+// write it makes has a path.
+func FuzzCommandLineAttr(f *testing.F) {
+	for _, s := range []string{"web.port=8080", `a={ b = [1, "x"], c = sensitive("s") }`, "x=", "=", "a.b", `s["k.k"].p=0755`, "a=[1,", "a=upper(", "a=b.c", "a=${x}", "a=<<EOT\nx\nEOT\n", "a={ (1) = 2 }"} {
+		f.Add(s)
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, arg string) {
+		a, err := AttrFlag(arg, dir)
+		if err != nil {
+			return
+		}
+		writes, _ := CommandLineAttributes([]AttributeArg{a})
+		for _, w := range writes {
+			if len(w.Path) == 0 {
+				t.Fatalf("%q wrote at the empty path", arg)
+			}
+		}
+	})
+}
