@@ -78,13 +78,13 @@ func (c *ConsoleCommand) Run(args []string) int {
 	if err != nil {
 		diags = diags.Append(diag.Sourceless(diag.Error, "Cannot read the host's facts", err.Error()))
 		view.Diagnostics(diags)
-		return ExitError
+		return exitStatus(diags)
 	}
 	con, d := eval.NewConsole(cfg, facts.Value())
 	diags = diags.Append(d)
 	view.Diagnostics(diags)
 	if diags.HasErrors() {
-		return ExitError
+		return exitStatus(diags)
 	}
 	view.Welcome(facts.Hostname)
 	s := &consoleSession{base: c.Base, view: view, con: con}
@@ -101,13 +101,17 @@ type consoleSession struct {
 	con  *eval.Console
 	// input is everything read so far, for the snippets of diagnostics;
 	// line is the number of its last line.
-	input  []byte
-	line   int
-	failed bool
+	input []byte
+	line  int
+	// errs are the errors reported so far: piped input exits with their
+	// status.
+	errs diag.Diagnostics
 }
 
 // run reads until the input ends, exit, or a Ctrl-C. It returns the exit
-// status: 1 when an expression failed and the input was piped.
+// status: with piped input, that of the errors reported (1 when an
+// expression failed); at a terminal, where each error was read as it came,
+// 0.
 func (s *consoleSession) run(interactive bool) int {
 	lines := make(chan string)
 	readErr := make(chan error, 1)
@@ -124,10 +128,10 @@ func (s *consoleSession) run(interactive bool) int {
 	var pending []byte
 	start := hcl.Pos{Line: 1, Column: 1}
 	status := func() int {
-		if s.failed && !interactive {
-			return ExitError
+		if interactive {
+			return ExitOK
 		}
-		return ExitOK
+		return exitStatus(s.errs)
 	}
 	for {
 		s.view.Prompt(len(pending) > 0)
@@ -137,11 +141,11 @@ func (s *consoleSession) run(interactive bool) int {
 		case text, ok = <-lines:
 		case <-s.base.ReadCtx.Done():
 			if interactive {
-				fmt.Fprintln(s.base.Streams.Stdout)
+				s.view.End()
 				return ExitOK
 			}
-			s.view.Diagnostics(diag.Diagnostics{}.Append(errInterrupted))
-			return ExitInterrupted
+			s.fail(errInterrupted)
+			return exitStatus(s.errs)
 		}
 		if !ok {
 			if err := <-readErr; err != nil {
@@ -150,9 +154,7 @@ func (s *consoleSession) run(interactive bool) int {
 			if len(pending) > 0 {
 				s.eval(pending, start) // an open bracket: say what is wrong
 			}
-			if interactive {
-				fmt.Fprintln(s.base.Streams.Stdout)
-			}
+			s.view.End()
 			return status()
 		}
 		if len(pending) == 0 {
@@ -258,8 +260,10 @@ func (s *consoleSession) eval(src []byte, start hcl.Pos) bool {
 // fail reports an error and remembers that one happened.
 func (s *consoleSession) fail(item any) {
 	diags := diag.Diagnostics{}.Append(item)
-	if diags.HasErrors() {
-		s.failed = true
+	for _, d := range diags {
+		if d.Severity == diag.Error {
+			s.errs = append(s.errs, d)
+		}
 	}
 	s.view.Diagnostics(diags)
 }

@@ -48,6 +48,13 @@ func (c *Console) Prompt(continued bool) {
 	fmt.Fprint(c.v.Streams.Stdout, "> ")
 }
 
+// End ends the session's last prompt line, at a terminal.
+func (c *Console) End() {
+	if c.interactive {
+		fmt.Fprintln(c.v.Streams.Stdout)
+	}
+}
+
 // Value prints an expression's value.
 func (c *Console) Value(v cty.Value) error {
 	_, err := fmt.Fprintln(c.v.Streams.Stdout, Escape(ConsoleValue(v, c.interactive)))
