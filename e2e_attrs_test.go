@@ -163,3 +163,18 @@ func TestE2EBadAttributeArguments(t *testing.T) {
 		})
 	}
 }
+
+// A value written with sensitive() on the command line is not shown by
+// the diagnostics about it either.
+func TestE2ESensitiveAttributeArgumentInDiagnostics(t *testing.T) {
+	e := newEnv(t)
+	e.recipe("web.hcl", attrsRecipe)
+	r := e.must(0, "validate", "-attr", "db.password=x", "-attr", `web.unread=sensitive("hunter2-unread")`)
+	if !strings.Contains(r.stderr, "No recipe reads node.web.unread") || strings.Contains(r.stderr, "hunter2") {
+		t.Errorf("unread sensitive -attr:\n%s", r)
+	}
+	r = e.must(1, "validate", "-attr", `db.password=sensitive("hunter2-broken"`)
+	if !strings.Contains(r.stderr, "on -attr db.password:1:13") || strings.Contains(r.stderr, "hunter2") {
+		t.Errorf("malformed sensitive -attr:\n%s", r)
+	}
+}

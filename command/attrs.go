@@ -91,7 +91,12 @@ func (b *Base) commandLine(a *attrFlags) ([]config.AttributeWrite, diag.Diagnost
 			name = fmt.Sprintf("%s #%d", ea.Filename, n)
 		}
 		ea.Filename = name
-		b.files[name] = &hcl.File{Body: hcl.EmptyBody(), Bytes: ea.Src}
+		src := ea.Src
+		if ea.Sensitive {
+			// A value written with sensitive() is not shown in snippets.
+			src = append(src[:ea.ValueStart.Byte:ea.ValueStart.Byte], "(sensitive)"...)
+		}
+		b.files[name] = &hcl.File{Body: hcl.EmptyBody(), Bytes: src}
 		args = append(args, ea)
 	}
 	// The arguments that parsed are evaluated even when others did not,

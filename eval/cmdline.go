@@ -36,6 +36,9 @@ type AttributeArg struct {
 	Src        []byte
 	Filename   string
 	ValueStart hcl.Pos
+	// Sensitive is set when the value calls sensitive(): diagnostics then
+	// neither quote nor show the argument.
+	Sensitive bool
 
 	// For -attr-file: File is the parsed file (config.Parse), named as the
 	// command line named it; JSON says which syntax it is in.
@@ -72,6 +75,7 @@ func AttrFlag(arg, dir string) (AttributeArg, error) {
 		Src:        []byte(arg),
 		Filename:   config.OriginAttr + " " + strings.TrimSpace(path),
 		ValueStart: hcl.Pos{Line: 1, Column: utf8.RuneCountInString(path) + 2, Byte: n},
+		Sensitive:  strings.Contains(arg[n:], "sensitive("),
 		Dir:        dir,
 	}, nil
 }
@@ -210,8 +214,12 @@ func (w *cliWriter) attr(a AttributeArg) {
 			literal()
 			return
 		}
+		quoted := "-attr '" + string(a.Src) + "'"
+		if a.Sensitive {
+			quoted = "-attr '" + strings.TrimPrefix(a.Filename, config.OriginAttr+" ") + "=…'"
+		}
 		for _, d := range diags {
-			d.Detail = strings.TrimSpace(d.Detail + " The value of " + a.Filename + " starts like an HCL expression (a list, a map, a quoted string or a function call), so it must be one; quote it in the shell, as -attr '" + string(a.Src) + "', and check its brackets and quotes.")
+			d.Detail = strings.TrimSpace(d.Detail + " The value of " + a.Filename + " starts like an HCL expression (a list, a map, a quoted string or a function call), so it must be one; quote it in the shell, as " + quoted + ", and check its brackets and quotes.")
 		}
 		w.diags = append(w.diags, diags...)
 		return
@@ -491,11 +499,15 @@ func unreadWarning(path []string, w config.AttributeWrite, reads [][]string, rel
 	if w.Origin == config.OriginAttrFile {
 		from = config.OriginAttrFile + " " + w.Range.Filename
 	}
+	subject := w.Range.Ptr()
+	if w.Sensitive && w.Origin == config.OriginAttr {
+		subject = nil // its one line is the secret
+	}
 	return &hcl.Diagnostic{
 		Severity: hcl.DiagWarning,
 		Summary:  "No recipe reads " + pathString(path),
 		Detail:   fmt.Sprintf("%s sets %s, but no resource property, guard, notification or template reads it, so it changes nothing.%s", from, pathString(path), hint),
-		Subject:  w.Range.Ptr(),
+		Subject:  subject,
 	}
 }
 

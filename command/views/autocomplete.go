@@ -16,7 +16,7 @@ type ShellChange struct {
 // did, shell by shell.
 func (m Messages) Autocomplete(install bool, changes []ShellChange) {
 	w := m.V.Streams.Stdout
-	any := false
+	changed := false
 	for _, c := range changes {
 		path := EscapeLine(c.Path)
 		switch {
@@ -29,9 +29,9 @@ func (m Messages) Autocomplete(install bool, changes []ShellChange) {
 		default:
 			fmt.Fprintf(w, "Completion for %s is not installed in %s.\n", c.Shell, path)
 		}
-		any = any || c.Changed
+		changed = changed || c.Changed
 	}
-	if install && any {
+	if install && changed {
 		fmt.Fprintln(w, "Open a new shell to use it: toque <TAB> completes commands, options, plan files and directories.")
 	}
 }
