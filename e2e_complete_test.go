@@ -43,7 +43,7 @@ func TestE2ECompletion(t *testing.T) {
 		dir, line string
 		want      []string
 	}{
-		{base, "toque ", []string{"apply", "console", "export", "fmt", "graph", "install", "plan", "show", "update", "validate", "version"}},
+		{base, "toque ", []string{"apply", "console", "export", "fmt", "graph", "install", "keygen", "plan", "show", "update", "validate", "version"}},
 		{base, "toque -", []string{"-chdir", "-help", "-install-autocomplete", "-uninstall-autocomplete", "-version"}},
 		{base, "toque -chdir=re", []string{"recipes/", "recipes/sub/"}},
 		{base, "toque -chdir=recipes con", []string{"console"}},

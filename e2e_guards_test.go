@@ -165,7 +165,7 @@ func TestE2EGuardsJavatoolingCshInheritsEnvironment(t *testing.T) {
 	r, planFile := g.plan(2)
 	contains(t, "plan", r.stdout,
 		"# script[javatooling] will run: not_if `java-based-daemon-ctl.sh -test-started` is false",
-		"#   (csh; DAEMON_STATE JAVA_HOME inherited, path inherited; exit 1 in ")
+		"#   (csh; DAEMON_STATE="+filepath.Join(g.root, "guards", "daemon")+" JAVA_HOME="+filepath.Join(g.example, "jdk1.7", "home")+" inherited, path "+filepath.Join(g.example, "jdk1.7", "home", "bin")+" inherited; exit 1 in ")
 	gs := g.jsonGuards(planFile)["script[javatooling]"]
 	if len(gs) != 1 || gs[0]["interpreter"] != "csh" || !reflectContains(gs[0]["inherited"], "environment") || !reflectContains(gs[0]["inherited"], "path") {
 		t.Fatalf("show -json guard: %v", gs)

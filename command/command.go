@@ -163,6 +163,7 @@ func commands(base *Base) map[string]cli.CommandFactory {
 		"export":   func() (cli.Command, error) { return &ExportCommand{Base: base}, nil },
 		"graph":    func() (cli.Command, error) { return &GraphCommand{Base: base}, nil },
 		"console":  func() (cli.Command, error) { return &ConsoleCommand{Base: base}, nil },
+		"keygen":   func() (cli.Command, error) { return &KeygenCommand{Base: base}, nil },
 	}
 }
 
@@ -309,6 +310,7 @@ func (b *Base) view(noColor bool) *views.View {
 	v := views.NewView(views.Streams{Stdout: b.Streams.Stdout, Stderr: b.Streams.Stderr}, noColor, nil)
 	v.Workdir = b.workDir()
 	v.Files = b.files
+	v.Registry = b.Registry
 	return v
 }
 

@@ -50,13 +50,15 @@ func isAutocompleteFlag(arg string) bool {
 // flagValues predicts the values of flags, by name. A flag not here takes
 // any value, or none when it is a boolean.
 var flagValues = map[string]complete.Predictor{
-	"out":       complete.PredictFiles("*"),
-	"attr-file": complete.PredictFiles("*"),
-	"state-dir": complete.PredictDirs("*"),
+	"out":        complete.PredictFiles("*"),
+	"attr-file":  complete.PredictFiles("*"),
+	"state-dir":  complete.PredictDirs("*"),
+	"sign-key":   complete.PredictFiles("*"),
+	"verify-key": complete.PredictFiles("*"),
 }
 
 // commandArgs predicts a command's arguments: plan files for apply and
-// show, recipe files for fmt, a directory for export.
+// show, recipe files for fmt, a directory for export, a file for keygen.
 func commandArgs(name string) complete.Predictor {
 	switch name {
 	case "apply", "show":
@@ -65,6 +67,8 @@ func commandArgs(name string) complete.Predictor {
 		return complete.PredictFiles("*.hcl")
 	case "export":
 		return complete.PredictDirs("*")
+	case "keygen":
+		return complete.PredictFiles("*")
 	}
 	return complete.PredictNothing
 }

@@ -224,7 +224,7 @@ func (s *consoleSession) source(arg string) {
 		s.fail(diag.Sourceless(diag.Error, "Attribute not set", fmt.Sprintf("%s is set by no recipe, policy or command-line attribute.", eval.PathString(path))))
 		return
 	}
-	if err := s.view.Sources(srcs, s.con.Dir()); err != nil && !errors.Is(err, syscall.EPIPE) {
+	if err := s.view.Sources(srcs); err != nil && !errors.Is(err, syscall.EPIPE) {
 		s.fail(err)
 	}
 }

@@ -55,6 +55,7 @@ func (b *Base) workspace(stateFlag string) (*policy.Workspace, error) {
 // the lock's revision and the policy's parsed files.
 type loaded struct {
 	lockRevision string
+	policyName   string
 	// scope is the configuration's scope without the host (node
 	// attributes written with host facts unknown), as validate and graph
 	// evaluate; nil when loading failed.
@@ -64,7 +65,7 @@ type loaded struct {
 // stamp records the lock's revision in a plan made in policy mode.
 func (l *loaded) stamp(p *plan.Plan) {
 	if l != nil && p != nil {
-		p.LockRevision = l.lockRevision
+		p.LockRevision, p.Policy = l.lockRevision, l.policyName
 	}
 }
 
@@ -114,7 +115,7 @@ func (b *Base) loadRecipes(l *loaded) (*config.Config, *loaded, diag.Diagnostics
 		if lock == nil || diags.HasErrors() {
 			return nil, l, diag.Diagnostics{}.Append(diags)
 		}
-		l.lockRevision = lock.RevisionID
+		l.lockRevision, l.policyName = lock.RevisionID, lock.Name
 		cfg, d = config.LoadPolicy(in, b.Registry)
 		diags = append(diags, d...)
 	}

@@ -96,38 +96,30 @@ const (
 
 // Source says where the leaf's value was written, in the one form toque
 // uses wherever it says so (the plan's attribute sources, show -json, the
-// console): FILE:LINE, with the file relative to dir when it lies below
-// it, after the value's origin when it has one.
+// console): FILE:LINE, the file named by name (Config.DisplayPath; nil
+// names it as it is), after the value's origin when it has one.
 //
 //	default.hcl:7                                                 a recipe
 //	include_policy "base" (revision 1a2b3c4d5e) at policy.hcl:12  an included policy
 //	-attr-file prod.json:3                                        an attribute file
 //	-attr web.port                                                an -attr
-func (l Leaf) Source(dir string) string {
-	if l.Origin == OriginAttr {
-		return l.Range.Filename
+//
+// An attribute file is named as the command line named it.
+func (l Leaf) Source(name func(file string) string) string {
+	file := l.Range.Filename
+	switch {
+	case l.Origin == OriginAttr:
+		return file
+	case l.Origin == OriginAttrFile:
+		return fmt.Sprintf("%s %s:%d", l.Origin, file, l.Range.Start.Line)
+	case name != nil:
+		file = name(file)
 	}
-	at := fmt.Sprintf("%s:%d", relativeTo(dir, l.Range.Filename), l.Range.Start.Line)
-	switch l.Origin {
-	case "":
+	at := fmt.Sprintf("%s:%d", file, l.Range.Start.Line)
+	if l.Origin == "" {
 		return at
-	case OriginAttrFile:
-		return l.Origin + " " + at
 	}
 	return l.Origin + " at " + at
-}
-
-// relativeTo is name relative to dir when it is absolute and lies below
-// dir, else name as it is.
-func relativeTo(dir, name string) string {
-	if dir == "" || name == "" || !filepath.IsAbs(name) {
-		return name
-	}
-	rel, err := filepath.Rel(dir, name)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-		return name
-	}
-	return rel
 }
 
 // NewAttributes returns empty attributes.

@@ -225,7 +225,7 @@ func TestAttributesWrites(t *testing.T) {
 				} else if l.Value.Type() == cty.Number {
 					v = l.Value.AsBigFloat().String()
 				}
-				got = append(got, l.Level+" "+l.Source("")+" "+v)
+				got = append(got, l.Level+" "+l.Source(nil)+" "+v)
 			}
 			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
 				t.Errorf("Writes(%s):\n%s\nwant:\n%s", tc.path, strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
@@ -237,6 +237,7 @@ func TestAttributesWrites(t *testing.T) {
 // Source is the one way toque says where a value came from.
 func TestLeafSource(t *testing.T) {
 	rng := func(file string, line int) hcl.Range { return hcl.Range{Filename: file, Start: hcl.Pos{Line: line}} }
+	cfg := &Config{Dir: "/r"}
 	cases := []struct {
 		leaf Leaf
 		want string
@@ -245,11 +246,11 @@ func TestLeafSource(t *testing.T) {
 		{Leaf{Range: rng("/elsewhere/default.hcl", 7)}, "/elsewhere/default.hcl:7"},
 		{Leaf{Range: rng("/r/policy.hcl", 12), Origin: `include_policy "base" (revision 1a2b3c4d5e)`}, `include_policy "base" (revision 1a2b3c4d5e) at policy.hcl:12`},
 		{Leaf{Range: rng("prod.json", 3), Origin: OriginAttrFile}, "-attr-file prod.json:3"},
-		{Leaf{Range: rng("/r/envs/prod.hcl", 2), Origin: OriginAttrFile}, "-attr-file envs/prod.hcl:2"},
+		{Leaf{Range: rng("../envs/prod.attrs", 2), Origin: OriginAttrFile}, "-attr-file ../envs/prod.attrs:2"},
 		{Leaf{Range: rng("-attr web.port", 1), Origin: OriginAttr}, "-attr web.port"},
 	}
 	for _, tc := range cases {
-		if got := tc.leaf.Source("/r"); got != tc.want {
+		if got := tc.leaf.Source(cfg.DisplayPath); got != tc.want {
 			t.Errorf("Source = %q, want %q", got, tc.want)
 		}
 	}

@@ -60,8 +60,10 @@ func LoadPolicy(in PolicyInput, reg *resources.Registry) (*Config, hcl.Diagnosti
 	}
 	var diags hcl.Diagnostics
 	byName := map[string]*Cookbook{}
+	c.CookbookDirs = map[string]string{}
 	for _, cb := range in.Cookbooks {
 		byName[cb.Name] = cb
+		c.CookbookDirs[cb.Dir] = cb.Name
 	}
 	parse := func(path string) *hcl.File {
 		src, err := os.ReadFile(path)

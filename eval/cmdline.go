@@ -407,7 +407,7 @@ func shapeConflict(path []string, prev *cliShape, nowMap bool, rng hcl.Range) *h
 		}
 		return "a value"
 	}
-	where := config.Leaf{Range: prev.rng, Origin: prev.origin}.Source("")
+	where := config.Leaf{Range: prev.rng, Origin: prev.origin}.Source(nil)
 	return &hcl.Diagnostic{
 		Severity: hcl.DiagError,
 		Summary:  "Attribute given as a map and as a value",

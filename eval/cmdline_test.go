@@ -53,7 +53,7 @@ func cliArgs(t *testing.T, files map[string]string, args ...string) ([]Attribute
 func writesOf(ws []config.AttributeWrite) []string {
 	var out []string
 	for _, w := range ws {
-		s := fmt.Sprintf("%s = %s (%s)", strings.Join(w.Path, "."), w.Value.GoString(), config.Leaf{Range: w.Range, Origin: w.Origin}.Source(""))
+		s := fmt.Sprintf("%s = %s (%s)", strings.Join(w.Path, "."), w.Value.GoString(), config.Leaf{Range: w.Range, Origin: w.Origin}.Source(nil))
 		if w.Sensitive {
 			s += " (sensitive)"
 		}
@@ -245,7 +245,7 @@ override "web" {
 	}
 	var got []string
 	for _, l := range attrs.Leaves() {
-		got = append(got, fmt.Sprintf("%s %s %s", strings.Join(l.Path, "."), l.Level, l.Source(dir)))
+		got = append(got, fmt.Sprintf("%s %s %s", strings.Join(l.Path, "."), l.Level, l.Source(cfg.DisplayPath)))
 	}
 	want := []string{"db.password normal -attr db.password", "web.port normal -attr web.port", "web.root default a.hcl:4", "web.user override a.hcl:7"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

@@ -22,7 +22,7 @@ import (
 // sensitive resource, as the plan hides them) are marked in node: what is
 // computed from them is marked too, and shown as sensitive.
 type Console struct {
-	dir   string
+	cfg   *config.Config
 	attrs *config.Attributes
 	ctx   *hcl.EvalContext
 	// hidden lists the paths below node whose values are hidden.
@@ -33,7 +33,7 @@ type Console struct {
 // and makes the console's scope.
 func NewConsole(cfg *config.Config, host cty.Value) (*Console, hcl.Diagnostics) {
 	scope, attrs, diags := NewScope(cfg, host)
-	c := &Console{dir: cfg.Dir, attrs: attrs}
+	c := &Console{cfg: cfg, attrs: attrs}
 	readBySensitive := &Scope{}
 	plain := unmarkingContext(scope.EvalContext(cfg.Dir))
 	for _, b := range cfg.Resources {
@@ -102,13 +102,19 @@ func ParsePath(s string) ([]string, error) {
 // level says about it.
 type AttributeSource struct {
 	// Leaf is the value that won.
-	Leaf config.Leaf
+	Leaf SourcedLeaf
 	// Writes are every level's write of the path, lowest precedence first
 	// (config.Attributes.Writes).
-	Writes []config.Leaf
+	Writes []SourcedLeaf
 	// Hidden is set when the value is kept out of output: written with
 	// sensitive(), or read by a sensitive resource.
 	Hidden bool
+}
+
+// SourcedLeaf is a leaf with where it was written, worded (Leaf.Source).
+type SourcedLeaf struct {
+	config.Leaf
+	Source string
 }
 
 // Sources lists the leaves at path or below it (the empty path: every
@@ -121,10 +127,10 @@ func (c *Console) Sources(path []string) []AttributeSource {
 		if len(l.Path) < len(path) || !slices.Equal(l.Path[:len(path)], path) {
 			continue
 		}
-		s := AttributeSource{Leaf: l, Hidden: c.isHidden(l.Path)}
+		s := AttributeSource{Leaf: c.sourced(l), Hidden: c.isHidden(l.Path)}
 		for _, w := range writes {
 			if slices.Equal(w.Path, l.Path) {
-				s.Writes = append(s.Writes, w)
+				s.Writes = append(s.Writes, c.sourced(w))
 			}
 		}
 		out = append(out, s)
@@ -136,8 +142,9 @@ func (c *Console) isHidden(path []string) bool {
 	return slices.ContainsFunc(c.hidden, func(h []string) bool { return slices.Equal(h, path) })
 }
 
-// Dir is the recipe directory: sources are shown relative to it.
-func (c *Console) Dir() string { return c.dir }
+func (c *Console) sourced(l config.Leaf) SourcedLeaf {
+	return SourcedLeaf{Leaf: l, Source: l.Source(c.cfg.DisplayPath)}
+}
 
 // provenanceFunc is provenance(node.web.port): where the value at a path
 // was written, as {level, source}; for a map, an object of those by the
@@ -161,7 +168,7 @@ func (c *Console) provenanceFunc() function.Function {
 			one := func(s AttributeSource) cty.Value {
 				return cty.ObjectVal(map[string]cty.Value{
 					"level":  cty.StringVal(s.Leaf.Level),
-					"source": cty.StringVal(s.Leaf.Source(c.dir)),
+					"source": cty.StringVal(s.Leaf.Source),
 				})
 			}
 			if len(srcs) == 1 && len(srcs[0].Leaf.Path) == len(path) {

@@ -113,7 +113,10 @@ func TestReadRefuses(t *testing.T) {
 		{"truncated", raw[:len(raw)/2], isErr(ErrChecksum)},
 		{"checksum edited", bytes.Replace(raw, []byte(`"checksum":"sha256:`), []byte(`"checksum":"sha256:0`), 1), isErr(ErrChecksum)},
 		{"no checksum", bytes.Replace(raw, []byte(`"checksum"`), []byte(`"checksun"`), 1), isErr(ErrChecksum)},
-		{"newer format", bytes.Replace(raw, []byte(`{"toque_plan":1,`), []byte(`{"toque_plan":2,`), 1), isVersion(2)},
+		{"newer format", bytes.Replace(raw, []byte(`{"toque_plan":2,`), []byte(`{"toque_plan":3,`), 1), isVersion(3)},
+		{"format 1", bytes.Replace(raw, []byte(`{"toque_plan":2,`), []byte(`{"toque_plan":1,`), 1), func(err error) bool {
+			return isVersion(1)(err) && strings.Contains(err.Error(), "cannot be trusted to be what runs")
+		}},
 		{"not JSON", []byte("terraform plan\x00\x01"), isErr(ErrNotPlan)},
 		{"other JSON", []byte(`{"format_version":"1.0","resources":[]}`), isErr(ErrNotPlan)},
 		{"version not a number", []byte(`{"toque_plan":"one","checksum":"x","plan":{}}`), isErr(ErrNotPlan)},
@@ -227,11 +230,11 @@ func FuzzRead(f *testing.F) {
 	}
 	f.Add(raw)
 	f.Add(raw[:len(raw)-10])
-	f.Add([]byte(`{"toque_plan":1,"checksum":"sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a","plan":{}}`))
-	f.Add([]byte(`{"toque_plan":1}`))
+	f.Add([]byte(`{"toque_plan":2,"checksum":"sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a","plan":{}}`))
+	f.Add([]byte(`{"toque_plan":2}`))
 	f.Add([]byte(`{"toque_plan":99999999999999999999}`))
 	f.Add([]byte(``))
-	f.Add([]byte(`{"toque_plan":1,"checksum":"","plan":{"resources":[null]}}`))
+	f.Add([]byte(`{"toque_plan":2,"checksum":"","plan":{"resources":[null]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		path := filepath.Join(t.TempDir(), "plan.out")
 		if err := os.WriteFile(path, data, 0o600); err != nil {
@@ -257,11 +260,11 @@ func FuzzReadPlanMember(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(body)
-	f.Add([]byte(`{"format_version":1,"resources":[{"desired":{"x":{"value":1,"type":"number"}},"current":{"exists":true,"values":{"a":{"value":{"value":"x","type":["list","string"]}}}}}]}`))
-	f.Add([]byte(`{"format_version":1,"attributes":[{"path":"a","value":{"value":[1],"type":["tuple",["number"]]}}]}`))
+	f.Add([]byte(`{"format_version":2,"resources":[{"desired":{"x":{"value":1,"type":"number"}},"current":{"exists":true,"values":{"a":{"value":{"value":"x","type":["list","string"]}}}}}]}`))
+	f.Add([]byte(`{"format_version":2,"attributes":[{"path":"a","value":{"value":[1],"type":["tuple",["number"]]}}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var buf bytes.Buffer
-		buf.WriteString(`{"toque_plan":1,"checksum":"` + digestOf(body) + `","plan":`)
+		buf.WriteString(`{"toque_plan":2,"checksum":"` + digestOf(body) + `","plan":`)
 		buf.Write(body)
 		buf.WriteString(`}`)
 		path := filepath.Join(t.TempDir(), "plan.out")
@@ -286,8 +289,9 @@ func FuzzReadPlanMember(f *testing.F) {
 // The digest ReadWithDigest returns (the verified checksum) must be the one
 // Digest computes: apply and show use it instead of encoding the plan again.
 func TestReadWithDigestIsDigest(t *testing.T) {
+	cur := &Current{Exists: false}
 	pl := &Plan{FormatVersion: FormatVersion, Host: Host{Hostname: "h"}, Salt: "s",
-		Resources: []*Resource{{Address: "file[/x]", Type: "file", Name: "/x", Kind: "create"}}}
+		Resources: []*Resource{{Address: "file[/x]", Type: "file", Name: "/x", Kind: "create", Current: cur, Fingerprint: cur.Fingerprint()}}}
 	path := filepath.Join(t.TempDir(), "plan.out")
 	if err := Write(path, pl); err != nil {
 		t.Fatal(err)

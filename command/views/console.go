@@ -64,20 +64,19 @@ func (c *Console) Value(v cty.Value) error {
 // Sources prints what :source found: for each leaf at or below the path,
 // its value and where it came from, then, when more than one level wrote
 // it, what each level says, the winner last (as Chef's debug_value).
-// Sources are shown relative to dir, the recipe directory.
-func (c *Console) Sources(srcs []eval.AttributeSource, dir string) error {
+func (c *Console) Sources(srcs []eval.AttributeSource) error {
 	var b strings.Builder
 	for _, s := range srcs {
-		fmt.Fprintf(&b, "%s = %s  # %s, %s\n", eval.PathString(s.Leaf.Path), hidden(s.Leaf.Value, s.Hidden), s.Leaf.Level, s.Leaf.Source(dir))
+		fmt.Fprintf(&b, "%s = %s  # %s, %s\n", eval.PathString(s.Leaf.Path), hidden(s.Leaf.Value, s.Hidden), s.Leaf.Level, s.Leaf.Source)
 		if len(s.Writes) < 2 {
 			continue
 		}
 		width := 0
 		for _, w := range s.Writes {
-			width = max(width, len(w.Source(dir)))
+			width = max(width, len(w.Source))
 		}
 		for _, w := range s.Writes {
-			fmt.Fprintf(&b, "    %-8s  %-*s  %s\n", w.Level, width, w.Source(dir), hidden(w.Value, s.Hidden || w.Sensitive))
+			fmt.Fprintf(&b, "    %-8s  %-*s  %s\n", w.Level, width, w.Source, hidden(w.Value, s.Hidden || w.Sensitive))
 		}
 	}
 	_, err := fmt.Fprint(c.v.Streams.Stdout, Escape(b.String()))

@@ -22,12 +22,12 @@ func FuzzRenderPlan(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(body.Body)
-	f.Add([]byte(`{"format_version":1,"resources":[{"desired":{"x":{"value":1,"type":"number"}},"current":{"exists":true,"values":{"a":{"value":{"value":"x","type":["list","string"]}}}}}]}`))
-	f.Add([]byte(`{"format_version":1,"attributes":[{"path":"a","value":{"value":[1],"type":["tuple",["number"]]}}]}`))
+	f.Add([]byte(`{"format_version":2,"resources":[{"desired":{"x":{"value":1,"type":"number"}},"current":{"exists":true,"values":{"a":{"value":{"value":"x","type":["list","string"]}}}}}]}`))
+	f.Add([]byte(`{"format_version":2,"attributes":[{"path":"a","value":{"value":[1],"type":["tuple",["number"]]}}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		sum := sha256.Sum256(body)
 		var buf bytes.Buffer
-		buf.WriteString(`{"toque_plan":1,"checksum":"sha256:` + hex.EncodeToString(sum[:]) + `","plan":`)
+		buf.WriteString(`{"toque_plan":2,"checksum":"sha256:` + hex.EncodeToString(sum[:]) + `","plan":`)
 		buf.Write(body)
 		buf.WriteString(`}`)
 		path := filepath.Join(t.TempDir(), "plan.out")
@@ -39,7 +39,7 @@ func FuzzRenderPlan(f *testing.F) {
 			return
 		}
 		RenderText(&bytes.Buffer{}, got, RenderOptions{Color: true, Digest: digest})
-		_, _ = JSONView(got, nil)
+		_, _ = JSONView(got, JSONOptions{Digest: digest})
 		_ = RenderMarkdown(&bytes.Buffer{}, got, MarkdownOptions{MaxBytes: 4000, Digest: digest})
 	})
 }
