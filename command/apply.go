@@ -120,7 +120,7 @@ func (c *ApplyCommand) Run(args []string) int {
 		return finish()
 	}
 
-	verify, err := pickKey("verify-key", set["verify-key"], a.verifyKey, envVerifyKey)
+	verify, err := pickKey(c.Env, "verify-key", set["verify-key"], a.verifyKey, envVerifyKey)
 	if err != nil {
 		return usage("%s", err)
 	}
@@ -192,8 +192,8 @@ func (c *ApplyCommand) Run(args []string) int {
 	}()
 	applier := &apply.Applier{
 		Registry:    c.Registry,
-		StateDir:    stateDir(a.stateDir),
-		HostLock:    hostLock(),
+		StateDir:    stateDir(c.Env, a.stateDir),
+		HostLock:    hostLock(c.Env),
 		Logger:      c.Logger.Named("apply"),
 		Hooks:       view,
 		LockTimeout: a.lockTimeout,

@@ -26,11 +26,51 @@ import (
 // -ldflags "-X github.com/toquehq/toque/command.Version=…".
 var Version = "0.1.0-dev"
 
-// Streams are the process's standard streams.
+// Streams are what Run reads and writes of its process: the standard
+// streams, and the environment and working directory.
 type Streams struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
+	// Env is the environment and working directory; the zero Env is the
+	// process's own. Tests that run toque in-process set it, so that runs
+	// side by side do not share them.
+	Env Env
+}
+
+// Env is the environment toque's own settings are read from (TOQUE_*,
+// NO_COLOR, TERM, XDG_STATE_HOME, XDG_RUNTIME_DIR, HOME) and the directory
+// relative paths resolve against. Recipes' env() and the commands toque
+// starts still see the process's environment.
+type Env struct {
+	// LookupEnv is os.LookupEnv when nil.
+	LookupEnv func(key string) (string, bool)
+	// Dir is the working directory, an absolute path; empty for the
+	// process's own.
+	Dir string
+}
+
+// withDefaults fills what e leaves unset from the process.
+func (e Env) withDefaults() Env {
+	if e.LookupEnv == nil {
+		e.LookupEnv = os.LookupEnv
+	}
+	return e
+}
+
+// Getenv is the value of key, "" when unset.
+func (e Env) Getenv(key string) string {
+	v, _ := e.LookupEnv(key)
+	return v
+}
+
+// abs resolves p against the working directory: a relative p is left
+// as it is for the process's own.
+func (e Env) abs(p string) string {
+	if p == "" || filepath.IsAbs(p) || e.Dir == "" {
+		return p
+	}
+	return filepath.Join(e.Dir, p)
 }
 
 // Base is what every command gets: streams, a logger, a cancellable context
@@ -47,6 +87,8 @@ type Base struct {
 	Streams  Streams
 	Logger   hclog.Logger
 	Registry *resources.Registry
+	// Env is where settings are read from, with the working directory.
+	Env Env
 	// Chdir is the directory given with the global -chdir option ("" for
 	// the working directory); commands resolve their inputs against it.
 	Chdir string
@@ -66,7 +108,8 @@ func (b *Base) ui() cli.Ui {
 // Run is toque's entry point after signal set-up: it parses global options,
 // picks the command and returns the exit status.
 func Run(ctx context.Context, stop <-chan struct{}, args []string, streams Streams) int {
-	logger, closeLog, err := newLogger(streams.Stderr)
+	env := streams.Env.withDefaults()
+	logger, closeLog, err := newLogger(env, streams.Stderr)
 	if err != nil {
 		fmt.Fprintf(streams.Stderr, "Error: %s\n", err)
 		return ExitError
@@ -82,7 +125,7 @@ func Run(ctx context.Context, stop <-chan struct{}, args []string, streams Strea
 		case <-readCtx.Done():
 		}
 	}()
-	base := &Base{Ctx: ctx, ReadCtx: readCtx, Stop: stop, Streams: streams, Logger: logger, Registry: resources.Builtin(), files: map[string]*hcl.File{}}
+	base := &Base{Ctx: ctx, ReadCtx: readCtx, Stop: stop, Streams: streams, Logger: logger, Registry: resources.Builtin(), Env: env, files: map[string]*hcl.File{}}
 
 	// A shell asking for completions (bash's complete -C, and what
 	// -install-autocomplete sets up for zsh and fish) sets COMP_LINE.
@@ -169,9 +212,9 @@ func commands(base *Base) map[string]cli.CommandFactory {
 
 // newLogger builds the hclog logger from TOQUE_LOG and TOQUE_LOG_PATH. With
 // neither set, logging is off.
-func newLogger(stderr io.Writer) (hclog.Logger, func(), error) {
-	levelName := os.Getenv("TOQUE_LOG")
-	path := os.Getenv("TOQUE_LOG_PATH")
+func newLogger(env Env, stderr io.Writer) (hclog.Logger, func(), error) {
+	levelName := env.Getenv("TOQUE_LOG")
+	path := env.Getenv("TOQUE_LOG_PATH")
 	if levelName == "" && path == "" {
 		return hclog.NewNullLogger(), func() {}, nil
 	}
@@ -185,7 +228,7 @@ func newLogger(stderr io.Writer) (hclog.Logger, func(), error) {
 	out := stderr
 	closeFn := func() {}
 	if path != "" {
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		f, err := os.OpenFile(env.abs(path), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
 			return nil, nil, fmt.Errorf("TOQUE_LOG_PATH: %w", err)
 		}
@@ -283,10 +326,10 @@ func flagError(fs *flag.FlagSet, err error) string {
 	return msg + "."
 }
 
-// path resolves p against -chdir.
+// path resolves p against -chdir, else the working directory.
 func (b *Base) path(p string) string {
 	if p == "" || filepath.IsAbs(p) || b.Chdir == "" {
-		return p
+		return b.Env.abs(p)
 	}
 	return filepath.Join(b.Chdir, p)
 }
@@ -295,6 +338,9 @@ func (b *Base) path(p string) string {
 func (b *Base) workDir() string {
 	if b.Chdir != "" {
 		return b.Chdir
+	}
+	if b.Env.Dir != "" {
+		return b.Env.Dir
 	}
 	wd, err := os.Getwd()
 	if err != nil {
@@ -307,7 +353,7 @@ func (b *Base) workDir() string {
 // unless noColor (or NO_COLOR, TERM=dumb), paths relative to the working
 // directory, snippets from the parsed files.
 func (b *Base) view(noColor bool) *views.View {
-	v := views.NewView(views.Streams{Stdout: b.Streams.Stdout, Stderr: b.Streams.Stderr}, noColor, nil)
+	v := views.NewView(views.Streams{Stdout: b.Streams.Stdout, Stderr: b.Streams.Stderr}, noColor, b.Env.Getenv)
 	v.Workdir = b.workDir()
 	v.Files = b.files
 	v.Registry = b.Registry
@@ -324,20 +370,20 @@ func (b *Base) fail(noColor bool, format string, args ...any) int {
 
 // stateDir picks the state directory: -state-dir, else TOQUE_STATE_DIR,
 // else /var/lib/toque as root, else the XDG state directory.
-func stateDir(flagValue string) string {
+func stateDir(env Env, flagValue string) string {
 	if flagValue != "" {
-		return flagValue
+		return env.abs(flagValue)
 	}
-	if v := os.Getenv("TOQUE_STATE_DIR"); v != "" {
-		return v
+	if v := env.Getenv("TOQUE_STATE_DIR"); v != "" {
+		return env.abs(v)
 	}
 	if os.Geteuid() == 0 {
 		return "/var/lib/toque"
 	}
-	if v := os.Getenv("XDG_STATE_HOME"); v != "" {
-		return filepath.Join(v, "toque")
+	if v := env.Getenv("XDG_STATE_HOME"); v != "" {
+		return filepath.Join(env.abs(v), "toque")
 	}
-	if home, err := os.UserHomeDir(); err == nil {
+	if home := env.Getenv("HOME"); home != "" {
 		return filepath.Join(home, ".local", "state", "toque")
 	}
 	return filepath.Join(os.TempDir(), "toque-state")
@@ -352,15 +398,15 @@ const HostLockEnv = "TOQUE_HOST_LOCK"
 // runtime directory ($XDG_RUNTIME_DIR), else toque-UID/apply.lock in the
 // temporary directory. A normal user's applies exclude each other, not
 // root's: they cannot change what root's change.
-func hostLock() string {
-	if v := os.Getenv(HostLockEnv); v != "" {
-		return v
+func hostLock(env Env) string {
+	if v := env.Getenv(HostLockEnv); v != "" {
+		return env.abs(v)
 	}
 	uid := os.Geteuid()
 	if uid == 0 {
 		return "/run/toque/apply.lock"
 	}
-	if v := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(v) {
+	if v := env.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(v) {
 		return filepath.Join(v, "toque", "apply.lock")
 	}
 	return filepath.Join(os.TempDir(), fmt.Sprintf("toque-%d", uid), "apply.lock")

@@ -97,7 +97,7 @@ func (c *PlanCommand) Run(args []string) int {
 	// The signing key is read before planning, so a bad key fails at once.
 	var signKey ed25519.PrivateKey
 	if a.out != "" || isSet(fs, "sign-key") {
-		sign, err := pickKey("sign-key", isSet(fs, "sign-key"), a.signKey, envSignKey)
+		sign, err := pickKey(c.Env, "sign-key", isSet(fs, "sign-key"), a.signKey, envSignKey)
 		if err != nil {
 			return c.fail(a.color.noColor, "%s", err)
 		}

@@ -1,8 +1,6 @@
 package command
 
 import (
-	"os"
-
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/toquehq/toque/apply"
@@ -21,11 +19,11 @@ const CacheDirEnv = "TOQUE_CACHE_DIR"
 // TOQUE_CACHE_DIR, else STATE_DIR/cache. The state directory and its
 // cache/ are created and checked as apply checks them (apply.OpenStateDir):
 // cookbooks planted there by another user would run as root.
-func cacheDir(stateFlag string) (string, error) {
-	if v := os.Getenv(CacheDirEnv); v != "" {
-		return v, nil
+func cacheDir(env Env, stateFlag string) (string, error) {
+	if v := env.Getenv(CacheDirEnv); v != "" {
+		return env.abs(v), nil
 	}
-	state, err := apply.OpenStateDir(stateDir(stateFlag))
+	state, err := apply.OpenStateDir(stateDir(env, stateFlag))
 	if err != nil {
 		return "", err
 	}
@@ -40,13 +38,13 @@ func cacheDir(stateFlag string) (string, error) {
 
 // workspace is the policy workflow for the working directory.
 func (b *Base) workspace(stateFlag string) (*policy.Workspace, error) {
-	dir, err := cacheDir(stateFlag)
+	dir, err := cacheDir(b.Env, stateFlag)
 	if err != nil {
 		return nil, err
 	}
 	return policy.NewWorkspace(b.workDir(), policy.Options{
 		CacheDir: dir,
-		Token:    os.Getenv(policy.TokenEnv),
+		Token:    b.Env.Getenv(policy.TokenEnv),
 		Logger:   b.Logger.Named("policy"),
 	}), nil
 }

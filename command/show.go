@@ -61,7 +61,7 @@ func (c *ShowCommand) Run(args []string) int {
 	if fs.NArg() != 1 {
 		return c.fail(col.noColor, "show needs exactly one argument, the plan file: toque show PLANFILE")
 	}
-	verify, err := pickKey("verify-key", isSet(fs, "verify-key"), verifyKey, envVerifyKey)
+	verify, err := pickKey(c.Env, "verify-key", isSet(fs, "verify-key"), verifyKey, envVerifyKey)
 	if err != nil {
 		return c.fail(col.noColor, "%s", err)
 	}
