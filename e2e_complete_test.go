@@ -10,8 +10,8 @@ import (
 	"testing"
 )
 
-// complete runs toque as a completing shell does (complete -C: COMP_LINE
-// set, the command name and words as arguments) in dir.
+// complete runs the binary as a completing shell does (complete -C:
+// COMP_LINE set, the command name and words as arguments) in dir.
 func (e *env) complete(dir, line string) []string {
 	e.t.Helper()
 	cmd := exec.Command(toqueBin, "toque", "", "")
@@ -80,6 +80,17 @@ func TestE2EInstallAutocomplete(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The binary: what the shells will run is the executable's path.
+	toque := func(want int, args ...string) result {
+		t.Helper()
+		cmd := exec.Command(toqueBin, args...)
+		cmd.Env = env
+		r := e.runCmd(cmd)
+		if r.code != want {
+			t.Fatalf("toque %s: want exit %d, got %s", strings.Join(args, " "), want, r)
+		}
+		return r
+	}
 	read := func(rel string) string {
 		b, err := os.ReadFile(filepath.Join(home, rel))
 		if err != nil {
@@ -89,7 +100,7 @@ func TestE2EInstallAutocomplete(t *testing.T) {
 	}
 
 	// No shell configuration at all: nothing to install into.
-	r := e.mustToque(1, env, "-install-autocomplete")
+	r := toque(1, "-install-autocomplete")
 	if !strings.Contains(r.stderr, "No shell configuration found") {
 		t.Errorf("without rc files: %s", r)
 	}
@@ -103,7 +114,7 @@ func TestE2EInstallAutocomplete(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	r = e.mustToque(0, env, "-install-autocomplete")
+	r = toque(0, "-install-autocomplete")
 	for _, want := range []string{"Installed completion for bash in " + filepath.Join(home, ".bashrc"), "for zsh", "for fish"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("install does not say %q: %s", want, r)
@@ -127,12 +138,12 @@ func TestE2EInstallAutocomplete(t *testing.T) {
 	}
 
 	// Again: nothing changes.
-	r = e.mustToque(0, env, "-install-autocomplete")
+	r = toque(0, "-install-autocomplete")
 	if !strings.Contains(r.stdout, "Completion for bash is installed already") || read(".bashrc") != bashrc {
 		t.Errorf("a second install: %s\n.bashrc = %q", r, read(".bashrc"))
 	}
 
-	r = e.mustToque(0, env, "-uninstall-autocomplete")
+	r = toque(0, "-uninstall-autocomplete")
 	if !strings.Contains(r.stdout, "Removed completion for bash") {
 		t.Errorf("uninstall: %s", r)
 	}
@@ -145,5 +156,5 @@ func TestE2EInstallAutocomplete(t *testing.T) {
 	if got := read("config/fish/completions/toque.fish"); got != "(missing)" {
 		t.Errorf("toque.fish after uninstall = %q", got)
 	}
-	e.mustToque(1, env, "-install-autocomplete", "plan")
+	toque(1, "-install-autocomplete", "plan")
 }

@@ -2,18 +2,16 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// console runs toque console in the recipe dir with input piped in.
+// console runs toque console (in-process) in the recipe dir with input
+// piped in.
 func (e *env) console(input string, args ...string) result {
 	e.t.Helper()
-	cmd := exec.Command(toqueBin, append([]string{"-chdir=" + e.dir, "console"}, args...)...)
-	cmd.Stdin = strings.NewReader(input)
-	return e.runCmd(cmd)
+	return e.inProcess(strings.NewReader(input), nil, append([]string{"-chdir=" + e.dir, "console"}, args...)...)
 }
 
 const consoleRecipe = `

@@ -129,7 +129,7 @@ func Run(ctx context.Context, stop <-chan struct{}, args []string, streams Strea
 
 	// A shell asking for completions (bash's complete -C, and what
 	// -install-autocomplete sets up for zsh and fish) sets COMP_LINE.
-	if os.Getenv(compLineEnv) != "" {
+	if env.Getenv(compLineEnv) != "" {
 		return base.completeLine()
 	}
 

@@ -26,7 +26,8 @@ import (
 
 // Shell completion works as hashicorp/cli's does (and Terraform's): the
 // shell runs toque with COMP_LINE set, and toque prints the candidates
-// (posener/complete, the library hashicorp/cli uses). toque builds the
+// (posener/complete's predictors, the library hashicorp/cli uses; the
+// line is read from Env, not the process, so it runs in-process too). toque builds the
 // completion tree itself rather than through cli.CLI.Autocomplete, so that
 // -chdir=DIR completes directories and is not offered after a command, and
 // installs it itself: hashicorp/cli's installer finds the home directory
@@ -86,12 +87,13 @@ var predictPlanFiles = complete.PredictFunc(func(a complete.Args) []string {
 
 // completionTree is what completion knows of toque: the global options,
 // and each command with its flags (learnt from the command itself, see
-// parseFlags) and arguments.
-func (b *Base) completionTree() complete.Command {
+// parseFlags) and arguments. File and directory arguments complete in dir
+// ("" for the working directory), where toque will resolve them.
+func (b *Base) completionTree(dir string) complete.Command {
 	root := complete.Command{
 		Sub: complete.Commands{},
 		Flags: complete.Flags{
-			"-chdir":                    complete.PredictDirs("*"),
+			"-chdir":                    inDir(b.Env.Dir, complete.PredictDirs("*")),
 			"-" + installAutocomplete:   complete.PredictNothing,
 			"-" + uninstallAutocomplete: complete.PredictNothing,
 			"-help":                     complete.PredictNothing,
@@ -108,11 +110,12 @@ func (b *Base) completionTree() complete.Command {
 		Streams:  Streams{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard},
 		Logger:   hclog.NewNullLogger(),
 		Registry: b.Registry,
+		Env:      b.Env,
 		files:    map[string]*hcl.File{},
 		probe:    func(fs *flag.FlagSet) { got = fs },
 	}
 	for name, factory := range commands(probe) {
-		sub := complete.Command{Args: commandArgs(name), Flags: complete.Flags{}}
+		sub := complete.Command{Args: inDir(dir, commandArgs(name)), Flags: complete.Flags{}}
 		got = nil
 		if cmd, err := factory(); err == nil {
 			cmd.Run(nil)
@@ -120,11 +123,13 @@ func (b *Base) completionTree() complete.Command {
 		if got != nil {
 			got.VisitAll(func(f *flag.Flag) {
 				p := flagValues[f.Name]
-				if p == nil {
+				switch {
+				case p != nil:
+					p = inDir(dir, p)
+				case isBoolFlag(f):
+					p = complete.PredictNothing
+				default:
 					p = complete.PredictAnything
-					if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
-						p = complete.PredictNothing
-					}
 				}
 				sub.Flags["-"+f.Name] = p
 			})
@@ -135,35 +140,101 @@ func (b *Base) completionTree() complete.Command {
 	return root
 }
 
-// completeLine prints the completions of the line in COMP_LINE. After
+func isBoolFlag(f *flag.Flag) bool {
+	bf, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && bf.IsBoolFlag()
+}
+
+// inDir makes a file predictor complete in dir (absolute; "" for the
+// process's working directory): a relative word is looked up in dir, and
+// the candidates are given back relative to it.
+func inDir(dir string, p complete.Predictor) complete.Predictor {
+	if dir == "" || p == nil {
+		return p
+	}
+	return complete.PredictFunc(func(a complete.Args) []string {
+		if filepath.IsAbs(a.Last) {
+			return p.Predict(a)
+		}
+		last := a.Last
+		a.Last = filepath.Join(dir, last)
+		if last == "" || strings.HasSuffix(last, "/") {
+			a.Last += "/"
+		}
+		var out []string
+		for _, c := range p.Predict(a) {
+			switch rel, ok := strings.CutPrefix(c, dir+"/"); {
+			case c == dir+"/" || c == dir:
+				out = append(out, "./")
+			case ok:
+				out = append(out, rel)
+			}
+		}
+		return out
+	})
+}
+
+// completeLine prints the completions of the line in COMP_LINE (up to
+// COMP_POINT), as posener/complete does, but reading them from Env. After
 // -chdir=DIR, file arguments complete in DIR, where toque resolves them.
 func (b *Base) completeLine() int {
-	line := os.Getenv(compLineEnv)
-	if p, err := strconv.Atoi(os.Getenv("COMP_POINT")); err == nil && p >= 0 && p < len(line) {
+	line := b.Env.Getenv(compLineEnv)
+	if p, err := strconv.Atoi(b.Env.Getenv("COMP_POINT")); err == nil && p >= 0 && p < len(line) {
 		line = line[:p]
 	}
-	// The words typed in full: the last one is still being typed unless
-	// the line ends with a space.
-	done := strings.Fields(line)
-	if !strings.HasSuffix(line, " ") && len(done) > 0 {
-		done = done[:len(done)-1]
-	}
+	a := compArgs(line)
 	dir := ""
-	if len(done) > 1 {
-		dir, _ = strings.CutPrefix(done[1], "-chdir=")
-		if done[1] == "-chdir" && len(done) > 2 {
-			dir = done[2]
-		} else if dir == done[1] {
+	if len(a.Completed) > 0 {
+		switch chdir, ok := strings.CutPrefix(a.Completed[0], "-chdir="); {
+		case ok:
+			dir = chdir
+		case a.Completed[0] == "-chdir" && len(a.Completed) > 1:
+			dir = a.Completed[1]
+		}
+	}
+	if dir != "" || b.Env.Dir != "" {
+		dir = b.Env.abs(dir)
+		if abs, err := filepath.Abs(dir); err == nil && isDir(abs) {
+			dir = abs
+		} else {
 			dir = ""
 		}
 	}
-	if dir != "" && isDir(dir) {
-		_ = os.Chdir(dir) // a completion is its own short process
+	tree := b.completionTree(dir)
+	for _, option := range tree.Predict(a) {
+		if strings.HasPrefix(option, a.Last) {
+			fmt.Fprintln(b.Streams.Stdout, option)
+		}
 	}
-	c := complete.New("toque", b.completionTree())
-	c.Out = b.Streams.Stdout
-	c.Complete()
 	return ExitOK
+}
+
+// compArgs splits a command line as posener/complete does: the words
+// after the command; the last is the one being typed ("" after a space),
+// and a last word NAME=VALUE completes VALUE after NAME.
+func compArgs(line string) complete.Args {
+	parts := strings.Fields(line)
+	if strings.HasSuffix(line, " ") || line == "" {
+		parts = append(parts, "")
+	}
+	if n := len(parts); n > 0 {
+		parts = append(parts[:n-1], strings.Split(parts[n-1], "=")...)
+	}
+	var a complete.Args
+	if len(parts) > 0 {
+		a.All = parts[1:]
+		a.Completed = a.All[:len(a.All)-1]
+		if len(a.All) == 0 {
+			a.Completed = nil
+		}
+	}
+	if len(parts) > 0 {
+		a.Last = parts[len(parts)-1]
+	}
+	if len(a.Completed) > 0 {
+		a.LastCompleted = a.Completed[len(a.Completed)-1]
+	}
+	return a
 }
 
 // autocomplete installs or removes completion in the user's shells:
@@ -180,11 +251,11 @@ func (b *Base) autocomplete(args []string) int {
 	if err != nil {
 		return b.fail(false, "cannot tell where the toque binary is, for the shells to run it: %s", err)
 	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return b.fail(false, "cannot find your home directory: %s", err)
+	home := b.Env.Getenv("HOME")
+	if home == "" {
+		return b.fail(false, "cannot find your home directory: HOME is not set")
 	}
-	configHome := os.Getenv("XDG_CONFIG_HOME")
+	configHome := b.Env.Getenv("XDG_CONFIG_HOME")
 	if configHome == "" {
 		configHome = filepath.Join(home, ".config")
 	}

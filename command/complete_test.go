@@ -1,8 +1,17 @@
 package command
 
 import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/toquehq/toque/plan"
 	"github.com/toquehq/toque/resources"
 )
 
@@ -10,7 +19,7 @@ import (
 // must define them and call parseFlags before doing anything else.
 func TestCompletionTreeHasEveryCommandsFlags(t *testing.T) {
 	b := &Base{Registry: resources.Builtin()}
-	tree := b.completionTree()
+	tree := b.completionTree("")
 	if len(tree.Sub) != len(commands(b)) {
 		t.Fatalf("%d commands in the tree, want %d", len(tree.Sub), len(commands(b)))
 	}
@@ -45,5 +54,43 @@ func TestShellQuoteArg(t *testing.T) {
 		if got := shellQuoteArg(in); got != want {
 			t.Errorf("shellQuoteArg(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// Completion reads its line from Env and completes files in Env's
+// working directory, or -chdir's, without changing the process's.
+func TestCompleteLineInEnvDir(t *testing.T) {
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "recipes")
+	if err := os.MkdirAll(filepath.Join(sub, "nested"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := plan.Write(filepath.Join(sub, "saved.plan"), &plan.Plan{FormatVersion: plan.FormatVersion}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sub, "notes.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wd, _ := os.Getwd()
+	for line, want := range map[string]string{
+		"toque -chdir=re":                "recipes/ recipes/nested/",
+		"toque -chdir=recipes apply ":    "./ nested/ saved.plan",
+		"toque -chdir recipes show sa":   "saved.plan",
+		"toque -chdir=recipes plan -out": "-out",
+	} {
+		var out bytes.Buffer
+		vars := map[string]string{"COMP_LINE": line, "COMP_POINT": strconv.Itoa(len(line))}
+		code := Run(context.Background(), make(chan struct{}), []string{"toque", "", ""}, Streams{
+			Stdin: strings.NewReader(""), Stdout: &out, Stderr: io.Discard,
+			Env: Env{Dir: dir, LookupEnv: func(k string) (string, bool) { v, ok := vars[k]; return v, ok }},
+		})
+		got := strings.Fields(out.String())
+		sort.Strings(got)
+		if code != 0 || strings.Join(got, " ") != want {
+			t.Errorf("%q: exit %d, %q, want %q", line, code, got, want)
+		}
+	}
+	if now, _ := os.Getwd(); now != wd {
+		t.Errorf("completion changed the working directory to %s", now)
 	}
 }
