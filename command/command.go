@@ -95,6 +95,9 @@ type Base struct {
 	// files are the parsed recipe and policy files, for the snippets of
 	// diagnostics; loadConfig adds to it, views read it.
 	files map[string]*hcl.File
+	// probe, when set, is given each command's flag set by parseFlags,
+	// which then ends the command (see completion).
+	probe func(*flag.FlagSet)
 }
 
 // ui builds a cli.Ui over the streams.
@@ -124,9 +127,19 @@ func Run(ctx context.Context, stop <-chan struct{}, args []string, streams Strea
 	}()
 	base := &Base{Ctx: ctx, ReadCtx: readCtx, Stop: stop, Streams: streams, Logger: logger, Registry: resources.Builtin(), Env: env, files: map[string]*hcl.File{}}
 
+	// A shell asking for completions (bash's complete -C, and what
+	// -install-autocomplete sets up for zsh and fish) sets COMP_LINE.
+	if env.Getenv(compLineEnv) != "" {
+		return base.completeLine()
+	}
+
 	// Global options come before the subcommand, as in Terraform.
 	for len(args) > 0 && strings.HasPrefix(args[0], "-chdir") {
 		dir := strings.TrimPrefix(strings.TrimPrefix(args[0], "-chdir"), "=")
+		if args[0] == "-chdir" && len(args) > 1 {
+			// -chdir DIR, as Go's flags (and completion) write it.
+			dir, args = args[1], args[1:]
+		}
 		if dir == "" {
 			fmt.Fprintln(streams.Stderr, "Error: -chdir needs a directory: toque -chdir=DIR COMMAND")
 			return ExitError
@@ -144,26 +157,18 @@ func Run(ctx context.Context, stop <-chan struct{}, args []string, streams Strea
 		args[0] = "version"
 	}
 
+	if len(args) > 0 && isAutocompleteFlag(args[0]) {
+		return base.autocomplete(args)
+	}
+
 	c := &cli.CLI{
 		Name:        "toque",
 		Version:     Version,
 		Args:        args,
 		HelpWriter:  streams.Stdout,
 		ErrorWriter: streams.Stderr,
-		Commands: map[string]cli.CommandFactory{
-			"plan":     func() (cli.Command, error) { return &PlanCommand{Base: base}, nil },
-			"apply":    func() (cli.Command, error) { return &ApplyCommand{Base: base}, nil },
-			"show":     func() (cli.Command, error) { return &ShowCommand{Base: base}, nil },
-			"validate": func() (cli.Command, error) { return &ValidateCommand{Base: base}, nil },
-			"fmt":      func() (cli.Command, error) { return &FmtCommand{Base: base}, nil },
-			"version":  func() (cli.Command, error) { return &VersionCommand{Base: base}, nil },
-			"install":  func() (cli.Command, error) { return &InstallCommand{Base: base}, nil },
-			"update":   func() (cli.Command, error) { return &UpdateCommand{Base: base}, nil },
-			"export":   func() (cli.Command, error) { return &ExportCommand{Base: base}, nil },
-			"graph":    func() (cli.Command, error) { return &GraphCommand{Base: base}, nil },
-			"keygen":   func() (cli.Command, error) { return &KeygenCommand{Base: base}, nil },
-		},
-		HelpFunc: helpFunc,
+		Commands:    commands(base),
+		HelpFunc:    helpFunc,
 	}
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		if _, ok := c.Commands[args[0]]; !ok {
@@ -185,6 +190,24 @@ func Run(ctx context.Context, stop <-chan struct{}, args []string, streams Strea
 		return ExitError
 	}
 	return status
+}
+
+// commands lists toque's commands, made over base.
+func commands(base *Base) map[string]cli.CommandFactory {
+	return map[string]cli.CommandFactory{
+		"plan":     func() (cli.Command, error) { return &PlanCommand{Base: base}, nil },
+		"apply":    func() (cli.Command, error) { return &ApplyCommand{Base: base}, nil },
+		"show":     func() (cli.Command, error) { return &ShowCommand{Base: base}, nil },
+		"validate": func() (cli.Command, error) { return &ValidateCommand{Base: base}, nil },
+		"fmt":      func() (cli.Command, error) { return &FmtCommand{Base: base}, nil },
+		"version":  func() (cli.Command, error) { return &VersionCommand{Base: base}, nil },
+		"install":  func() (cli.Command, error) { return &InstallCommand{Base: base}, nil },
+		"update":   func() (cli.Command, error) { return &UpdateCommand{Base: base}, nil },
+		"export":   func() (cli.Command, error) { return &ExportCommand{Base: base}, nil },
+		"graph":    func() (cli.Command, error) { return &GraphCommand{Base: base}, nil },
+		"console":  func() (cli.Command, error) { return &ConsoleCommand{Base: base}, nil },
+		"keygen":   func() (cli.Command, error) { return &KeygenCommand{Base: base}, nil },
+	}
 }
 
 // newLogger builds the hclog logger from TOQUE_LOG and TOQUE_LOG_PATH. With
@@ -235,7 +258,15 @@ func (b *Base) newFlagSet(name string, help func() string) *flag.FlagSet {
 
 // parseFlags parses args; it returns a status to exit with when parsing
 // ended the command (help or a bad flag), or -1 to go on.
+//
+// Every command calls it, with every flag it takes defined, before it does
+// anything else: shell completion learns a command's flags by running it
+// on a base whose probe gets the flag set, which ends the command here.
 func (b *Base) parseFlags(fs *flag.FlagSet, args []string, help func() string) int {
+	if b.probe != nil {
+		b.probe(fs)
+		return ExitOK
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(b.Streams.Stdout, strings.TrimSpace(help()))
@@ -399,9 +430,15 @@ toque converges this host to the state its HCL recipes describe:
 carries out exactly that plan.
 
 Global options (before the command):
-  -chdir=DIR   Read recipes from DIR and resolve every path against it.
-  -version     Print the version (also 'toque version').
-  -help        Show this help; 'toque COMMAND -help' shows a command's.
+  -chdir=DIR                Read recipes from DIR and resolve every path
+                            against it.
+  -version                  Print the version (also 'toque version').
+  -help                     Show this help; 'toque COMMAND -help' shows a
+                            command's.
+  -install-autocomplete     Install completion of toque's commands, options
+                            and files for bash, zsh and fish (whichever
+                            have a configuration file in your home).
+  -uninstall-autocomplete   Remove it.
 
 Commands:
 `)

@@ -336,3 +336,18 @@ func TestReadWithDigestIsDigest(t *testing.T) {
 		t.Errorf("ReadWithDigest gave %s; Digest gives %s before and %s after", digest, pl.Digest(), got.Digest())
 	}
 }
+
+func TestLooksLikePlanFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "plan.out")
+	if err := Write(p, &Plan{FormatVersion: FormatVersion}); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(other, []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !LooksLikePlanFile(p) || LooksLikePlanFile(other) || LooksLikePlanFile(dir) || LooksLikePlanFile(filepath.Join(dir, "nope")) {
+		t.Errorf("LooksLikePlanFile: plan %v, text %v, dir %v, missing %v", LooksLikePlanFile(p), LooksLikePlanFile(other), LooksLikePlanFile(dir), LooksLikePlanFile(filepath.Join(dir, "nope")))
+	}
+}
