@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/toquehq/toque/internal/testenv"
 )
 
 const e2eHash = "$6$toquesalt$B/z3PiLDhw/N3ppNyPd9SHpsFAjF4qI6WvXWusj6bTN1w3XDVcvZeBwPDoEbUu8EbLf2og0ZQ3oC9BlluTbtB0"
@@ -247,7 +249,7 @@ group "rooty" {
 // As any user but root, the plan refuses to change accounts: the shadow
 // tools run only as root. Nothing reaches apply.
 func TestE2EAccountsNeedRoot(t *testing.T) {
-	mustHaveTier(t, os.Geteuid() == 0, "needs root, to run toque as nobody")
+	testenv.MustHave(t, testenv.Root, testenv.Nobody) // to run toque as nobody
 	e := newEnv(t)
 	os.Chmod(filepath.Dir(toqueBin), 0o755)
 	home := filepath.Join(filepath.Dir(e.dir), "nobody")

@@ -3,12 +3,13 @@ package main
 import (
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/toquehq/toque/internal/testenv"
 )
 
 // cron_d end to end: a job for a user created earlier in the same plan,
@@ -79,8 +80,7 @@ cron_d "toque_job" {
 // (quoted, empty, with quotes inside) and its \% a %.
 func TestE2ECronAcceptsWhatToqueWrites(t *testing.T) {
 	e := newEnv(t)
-	_, err := exec.LookPath("cron")
-	mustHaveTier(t, err == nil, "cron is not installed (Debian: apt-get install cron; scripts/test-deps installs it)")
+	testenv.MustHave(t, testenv.Cron)
 	ns := newHostNS(t, e, nsOptions{cron: true})
 	marker := filepath.Join(e.root, "ran")
 	e.recipe("cron.hcl", `cron_d "toque_every_minute" {
@@ -186,7 +186,7 @@ func TestE2ESysctl(t *testing.T) {
 	e := newEnv(t)
 	hostValue, err := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
 	if err != nil {
-		mustHaveTier(t, false, "no /proc/sys/net/ipv4/ip_forward: "+err.Error())
+		t.Fatalf("this kernel has no IPv4 forwarding switch: %v", err)
 	}
 	ns := newHostNS(t, e, nsOptions{net: true})
 	t.Cleanup(func() {

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toquehq/toque/internal/testenv"
 )
 
 // Tier B of the host-resource tests (notes/testing-host-resources §2):
@@ -24,22 +26,6 @@ import (
 // production; the host is untouched, which every test proves by hashing
 // its account databases and listing /etc/cron.d and /etc/sysctl.d before
 // and after.
-
-// mustHaveTier skips the test with why, or fails it when the strict
-// variable TOQUE_TEST_STRICT names a root tier (CI's `make test`), where
-// every such test must run.
-func mustHaveTier(t testing.TB, ok bool, why string) {
-	t.Helper()
-	if ok {
-		return
-	}
-	switch s := os.Getenv("TOQUE_TEST_STRICT"); s {
-	case "", "0", "nonroot":
-		t.Skip(why)
-	default:
-		t.Fatalf("%s (TOQUE_TEST_STRICT=%s: this tier must run here)", why, s)
-	}
-}
 
 // hostNS is one such namespace, held open by a sleeping process that
 // commands join with nsenter.
@@ -61,11 +47,7 @@ type nsOptions struct {
 // the host's databases and drop-in directories did not change.
 func newHostNS(t testing.TB, e *env, o nsOptions) *hostNS {
 	t.Helper()
-	mustHaveTier(t, os.Geteuid() == 0, "needs root: mount namespaces, overlays and the shadow tools")
-	for _, tool := range []string{"unshare", "nsenter", "useradd", "getent"} {
-		_, err := exec.LookPath(tool)
-		mustHaveTier(t, err == nil, tool+" is not installed (Debian: util-linux, passwd, libc-bin)")
-	}
+	testenv.MustHave(t, testenv.Root, testenv.Unshare, testenv.Nsenter, testenv.Overlay, testenv.Shadow)
 	before := hostFingerprint(t)
 	t.Cleanup(func() {
 		if after := hostFingerprint(t); after != before {
@@ -110,7 +92,7 @@ exec sleep infinity`
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
-		mustHaveTier(t, false, "cannot start unshare: "+err.Error())
+		t.Fatalf("starting unshare: %v", err)
 	}
 	ready := make(chan bool, 1)
 	go func() {
@@ -126,7 +108,7 @@ exec sleep infinity`
 	if !ok {
 		cmd.Process.Kill()
 		cmd.Wait()
-		mustHaveTier(t, false, "cannot make a mount namespace with overlays on /etc and /var: "+strings.TrimSpace(stderr.String()))
+		t.Fatalf("cannot make a mount namespace with overlays on /etc and /var: %s", strings.TrimSpace(stderr.String()))
 	}
 	ns := &hostNS{t: t, e: e, holder: cmd, dir: dir, nsFlags: flags}
 	t.Cleanup(func() {

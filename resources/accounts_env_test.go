@@ -4,55 +4,22 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/toquehq/toque/internal/testenv"
 )
 
 // Tier A of the host-resource tests (docs: notes/testing-host-resources):
 // the real shadow tools, pointed at a throwaway root with --prefix
 // (--root for gpasswd and chpasswd). They need root, and the tools.
 
-// mustHaveTier skips the test with why, or fails it when the strict
-// variable TOQUE_TEST_STRICT names a root tier (CI's `make test`), where
-// every such test must run.
-func mustHaveTier(t *testing.T, ok bool, why string) {
-	t.Helper()
-	if ok {
-		return
-	}
-	switch s := os.Getenv("TOQUE_TEST_STRICT"); s {
-	case "", "0", "nonroot":
-		t.Skip(why)
-	default:
-		t.Fatalf("%s (TOQUE_TEST_STRICT=%s: this tier must run here)", why, s)
-	}
-}
-
-// requireShadowTools is what tier A needs: root, and the shadow tools.
-func requireShadowTools(t *testing.T) {
-	t.Helper()
-	mustHaveTier(t, os.Geteuid() == 0, "needs root: the shadow tools run only as root, even with --prefix")
-	for _, tool := range []string{"useradd", "usermod", "userdel", "groupadd", "groupmod", "groupdel", "gpasswd", "chpasswd"} {
-		found := false
-		for _, d := range toolPath {
-			if _, err := os.Stat(filepath.Join(d, tool)); err == nil {
-				found = true
-			}
-		}
-		if _, err := exec.LookPath(tool); err == nil {
-			found = true
-		}
-		mustHaveTier(t, found, tool+" is not installed (Debian: apt-get install passwd)")
-	}
-}
-
 // accountsRoot is a throwaway root holding small account databases and
 // the host's login.defs (so useradd picks ids and makes groups as on the
 // host), for the tools' --prefix.
 func accountsRoot(t *testing.T) string {
 	t.Helper()
-	requireShadowTools(t)
+	testenv.MustHave(t, testenv.Root, testenv.Shadow) // the tools run only as root, even with --prefix
 	root := t.TempDir()
 	for _, d := range []string{"etc/default", "home", "var/mail"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/toquehq/toque/internal/testenv"
 )
 
 // cronRes builds a cron_d resource as the evaluator does: decoded
@@ -132,7 +134,7 @@ func TestCronDFieldValidation(t *testing.T) {
 // changed hour is a content diff, a mode someone loosened is put back,
 // delete. A user that does not exist is a need.
 func TestCronDLifecycle(t *testing.T) {
-	mustHaveTier(t, os.Geteuid() == 0, "needs root: the file is root's")
+	testenv.MustHave(t, testenv.Root) // the file is root's
 	dir := t.TempDir()
 	typ := newCronDType(dir, "")
 	env := testEnv(t)
