@@ -57,11 +57,13 @@ func TestE2EUsersAndGroups(t *testing.T) {
 	for _, want := range []string{
 		`+ group "toqgrp"`, `+ gid = 4300`,
 		`# user[toq] (action create, 1 of 2) will be created`, `+ password = (sensitive)`,
+		`+ manage_home = true`, // a setting: how the user is made
 		`# user[toq] (action lock, 2 of 2) will be updated in place`,
 		`+ members = ["daemon", "toq"]`,
 		"Plan: 3 to create, 1 to update",
 	} {
-		if !strings.Contains(r.stdout, want) {
+		// Values are aligned in columns: compare with single spaces.
+		if !strings.Contains(strings.Join(strings.Fields(r.stdout), " "), want) {
 			t.Errorf("plan lacks %q:\n%s", want, r.stdout)
 		}
 	}
