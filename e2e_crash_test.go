@@ -113,7 +113,7 @@ func TestE2ECrashLeavesEveryFileWhole(t *testing.T) {
 func (e *env) killApplyAfter(cut int, pause time.Duration) {
 	e.t.Helper()
 	cmd := exec.Command(toqueBin, "-chdir="+e.dir, "apply", "plan.out")
-	cmd.Env = append(os.Environ(), "TOQUE_STATE_DIR="+e.state, "NO_COLOR=1")
+	cmd.Env = append(os.Environ(), e.defaults()...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		e.t.Fatal(err)

@@ -162,24 +162,8 @@ func NodePathsRead(b *config.ResourceBlock) [][]string {
 	}
 	var out [][]string
 	for _, e := range exprs {
-		if e == nil {
-			continue
-		}
-		for _, tr := range e.Variables() {
-			if tr.RootName() != "node" {
-				continue
-			}
-			path := []string{}
-			for _, step := range tr[1:] {
-				if a, ok := step.(hcl.TraverseAttr); ok {
-					path = append(path, a.Name)
-				} else if ix, ok := step.(hcl.TraverseIndex); ok && ix.Key.Type() == cty.String && ix.Key.IsKnown() {
-					path = append(path, ix.Key.AsString())
-				} else {
-					break
-				}
-			}
-			out = append(out, path)
+		if e != nil {
+			out = append(out, nodePaths(e)...)
 		}
 	}
 	return out
@@ -380,6 +364,10 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx,
 		}
 	}
 
+	if dv, ok := t.(resources.Deriver); ok && !diags.HasErrors() {
+		diags = append(diags, derive(dv, b, values, sensitiveProps)...)
+	}
+
 	res := resources.NewResource(s, b.Name, action, values)
 	// Guards that read a sensitive attribute (or use sensitive()) hide
 	// their command, output and environment like a sensitive resource's.
@@ -434,6 +422,33 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx,
 		IgnoreFailure:  ignore,
 		Guards:         guards,
 	}, diags, ev.templates
+}
+
+// derive stores what a Deriver computes from the set properties in
+// values; the derived values are sensitive when any set property is.
+func derive(dv resources.Deriver, b *config.ResourceBlock, values map[string]cty.Value, sensitiveProps map[string]bool) hcl.Diagnostics {
+	var derived map[string]cty.Value
+	_, err := safeCall(func() (cty.Value, error) {
+		var err error
+		derived, err = dv.Derive(values)
+		return cty.NilVal, err
+	})
+	if err != nil {
+		return hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid resource",
+			Detail:   fmt.Sprintf("%s: %s.", b.Address(), err),
+			Subject:  b.DeclRange.Ptr(),
+		}}
+	}
+	anySensitive := len(sensitiveProps) > 0
+	for k, v := range derived {
+		values[k] = v
+		if anySensitive {
+			sensitiveProps[k] = true
+		}
+	}
+	return nil
 }
 
 // duplicates reports resources that manage the same thing (their identity

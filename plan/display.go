@@ -206,8 +206,11 @@ func (s *Shown) desired(name string, v cty.Value) string {
 
 // context lists Shown.Context: with the type's schema, identity and name
 // properties whose value is not the block label, then, for a type with no
-// desired-state property, every other property set, in schema order; for a
-// type this build does not know, every desired value.
+// desired-state property, every other property set, in schema order, and
+// for a create or a delete, the settings set (desired_state = false
+// properties: how it acts, such as a user's system or manage_home), which
+// say how the thing is made or removed; for a type this build does not
+// know, every desired value.
 func (s *Shown) context() []ShownValue {
 	r := s.Resource
 	if s.schema == nil {
@@ -226,10 +229,11 @@ func (s *Shown) context() []ShownValue {
 			break
 		}
 	}
+	working := r.Kind == resources.Create || r.Kind == resources.Delete
 	var ids, rest []ShownValue
 	for _, prop := range s.schema.Properties {
 		isID := prop.Identity || prop.NameProperty
-		if !isID && !acting {
+		if !isID && !acting && !(working && prop.NonState) {
 			continue
 		}
 		dv, ok := r.Desired[prop.Name]

@@ -179,11 +179,8 @@ func attributesOf(leaves []config.Leaf, cfg *config.Config, readBySensitive *eva
 		a := plan.Attribute{
 			Path:      strings.Join(l.Path, "."),
 			Level:     l.Level,
-			Source:    fmt.Sprintf("%s:%d", cfg.DisplayPath(l.Range.Filename), l.Range.Start.Line),
+			Source:    l.Source(cfg.DisplayPath),
 			Sensitive: l.Sensitive || readBySensitive.Covers(l.Path),
-		}
-		if l.Origin != "" {
-			a.Source = l.Origin + " at " + a.Source
 		}
 		if l.Value == cty.NilVal || a.Sensitive {
 			a.Value = []byte(`null`)
@@ -264,7 +261,16 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 	wg.Wait()
 
 	ress := make([]*plan.Resource, len(results))
-	provided := map[string]bool{}
+	provided, providers := map[string]bool{}, map[string]*eval.Instance{}
+	for i := len(results) - 1; i >= 0; i-- {
+		for _, st := range results[i].steps {
+			if st.Kind.IsWork() {
+				for _, n := range st.Provides {
+					providers[needKey(n)] = insts[i]
+				}
+			}
+		}
+	}
 	for i, o := range results {
 		diags = append(diags, o.diags...)
 		ress[i] = o.res
@@ -272,7 +278,7 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 			pl.Resources = append(pl.Resources, o.res)
 		}
 		for _, st := range o.steps {
-			diags = append(diags, unmetNeeds(insts[i], st, provided)...)
+			diags = append(diags, unmetNeeds(insts[i], st, provided, providers)...)
 		}
 	}
 	if ctx.Err() == nil {
@@ -387,7 +393,8 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 		return res, nil, nil
 	}
 
-	if d := hostChecks(inst, desired); d.HasErrors() {
+	hostNeeds, d := hostChecks(inst, desired)
+	if d.HasErrors() {
 		return nil, nil, append(diags, d...)
 	}
 
@@ -425,6 +432,11 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 		})
 		steps = append(steps, st)
 	}
+	for _, st := range steps {
+		if st.Kind.IsWork() {
+			st.Needs = append(st.Needs, hostNeeds...)
+		}
+	}
 	log.Debug("planned resource", "kind", res.Kind, "reason", res.Reason, "changes", len(res.Changes), "actions", len(steps))
 	return res, steps, nil
 }
@@ -432,27 +444,60 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 // unmetNeeds checks step's needs against what earlier steps provide (and
 // records what step provides): a need nothing provides would fail at
 // apply, after earlier resources changed the host, so it fails the plan.
-func unmetNeeds(inst *eval.Instance, step *resources.Step, provided map[string]bool) hcl.Diagnostics {
+// providers are the first resource of the plan that provides each need,
+// to name one that comes too late.
+func unmetNeeds(inst *eval.Instance, step *resources.Step, provided map[string]bool, providers map[string]*eval.Instance) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	if step.Kind.IsWork() {
 		for _, n := range step.Needs {
-			if provided[n.Namespace+"\x00"+n.Value] {
+			if provided[needKey(n)] {
 				continue
+			}
+			detail := fmt.Sprintf("%s needs the %s %s, which does not exist, and no earlier resource of the plan creates it: apply would fail there, after earlier resources changed the host. ",
+				instAddress(inst), n.What, n.Value)
+			if p := providers[needKey(n)]; p != nil && p != inst {
+				detail += fmt.Sprintf("%s creates it, but later: resources converge in the order they are declared, so declare %s before %s.",
+					instAddress(p), instAddress(p), instAddress(inst))
+			} else {
+				hint := ""
+				if n.Namespace == resources.NamespacePath {
+					hint = " (with recursive = true it creates missing parents too)"
+				}
+				detail += fmt.Sprintf("Declare a %s resource for %s before %s%s.", n.What, n.Value, instAddress(inst), hint)
 			}
 			diags = diags.Append(&hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Missing " + n.What,
-				Detail: fmt.Sprintf("%s needs the %s %s, which does not exist, and no earlier resource of the plan creates it: apply would fail there, after earlier resources changed the host. Declare a %s resource for %s before %s (with recursive = true it creates missing parents too).",
-					instAddress(inst), n.What, n.Value, n.What, n.Value, instAddress(inst)),
-				Subject: declRange(inst),
+				Detail:   detail,
+				Subject:  needRange(inst, n),
 			})
 		}
 		for _, n := range step.Provides {
-			provided[n.Namespace+"\x00"+n.Value] = true
+			provided[needKey(n)] = true
 		}
 	}
 	return diags
 }
+
+// needRange is where inst asks for n: the attribute whose host check
+// found it missing (an owner), or the block.
+func needRange(inst *eval.Instance, n resources.Need) *hcl.Range {
+	if inst != nil && inst.Resource != nil {
+		for _, prop := range inst.Resource.Schema().Properties {
+			if prop.HostCheck == nil || !inst.Resource.IsSet(prop.Name) {
+				continue
+			}
+			var missing *resources.MissingError
+			if err := prop.HostCheck(inst.Resource.Values[prop.Name]); errors.As(err, &missing) && needKey(missing.Need) == needKey(n) {
+				return attributeRange(inst, prop.Name)
+			}
+		}
+	}
+	return declRange(inst)
+}
+
+// needKey is n's identity: its namespace and value.
+func needKey(n resources.Need) string { return n.Namespace + "\x00" + n.Value }
 
 // sensitivity names which of inst's set properties have hidden values
 // (Resource.SensitiveProperties): those the type marks sensitive, and those
@@ -520,6 +565,10 @@ func lifecycleDiags(inst *eval.Instance, rd *plan.Reading, err error) hcl.Diagno
 			summary = "Cannot read " + addr
 		}
 	}
+	// A type that blames one property's value has it pointed at.
+	if pe := (*resources.PropertyError)(nil); errors.As(err, &pe) && inst.Resource != nil && inst.Resource.IsSet(pe.Property) {
+		subject = attributeRange(inst, pe.Property)
+	}
 	return hcl.Diagnostics{{
 		Severity: hcl.DiagError,
 		Summary:  summary,
@@ -544,14 +593,22 @@ func changesOf(changes []resources.Change) []plan.Change {
 // hostChecks runs the schema's plan-time host checks on the set values (an
 // owner that must exist), so a value apply could not use fails the plan
 // rather than an apply half-way. The diagnostic points at the attribute
-// when the block's body can say where it is.
-func hostChecks(inst *eval.Instance, desired *resources.Resource) hcl.Diagnostics {
+// when the block's body can say where it is. What the host lacks but an
+// earlier resource may create (a *resources.MissingError: an owner a user
+// resource creates) is returned as needs for the resource's steps instead.
+func hostChecks(inst *eval.Instance, desired *resources.Resource) ([]resources.Need, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
+	var needs []resources.Need
 	for _, prop := range desired.Schema().Properties {
 		if prop.HostCheck == nil || !desired.IsSet(prop.Name) {
 			continue
 		}
 		if err := prop.HostCheck(desired.Values[prop.Name]); err != nil {
+			var missing *resources.MissingError
+			if errors.As(err, &missing) {
+				needs = append(needs, missing.Need)
+				continue
+			}
 			diags = diags.Append(&hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Invalid value for property",
@@ -560,7 +617,7 @@ func hostChecks(inst *eval.Instance, desired *resources.Resource) hcl.Diagnostic
 			})
 		}
 	}
-	return diags
+	return needs, diags
 }
 
 // attributeRange is the range of attribute name in inst's block, or the
