@@ -1029,3 +1029,49 @@ func TestE2EInProcessWorkingDirectory(t *testing.T) {
 		}
 	}
 }
+
+// TestE2EPrintedPlanIsTheSavedPlansText: a plan only printed keeps nothing
+// of its unchanged resources, yet reads exactly as the same plan saved,
+// but for the lines about saving it.
+func TestE2EPrintedPlanIsTheSavedPlansText(t *testing.T) {
+	e := newEnv(t)
+	e.write("same.conf", "same\n", 0o644)
+	e.write("old.conf", "old\n", 0o644)
+	e.recipe("site.hcl", `
+file "ROOT/same.conf" {
+  content = "same\n"
+  mode    = "0644"
+}
+file "ROOT/old.conf" { content = "new\n" }
+file "ROOT/new.conf" { content = "created\n" }
+file "ROOT/skipped.conf" {
+  content = "x\n"
+  only_if = "false"
+}
+execute "reload" {
+  command = "true"
+  action  = "nothing"
+  subscribes "run" { resource = "file[ROOT/old.conf]" }
+}
+execute "twice" {
+  command = "true"
+  creates = "ROOT/same.conf"
+}
+`)
+	printed := e.must(0, "plan").stdout
+	saved := e.must(0, "plan", "-out=plan.out").stdout
+	cut := func(s string) string {
+		if i := strings.Index(s, "\nPlan digest:"); i >= 0 {
+			return s[:i]
+		}
+		return s
+	}
+	if cut(printed) != cut(saved) || strings.Contains(printed, "Plan digest") {
+		t.Errorf("the printed plan is not the saved plan's text\n--- printed\n%s\n--- saved\n%s", printed, saved)
+	}
+	for _, want := range []string{"~ file", "+ file", "? file", "2 unchanged"} {
+		if !strings.Contains(printed, want) {
+			t.Errorf("plan lacks %q:\n%s", want, printed)
+		}
+	}
+}

@@ -235,7 +235,7 @@ func (b *Base) readVerifiedPlan(path string, verify keyOption) (*plan.Plan, stri
 // planAndConfirm plans, shows the plan and asks for "yes". It returns the
 // plan to apply and its digest, or nil and the status to exit with.
 func (c *ApplyCommand) planAndConfirm(a applyArgs) (*plan.Plan, string, int) {
-	p, diags := c.makePlan(a.parallelism, &a.attrs)
+	p, diags := c.makePlan(a.parallelism, &a.attrs, false)
 	if p != nil && (p.Errored || diags.HasErrors()) {
 		p = nil
 	}

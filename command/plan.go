@@ -117,7 +117,10 @@ func (c *PlanCommand) Run(args []string) int {
 		}
 	}
 
-	p, diags := c.makePlan(a.parallelism, &a.attrs)
+	// A plan only printed as text (no -out, -json or -markdown) keeps
+	// nothing of its unchanged resources but their count and addresses.
+	printOnly := a.out == "" && !a.json && !a.md.markdown
+	p, diags := c.makePlan(a.parallelism, &a.attrs, printOnly)
 	var enc *plan.Encoded
 	// The plan is encoded (a large part of a large plan's time) only when
 	// something reads the bytes or their digest: the file, JSON, Markdown.
@@ -174,7 +177,7 @@ func (c *PlanCommand) Run(args []string) int {
 // plans them against this host. It returns the plan (nil when nothing
 // could be planned) and the diagnostics; a signal that stopped planning is
 // an errInterrupted diagnostic.
-func (b *Base) makePlan(parallelism int, attrs *attrFlags) (*plan.Plan, diag.Diagnostics) {
+func (b *Base) makePlan(parallelism int, attrs *attrFlags, printOnly bool) (*plan.Plan, diag.Diagnostics) {
 	cfg, pol, diags := b.loadConfig(attrs) // policy mode when policy.hcl is present
 	if diags.HasErrors() || cfg == nil {
 		return nil, diags
@@ -189,6 +192,7 @@ func (b *Base) makePlan(parallelism int, attrs *attrFlags) (*plan.Plan, diag.Dia
 		Logger:      b.Logger.Named("plan"),
 		Host:        facts,
 		Version:     Version,
+		PrintOnly:   printOnly,
 	}
 	p, pdiags := pl.Plan(b.ReadCtx, cfg)
 	if b.ReadCtx.Err() != nil {

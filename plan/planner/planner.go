@@ -75,6 +75,12 @@ type Planner struct {
 	Guards plan.GuardFunc
 	// Rand is the source of the plan's salt; nil means crypto/rand.
 	Rand io.Reader
+	// PrintOnly says the plan will only be printed as text: not saved,
+	// encoded, shown as JSON or Markdown, nor applied. A resource of one
+	// action planned unchanged then keeps no desired values and no live
+	// reading (Current, Fingerprint), which the text never shows: they
+	// were most of a no-op plan's memory and a tenth of its time.
+	PrintOnly bool
 }
 
 // Plan compiles cfg's node attributes with the host facts, evaluates its
@@ -399,10 +405,11 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 	}
 
 	res.GuardSpecs = inst.Guards
+	printOnly := p.PrintOnly && len(inst.Actions) <= 1
 	readings, err := p.lifecycle(logger).EvaluateActions(ctx, &plan.Subject{
 		Address: addr, Type: inst.Type, Desired: desired, Guards: inst.Guards,
 		Sensitive: inst.Sensitive, SensitiveProps: res.SensitiveProperties, Salt: salt,
-		State: pre,
+		State: pre, ForgetNoOp: printOnly,
 	}, inst.Actions)
 	rd := readings[0]
 	if err != nil {
@@ -423,6 +430,9 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 	res.Current = rd.Current
 	res.Fingerprint = rd.Fingerprint()
 	res.Changes = changesOf(step.Changes)
+	if printOnly && step.Kind == resources.NoOp {
+		res.Desired = nil
+	}
 	steps = append(steps, step)
 	for i, later := range readings[1:] {
 		st := later.Step
