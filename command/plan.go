@@ -193,6 +193,9 @@ func (b *Base) makePlan(parallelism int, attrs *attrFlags, printOnly bool) (*pla
 		Host:        facts,
 		Version:     Version,
 		PrintOnly:   printOnly,
+		// Nothing reads the recipes' syntax trees after evaluation but
+		// diagnostics, which get what they need from the files' bytes.
+		ReleaseSyntax: true,
 	}
 	p, pdiags := pl.Plan(b.ReadCtx, cfg)
 	if b.ReadCtx.Err() != nil {

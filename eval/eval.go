@@ -34,6 +34,10 @@ type Scope struct {
 	// leaves (["db", "password"]); an expression that reads one makes what
 	// it sets sensitive.
 	Sensitive [][]string
+	// ReleaseSyntax has Resources let go of each resource block's body as
+	// soon as the block is evaluated (config.ResourceBlock.ReleaseBody):
+	// the caller plans from the instances and evaluates nothing again.
+	ReleaseSyntax bool
 }
 
 // Instance is a resource block evaluated against its type's schema.
@@ -64,6 +68,21 @@ type Instance struct {
 	// sensitive node attribute (a template's content, when its variables
 	// or template do). In schema order.
 	SensitiveProps []string
+	// nodeReads is NodePathsRead(Block), kept for a sensitive instance
+	// when its block's body is released.
+	nodeReads [][]string
+}
+
+// NodePathsRead is NodePathsRead of the instance's block, also once the
+// block's body was released (Scope.ReleaseSyntax).
+func (inst *Instance) NodePathsRead() [][]string {
+	if inst.Block == nil {
+		return nil
+	}
+	if inst.nodeReads != nil {
+		return inst.nodeReads
+	}
+	return NodePathsRead(inst.Block)
 }
 
 // EvalContext is the plan-time evaluation context: node and host, and the
@@ -214,6 +233,12 @@ func Resources(c *config.Config, reg *resources.Registry, scope *Scope) ([]*Inst
 			return
 		}
 		results[i].inst, results[i].diags, results[i].templates = evaluateBlock(b, t, scope, ctxs[b.Dir], plain[b.Dir], reg, c.SourceText)
+		if inst := results[i].inst; inst != nil && scope != nil && scope.ReleaseSyntax {
+			if inst.Sensitive {
+				inst.nodeReads = append([][]string{}, NodePathsRead(b)...)
+			}
+			b.ReleaseBody()
+		}
 	})
 	for _, r := range results {
 		diags = append(diags, r.diags...)

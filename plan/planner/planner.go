@@ -75,6 +75,10 @@ type Planner struct {
 	Guards plan.GuardFunc
 	// Rand is the source of the plan's salt; nil means crypto/rand.
 	Rand io.Reader
+	// ReleaseSyntax has Plan let go of the configuration's syntax trees
+	// once its resources are evaluated (config.Config.ReleaseSyntax): the
+	// caller reads nothing of them afterwards but ranges and bytes.
+	ReleaseSyntax bool
 	// PrintOnly says the plan will only be printed as text: not saved,
 	// encoded, shown as JSON or Markdown, nor applied. A resource of one
 	// action planned unchanged then keeps no desired values and no live
@@ -113,9 +117,23 @@ func (p *Planner) Plan(ctx context.Context, cfg *config.Config) (*plan.Plan, hcl
 	}
 	// Attribute blocks may read host.…: write them again with the facts.
 	scope, attrs, evalDiags := eval.NewScope(cfg, p.Host.Value())
+	if p.ReleaseSyntax {
+		cfg.ReleaseFiles()
+		scope.ReleaseSyntax = true
+	}
 	insts, d := eval.Resources(cfg, p.Registry, scope)
 	evalDiags = append(evalDiags, d...)
 	diags = append(diags, evalDiags...)
+	// Attributes a sensitive resource reads are as secret as it is.
+	readBySensitive := &eval.Scope{}
+	for _, inst := range insts {
+		if inst.Sensitive {
+			readBySensitive.Sensitive = append(readBySensitive.Sensitive, inst.NodePathsRead()...)
+		}
+	}
+	if p.ReleaseSyntax {
+		cfg.ReleaseSyntax()
+	}
 
 	pl, planDiags := p.PlanInstances(ctx, insts)
 	diags = append(diags, planDiags...)
@@ -130,14 +148,7 @@ func (p *Planner) Plan(ctx context.Context, cfg *config.Config) (*plan.Plan, hcl
 		r.Source.Filename = cfg.DisplayPath(r.Source.Filename)
 	}
 	{
-		// Attributes a sensitive resource reads are as secret as it is.
-		read := &eval.Scope{}
-		for _, inst := range insts {
-			if inst.Sensitive && inst.Block != nil {
-				read.Sensitive = append(read.Sensitive, eval.NodePathsRead(inst.Block)...)
-			}
-		}
-		recorded, err := attributesOf(attrs.Leaves(), cfg, read)
+		recorded, err := attributesOf(attrs.Leaves(), cfg, readBySensitive)
 		if err != nil {
 			evalDiags = evalDiags.Append(&hcl.Diagnostic{
 				Severity: hcl.DiagError,
@@ -636,12 +647,8 @@ func attributeRange(inst *eval.Instance, name string) *hcl.Range {
 	if inst.Block == nil {
 		return nil
 	}
-	if inst.Block.Body != nil {
-		if attrs, d := inst.Block.Body.JustAttributes(); !d.HasErrors() {
-			if a, ok := attrs[name]; ok {
-				return a.Expr.Range().Ptr()
-			}
-		}
+	if r, ok := inst.Block.AttributeRange(name); ok {
+		return r.Ptr()
 	}
 	return inst.Block.DeclRange.Ptr()
 }
