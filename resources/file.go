@@ -72,14 +72,13 @@ func (t *fileType) Load(ctx context.Context, r *Resource) (*State, error) {
 	if !f.exists || (f.link != "" && !f.followed) || f.st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return st, nil
 	}
-	file, fst, err := openAt(f.dir, f.name, unix.O_RDONLY, unix.S_IFREG, idOf(&f.st))
+	data, fst, err := readRegular(f.dir, f.name, idOf(&f.st))
 	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) && pe.Op == "read" {
+			return nil, fmt.Errorf("reading %s: %w", f.path(), err)
+		}
 		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	defer file.Close()
-	data, err := io.ReadAll(file)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", f.path(), err)
 	}
 	si := statInfoOf(&fst)
 	for k, v := range ownerValues(si, true) {
@@ -112,8 +111,8 @@ func (t *fileType) Load(ctx context.Context, r *Resource) (*State, error) {
 // assumed to be anyone in particular, and naming an owner or a group in
 // the recipe does not make a file readable.
 func privateContent(f *found, si statInfo) string {
-	who := fmt.Sprintf("mode %04o, owner %s, group %s", si.mode, ownerName(si.uid), groupName(si.gid))
 	if si.mode&0o004 == 0 {
+		who := fmt.Sprintf("mode %04o, owner %s, group %s", si.mode, ownerName(si.uid), groupName(si.gid))
 		return "current content not shown: not every user of this host may read it (" + who + "); a plan shows only what every user may read"
 	}
 	if ok, err := searchableByAll(f.dir); err != nil || !ok {
