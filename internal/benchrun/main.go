@@ -36,6 +36,7 @@ func main() {
 	scale := flag.Bool("scale", false, "instead: the scale workload of issue 16 (see scale.go), for each -n and -layouts")
 	layouts := flag.String("layouts", "one,spread", "with -scale: the recipes as one file (one), over 100 files (spread), or both")
 	genDir := flag.String("generate", "", "instead: write the scale workload for the first -n and -layouts into DIR/recipes (targets under DIR/root) and stop")
+	keep := flag.Bool("keep", false, "leave the runs' files (remove them later: a removal of 100,000 files slows the next minutes' creates on ext4)")
 	prebuilt := flag.String("bin", "", "time this toque binary instead of building the working tree's")
 	flag.StringVar(&profile, "profile", "", "build toque with the toque_pprof tag and write CPU and heap profiles of every run under this directory")
 	flag.Parse()
@@ -55,7 +56,11 @@ func main() {
 	}
 	work, err := os.MkdirTemp("", "toque-bench-")
 	check(err)
-	defer os.RemoveAll(work)
+	if *keep {
+		fmt.Printf("(the runs' files stay in %s)\n", work)
+	} else {
+		defer os.RemoveAll(work)
+	}
 	bin := filepath.Join(work, "toque")
 	if *prebuilt != "" {
 		if bin, err = filepath.Abs(*prebuilt); err != nil {
