@@ -708,7 +708,26 @@ func (f *found) path() string { return f.dir.join(f.name) }
 // it points to under the rule for links on the way (UnsafeLinkError);
 // nothing there at the end of it is a missing target.
 func lookupPath(path string, follow bool) (*found, error) {
-	d, name, err := holdParent(path)
+	// A directory on the way that does not exist, found by one openat2
+	// that follows no link: nothing is there, and the step-by-step walk,
+	// which names the missing directory precisely for Converge's errors,
+	// would only find it again, component by component (most of a plan
+	// from nothing's reads, where every file's directory is to be made).
+	// Any other failure (a link on the way, no openat2) takes the walk.
+	var d *heldDir
+	var name string
+	var err error
+	if dir, base := filepath.Dir(path), filepath.Base(path); base != "/" && base != "." && base != ".." {
+		switch fd, oerr := openat2NoSymlinks(dir); {
+		case oerr == nil:
+			d, name = &heldDir{fd: fd, path: dir}, base
+		case errors.Is(oerr, unix.ENOENT):
+			return &found{name: base}, nil
+		}
+	}
+	if d == nil {
+		d, name, err = holdParent(path)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return &found{name: filepath.Base(path)}, nil
 	}

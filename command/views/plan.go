@@ -1,6 +1,7 @@
 package views
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 
@@ -86,7 +87,14 @@ func (t *planText) Show(p *plan.Plan, diags diag.Diagnostics, o PlanOptions) err
 	if p == nil || p.Errored {
 		return nil
 	}
-	return RenderText(t.v.Streams.Stdout, p, RenderOptions{Color: t.v.Color, SavedTo: o.SavedTo, Digest: o.Digest, NoDigest: o.NoDigest, Registry: t.v.Registry, Signature: o.Signature})
+	// Buffered: a plan of 10,000 changes is 80,000 lines, each a write(2)
+	// otherwise.
+	w := bufio.NewWriterSize(t.v.Streams.Stdout, 64<<10)
+	err := RenderText(w, p, RenderOptions{Color: t.v.Color, SavedTo: o.SavedTo, Digest: o.Digest, NoDigest: o.NoDigest, Registry: t.v.Registry, Signature: o.Signature})
+	if ferr := w.Flush(); err == nil {
+		err = ferr
+	}
+	return err
 }
 
 // planJSON prints one JSON document on stdout: the plan in the format of
