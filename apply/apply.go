@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/guard"
 	"github.com/toquehq/toque/plan"
@@ -92,6 +94,9 @@ type entry struct {
 	// journal says an earlier apply of the plan finished it.
 	idx     int
 	earlier *pastStep
+	// read is the pre-flight reading taken with the other resources of
+	// its type (plan.ReadBatches); nil when the lifecycle loads it.
+	read *plan.Preread
 }
 
 // Apply carries out p: it takes the apply lock, runs the pre-flight and
@@ -260,6 +265,7 @@ func (r *run) preflight(ctx context.Context) error {
 		}
 		r.entries = append(r.entries, e)
 	}
+	r.readBatches(ctx)
 	// Every check only reads (Load, guards), and checks are independent:
 	// they run like the planner's reads, PreflightParallelism at a time;
 	// their results are taken in plan order.
@@ -301,6 +307,46 @@ func (r *run) preflight(ctx context.Context) error {
 	return nil
 }
 
+// readBatches reads ahead, one call per type, the resources pre-flight
+// will read whose type reads in batches (resources.BatchLoader), as the
+// planner did: 200 packages are checked with one dpkg-query.
+func (r *run) readBatches(ctx context.Context) {
+	subjects := make([]*plan.Subject, len(r.entries))
+	for i, e := range r.entries {
+		if !r.preflightReads(e) {
+			continue
+		}
+		t, d, err := plan.DesiredResource(r.a.Registry, e.pr)
+		if err != nil {
+			continue // preflightOne reports it
+		}
+		e.typ, e.desired = t, d
+		subjects[i] = &plan.Subject{Type: t, Desired: d}
+	}
+	plan.ReadBatches(ctx, r.logger, subjects)
+	for i, s := range subjects {
+		if s != nil {
+			r.entries[i].read = s.Read
+		}
+	}
+}
+
+// preflightReads reports whether preflightOne reads e's live state.
+func (r *run) preflightReads(e *entry) bool {
+	pr := e.pr
+	switch {
+	case e.earlier != nil:
+		return false
+	case pr.Kind == resources.Run && r.j.past.resources[e.idx].inDoubt():
+		return false
+	case pr.Action == "nothing" && pr.Kind == resources.NoOp:
+		return false
+	case pr.Kind == resources.Skip:
+		return len(pr.GuardSpecs) > 0
+	}
+	return pr.Kind == resources.NoOp || pr.Kind.IsWork()
+}
+
 // PreflightParallelism is how many resources pre-flight checks at once.
 const PreflightParallelism = 10
 
@@ -340,16 +386,20 @@ func (r *run) preflightOne(ctx context.Context, e *entry) preflightResult {
 	if pr.Kind == resources.Skip && !checkGuards {
 		return preflightResult{}
 	}
-	t, d, err := plan.DesiredResource(r.a.Registry, pr)
-	if err != nil {
-		return preflightResult{err: &ResourceError{Address: pr.Address, Err: err}}
+	if e.desired == nil {
+		t, d, err := plan.DesiredResource(r.a.Registry, pr)
+		if err != nil {
+			return preflightResult{err: &ResourceError{Address: pr.Address, Err: err}}
+		}
+		e.typ, e.desired = t, d
 	}
-	e.typ, e.desired = t, d
 	var guards []*guard.Spec
 	if checkGuards {
 		guards = pr.GuardSpecs
 	}
-	rd, err := r.lc.Evaluate(ctx, r.subject(e, guards))
+	sub := r.subject(e, guards)
+	sub.Read = e.read
+	rd, err := r.lc.Evaluate(ctx, sub)
 	if checkGuards && !guardsFailed(err) {
 		if sr := guardsStale(pr, pr.Guards, rd); sr != nil {
 			return preflightResult{stale: sr}
@@ -653,6 +703,9 @@ func (r *run) convergeStep(ctx context.Context, e *entry, rr *ResourceReport, rd
 	if err := allowed(e.pr, step); err != nil {
 		return err
 	}
+	if err := sameValues(e.pr, e.desired, step, r.p.Salt); err != nil {
+		return err
+	}
 	if step.Reason != "" && step.Reason != e.pr.Reason {
 		rr.Reason = step.Reason
 	}
@@ -770,6 +823,42 @@ func allowed(pr *plan.Resource, step *resources.Step) error {
 	if len(extra) > 0 {
 		sort.Strings(extra)
 		return fmt.Errorf("refused to %s: after an earlier change in this run it would also change %s, which the plan did not show as changing; run toque plan again", now, strings.Join(extra, ", "))
+	}
+	return nil
+}
+
+// sameValues checks that step, planned from a reading taken in this run,
+// gives each property it changes the value the plan showed, where that
+// value was read from the host rather than set by the recipe: the version
+// apt would install, the digest of what a URL serves. A type must not
+// carry out a value nobody reviewed because the host moved after
+// pre-flight. Values the recipe set (or defaults) are fixed by the plan
+// file and not compared; nor are values the plan hides.
+func sameValues(pr *plan.Resource, desired *resources.Resource, step *resources.Step, salt string) error {
+	if pr.Sensitive {
+		return nil
+	}
+	shown := map[string]plan.Change{}
+	for _, c := range pr.Changes {
+		shown[c.Property] = c
+	}
+	s := desired.Schema()
+	for _, c := range step.Changes {
+		was, ok := shown[c.Property]
+		if !ok || was.Sensitive || c.Default || c.After == cty.NilVal {
+			continue
+		}
+		prop := s.Property(c.Property)
+		if prop != nil && (prop.Sensitive || slices.Contains(pr.SensitiveProperties, c.Property)) {
+			continue
+		}
+		if desired.IsSet(c.Property) && prop != nil && prop.Equals(desired.Values[c.Property], c.After) {
+			continue // the recipe's value
+		}
+		now := plan.StoreValue(prop, c.After, salt, false).Display
+		if now != was.After && plan.DisplayValue(c.After) != was.After {
+			return fmt.Errorf("refused to %s: %s would now become %s, but the plan showed %s (the host changed during this apply); run toque plan again", step.Kind, c.Property, now, was.After)
+		}
 	}
 	return nil
 }

@@ -36,6 +36,17 @@ type Subject struct {
 	// Salt keys the HMACs of sensitive live values: the plan's salt, so
 	// readings taken at apply compare with those taken at plan.
 	Salt string
+	// Read, when set, is the live state already read for this subject
+	// with the other resources of its type (ReadBatches): Evaluate uses
+	// it instead of calling Load. Guards still run first.
+	Read *Preread
+}
+
+// Preread is a reading taken ahead of Evaluate by a resources.BatchLoader:
+// the state, or the error reading it.
+type Preread struct {
+	State *resources.State
+	Err   error
 }
 
 // Reading is what the lifecycle found for a Subject: the guards' verdict
@@ -165,7 +176,13 @@ func (l *Lifecycle) Evaluate(ctx context.Context, s *Subject) (*Reading, error) 
 	}
 
 	t0 := time.Now()
-	st, err := protect(log, func() (*resources.State, error) { return s.Type.Load(ctx, s.Desired.LoadView()) })
+	var st *resources.State
+	var err error
+	if s.Read != nil {
+		st, err = s.Read.State, s.Read.Err
+	} else {
+		st, err = protect(log, func() (*resources.State, error) { return s.Type.Load(ctx, s.Desired.LoadView()) })
+	}
 	if err == nil && st == nil {
 		err = fmt.Errorf("the resource type returned no state")
 	}

@@ -112,6 +112,18 @@ type Need struct {
 	Value     string
 	// What words it for a reviewer: "directory".
 	What string
+	// Missing, when set, is what the plan says when no earlier step
+	// provides the need, in place of the planner's wording for a missing
+	// directory ("package nginx is not available from any configured
+	// repository…").
+	Missing string
+	// AtApply marks a need that an earlier step can meet only at apply: a
+	// package that only a repository added in the same plan offers, whose
+	// version nobody can know before that repository's lists are read.
+	// Such a value is "known at apply" (design §14); until toque has
+	// those, a need an earlier step would meet this way is a plan error
+	// naming that step (apply it first), and one nothing meets is Missing.
+	AtApply bool
 }
 
 // Change is one property that will change.
@@ -125,6 +137,9 @@ type Change struct {
 	// Default is true when After is the schema default (the recipe did not
 	// set the property and the thing is being created).
 	Default bool
+	// Note is one line the plan shows under the change for a reviewer
+	// ("apt also installs libfoo 1.2-1"); never for a sensitive value.
+	Note string
 }
 
 // Groups returns the distinct converge groups of changes, in schema order.
@@ -407,6 +422,12 @@ type Property struct {
 	// error. "" means the value identifies nothing shared (execute's
 	// command may run twice).
 	Namespace string
+	// SensitiveWhen, when set, hides a set value for which it returns true
+	// as if the recipe had written it with sensitive(): a URL that carries
+	// a password (https://user:secret@host/…) is shown as "(sensitive)" in
+	// every output, and kept in full only in the plan file. It gets the
+	// normalised value and does no I/O.
+	SensitiveWhen func(cty.Value) bool
 	// Warn, when set, returns a warning about a valid value that is
 	// probably not what the recipe meant (mode = 644, a decimal number
 	// that reads like octal), or "". It gets the value as written, before

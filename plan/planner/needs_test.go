@@ -54,18 +54,7 @@ func (t *needyType) Converge(context.Context, *resources.Env, *resources.Resourc
 func TestPlanRefusesUnmetNeeds(t *testing.T) {
 	typ := newNeedy()
 	inst := func(name string, line int, needs, provides []string) *eval.Instance {
-		vals := map[string]cty.Value{"name": cty.StringVal(name)}
-		for k, l := range map[string][]string{"needs": needs, "provides": provides} {
-			if l != nil {
-				var vs []cty.Value
-				for _, x := range l {
-					vs = append(vs, cty.StringVal(x))
-				}
-				vals[k] = cty.ListVal(vs)
-			}
-		}
-		rng := hcl.Range{Filename: "a.hcl", Start: hcl.Pos{Line: line, Column: 1}}
-		return &eval.Instance{Block: &config.ResourceBlock{Type: "needy", Name: name, DeclRange: rng}, Type: typ, Resource: resources.NewResource(typ.s, name, "create", vals)}
+		return instOf(typ, name, line, needs, provides)
 	}
 	p := plantest.FixedPlanner(plantest.NewFakeType(), 4)
 	p.Registry = resources.NewRegistry(typ)
@@ -78,4 +67,21 @@ func TestPlanRefusesUnmetNeeds(t *testing.T) {
 	if len(diags) != 2 || diags[0].Summary != "Missing directory" || diags[0].Subject.Start.Line != 1 || diags[1].Subject.Start.Line != 4 || !pl.Errored {
 		t.Fatalf("diagnostics %v", diags)
 	}
+}
+
+// instOf is a needy instance at line of a.hcl that needs and provides the
+// directories given.
+func instOf(typ *needyType, name string, line int, needs, provides []string) *eval.Instance {
+	vals := map[string]cty.Value{"name": cty.StringVal(name)}
+	for k, l := range map[string][]string{"needs": needs, "provides": provides} {
+		if l != nil {
+			var vs []cty.Value
+			for _, x := range l {
+				vs = append(vs, cty.StringVal(x))
+			}
+			vals[k] = cty.ListVal(vs)
+		}
+	}
+	rng := hcl.Range{Filename: "a.hcl", Start: hcl.Pos{Line: line, Column: 1}}
+	return &eval.Instance{Block: &config.ResourceBlock{Type: "needy", Name: name, DeclRange: rng}, Type: typ, Resource: resources.NewResource(typ.s, name, "create", vals)}
 }

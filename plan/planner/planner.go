@@ -256,9 +256,10 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 		diags hcl.Diagnostics
 	}
 	results := make([]outcome, len(insts))
+	start := time.Now()
+	reads := p.readBatches(ctx, logger, insts)
 	sem := make(chan struct{}, par)
 	var wg sync.WaitGroup
-	start := time.Now()
 	for i, inst := range insts {
 		select {
 		case sem <- struct{}{}:
@@ -270,14 +271,14 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 		go func(i int, inst *eval.Instance) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			res, step, d := p.planOne(ctx, logger, inst, salt)
+			res, step, d := p.planOne(ctx, logger, inst, salt, reads[i])
 			results[i] = outcome{res, step, d}
 		}(i, inst)
 	}
 	wg.Wait()
 
 	ress := make([]*plan.Resource, len(results))
-	provided := map[string]bool{}
+	provided := map[string]string{}
 	for i, o := range results {
 		diags = append(diags, o.diags...)
 		ress[i] = o.res
@@ -349,10 +350,35 @@ func (p *Planner) lifecycle(logger hclog.Logger) *plan.Lifecycle {
 	return &plan.Lifecycle{Registry: p.Registry, Logger: logger, Guards: p.Guards}
 }
 
+// readBatches reads ahead, one call per type, the live state of every
+// resource whose type reads in batches (resources.BatchLoader) and that
+// will be read: not those whose action is nothing. The result is aligned
+// with insts; nil where Load will read the resource itself.
+func (p *Planner) readBatches(ctx context.Context, logger hclog.Logger, insts []*eval.Instance) []*plan.Preread {
+	reads := make([]*plan.Preread, len(insts))
+	subjects := make([]*plan.Subject, len(insts))
+	for i, inst := range insts {
+		if inst == nil || inst.Resource == nil || inst.Type == nil || inst.Resource.Schema() == nil {
+			continue
+		}
+		if a := inst.Resource.Action; a == "nothing" || (a == "" && inst.Resource.Schema().DefaultAction == "nothing") {
+			continue
+		}
+		subjects[i] = &plan.Subject{Type: inst.Type, Desired: inst.Resource}
+	}
+	plan.ReadBatches(ctx, logger, subjects)
+	for i, s := range subjects {
+		if s != nil {
+			reads[i] = s.Read
+		}
+	}
+	return reads
+}
+
 // planOne plans one resource. It never panics: a panicking type becomes an
-// error diagnostic.
-func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *eval.Instance, salt string) (*plan.Resource, *resources.Step, hcl.Diagnostics) {
-	res, step, diags := p.planResource(ctx, logger, inst, salt)
+// error diagnostic. read is its reading taken ahead (nil: Load reads it).
+func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *eval.Instance, salt string, read *plan.Preread) (*plan.Resource, *resources.Step, hcl.Diagnostics) {
+	res, step, diags := p.planResource(ctx, logger, inst, salt, read)
 	if res == nil {
 		step = nil
 	}
@@ -361,7 +387,7 @@ func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *eval.I
 
 // planResource plans one resource; step is what its action would do (nil
 // when it is not read: skipped, or action nothing).
-func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *eval.Instance, salt string) (res *plan.Resource, step *resources.Step, diags hcl.Diagnostics) {
+func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *eval.Instance, salt string, read *plan.Preread) (res *plan.Resource, step *resources.Step, diags hcl.Diagnostics) {
 	addr := instAddress(inst)
 	if inst == nil || inst.Resource == nil || inst.Type == nil || inst.Resource.Schema() == nil {
 		return nil, nil, hcl.Diagnostics{{
@@ -409,7 +435,7 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 	res.GuardSpecs = inst.Guards
 	rd, err := p.lifecycle(logger).Evaluate(ctx, &plan.Subject{
 		Address: addr, Type: inst.Type, Desired: desired, Guards: inst.Guards,
-		Sensitive: inst.Sensitive, SensitiveProps: res.SensitiveProperties, Salt: salt,
+		Sensitive: inst.Sensitive, SensitiveProps: res.SensitiveProperties, Salt: salt, Read: read,
 	})
 	if err != nil {
 		return nil, nil, lifecycleDiags(inst, rd, err)
@@ -439,25 +465,45 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 }
 
 // unmetNeeds checks step's needs against what earlier steps provide (and
-// records what step provides): a need nothing provides would fail at
-// apply, after earlier resources changed the host, so it fails the plan.
-func unmetNeeds(inst *eval.Instance, step *resources.Step, provided map[string]bool) hcl.Diagnostics {
+// records what step provides, by address): a need nothing provides would
+// fail at apply, after earlier resources changed the host, so it fails the
+// plan. So does, for now, a need an earlier step meets only at apply
+// (Need.AtApply: a value known at apply, which toque does not have yet).
+func unmetNeeds(inst *eval.Instance, step *resources.Step, provided map[string]string) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	if step.Kind.IsWork() {
 		for _, n := range step.Needs {
-			if provided[n.Namespace+"\x00"+n.Value] {
+			by, ok := provided[n.Namespace+"\x00"+n.Value]
+			switch {
+			case ok && !n.AtApply:
 				continue
+			case ok:
+				diags = diags.Append(&hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Value known only at apply",
+					Detail: fmt.Sprintf("%s needs the %s %s, which only %s, earlier in this plan, makes available, and only once it is applied: what %s would do cannot be known before then (values known at apply are not supported yet). Apply %s first (a plan of it alone, or with %s guarded), then plan again.",
+						instAddress(inst), n.What, n.Value, by, instAddress(inst), by, instAddress(inst)),
+					Subject: declRange(inst),
+				})
+				continue
+			}
+			detail := n.Missing
+			if detail == "" {
+				detail = fmt.Sprintf("%s needs the %s %s, which does not exist, and no earlier resource of the plan creates it: apply would fail there, after earlier resources changed the host. Declare a %s resource for %s before %s (with recursive = true it creates missing parents too).",
+					instAddress(inst), n.What, n.Value, n.What, n.Value, instAddress(inst))
 			}
 			diags = diags.Append(&hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Missing " + n.What,
-				Detail: fmt.Sprintf("%s needs the %s %s, which does not exist, and no earlier resource of the plan creates it: apply would fail there, after earlier resources changed the host. Declare a %s resource for %s before %s (with recursive = true it creates missing parents too).",
-					instAddress(inst), n.What, n.Value, n.What, n.Value, instAddress(inst)),
-				Subject: declRange(inst),
+				Detail:   detail,
+				Subject:  declRange(inst),
 			})
 		}
 		for _, n := range step.Provides {
-			provided[n.Namespace+"\x00"+n.Value] = true
+			key := n.Namespace + "\x00" + n.Value
+			if _, ok := provided[key]; !ok {
+				provided[key] = instAddress(inst)
+			}
 		}
 	}
 	return diags
@@ -583,6 +629,10 @@ func buildChanges(s *resources.Schema, changes []resources.Change, state *resour
 					ch.DiffNote = "content is not text: no diff shown"
 				}
 			}
+		}
+		if c.Note != "" && !sensitive {
+			// The type's word to the reviewer about this change.
+			ch.DiffNote = strings.TrimPrefix(ch.DiffNote+"; "+c.Note, "; ")
 		}
 		out = append(out, ch)
 	}
