@@ -209,6 +209,11 @@ type State struct {
 	ownerKnown    bool
 	dirUnwritable string
 
+	// fetched is what remote_file's Load downloaded (or found in its
+	// cache) for Plan to show: never stored in a plan, whose record is
+	// the digest in Extra.
+	fetched *fetchedSource
+
 	// obj and src identify the objects Load read (the file at a path; a
 	// hard link's source), so that Converge changes those and no other.
 	// Set by the built-in file-system types; never stored in a plan.

@@ -458,7 +458,7 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 	res.Fingerprint = rd.Fingerprint()
 	res.Changes = buildChanges(schema, step.Changes, rd.State, salt, hides)
 	if rd.State.Exists && (step.Kind == resources.Update || step.Kind == resources.NoOp) {
-		res.Unmanaged = unmanaged(schema, desired, res.Current)
+		res.Unmanaged = unmanaged(schema, desired, res.Current, step.Changes)
 	}
 	log.Debug("planned resource", "kind", res.Kind, "reason", res.Reason, "changes", len(res.Changes))
 	return res, step, nil
@@ -681,11 +681,13 @@ func isBinary(s string) bool {
 
 // unmanaged lists the desired-state properties the recipe did not set that
 // the live reading has, with their display form (already redacted by
-// StoreCurrent when sensitive).
-func unmanaged(s *resources.Schema, desired *resources.Resource, cur *plan.Current) []plan.Unmanaged {
+// StoreCurrent when sensitive). A property the step changes all the same
+// (a type that computes its target: remote_file's downloaded content) is
+// not left as it is.
+func unmanaged(s *resources.Schema, desired *resources.Resource, cur *plan.Current, changes []resources.Change) []plan.Unmanaged {
 	var out []plan.Unmanaged
 	for _, prop := range s.Properties {
-		if !prop.IsDesiredState() || desired.IsSet(prop.Name) {
+		if !prop.IsDesiredState() || desired.IsSet(prop.Name) || changed(changes, prop.Name) {
 			continue
 		}
 		sv, ok := cur.Values[prop.Name]
@@ -695,6 +697,15 @@ func unmanaged(s *resources.Schema, desired *resources.Resource, cur *plan.Curre
 		out = append(out, plan.Unmanaged{Property: prop.Name, Current: sv.Display})
 	}
 	return out
+}
+
+func changed(changes []resources.Change, name string) bool {
+	for _, c := range changes {
+		if c.Property == name {
+			return true
+		}
+	}
+	return false
 }
 
 // contextValues lists the properties a reviewer needs beside the changes
