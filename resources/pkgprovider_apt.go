@@ -379,7 +379,7 @@ var lockHolder = regexp.MustCompile(`Could not get lock (\S+?)\.? It is held by 
 // says so in the log, naming the holder; a lock it never got is an error
 // that names it and says nothing was changed.
 func (p *aptProvider) Change(ctx context.Context, env *Env, op *PackageOp) error {
-	log := envLogger(env)
+	log := logger(env)
 	argv := p.args(op, false)
 	s := p.spec(argv, op.Timeout, log)
 	s.OutputLimit = 0
@@ -417,12 +417,4 @@ func (p *aptProvider) Change(ctx context.Context, env *Env, op *PackageOp) error
 		return fmt.Errorf("%s did not finish within %s (timeout) and was stopped: %s", strings.Join(argv, " "), op.Timeout, tail(te.Result, 12))
 	}
 	return commandError(argv, res, err)
-}
-
-// envLogger is env's logger, or a null one.
-func envLogger(env *Env) hclog.Logger {
-	if env == nil || env.Logger == nil {
-		return hclog.NewNullLogger()
-	}
-	return env.Logger
 }
