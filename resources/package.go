@@ -305,9 +305,27 @@ func (t *packageType) loadAll(ctx context.Context, rs []*Resource) ([]*State, []
 			}
 		}
 	}
-	infos, err := prov.Read(ctx, uniqueNames(names))
+	infos, err := prov.Installed(ctx, uniqueNames(names))
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading the package database: %w", err)
+	}
+	// What the repositories offer, only for the packages whose action
+	// depends on it.
+	var ask []*PackageInfo
+	asked := map[string]bool{}
+	for i, r := range rs {
+		if errs[i] != nil {
+			continue
+		}
+		for _, q := range reqs[i] {
+			if info := infos[q.name]; info != nil && !asked[q.name] && needsOffer(r, q, info, files[i] != nil) {
+				asked[q.name] = true
+				ask = append(ask, info)
+			}
+		}
+	}
+	if err := prov.Offered(ctx, ask); err != nil {
+		return nil, nil, fmt.Errorf("reading what the repositories offer: %w", err)
 	}
 	var searched string
 	for i, r := range rs {
@@ -365,6 +383,25 @@ func (t *packageType) simulate(ctx context.Context, prov PackageProvider, rs []*
 		}()
 	}
 	wg.Wait()
+}
+
+// needsOffer reports whether what r's action does to q depends on what
+// the repositories offer: not for remove and purge, a package file, or an
+// installed package that install leaves alone (at the pinned version, or
+// with none pinned).
+func needsOffer(r *Resource, q pkgRequest, info *PackageInfo, fromFile bool) bool {
+	action := effectiveAction(r)
+	if (action != "install" && action != "upgrade") || fromFile {
+		return false
+	}
+	installed := info.State == PkgInstalled
+	switch {
+	case q.version != "":
+		return !installed || info.Installed != q.version
+	case action == "upgrade":
+		return true
+	}
+	return !installed
 }
 
 // packageState is the State of one resource's packages: the installed
@@ -787,13 +824,14 @@ func (t *packageType) Converge(ctx context.Context, env *Env, desired *Resource,
 		return nil
 	}
 	err = prov.Change(ctx, env, d.op)
-	if err == nil {
-		return nil
+	var le *LockError
+	if err == nil || errors.As(err, &le) {
+		return err
 	}
 	// What did it do before it failed? Read the packages again.
 	reqs, _, _ := requests(desired)
 	names := packagesTouched(reqs, current.Extra[xApt])
-	after, rerr := prov.Read(context.WithoutCancel(ctx), names)
+	after, rerr := prov.Installed(context.WithoutCancel(ctx), names)
 	if rerr != nil {
 		return fmt.Errorf("%w\n(the packages could not be read again to say what changed: %v)", err, rerr)
 	}

@@ -3,6 +3,7 @@ package resources
 import (
 	"context"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -397,8 +398,9 @@ func TestPackageListInOneCall(t *testing.T) {
 }
 
 // TestPackageReadsInOneBatch: planning many packages starts one
-// dpkg-query and one apt-cache policy, and an apt-get -s only for a
-// resource with work.
+// dpkg-query, one apt-cache policy for the packages whose action depends
+// on what the repositories offer, and an apt-get -s only for a resource
+// with work.
 func TestPackageReadsInOneBatch(t *testing.T) {
 	e := newPkgEnv(t)
 	e.root.Install(t, "toque-fixture=2.0", "toque-dep")
@@ -421,8 +423,19 @@ func TestPackageReadsInOneBatch(t *testing.T) {
 	if strings.Join(kinds, ",") != want {
 		t.Fatalf("commands %q, want %s (two simulations: toque-app and toque-conf have work)", calls, want)
 	}
+	if calls[1] != "apt-cache policy toque-app toque-conf" {
+		t.Errorf("apt-cache policy asked about %q: only packages whose action depends on the candidate", calls[1])
+	}
 	if states[0].Extra[xState+"toque-fixture"] != "installed" || states[2].Extra[xApt] != "installs toque-app 1.0" {
 		t.Errorf("states %+v %+v", states[0], states[2])
+	}
+	// A converged host: every package installed, nothing pinned otherwise
+	// — the plan reads the database alone.
+	if _, err := e.typ.LoadAll(context.Background(), rs[:2]); err != nil {
+		t.Fatal(err)
+	}
+	if calls := e.callLog(); len(calls) != 1 || !strings.HasPrefix(calls[0], "dpkg-query -W") {
+		t.Fatalf("commands %q, want one dpkg-query", calls)
 	}
 }
 
@@ -543,4 +556,35 @@ func runIn(t *testing.T, env map[string]string, name string, args ...string) str
 	t.Helper()
 	r := &debtest.Root{Env: env}
 	return r.Run(t, name, args...)
+}
+
+// TestLockHolderFromTheKernel: when apt gives up without naming the
+// holder (it names it only while it waits), toque asks the kernel.
+func TestLockHolderFromTheKernel(t *testing.T) {
+	if _, err := osexec.LookPath("perl"); err != nil {
+		t.Skip("perl is not installed (it is Essential on Debian): no process to hold the lock")
+	}
+	dir := t.TempDir()
+	lock, ready := filepath.Join(dir, "lock-frontend"), filepath.Join(dir, "ready")
+	cmd := osexec.Command("perl", "-MFcntl", "-e", `open(my $f, ">>", $ARGV[0]) or die $!;
+my $l = pack("s s x4 q q l x4", F_WRLCK, 0, 0, 0, 0); fcntl($f, F_SETLK, $l) or die "lock: $!";
+open(my $r, ">", $ARGV[1]) or die $!; close $r; sleep 30`, lock, ready)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	for i := 0; ; i++ {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		if i > 200 {
+			t.Fatal("the lock holder did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	e := lockErrorOf("E: Unable to acquire the dpkg frontend lock ("+lock+"), is another process using it?", time.Second)
+	want := "the dpkg lock " + lock + " is held by process " + strconv.Itoa(cmd.Process.Pid) + " (perl): toque waited 1s"
+	if !strings.Contains(e.Error(), want) {
+		t.Fatalf("%v, want %q", e, want)
+	}
 }

@@ -22,12 +22,17 @@ import (
 type PackageProvider interface {
 	// Name is the provider's name in plans and errors: "apt".
 	Name() string
-	// Read returns what the host knows of each named package, in one go
-	// (one process per question, not per package): the installed version
-	// and state, whether it is held, and the versions the configured
-	// repositories offer. A name nobody knows gets a PackageInfo with no
-	// installed version, no candidate and no versions.
-	Read(ctx context.Context, names []string) (map[string]*PackageInfo, error)
+	// Installed returns what the package database says of each named
+	// package, in one go (one process, not one per package): the
+	// installed version, the state, whether it is held. A name the
+	// database does not know gets a PackageInfo with State PkgAbsent.
+	Installed(ctx context.Context, names []string) (map[string]*PackageInfo, error)
+	// Offered fills in, for each of infos, in one go, what the configured
+	// repositories offer: the candidate and the versions on offer. The
+	// package type asks only about packages whose action depends on it
+	// (not an installed package that install leaves alone), so the plan
+	// of a converged host reads only the database.
+	Offered(ctx context.Context, infos []*PackageInfo) error
 	// Inspect reads a local package file (the package resource's source):
 	// its name, version and architecture.
 	Inspect(ctx context.Context, file string) (*PackageFile, error)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sys/unix"
 
 	"github.com/toquehq/toque/internal/shellexec"
 )
@@ -110,9 +111,8 @@ func tail(res *shellexec.Result, lines int) string {
 // install left unpacked.
 const dpkgQueryFormat = `${binary:Package}\t${Package}\t${Architecture}\t${Version}\t${db:Status-Want}\t${db:Status-Status}\n`
 
-// Read asks dpkg-query about every name at once, then apt-cache policy:
-// two processes, whatever the number of packages.
-func (p *aptProvider) Read(ctx context.Context, names []string) (map[string]*PackageInfo, error) {
+// Installed asks dpkg-query about every name at once.
+func (p *aptProvider) Installed(ctx context.Context, names []string) (map[string]*PackageInfo, error) {
 	out := make(map[string]*PackageInfo, len(names))
 	for _, n := range names {
 		out[n] = &PackageInfo{Name: n}
@@ -126,12 +126,28 @@ func (p *aptProvider) Read(ctx context.Context, names []string) (map[string]*Pac
 		return nil, err
 	}
 	parseDpkgQuery(res.Stdout, out)
-	res, err = p.read(ctx, append([]string{"apt-cache", "policy"}, names...))
-	if err != nil {
-		return nil, err
-	}
-	parsePolicy(res.Stdout, out)
 	return out, nil
+}
+
+// Offered asks apt-cache policy about every package at once.
+func (p *aptProvider) Offered(ctx context.Context, infos []*PackageInfo) error {
+	if len(infos) == 0 {
+		return nil
+	}
+	byName := make(map[string]*PackageInfo, len(infos))
+	argv := []string{"apt-cache", "policy"}
+	for _, info := range infos {
+		if byName[info.Name] == nil {
+			argv = append(argv, info.Name)
+		}
+		byName[info.Name] = info
+	}
+	res, err := p.read(ctx, argv)
+	if err != nil {
+		return err
+	}
+	parsePolicy(res.Stdout, byName)
+	return nil
 }
 
 // parseDpkgQuery fills infos from dpkg-query lines (dpkgQueryFormat). A
@@ -372,8 +388,68 @@ func aptRefusal(argv []string, res *shellexec.Result, err error) error {
 	return fmt.Errorf("apt refuses it (%s, status %d):\n%s", strings.Join(argv, " "), res.ExitCode, strings.Join(keep, "\n"))
 }
 
-// lockHolder is apt's "It is held by process 1234 (apt-get)".
-var lockHolder = regexp.MustCompile(`Could not get lock (\S+?)\.? It is held by process (\d+) \(([^)]*)\)`)
+// lockHolder is apt's "It is held by process 1234 (apt-get)", and
+// lockPath the path in its final "Unable to acquire the dpkg frontend lock
+// (PATH)".
+var (
+	lockHolder = regexp.MustCompile(`Could not get lock (\S+?)\.? It is held by process (\d+) \(([^)]*)\)`)
+	lockPath   = regexp.MustCompile(`lock \((/[^)]+)\)`)
+)
+
+// LockError is a package manager that could not get its lock in time:
+// nothing was changed.
+type LockError struct {
+	Path   string // the lock file
+	Holder string // "process 1234 (apt-get)", or "another process"
+	Waited time.Duration
+}
+
+func (e *LockError) Error() string {
+	lock := "the dpkg lock"
+	if e.Path != "" {
+		lock += " " + e.Path
+	}
+	return fmt.Sprintf("%s is held by %s: toque waited %s (lock_timeout) and changed nothing; let it finish, or raise lock_timeout", lock, e.Holder, e.Waited)
+}
+
+// lockErrorOf reads apt's output about a lock it did not get, and, when
+// apt did not say who holds it (it says so only while it waits), asks the
+// kernel (lockHolderOf).
+func lockErrorOf(out string, waited time.Duration) *LockError {
+	e := &LockError{Holder: "another process", Waited: waited}
+	if m := lockHolder.FindAllStringSubmatch(out, -1); m != nil {
+		last := m[len(m)-1]
+		e.Path, e.Holder = last[1], fmt.Sprintf("process %s (%s)", last[2], last[3])
+		return e
+	}
+	if m := lockPath.FindStringSubmatch(out); m != nil {
+		e.Path = m[1]
+		if h := lockHolderOf(m[1]); h != "" {
+			e.Holder = h
+		}
+	}
+	return e
+}
+
+// lockHolderOf names the process holding an fcntl lock on path (as dpkg
+// and apt lock), "" when none does or it cannot be told: F_GETLK says its
+// pid, /proc its name.
+func lockHolderOf(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0}
+	if err := unix.FcntlFlock(f.Fd(), unix.F_GETLK, &lk); err != nil || lk.Type == unix.F_UNLCK || lk.Pid <= 0 {
+		return ""
+	}
+	name := "?"
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", lk.Pid)); err == nil {
+		name = strings.TrimSpace(string(b))
+	}
+	return fmt.Sprintf("process %d (%s)", lk.Pid, name)
+}
 
 // Change runs op's apt-get command line. While apt waits for the lock it
 // says so in the log, naming the holder; a lock it never got is an error
@@ -404,13 +480,7 @@ func (p *aptProvider) Change(ctx context.Context, env *Env, op *PackageOp) error
 		all = res.Stdout + "\n" + res.Stderr
 	}
 	if strings.Contains(all, "Unable to acquire the dpkg frontend lock") || strings.Contains(all, "Could not get lock") {
-		holder := "another process"
-		lock := "the dpkg lock"
-		if m := lockHolder.FindAllStringSubmatch(all, -1); m != nil {
-			last := m[len(m)-1]
-			lock, holder = "the dpkg lock "+last[1], fmt.Sprintf("process %s (%s)", last[2], last[3])
-		}
-		return fmt.Errorf("%s is held by %s: toque waited %s (lock_timeout) and changed nothing; let it finish, or raise lock_timeout", lock, holder, op.LockTimeout)
+		return lockErrorOf(all, op.LockTimeout)
 	}
 	var te *shellexec.TimeoutError
 	if errors.As(err, &te) {
