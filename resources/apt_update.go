@@ -68,7 +68,7 @@ func (t *aptUpdateType) Load(ctx context.Context, r *Resource) (*State, error) {
 	fi, err := os.Stat(t.root + updateStamp)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		st.Extra["updated"] = "never (no " + updateStamp + ")"
+		st.Extra["updated"] = "never"
 		if effectiveAction(r) == "periodic" {
 			st.Extra["due"] = "yes"
 		}
@@ -99,23 +99,27 @@ func (t *aptUpdateType) Plan(desired *Resource, current *State) (*Step, error) {
 	case "nothing":
 		return nothingStep(), nil
 	case "update":
-		return &Step{Kind: Run, Reason: "update runs every time (lists last updated: " + current.Extra["updated"] + ")", Provides: provides}, nil
+		return &Step{Kind: Run, Reason: "update runs every time; " + listsUpdated(current.Extra["updated"]), Provides: provides}, nil
 	case "periodic":
 		freq := strconv.Itoa(desired.Int("frequency"))
 		if current.Extra["due"] != "yes" {
-			return &Step{Kind: NoOp, Reason: "apt's lists were updated at " + current.Extra["updated"] + ", less than frequency (" + freq + " s) ago"}, nil
+			return &Step{Kind: NoOp, Reason: listsUpdated(current.Extra["updated"]) + ", less than frequency (" + freq + " s) ago"}, nil
 		}
-		return &Step{Kind: Run, Reason: "apt's lists were updated " + sinceWords(current.Extra["updated"]) + ", frequency (" + freq + " s) ago or more", Provides: provides}, nil
+		if current.Extra["updated"] == "never" {
+			return &Step{Kind: Run, Reason: listsUpdated("never"), Provides: provides}, nil
+		}
+		return &Step{Kind: Run, Reason: listsUpdated(current.Extra["updated"]) + ", frequency (" + freq + " s) ago or more", Provides: provides}, nil
 	default:
 		return nil, unknownAction(t.schema, action)
 	}
 }
 
-func sinceWords(updated string) string {
-	if _, err := time.Parse(time.RFC3339, updated); err == nil {
-		return "at " + updated
+// listsUpdated words when the lists were last updated.
+func listsUpdated(updated string) string {
+	if updated == "never" {
+		return "apt's lists have no update stamp (" + updateStamp + "): never updated, as far as toque knows"
 	}
-	return updated
+	return "apt's lists were last updated at " + updated
 }
 
 // Converge runs apt-get update, then touches the stamp.
