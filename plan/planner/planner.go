@@ -481,8 +481,8 @@ func unmetNeeds(inst *eval.Instance, step *resources.Step, provided map[string]s
 				diags = diags.Append(&hcl.Diagnostic{
 					Severity: hcl.DiagError,
 					Summary:  "Value known only at apply",
-					Detail: fmt.Sprintf("%s needs the %s %s, which only %s, earlier in this plan, makes available, and only once it is applied: what %s would do cannot be known before then (values known at apply are not supported yet). Apply %s first (a plan of it alone, or with %s guarded), then plan again.",
-						instAddress(inst), n.What, n.Value, by, instAddress(inst), by, instAddress(inst)),
+					Detail: fmt.Sprintf("%s needs %s, which only %s, earlier in this plan, provides, and only once it is applied: what %s would do is known only at apply, and toque does not plan values known at apply yet. Apply %s first (plan and apply with %s left out, or guarded with only_if), then plan again.",
+						instAddress(inst), n.What, by, instAddress(inst), by, instAddress(inst)),
 					Subject: declRange(inst),
 				})
 				continue
