@@ -217,7 +217,7 @@ func TestValidators(t *testing.T) {
 
 func TestBuiltin(t *testing.T) {
 	reg := Builtin()
-	if got := strings.Join(reg.Names(), ","); got != "bash,csh,directory,execute,file,link,perl,powershell_script,python,script,sh,template" {
+	if got := strings.Join(reg.Names(), ","); got != "apt_repository,apt_update,bash,csh,directory,execute,file,link,package,perl,powershell_script,python,remote_file,script,sh,template" {
 		t.Fatalf("Builtin().Names() = %s", got)
 	}
 	for _, n := range reg.Names() {
