@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -442,29 +441,49 @@ func TestPackageReadsInOneBatch(t *testing.T) {
 func TestPackageLockHeld(t *testing.T) {
 	e := newPkgEnv(t)
 	lock := filepath.Join(e.root.Dir, "var/lib/dpkg/lock-frontend")
-	f, err := os.OpenFile(lock, os.O_RDWR|os.O_CREATE, 0o640)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := syscall.FcntlFlock(f.Fd(), syscall.F_SETLK, &syscall.Flock_t{Type: syscall.F_WRLCK, Whence: 0}); err != nil {
-		t.Fatal(err)
-	}
+	pid := holdLock(t, lock)
 	r := e.res("toque-fixture", "install", map[string]cty.Value{"lock_timeout": cty.NumberIntVal(1)})
 	start := time.Now()
-	err = e.apply(r)
+	err := e.apply(r)
 	if err == nil {
 		t.Fatal("apply succeeded with the lock held")
 	}
-	want := "the dpkg lock " + lock + " is held by process " + strconv.Itoa(os.Getpid()) + " ("
+	want := "the dpkg lock " + lock + " is held by process " + strconv.Itoa(pid) + " (perl)"
 	if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "waited 1s (lock_timeout) and changed nothing") {
-		t.Fatalf("error %v, want it to name the lock's holder (%s…)", err, want)
+		t.Fatalf("error %v, want it to name the lock's holder (%s)", err, want)
 	}
 	if d := time.Since(start); d < time.Second || d > 30*time.Second {
 		t.Errorf("waited %s", d)
 	}
 	if got := e.status("toque-fixture"); got != "" {
 		t.Errorf("status %q", got)
+	}
+}
+
+// holdLock starts a process (perl, Essential on Debian) that holds an
+// fcntl write lock on path, as dpkg and apt lock, until the test ends,
+// and returns its pid.
+func holdLock(t *testing.T, path string) int {
+	t.Helper()
+	if _, err := osexec.LookPath("perl"); err != nil {
+		t.Skip("perl is not installed (it is Essential on Debian): no process to hold the lock")
+	}
+	ready := filepath.Join(t.TempDir(), "ready")
+	cmd := osexec.Command("perl", "-MFcntl", "-e", `open(my $f, ">>", $ARGV[0]) or die $!;
+my $l = pack("s s x4 q q l x4", F_WRLCK, 0, 0, 0, 0); fcntl($f, F_SETLK, $l) or die "lock: $!";
+open(my $r, ">", $ARGV[1]) or die $!; close $r; sleep 60`, path, ready)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	for i := 0; ; i++ {
+		if _, err := os.Stat(ready); err == nil {
+			return cmd.Process.Pid
+		}
+		if i > 500 {
+			t.Fatal("the lock holder did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -561,29 +580,10 @@ func runIn(t *testing.T, env map[string]string, name string, args ...string) str
 // TestLockHolderFromTheKernel: when apt gives up without naming the
 // holder (it names it only while it waits), toque asks the kernel.
 func TestLockHolderFromTheKernel(t *testing.T) {
-	if _, err := osexec.LookPath("perl"); err != nil {
-		t.Skip("perl is not installed (it is Essential on Debian): no process to hold the lock")
-	}
-	dir := t.TempDir()
-	lock, ready := filepath.Join(dir, "lock-frontend"), filepath.Join(dir, "ready")
-	cmd := osexec.Command("perl", "-MFcntl", "-e", `open(my $f, ">>", $ARGV[0]) or die $!;
-my $l = pack("s s x4 q q l x4", F_WRLCK, 0, 0, 0, 0); fcntl($f, F_SETLK, $l) or die "lock: $!";
-open(my $r, ">", $ARGV[1]) or die $!; close $r; sleep 30`, lock, ready)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	for i := 0; ; i++ {
-		if _, err := os.Stat(ready); err == nil {
-			break
-		}
-		if i > 200 {
-			t.Fatal("the lock holder did not start")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	lock := filepath.Join(t.TempDir(), "lock-frontend")
+	pid := holdLock(t, lock)
 	e := lockErrorOf("E: Unable to acquire the dpkg frontend lock ("+lock+"), is another process using it?", time.Second)
-	want := "the dpkg lock " + lock + " is held by process " + strconv.Itoa(cmd.Process.Pid) + " (perl): toque waited 1s"
+	want := "the dpkg lock " + lock + " is held by process " + strconv.Itoa(pid) + " (perl): toque waited 1s"
 	if !strings.Contains(e.Error(), want) {
 		t.Fatalf("%v, want %q", e, want)
 	}
