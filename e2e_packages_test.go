@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/toquehq/toque/internal/debtest"
+	"github.com/toquehq/toque/internal/testenv"
 )
 
 // The package end-to-end tests run `toque plan` and `toque apply` — the
@@ -42,22 +43,12 @@ var pkgFixtures = []debtest.Pkg{
 	{Name: "toque-fail", Version: "1.0", Depends: "toque-dep", Postinst: `echo "toque-fail: postinst fails on purpose" >&2; exit 1`},
 }
 
-// requireNamespaceOverlay skips the test unless it runs as root and can
-// mount an overlay in a new mount namespace.
+// requireNamespaceOverlay lets the test go on only as root, with apt and
+// dpkg-dev, and when overlays can be mounted in a new mount namespace.
 func requireNamespaceOverlay(t *testing.T) {
 	t.Helper()
 	debtest.Require(t)
-	if _, err := exec.LookPath("unshare"); err != nil {
-		t.Skip("unshare is not installed (util-linux): the package end-to-end tests run apt in a mount namespace")
-	}
-	d := t.TempDir()
-	for _, s := range []string{"lower", "upper", "work", "merged"} {
-		os.MkdirAll(filepath.Join(d, s), 0o755)
-	}
-	probe := fmt.Sprintf("mount -t overlay overlay -o lowerdir=%[1]s/lower,upperdir=%[1]s/upper,workdir=%[1]s/work %[1]s/merged", d)
-	if out, err := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c", probe).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount an overlay in a mount namespace here (%v: %s): the package end-to-end tests need CAP_SYS_ADMIN", err, strings.TrimSpace(string(out)))
-	}
+	testenv.MustHave(t, testenv.Unshare, testenv.Overlay)
 }
 
 // newPkgWorld makes the namespace's layers, hides the machine's apt

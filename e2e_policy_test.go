@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -47,7 +46,7 @@ default_attributes = { base = { motd = "managed by toque" } }
 }
 `,
 	})
-	r := e.runCmd(exec.Command(toqueBin, "-chdir="+filepath.Join(work, "base"), "install"))
+	r := e.toque(nil, "-chdir="+filepath.Join(work, "base"), "install")
 	if r.code != 0 {
 		t.Fatalf("base install: %s", r)
 	}
@@ -103,6 +102,15 @@ include_policy "base" {
 	if !strings.Contains(r.stdout, "Plan: 2 to create") {
 		t.Fatalf("plan: %s", r)
 	}
+	// The plan names the policy and its lock, and the git include's
+	// cookbook by name, not by this host's cache path.
+	if !strings.Contains(r.stdout, "(policy app, lock revision "+lock.RevisionID[:10]+")") {
+		t.Errorf("the plan does not name the policy and its lock:\n%s", r.stdout)
+	}
+	md := e.must(0, "show", "-markdown", "plan.out").stdout
+	if !strings.Contains(md, "Policy `app`, lock revision `"+lock.RevisionID+"`") || !strings.Contains(md, "cookbook base: recipes/default.hcl") || strings.Contains(md, e.state) {
+		t.Errorf("the Markdown plan:\n%s", md)
+	}
 	r = e.must(0, "show", "-json", "plan.out")
 	var shown struct {
 		LockRevision string `json:"lock_revision"`
@@ -122,7 +130,7 @@ include_policy "base" {
 		sources[a.Path] = a.Source
 	}
 	if !strings.HasPrefix(sources["base.motd"], `include_policy "base" (revision `) || !strings.HasSuffix(sources["app.name"], "policy.hcl:6") ||
-		!strings.HasSuffix(sources["paths.root"], "attributes/root.hcl:2") {
+		sources["paths.root"] != "cookbook base: attributes/root.hcl:2" {
 		t.Errorf("attribute provenance %v", sources)
 	}
 	e.must(0, "apply", "plan.out")

@@ -90,13 +90,13 @@ type entry struct {
 	// alreadyDone is set by pre-flight: planned work, but the live state
 	// is already the planned one.
 	alreadyDone bool
+	// preloaded is pre-flight's reading from its type's batch read
+	// (resources.BatchLoader), nil when it reads one by one.
+	preloaded *resources.State
 	// idx is the resource's index in the plan; earlier is set when the
 	// journal says an earlier apply of the plan finished it.
 	idx     int
 	earlier *pastStep
-	// read is the pre-flight reading taken with the other resources of
-	// its type (plan.ReadBatches); nil when the lifecycle loads it.
-	read *plan.Preread
 }
 
 // Apply carries out p: it takes the apply lock, runs the pre-flight and
@@ -234,7 +234,7 @@ func (r *run) lock(ctx context.Context) (func(), error) {
 func countWork(p *plan.Plan) int {
 	n := 0
 	for _, r := range p.Resources {
-		if r.Kind.IsWork() {
+		if r.AnyWork() {
 			n++
 		}
 	}
@@ -265,7 +265,7 @@ func (r *run) preflight(ctx context.Context) error {
 		}
 		r.entries = append(r.entries, e)
 	}
-	r.readBatches(ctx)
+	r.preload(ctx)
 	// Every check only reads (Load, guards), and checks are independent:
 	// they run like the planner's reads, PreflightParallelism at a time;
 	// their results are taken in plan order.
@@ -307,44 +307,30 @@ func (r *run) preflight(ctx context.Context) error {
 	return nil
 }
 
-// readBatches reads ahead, one call per type, the resources pre-flight
-// will read whose type reads in batches (resources.BatchLoader), as the
-// planner did: 200 packages are checked with one dpkg-query.
-func (r *run) readBatches(ctx context.Context) {
-	subjects := make([]*plan.Subject, len(r.entries))
-	for i, e := range r.entries {
-		if !r.preflightReads(e) {
+// preload reads, one batch per type that reads in batches, every entry
+// pre-flight will read (see resources.BatchLoader).
+func (r *run) preload(ctx context.Context) {
+	var subjects []*plan.Subject
+	of := map[*plan.Subject]*entry{}
+	for _, e := range r.entries {
+		pr := e.pr
+		if e.earlier != nil || (pr.Action == "nothing" && pr.Kind == resources.NoOp) || pr.Kind == resources.Skip {
 			continue
 		}
-		t, d, err := plan.DesiredResource(r.a.Registry, e.pr)
+		t, d, err := plan.DesiredResource(r.a.Registry, pr)
 		if err != nil {
 			continue // preflightOne reports it
 		}
-		e.typ, e.desired = t, d
-		subjects[i] = &plan.Subject{Type: t, Desired: d}
-	}
-	plan.ReadBatches(ctx, r.logger, subjects)
-	for i, s := range subjects {
-		if s != nil {
-			r.entries[i].read = s.Read
+		if _, ok := t.(resources.BatchLoader); !ok {
+			continue
 		}
+		s := &plan.Subject{Address: pr.Address, Type: t, Desired: d}
+		subjects = append(subjects, s)
+		of[s] = e
 	}
-}
-
-// preflightReads reports whether preflightOne reads e's live state.
-func (r *run) preflightReads(e *entry) bool {
-	pr := e.pr
-	switch {
-	case e.earlier != nil:
-		return false
-	case pr.Kind == resources.Run && r.j.past.resources[e.idx].inDoubt():
-		return false
-	case pr.Action == "nothing" && pr.Kind == resources.NoOp:
-		return false
-	case pr.Kind == resources.Skip:
-		return len(pr.GuardSpecs) > 0
+	for s, st := range r.lc.Preload(ctx, subjects) {
+		of[s].preloaded = st
 	}
-	return pr.Kind == resources.NoOp || pr.Kind.IsWork()
 }
 
 // PreflightParallelism is how many resources pre-flight checks at once.
@@ -382,24 +368,22 @@ func (r *run) preflightOne(ctx context.Context, e *entry) preflightResult {
 	}
 	// The guards again when they decided something: a different verdict
 	// makes the plan stale.
-	checkGuards := len(pr.GuardSpecs) > 0 && (pr.Kind == resources.Skip || pr.Kind.IsWork())
+	checkGuards := len(pr.GuardSpecs) > 0 && (pr.Kind == resources.Skip || pr.AnyWork())
 	if pr.Kind == resources.Skip && !checkGuards {
 		return preflightResult{}
 	}
-	if e.desired == nil {
-		t, d, err := plan.DesiredResource(r.a.Registry, pr)
-		if err != nil {
-			return preflightResult{err: &ResourceError{Address: pr.Address, Err: err}}
-		}
-		e.typ, e.desired = t, d
+	t, d, err := plan.DesiredResource(r.a.Registry, pr)
+	if err != nil {
+		return preflightResult{err: &ResourceError{Address: pr.Address, Err: err}}
 	}
+	e.typ, e.desired = t, d
 	var guards []*guard.Spec
 	if checkGuards {
 		guards = pr.GuardSpecs
 	}
-	sub := r.subject(e, guards)
-	sub.Read = e.read
-	rd, err := r.lc.Evaluate(ctx, sub)
+	subj := r.subject(e, guards)
+	subj.State = e.preloaded
+	rd, err := r.lc.Evaluate(ctx, subj)
 	if checkGuards && !guardsFailed(err) {
 		if sr := guardsStale(pr, pr.Guards, rd); sr != nil {
 			return preflightResult{stale: sr}
@@ -414,6 +398,9 @@ func (r *run) preflightOne(ctx context.Context, e *entry) preflightResult {
 	}
 	if e.planned != "" && rd.Fingerprint() == e.planned {
 		return preflightResult{}
+	}
+	if pr.Steps() > 1 {
+		return r.preflightActions(ctx, e, rd)
 	}
 	step := rd.Step
 	switch {
@@ -446,6 +433,43 @@ func inDoubt(addr string, s *pastStep) *StaleResource {
 		Then:     "not run",
 		Now:      "started at " + s.started.UTC().Format(time.RFC3339) + " by an earlier apply of this plan that did not record its end: it may or may not have run",
 	}}}
+}
+
+// preflightActions checks a resource of several actions whose live reading
+// is not the plan's: each action is planned again from it (the later ones
+// from the state the earlier ones are predicted to leave). Each must take
+// the planned kind of step, or none (already done); all none is "already
+// done"; anything else makes the plan stale.
+func (r *run) preflightActions(ctx context.Context, e *entry, first *plan.Reading) preflightResult {
+	pr := e.pr
+	actions := make([]string, pr.Steps())
+	for i := range actions {
+		actions[i] = pr.StepView(i).Action
+	}
+	readings, err := r.lc.EvaluateActions(ctx, r.subject(e, nil), actions)
+	if err != nil {
+		return preflightResult{err: &ResourceError{Address: pr.Address, Err: err}}
+	}
+	allDone := true
+	for i, rd := range readings {
+		planned, now := pr.StepView(i).Kind, rd.Step.Kind
+		if now != resources.NoOp {
+			allDone = false
+		}
+		if now == planned || now == resources.NoOp {
+			continue
+		}
+		sr := &StaleResource{Address: fmt.Sprintf("%s (action %s)", pr.Address, actions[i]), Planned: planned, Now: now}
+		if pr.Current != nil {
+			sr.Differences = plan.CompareCurrent(pr.Current, first.Current)
+		}
+		return preflightResult{stale: sr}
+	}
+	if allDone && pr.AnyWork() {
+		r.logger.Debug("already in the planned state", "resource", pr.Address)
+		e.alreadyDone = true
+	}
+	return preflightResult{}
 }
 
 // subject is the lifecycle subject of e, with guards (nil: not guarded).
@@ -514,7 +538,7 @@ func (r *run) converge(ctx context.Context, started time.Time, resumed bool) (*R
 		case e.pr.Kind == resources.Skip:
 			rr.Outcome = OutcomeSkipped
 			continue
-		case !e.pr.Kind.IsWork():
+		case !e.pr.AnyWork():
 			rr.Outcome = OutcomeUnchanged
 			continue
 		}
@@ -532,13 +556,7 @@ func (r *run) converge(ctx context.Context, started time.Time, resumed bool) (*R
 		// target first when the resource is about to change;
 		// "immediately" ones right after it changed; "delayed" ones are
 		// queued and run after this loop. Their runs go to rep.Notified.
-		err := nt.before(ctx, e)
-		if err == nil {
-			err = r.convergeOne(ctx, e, rr)
-			if err == nil {
-				err = nt.after(ctx, e, rr)
-			}
-		}
+		err := r.convergeResource(ctx, e, rr, nt)
 		if err == nil {
 			err = r.j.Err() // nothing more runs unrecorded
 		}
@@ -569,7 +587,7 @@ func (r *run) converge(ctx context.Context, started time.Time, resumed bool) (*R
 	if interrupted {
 		rep.Interrupted = true
 		for i, e := range r.entries {
-			if rep.Resources[i].Outcome == OutcomeNotStarted && e.pr.Kind.IsWork() {
+			if rep.Resources[i].Outcome == OutcomeNotStarted && e.pr.AnyWork() {
 				ie.NotStarted++
 			}
 		}
@@ -613,12 +631,132 @@ func doneEarlier(s *pastStep) string {
 	return fmt.Sprintf("%s by an earlier apply of this plan at %s; not done again", s.outcome, s.at.UTC().Format(time.RFC3339))
 }
 
-// convergeOne reads e again and converges it toward the live reading within
-// what the plan showed. It fills rr and returns the resource's error.
-func (r *run) convergeOne(ctx context.Context, e *entry, rr *ResourceReport) error {
+// convergeResource converges e's actions in order, each with its
+// notifications: "before" edges fire when the action is about to change,
+// "immediately" and "delayed" ones after each action that changed (as
+// Chef's run_all_actions). A resource of one action is converged as
+// itself; one of several is journaled as one resource and reported with a
+// report per action.
+func (r *run) convergeResource(ctx context.Context, e *entry, rr *ResourceReport, nt *notifier) error {
+	if e.pr.Steps() == 1 {
+		err := nt.before(ctx, e, 0)
+		if err == nil {
+			err = r.convergeOne(ctx, e, 0, rr, true)
+			if err == nil {
+				err = nt.after(ctx, e, rr)
+			}
+		}
+		return err
+	}
 	if err := r.j.Err(); err != nil {
 		return err
 	}
+	ref := stepRef{index: e.idx}
+	if e.alreadyDone {
+		// Every action already in its planned state (pre-flight), unless an
+		// earlier resource of this run undid one: each is read again.
+		allDone := true
+		for si := 0; si < e.pr.Steps() && allDone; si++ {
+			rd, err := r.lc.Evaluate(ctx, r.stepSubject(e, si, nil))
+			allDone = err == nil && !rd.Skip && rd.Step.Kind == resources.NoOp
+		}
+		if allDone {
+			rr.Outcome = OutcomeAlreadyDone
+			rr.Reason = "already in the planned state (" + e.pr.Reason + " at plan time)"
+			jerr := r.j.ended(ref, e.pr.Address, e.pr.Kind, rr.Outcome, nil)
+			r.hooks.AlreadyDone(e.pr)
+			return jerr
+		}
+	}
+	if jerr := r.j.started(ref, e.pr.Address, e.pr.Kind); jerr != nil {
+		return jerr
+	}
+	var runErr error
+	for si := 0; si < e.pr.Steps(); si++ {
+		view := e.pr.StepView(si)
+		srr := ResourceReport{Address: e.pr.Address, Kind: view.Kind, Outcome: OutcomeNotStarted, Reason: view.Reason}
+		switch {
+		case runErr != nil:
+		case view.Kind == resources.Skip:
+			srr.Outcome = OutcomeSkipped
+		case !view.Kind.IsWork():
+			srr.Outcome = OutcomeUnchanged
+		default:
+			runErr = nt.before(ctx, e, si)
+			if runErr == nil {
+				runErr = r.convergeOne(ctx, e, si, &srr, false)
+				if runErr == nil {
+					runErr = nt.after(ctx, e, &srr)
+				}
+			}
+		}
+		rr.Actions = append(rr.Actions, ActionReport{Action: view.Action, Kind: srr.Kind, Outcome: srr.Outcome, Reason: srr.Reason, DiffersFromPlan: srr.DiffersFromPlan, Error: srr.Error, DurationMS: srr.DurationMS})
+		rr.DurationMS += srr.DurationMS
+	}
+	rr.Outcome, rr.DiffersFromPlan, rr.Error = summarizeActions(rr.Actions)
+	recorded := rr.Outcome
+	if runErr != nil {
+		recorded = failedOutcome(ctx, rr.Outcome)
+	}
+	if jerr := r.j.ended(ref, e.pr.Address, e.pr.Kind, recorded, nil); jerr != nil {
+		runErr = errors.Join(runErr, jerr)
+	}
+	return runErr
+}
+
+// summarizeActions is a resource's outcome from its actions': failed when
+// one failed, changed when one changed, skipped when every one that
+// should have run was skipped, else unchanged; the differences from the
+// plan and errors, each named by its action.
+func summarizeActions(as []ActionReport) (outcome, differs, errText string) {
+	outcome = OutcomeUnchanged
+	var ds, es []string
+	changed, skipped, ran := false, 0, 0
+	for _, a := range as {
+		switch a.Outcome {
+		case OutcomeFailed, OutcomeFailedIgnored:
+			outcome = a.Outcome
+		case OutcomeChanged:
+			changed = true
+		case OutcomeSkipped:
+			skipped++
+		}
+		if a.Kind.IsWork() {
+			ran++
+		}
+		if a.DiffersFromPlan != "" {
+			ds = append(ds, a.Action+": "+a.DiffersFromPlan)
+		}
+		if a.Error != "" {
+			es = append(es, a.Action+": "+a.Error)
+		}
+	}
+	switch {
+	case outcome == OutcomeFailed || outcome == OutcomeFailedIgnored:
+	case changed:
+		outcome = OutcomeChanged
+	case ran > 0 && skipped == ran:
+		outcome = OutcomeSkipped
+	}
+	return outcome, strings.Join(ds, "; "), strings.Join(es, "; ")
+}
+
+// stepSubject is the lifecycle subject of e's si-th action.
+func (r *run) stepSubject(e *entry, si int, guards []*guard.Spec) *plan.Subject {
+	s := r.subject(e, guards)
+	s.Desired = e.desired.WithAction(e.pr.StepView(si).Action)
+	return s
+}
+
+// convergeOne reads e again and converges its si-th action toward the live
+// reading within what the plan showed. It fills rr and returns the
+// resource's error; record journals the resource's start and end (a
+// resource of several actions is journaled around all of them).
+func (r *run) convergeOne(ctx context.Context, e *entry, si int, rr *ResourceReport, record bool) error {
+	if err := r.j.Err(); err != nil {
+		return err
+	}
+	view := e.pr.StepView(si)
 	// The guards once more, right before converging: an earlier change of
 	// this run may have flipped one. A resource that would now be skipped
 	// is skipped; the opposite cannot happen here, as a resource skipped at
@@ -629,32 +767,44 @@ func (r *run) convergeOne(ctx context.Context, e *entry, rr *ResourceReport) err
 	// printed as done is on disk as done.
 	start := time.Now()
 	ref := stepRef{index: e.idx}
-	rd, err := r.lc.Evaluate(ctx, r.subject(e, e.pr.GuardSpecs))
+	ended := func(outcome string) error {
+		if !record {
+			return nil
+		}
+		return r.j.ended(ref, e.pr.Address, e.pr.Kind, outcome, nil)
+	}
+	rd, err := r.lc.Evaluate(ctx, r.stepSubject(e, si, e.pr.GuardSpecs))
 	switch {
 	case err == nil && rd.Skip:
-		r.hooks.PreApply(e.pr)
+		r.hooks.PreApply(view)
 		why := skippedNow(rd)
 		rr.Outcome = OutcomeSkipped
 		rr.Reason = "skipped: " + why
 		rr.DiffersFromPlan = why
 		r.logger.Info("guard flipped by an earlier change in this run: skipping", "resource", e.pr.Address, "guard", why)
-		jerr := r.j.ended(ref, e.pr.Address, e.pr.Kind, rr.Outcome, nil)
-		r.hooks.PostApply(e.pr, *rr)
+		jerr := ended(rr.Outcome)
+		r.hooks.PostApply(view, *rr)
 		return jerr
-	case err == nil && e.alreadyDone && rd.Step.Kind == resources.NoOp:
+	case err == nil && record && e.alreadyDone && rd.Step.Kind == resources.NoOp:
 		// Read again: an earlier resource in this run may have undone it.
 		rr.Outcome = OutcomeAlreadyDone
 		rr.Reason = "already in the planned state (" + e.pr.Reason + " at plan time)"
-		jerr := r.j.ended(ref, e.pr.Address, e.pr.Kind, rr.Outcome, nil)
+		jerr := ended(rr.Outcome)
 		r.hooks.AlreadyDone(e.pr)
 		return jerr
 	}
-	if jerr := r.j.started(ref, e.pr.Address, e.pr.Kind); jerr != nil {
-		return jerr
+	if record {
+		if jerr := r.j.started(ref, e.pr.Address, e.pr.Kind); jerr != nil {
+			return jerr
+		}
 	}
-	r.hooks.PreApply(e.pr)
+	r.hooks.PreApply(view)
 	if err == nil {
-		err = r.convergeStep(ctx, e, rr, rd)
+		planned := e.planned
+		if si > 0 {
+			planned = "" // a later action starts from a predicted state
+		}
+		err = r.convergeStep(ctx, e, view, planned, rr, rd)
 	}
 	rr.DurationMS = time.Since(start).Milliseconds()
 	recorded := rr.Outcome
@@ -667,10 +817,10 @@ func (r *run) convergeOne(ctx context.Context, e *entry, rr *ResourceReport) err
 		}
 		recorded = failedOutcome(ctx, rr.Outcome)
 	}
-	if jerr := r.j.ended(ref, e.pr.Address, e.pr.Kind, recorded, nil); jerr != nil {
+	if jerr := ended(recorded); jerr != nil {
 		err = errors.Join(err, jerr)
 	}
-	r.hooks.PostApply(e.pr, *rr)
+	r.hooks.PostApply(view, *rr)
 	return err
 }
 
@@ -684,10 +834,12 @@ func failedOutcome(ctx context.Context, outcome string) string {
 	return outcome
 }
 
-// convergeStep converges e from rd, a reading taken right before, within
-// what the plan showed.
-func (r *run) convergeStep(ctx context.Context, e *entry, rr *ResourceReport, rd *plan.Reading) error {
-	if e.planned != "" && rd.Fingerprint() != e.planned {
+// convergeStep converges view (e, or one of its further actions) from
+// rd, a reading taken right before, within what the plan showed. planned
+// is the fingerprint the plan read, "" for a later action (its state was
+// predicted).
+func (r *run) convergeStep(ctx context.Context, e *entry, view *plan.Resource, planned string, rr *ResourceReport, rd *plan.Reading) error {
+	if planned != "" && rd.Fingerprint() != planned {
 		rr.DiffersFromPlan = describeDifferences(e.pr.Current, rd.Current)
 		r.logger.Info("live state differs from the plan because of an earlier change in this run", "resource", e.pr.Address, "differences", rr.DiffersFromPlan)
 	}
@@ -700,19 +852,19 @@ func (r *run) convergeStep(ctx context.Context, e *entry, rr *ResourceReport, rd
 		}
 		return nil
 	}
-	if err := allowed(e.pr, step); err != nil {
+	if err := allowed(view, step); err != nil {
 		return err
 	}
-	if err := sameValues(e.pr, e.desired, step, r.p.Salt); err != nil {
+	if err := samePlanned(view, step); err != nil {
 		return err
 	}
-	if step.Reason != "" && step.Reason != e.pr.Reason {
+	if step.Reason != "" && step.Reason != view.Reason {
 		rr.Reason = step.Reason
 	}
 
 	env := &resources.Env{StateDir: r.a.StateDir, Logger: r.logger.Named(e.pr.Address), Sensitive: e.pr.Sensitive}
 	if !e.pr.Sensitive {
-		env.Output = func(stream, line string) { r.hooks.Output(e.pr, stream, line) }
+		env.Output = func(stream, line string) { r.hooks.Output(view, stream, line) }
 	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -727,12 +879,13 @@ func (r *run) convergeStep(ctx context.Context, e *entry, rr *ResourceReport, rd
 			case <-done:
 				return
 			case <-t.C:
-				r.hooks.Heartbeat(e.pr, time.Since(start))
+				r.hooks.Heartbeat(view, time.Since(start))
 			}
 		}
 	}()
+	desired := e.desired.WithAction(view.Action)
 	err := r.protect(e, "Converge", func() error {
-		return e.typ.Converge(ctx, env, e.desired, rd.State, step)
+		return e.typ.Converge(ctx, env, desired, rd.State, step)
 	})
 	close(done)
 	wg.Wait()
@@ -827,37 +980,32 @@ func allowed(pr *plan.Resource, step *resources.Step) error {
 	return nil
 }
 
-// sameValues checks that step, planned from a reading taken in this run,
-// gives each property it changes the value the plan showed, where that
-// value was read from the host rather than set by the recipe: the version
-// apt would install, the digest of what a URL serves. A type must not
-// carry out a value nobody reviewed because the host moved after
-// pre-flight. Values the recipe set (or defaults) are fixed by the plan
-// file and not compared; nor are values the plan hides.
-func sameValues(pr *plan.Resource, desired *resources.Resource, step *resources.Step, salt string) error {
-	if pr.Sensitive {
-		return nil
-	}
-	shown := map[string]plan.Change{}
+// samePlanned checks that step, planned from a reading taken in this run,
+// gives each property whose value the type computes from the host (the
+// version apt would install, the sha256 of what a URL serves: a change's
+// Planned value) the value the plan showed. The host may move after
+// pre-flight — an earlier resource of the run updates apt's lists — and
+// apply must not then carry out a value nobody reviewed.
+func samePlanned(pr *plan.Resource, step *resources.Step) error {
+	planned := map[string]*plan.Value{}
 	for _, c := range pr.Changes {
-		shown[c.Property] = c
+		if c.Planned != nil {
+			planned[c.Property] = c.Planned
+		}
 	}
-	s := desired.Schema()
 	for _, c := range step.Changes {
-		was, ok := shown[c.Property]
-		if !ok || was.Sensitive || c.Default || c.After == cty.NilVal {
+		want, ok := planned[c.Property]
+		if !ok || c.After == cty.NilVal {
 			continue
 		}
-		prop := s.Property(c.Property)
-		if prop != nil && (prop.Sensitive || slices.Contains(pr.SensitiveProperties, c.Property)) {
-			continue
-		}
-		if desired.IsSet(c.Property) && prop != nil && prop.Equals(desired.Values[c.Property], c.After) {
-			continue // the recipe's value
-		}
-		now := plan.StoreValue(prop, c.After, salt, false).Display
-		if now != was.After && plan.DisplayValue(c.After) != was.After {
-			return fmt.Errorf("refused to %s: %s would now become %s, but the plan showed %s (the host changed during this apply); run toque plan again", step.Kind, c.Property, now, was.After)
+		if !want.Value.RawEquals(c.After) {
+			shown := func(v cty.Value) string {
+				if pr.Sensitive || slices.Contains(pr.SensitiveProperties, c.Property) {
+					return plan.Sensitive
+				}
+				return plan.DisplayValue(v)
+			}
+			return fmt.Errorf("refused to %s: %s would now become %s, but the plan showed %s (the host changed during this apply); run toque plan again", step.Kind, c.Property, shown(c.After), shown(want.Value))
 		}
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/toquehq/toque/plan"
 	"github.com/toquehq/toque/resources"
 )
 
@@ -127,6 +128,8 @@ func TestApplyRefusesAValueThePlanDidNotShow(t *testing.T) {
 	// (as an apt_update would).
 	move := tscript("move", "echo -n 2.0 > "+filepath.Join(target.name, "candidate"))
 	p := makePlan(t, reg, move, target)
+	// What the planner keeps of a value the type computed (changesOf).
+	p.Resources[1].Changes[0].Planned = &plan.Value{Value: cty.StringVal("1.0")}
 
 	_, err := a.Apply(context.Background(), p)
 	var re *ResourceError

@@ -267,7 +267,7 @@ func makePlan(t *testing.T, reg *resources.Registry, specs ...spec) *plan.Plan {
 		pr.Current = plan.StoreCurrent(sch, st, p.Salt, s.sensitive)
 		pr.Fingerprint = pr.Current.Fingerprint()
 		for _, c := range step.Changes {
-			pr.Changes = append(pr.Changes, plan.Change{Property: c.Property, Before: plan.DisplayValue(c.Before), After: plan.DisplayValue(c.After), Default: c.Default})
+			pr.Changes = append(pr.Changes, plan.Change{Property: c.Property})
 		}
 		p.Resources = append(p.Resources, pr)
 	}

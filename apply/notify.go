@@ -108,12 +108,12 @@ func (n *notifier) resume(ctx context.Context) error {
 
 // before runs e's before edges when e is about to change: its guards do
 // not skip it now and a fresh reading needs a change.
-func (n *notifier) before(ctx context.Context, e *entry) error {
+func (n *notifier) before(ctx context.Context, e *entry, si int) error {
 	r := n.r
 	if !n.has(e.pr.Address, plan.TimingBefore) || e.typ == nil {
 		return nil
 	}
-	rd, err := r.lc.Evaluate(ctx, r.subject(e, e.pr.GuardSpecs))
+	rd, err := r.lc.Evaluate(ctx, r.stepSubject(e, si, e.pr.GuardSpecs))
 	if err != nil || rd.Skip || rd.Step.Kind == resources.NoOp {
 		return nil // convergeOne evaluates again and reports
 	}
@@ -314,7 +314,7 @@ func (n *notifier) converge(ctx context.Context, nr *plan.NotifiedRun, view *pla
 	}
 	r.hooks.PreApply(view)
 	if err == nil {
-		err = r.convergeStep(ctx, e, rr, rd)
+		err = r.convergeStep(ctx, e, e.pr, e.planned, rr, rd)
 	}
 	rr.DurationMS = time.Since(start).Milliseconds()
 	if err != nil {

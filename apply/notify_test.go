@@ -57,7 +57,7 @@ func planRun(t *testing.T, reg *resources.Registry, p *plan.Plan, target, action
 	}
 	nr.Reason = plan.NotifiedReason(notifiers, timing, step.Kind, step.Reason)
 	for _, c := range step.Changes {
-		nr.Changes = append(nr.Changes, plan.Change{Property: c.Property, Before: plan.DisplayValue(c.Before), After: plan.DisplayValue(c.After)})
+		nr.Changes = append(nr.Changes, plan.Change{Property: c.Property})
 	}
 	p.NotifiedRuns = append(p.NotifiedRuns, nr)
 }

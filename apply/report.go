@@ -79,6 +79,20 @@ type ResourceReport struct {
 	DiffersFromPlan string `json:"differs_from_plan,omitempty"`
 	Error           string `json:"error,omitempty"`
 	DurationMS      int64  `json:"duration_ms"`
+	// Actions, for a resource of several actions, are each action's
+	// outcome, in order; the fields above sum them up.
+	Actions []ActionReport `json:"actions,omitempty"`
+}
+
+// ActionReport is one action's outcome, for a resource of several.
+type ActionReport struct {
+	Action          string         `json:"action"`
+	Kind            resources.Kind `json:"kind"`
+	Outcome         string         `json:"outcome"`
+	Reason          string         `json:"reason,omitempty"`
+	DiffersFromPlan string         `json:"differs_from_plan,omitempty"`
+	Error           string         `json:"error,omitempty"`
+	DurationMS      int64          `json:"duration_ms"`
 }
 
 // tally recomputes the counts from the resource outcomes and those of the

@@ -24,9 +24,12 @@ type applyArgs struct {
 	lockTimeout time.Duration
 	parallelism int
 	color       colorFlags
-	// expectDigest and json only apply with a plan file.
+	// expectDigest, verifyKey and json only apply with a plan file;
+	// attrs only without one.
 	expectDigest string
+	verifyKey    string
 	json         bool
+	attrs        attrFlags
 }
 
 func (c *ApplyCommand) Synopsis() string {
@@ -65,9 +68,18 @@ Options:
   -expect-digest=HEX   Refuse the plan file unless its digest is HEX
                        ("sha256:HEX" or the 64 hex digits 'toque show'
                        prints): the plan applied is the plan reviewed.
+  -verify-key=FILE     Refuse the plan file, before anything else, unless
+                       it is signed by one of the public keys in FILE (one
+                       per line; see 'toque keygen'). Default:
+                       TOQUE_VERIFY_KEY when set; then apply without a plan
+                       file is refused too.
   -json                Print progress as JSON events, one object per line
                        (docs/apply-json.md), instead of text. Needs PLANFILE.
 
+  Only without PLANFILE (a saved plan records the attributes it was made
+  with):
+
+` + attrHelp + `
   A saved plan is applied once: its journal, in the state directory, makes
   a second apply of a finished plan fail, and an apply of a plan whose
   apply was interrupted or failed resume it, never repeating what was done.
@@ -87,8 +99,10 @@ func (c *ApplyCommand) Run(args []string) int {
 	fs.DurationVar(&a.lockTimeout, "lock-timeout", 0, "")
 	fs.IntVar(&a.parallelism, "parallelism", 10, "")
 	fs.StringVar(&a.expectDigest, "expect-digest", "", "")
+	fs.StringVar(&a.verifyKey, "verify-key", "", "")
 	fs.BoolVar(&a.json, "json", false, "")
 	a.color.register(fs)
+	a.attrs.register(fs)
 	if st := c.parseFlags(fs, args, c.Help); st >= 0 {
 		return st
 	}
@@ -106,6 +120,10 @@ func (c *ApplyCommand) Run(args []string) int {
 		return finish()
 	}
 
+	verify, err := pickKey(c.Env, "verify-key", set["verify-key"], a.verifyKey, envVerifyKey)
+	if err != nil {
+		return usage("%s", err)
+	}
 	wantDigest := ""
 	if set["expect-digest"] {
 		d, err := parseDigest(a.expectDigest)
@@ -123,6 +141,8 @@ func (c *ApplyCommand) Run(args []string) int {
 			return usage("-expect-digest needs a plan file: toque apply -expect-digest=HEX PLANFILE (without one, apply makes a new plan, which nobody reviewed)")
 		case a.json:
 			return usage("-json needs a plan file: toque apply -json PLANFILE (apply without one asks for confirmation, which a JSON stream cannot)")
+		case verify.path != "":
+			return usage("%s names the keys whose signed plans this host applies, so apply needs a signed plan file: toque apply PLANFILE (without one, apply makes a new plan, which nobody signed)", verify.from)
 		case a.parallelism < 1:
 			return usage("-parallelism must be at least 1")
 		}
@@ -137,10 +157,15 @@ func (c *ApplyCommand) Run(args []string) int {
 				return usage("apply PLANFILE takes no planning flags (-%s): the plan file is applied exactly as it was reviewed", name)
 			}
 		}
-		var err error
-		p, digest, err = c.readVerifiedPlan(c.path(fs.Arg(0)))
-		if err != nil {
-			diags = diags.Append(diag.Errorf("%w", err).WithKind(views.KindPlanRefused))
+		for _, name := range []string{"attr", "attr-file"} {
+			if set[name] {
+				return usage("apply PLANFILE takes no -%s: the plan was made with its attributes, and is applied exactly as it was reviewed. Give -%s to 'toque plan'", name, name)
+			}
+		}
+		var d diag.Diagnostics
+		p, digest, d = c.readVerifiedPlan(c.path(fs.Arg(0)), verify)
+		if d.HasErrors() {
+			diags = diags.Append(d)
 			return finish()
 		}
 	default:
@@ -167,8 +192,8 @@ func (c *ApplyCommand) Run(args []string) int {
 	}()
 	applier := &apply.Applier{
 		Registry:    c.Registry,
-		StateDir:    stateDir(a.stateDir),
-		HostLock:    hostLock(),
+		StateDir:    stateDir(c.Env, a.stateDir),
+		HostLock:    hostLock(c.Env),
 		Logger:      c.Logger.Named("apply"),
 		Hooks:       view,
 		LockTimeout: a.lockTimeout,
@@ -183,30 +208,34 @@ func (c *ApplyCommand) Run(args []string) int {
 	return finish()
 }
 
-// readVerifiedPlan reads a plan file and checks that it may be applied
-// here. It returns the plan and its digest.
-func (b *Base) readVerifiedPlan(path string) (*plan.Plan, string, error) {
-	p, digest, err := plan.ReadWithDigest(path)
-	if err != nil {
-		return nil, "", err
+// readVerifiedPlan reads a plan file (under the trusted keys of verify,
+// first of all) and checks that it may be applied here. It returns the
+// plan and its digest.
+func (b *Base) readVerifiedPlan(path string, verify keyOption) (*plan.Plan, string, diag.Diagnostics) {
+	f, diags := b.readPlanFile(path, verify)
+	if diags.HasErrors() {
+		return nil, "", diags
 	}
-	if err := plan.Applicable(p); err != nil {
-		return nil, "", err
+	refuse := func(err error) (*plan.Plan, string, diag.Diagnostics) {
+		return nil, "", diags.Append(diag.Errorf("%w", err).WithKind(views.KindPlanRefused))
+	}
+	if err := plan.Applicable(f.Plan); err != nil {
+		return refuse(err)
 	}
 	facts, err := host.Detect(b.ReadCtx)
 	if err != nil {
-		return nil, "", fmt.Errorf("cannot read the host's identity: %w", err)
+		return refuse(fmt.Errorf("cannot read the host's identity: %w", err))
 	}
-	if err := plan.VerifyHost(p, facts.Identity); err != nil {
-		return nil, "", err
+	if err := plan.VerifyHost(f.Plan, facts.Identity); err != nil {
+		return refuse(err)
 	}
-	return p, digest, nil
+	return f.Plan, f.Digest, nil
 }
 
 // planAndConfirm plans, shows the plan and asks for "yes". It returns the
 // plan to apply, or nil and the status to exit with.
 func (c *ApplyCommand) planAndConfirm(a applyArgs) (*plan.Plan, int) {
-	p, diags := c.makePlan(a.parallelism)
+	p, diags := c.makePlan(a.parallelism, &a.attrs)
 	if p != nil && (p.Errored || diags.HasErrors()) {
 		p = nil
 	}

@@ -1,10 +1,9 @@
 package command
 
 import (
-	"errors"
+	"crypto/ed25519"
 	"flag"
 	"strings"
-	"syscall"
 
 	"github.com/toquehq/toque/command/views"
 	"github.com/toquehq/toque/internal/diag"
@@ -24,8 +23,10 @@ type planArgs struct {
 	json             bool
 	detailedExitCode bool
 	parallelism      int
+	signKey          string
 	color            colorFlags
 	md               markdownFlags
+	attrs            attrFlags
 }
 
 func (a *planArgs) register(fs *flag.FlagSet) {
@@ -33,8 +34,10 @@ func (a *planArgs) register(fs *flag.FlagSet) {
 	fs.BoolVar(&a.json, "json", false, "Print the plan as JSON (the format of `show -json`).")
 	fs.BoolVar(&a.detailedExitCode, "detailed-exitcode", false, "Exit 0 with no changes, 1 on error, 2 with changes.")
 	fs.IntVar(&a.parallelism, "parallelism", 10, "Read at most N resources at once.")
+	fs.StringVar(&a.signKey, "sign-key", "", "Sign the saved plan with this private key file.")
 	a.color.register(fs)
 	a.md.register(fs)
+	a.attrs.register(fs)
 }
 
 func (c *PlanCommand) Synopsis() string { return "Show what toque would change, and save it for apply" }
@@ -61,8 +64,15 @@ Options:
   -detailed-exitcode   Exit 0 when nothing would change, 1 on error, 2 when
                        the plan has changes.
   -parallelism=N       Read at most N resources at once (default 10).
+  -sign-key=KEYFILE    Sign the saved plan with this private key (made by
+                       'toque keygen'; mode 0600), so that a host running
+                       'apply -verify-key' accepts it. Needs -out. Default:
+                       TOQUE_SIGN_KEY when set (ignored without -out).
   -no-color            No colour (also NO_COLOR=1). Colour is only used on a
                        terminal.
+` + attrHelp + `
+  The plan records every attribute with where it came from, so
+  'toque apply FILE' needs none of them again.
 `
 }
 
@@ -82,6 +92,22 @@ func (c *PlanCommand) Run(args []string) int {
 	if err := a.md.check(fs, a.json); err != nil {
 		return c.fail(a.color.noColor, "%s", err)
 	}
+	// The signing key is read before planning, so a bad key fails at once.
+	var signKey ed25519.PrivateKey
+	if a.out != "" || isSet(fs, "sign-key") {
+		sign, err := pickKey(c.Env, "sign-key", isSet(fs, "sign-key"), a.signKey, envSignKey)
+		if err != nil {
+			return c.fail(a.color.noColor, "%s", err)
+		}
+		if sign.path != "" && a.out == "" {
+			return c.fail(a.color.noColor, "-sign-key signs the saved plan: give -out=FILE too")
+		}
+		if sign.path != "" {
+			if signKey, err = plan.LoadSigningKey(c.path(sign.path)); err != nil {
+				return c.fail(a.color.noColor, "%s: %s", sign.from, err)
+			}
+		}
+	}
 	view := views.NewPlan(c.view(a.color.noColor), a.json, a.md.markdown)
 	if a.out != "" {
 		// An older plan at -out goes first: if this one fails or is
@@ -91,13 +117,18 @@ func (c *PlanCommand) Run(args []string) int {
 		}
 	}
 
-	p, diags := c.makePlan(a.parallelism)
+	p, diags := c.makePlan(a.parallelism, &a.attrs)
 	var enc *plan.Encoded
 	if p != nil {
 		var err error
 		if enc, err = p.Encode(); err != nil {
 			diags = diags.Append(err)
 			p = nil
+		} else if signKey != nil && a.out != "" {
+			if err := enc.Sign(signKey); err != nil {
+				diags = diags.Append(err)
+				p = nil
+			}
 		}
 	}
 	if a.out != "" && p != nil {
@@ -111,8 +142,15 @@ func (c *PlanCommand) Run(args []string) int {
 	o := views.PlanOptions{SavedTo: a.out, Markdown: a.md.options(a.out)}
 	if enc != nil {
 		o.Digest = enc.Digest
+		if a.out != "" {
+			// Said as show says it, so plan and show print the same.
+			o.Signature = &views.SignatureInfo{}
+			if k := enc.Signer(); k != nil {
+				o.Signature = &views.SignatureInfo{Signed: true, Fingerprint: k.Fingerprint()}
+			}
+		}
 	}
-	if err := view.Show(p, diags, o); err != nil && !errors.Is(err, syscall.EPIPE) {
+	if err := view.Show(p, diags, o); err != nil && !readerGone(err) {
 		// The plan could not be printed (Markdown over its size limit):
 		// nothing reached stdout; say why on stderr. (A closed stdout, as
 		// in toque plan | head, is the reader having seen enough: the plan
@@ -129,11 +167,12 @@ func (c *PlanCommand) Run(args []string) int {
 	return ExitOK
 }
 
-// makePlan loads the recipes and plans them against this host. It returns
-// the plan (nil when nothing could be planned) and the diagnostics; a
-// signal that stopped planning is an errInterrupted diagnostic.
-func (b *Base) makePlan(parallelism int) (*plan.Plan, diag.Diagnostics) {
-	cfg, pol, diags := b.loadConfig() // policy mode when policy.hcl is present
+// makePlan loads the recipes (with the command line's attributes) and
+// plans them against this host. It returns the plan (nil when nothing
+// could be planned) and the diagnostics; a signal that stopped planning is
+// an errInterrupted diagnostic.
+func (b *Base) makePlan(parallelism int, attrs *attrFlags) (*plan.Plan, diag.Diagnostics) {
+	cfg, pol, diags := b.loadConfig(attrs) // policy mode when policy.hcl is present
 	if diags.HasErrors() || cfg == nil {
 		return nil, diags
 	}

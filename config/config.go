@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -29,6 +30,45 @@ type Config struct {
 	// PolicyWrites are written after AttributeBlocks (policy attributes in
 	// policy mode; see LoadPolicy).
 	PolicyWrites []AttributeWrite
+	// CommandLine are the values -attr and -attr-file give, evaluated
+	// already (package eval), at LevelNormal, in command-line order: the
+	// command sets them after loading.
+	CommandLine []AttributeWrite
+	// CookbookDirs names, in policy mode, each cookbook by its directory,
+	// for DisplayPath.
+	CookbookDirs map[string]string
+}
+
+// DisplayPath is how plans name a recipe file: relative to the recipe (or
+// policy) directory when inside it; inside a cookbook elsewhere (one a
+// git or server include brought into the cache), as "cookbook NAME:
+// PATH"; else as it is. Plans are read on reviewers' machines and in pull
+// requests, where this host's absolute paths are noise.
+func (c *Config) DisplayPath(name string) string {
+	if c == nil || name == "" || !filepath.IsAbs(name) {
+		return name
+	}
+	if rel, ok := inside(c.Dir, name); ok {
+		return rel
+	}
+	for dir, cb := range c.CookbookDirs {
+		if rel, ok := inside(dir, name); ok {
+			return "cookbook " + cb + ": " + rel
+		}
+	}
+	return name
+}
+
+// inside is name relative to dir, when name lies inside dir.
+func inside(dir, name string) (string, bool) {
+	if dir == "" {
+		return "", false
+	}
+	rel, err := filepath.Rel(dir, name)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", false
+	}
+	return rel, true
 }
 
 // AttributeBlock is one `default "NAME" { … }` or `override "NAME" { … }`

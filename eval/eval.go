@@ -38,7 +38,10 @@ type Scope struct {
 
 // Instance is a resource block evaluated against its type's schema.
 type Instance struct {
-	Block         *config.ResourceBlock
+	Block *config.ResourceBlock
+	// Actions are the actions the recipe asked for, in the order they run
+	// (one, most often); Resource.Action is the first.
+	Actions       []string
 	Type          resources.Type
 	Resource      *resources.Resource
 	Sensitive     bool
@@ -159,24 +162,8 @@ func NodePathsRead(b *config.ResourceBlock) [][]string {
 	}
 	var out [][]string
 	for _, e := range exprs {
-		if e == nil {
-			continue
-		}
-		for _, tr := range e.Variables() {
-			if tr.RootName() != "node" {
-				continue
-			}
-			path := []string{}
-			for _, step := range tr[1:] {
-				if a, ok := step.(hcl.TraverseAttr); ok {
-					path = append(path, a.Name)
-				} else if ix, ok := step.(hcl.TraverseIndex); ok && ix.Key.Type() == cty.String && ix.Key.IsKnown() {
-					path = append(path, ix.Key.AsString())
-				} else {
-					break
-				}
-			}
-			out = append(out, path)
+		if e != nil {
+			out = append(out, nodePaths(e)...)
 		}
 	}
 	return out
@@ -355,8 +342,12 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx 
 		}
 	}
 
-	action, d := ev.action(b.Meta.Action, s)
+	actions, d := ev.actions(b.Meta.Action, s)
 	diags = append(diags, d...)
+	action := s.DefaultAction
+	if len(actions) > 0 {
+		action = actions[0]
+	}
 	sensitive, d := ev.boolean(b.Meta.Sensitive, "sensitive")
 	diags = append(diags, d...)
 	ignore, d := ev.boolean(b.Meta.IgnoreFailure, "ignore_failure")
@@ -413,6 +404,7 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx 
 		}
 	}
 	return &Instance{
+		Actions:        actions,
 		SensitiveProps: sensList,
 		NotifiedGuards: notifiedGuards,
 		Block:          b,
@@ -637,55 +629,55 @@ func (ev *evaluator) raw(expr hcl.Expression) (cty.Value, hcl.Diagnostics) {
 	return v, out
 }
 
-// action evaluates the action meta-argument: a string, or a list with
-// exactly one string.
-func (ev *evaluator) action(expr hcl.Expression, s *resources.Schema) (string, hcl.Diagnostics) {
+// actions evaluates the action meta-argument: a string, or a list of
+// strings run in order (action = ["enable", "start"]). "nothing" stands
+// alone. Without the host (validate), an unknown value is the default.
+func (ev *evaluator) actions(expr hcl.Expression, s *resources.Schema) ([]string, hcl.Diagnostics) {
+	def := []string{s.DefaultAction}
 	if expr == nil {
-		return s.DefaultAction, nil
+		return def, nil
 	}
 	v, diags := ev.value(expr)
 	if diags.HasErrors() {
-		return "", diags
+		return nil, diags
 	}
 	rng := expr.Range()
-	bad := func(summary, detail string) (string, hcl.Diagnostics) {
-		return "", diags.Append(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: rng.Ptr()})
+	bad := func(summary, detail string) ([]string, hcl.Diagnostics) {
+		return nil, diags.Append(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: rng.Ptr()})
 	}
-	if v.IsNull() {
-		return s.DefaultAction, diags
+	if v.IsNull() || !v.IsKnown() {
+		return def, diags
 	}
-	if !v.IsKnown() {
-		// Validate without the host: the action cannot be checked yet.
-		return s.DefaultAction, diags
-	}
+	var elems []cty.Value
 	t := v.Type()
-	if t.IsListType() || t.IsTupleType() || t.IsSetType() {
-		switch n := v.LengthInt(); {
-		case n == 0:
-			return bad("No action given", "The action list is empty. Give one action, or leave action out to use the type's default ("+s.DefaultAction+").")
-		case n > 1:
-			return bad("One action per resource for now", "toque runs one action per resource. Declare one resource per action, with different names.")
+	switch {
+	case t.IsListType() || t.IsTupleType() || t.IsSetType():
+		if v.LengthInt() == 0 {
+			return bad("No action given", "The action list is empty. Give one action or several, in the order they run, or leave action out to use the type's default ("+s.DefaultAction+").")
 		}
-		it := v.ElementIterator()
-		it.Next()
-		_, v = it.Element()
-		if v.IsNull() {
-			return s.DefaultAction, diags
+		elems = v.AsValueSlice()
+	default:
+		elems = []cty.Value{v}
+	}
+	valid := append(append([]string(nil), s.Actions...), "nothing")
+	var out []string
+	for _, e := range elems {
+		if e.IsNull() || !e.IsKnown() {
+			return def, diags // validate: decided with the host
 		}
-		if !v.IsKnown() {
-			return s.DefaultAction, diags
+		if e.Type() != cty.String {
+			return bad("Wrong type for action", fmt.Sprintf("The action must be a string, or a list of strings run in order, not %s.", e.Type().FriendlyName()))
 		}
-		t = v.Type()
+		a := e.AsString()
+		if !s.HasAction(a) {
+			return bad("Unsupported action", fmt.Sprintf("The resource type %q has no action %q.%s Its actions are %s.", s.Name, a, words.DidYouMean(a, valid), words.Quoted(valid)))
+		}
+		out = append(out, a)
 	}
-	if t != cty.String {
-		return bad("Wrong type for action", fmt.Sprintf("The action must be a string, or a list of one string, not %s.", t.FriendlyName()))
+	if len(out) > 1 && slices.Contains(out, "nothing") {
+		return bad("Action nothing stands alone", `"nothing" means the resource runs only when notified; it cannot be one of several actions. Write action = "nothing", and name the actions to run in the notifies block.`)
 	}
-	a := v.AsString()
-	if !s.HasAction(a) {
-		valid := append(append([]string(nil), s.Actions...), "nothing")
-		return bad("Unsupported action", fmt.Sprintf("The resource type %q has no action %q.%s Its actions are %s.", s.Name, a, words.DidYouMean(a, valid), words.Quoted(valid)))
-	}
-	return a, diags
+	return out, diags
 }
 
 // boolean evaluates a bool meta-argument (absent, null or unknown: false).

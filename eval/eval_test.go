@@ -129,9 +129,25 @@ account "bob" { uid = 1000 }
 			detail: `Did you mean "create"?`,
 		},
 		{
-			name:   "two actions",
+			name:   "two actions, run in order",
 			recipe: "file \"/x\" {\n  action = [\"create\", \"touch\"]\n}\n",
-			want:   []string{"One action per resource for now"},
+			check: func(t *testing.T, insts []*Instance) {
+				if got := insts[0].Actions; len(got) != 2 || got[0] != "create" || got[1] != "touch" || insts[0].Resource.Action != "create" {
+					t.Errorf("actions %q, resource action %q", got, insts[0].Resource.Action)
+				}
+			},
+		},
+		{
+			name:   "nothing among other actions",
+			recipe: "file \"/x\" {\n  action = [\"create\", \"nothing\"]\n}\n",
+			want:   []string{"Action nothing stands alone"},
+			at:     "a.hcl:2",
+		},
+		{
+			name:   "an unknown action in a list",
+			recipe: "file \"/x\" {\n  action = [\"create\", \"tuoch\"]\n}\n",
+			want:   []string{"Unsupported action"},
+			detail: `Did you mean "touch"?`,
 		},
 		{
 			name:   "action of the wrong type",

@@ -2,33 +2,49 @@ package plan
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/toquehq/toque/internal/host"
 )
 
 // The plan file is one JSON document, the envelope
 //
-//	{"toque_plan": 1, "checksum": "sha256:HEX", "plan": {…}}
+//	{"toque_plan": 2, "checksum": "sha256:HEX", "signature": {…}, "plan": {…}}
 //
 // where checksum is the sha256 of the exact bytes of the "plan" member, which
 // are the plan's canonical JSON (encoding/json of Plan). Digest is the same
-// sha256: what a reviewer approves is what the file holds.
+// sha256: what a reviewer approves is what the file holds. "signature" is
+// present when the plan was signed (sign.go): an ed25519 signature over the
+// digest, and the public key that made it.
+
+// MaxFileSize is the largest plan file Read reads (1 GiB): far above what
+// planning 10,000 resources with a megabyte of content each makes, and low
+// enough that a mistaken path (a log, a device) is refused at once instead
+// of filling memory. Write refuses to write a larger plan.
+const MaxFileSize = 1 << 30
 
 // ErrNotPlan is returned by Read for a file that is not a toque plan file
-// (not JSON, or not the plan envelope).
+// (not a regular file, not JSON, or not the plan envelope).
 var ErrNotPlan = errors.New("not a toque plan file")
+
+// ErrTooLarge is returned by Read for a file larger than MaxFileSize.
+var ErrTooLarge = errors.New("the plan file is too large")
 
 // ErrChecksum is returned by Read for a plan file whose content does not
 // match its checksum: it was edited, truncated or damaged.
@@ -45,6 +61,9 @@ type VersionError struct {
 }
 
 func (e *VersionError) Error() string {
+	if e.Got == 1 {
+		return fmt.Sprintf("%s was made by an older, incompatible version of toque (plan format 1; this build reads format %d). Format 1 kept the text it showed reviewers beside the values apply runs, so what it showed cannot be trusted to be what runs: make a new plan with this build", e.Path, e.Want)
+	}
 	return fmt.Sprintf("%s was made by an incompatible version of toque (plan format %d; this build reads format %d): make a new plan with this build", e.Path, e.Got, e.Want)
 }
 
@@ -165,11 +184,13 @@ func Write(path string, p *Plan) error {
 
 // Encoded is a plan's canonical bytes and their digest, computed once so
 // that a command which both prints the digest and writes the file encodes a
-// large plan only once.
+// large plan only once, and the signature over that digest, when signed.
 type Encoded struct {
 	FormatVersion int
 	Body          []byte
 	Digest        string
+	// Signature is set by Sign.
+	Signature *Signature
 }
 
 // Encode computes p's canonical bytes and digest. The Encoded value
@@ -182,12 +203,25 @@ func (p *Plan) Encode() (*Encoded, error) {
 	return &Encoded{FormatVersion: p.FormatVersion, Body: body, Digest: digestOf(body)}, nil
 }
 
-// WriteEncoded is Write for a plan already encoded.
+// WriteEncoded is Write for a plan already encoded (and perhaps signed).
 func WriteEncoded(path string, enc *Encoded) error {
 	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "{%q:%d,\"checksum\":%q,\"plan\":", envelopeKey, enc.FormatVersion, enc.Digest)
+	fmt.Fprintf(&buf, "{%q:%d,\"checksum\":%q,", envelopeKey, enc.FormatVersion, enc.Digest)
+	if enc.Signature != nil {
+		sig, err := json.Marshal(enc.Signature)
+		if err != nil {
+			return fmt.Errorf("write plan %s: %w", path, err)
+		}
+		buf.WriteString(`"signature":`)
+		buf.Write(sig)
+		buf.WriteString(",")
+	}
+	buf.WriteString(`"plan":`)
 	buf.Write(enc.Body)
 	buf.WriteString("}\n")
+	if buf.Len() > MaxFileSize {
+		return fmt.Errorf("write plan %s: %w: the plan is %d bytes, and a plan file holds at most %d (1 GiB); plan fewer resources at once", path, ErrTooLarge, buf.Len(), MaxFileSize)
+	}
 
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
@@ -227,69 +261,211 @@ func WriteEncoded(path string, enc *Encoded) error {
 	return nil
 }
 
-// Read reads and verifies a plan file: the envelope, the format version and
-// the checksum. Its errors can be told apart with errors.Is (ErrNotPlan,
-// ErrChecksum, fs errors such as fs.ErrNotExist) and errors.As
-// (*VersionError). It never panics, whatever the file holds.
+// File is a plan file as Read verified it.
+type File struct {
+	Plan *Plan
+	// Digest is the plan's digest: the checksum verified over the file's
+	// own bytes (what Plan.Digest computes again when toque wrote them).
+	Digest string
+	// Signer is the key that signed the plan, nil when it is not signed.
+	// Its signature over Digest was verified.
+	Signer *PublicKey
+	// Trusted is set when ReadOptions.Trusted was given and holds Signer;
+	// TrustedKey is that entry (with the comment its key file gives it).
+	Trusted    bool
+	TrustedKey *PublicKey
+}
+
+// ReadOptions say how ReadFile reads a plan file.
+type ReadOptions struct {
+	// Trusted, when not nil, are the only keys whose plans are accepted:
+	// an unsigned plan, or one signed by another key, is refused (with
+	// ErrUnsigned or ErrUntrusted) before the plan itself is decoded. An
+	// empty, non-nil list refuses every plan.
+	Trusted []PublicKey
+	// TrustedFrom names where Trusted came from, for messages.
+	TrustedFrom string
+}
+
+// Read reads and verifies a plan file: the envelope, the format version,
+// the checksum, a signature if there is one, and that the plan does not
+// contradict itself (check). Its errors can be told apart with errors.Is
+// (ErrNotPlan, ErrTooLarge, ErrChecksum, ErrSignature, ErrInconsistent, fs
+// errors such as fs.ErrNotExist) and errors.As (*VersionError). It never
+// panics, whatever the file holds.
 func Read(path string) (*Plan, error) {
 	p, _, err := ReadWithDigest(path)
 	return p, err
 }
 
 // ReadWithDigest is Read that also returns the plan's digest: the checksum
-// it verified over the file's own bytes, which is what Digest would compute
-// again by encoding the whole plan.
+// it verified over the file's own bytes. For a file toque wrote, that is
+// what Digest computes again by encoding the plan; a file re-serialised by
+// hand (and re-checksummed) has a digest of its own, and it is that digest
+// a signature, -expect-digest and the apply journal are about.
 func ReadWithDigest(path string) (*Plan, string, error) {
-	data, err := os.ReadFile(path)
+	f, err := ReadFile(context.Background(), path, ReadOptions{})
 	if err != nil {
-		return nil, "", fmt.Errorf("read plan: %w", err)
+		return nil, "", err
 	}
-	return decode(path, data)
+	return f.Plan, f.Digest, nil
 }
 
-// decode verifies and decodes a plan file's bytes, returning the plan and
-// the checksum it verified (the plan's digest).
-func decode(path string, data []byte) (*Plan, string, error) {
+// ReadFile is Read with options (trusted signing keys) and a context that
+// stops reading a large file.
+//
+// Only a regular file is read, and at most MaxFileSize bytes of it: a named
+// pipe, a device, a socket or a directory is refused before it is opened
+// for reading, so a path such as /dev/zero or a FIFO nobody writes to
+// fails at once instead of blocking or filling memory.
+func ReadFile(ctx context.Context, path string, o ReadOptions) (*File, error) {
+	data, err := readCapped(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	return decode(path, data, o)
+}
+
+// readCapped reads path when it is a regular file of at most MaxFileSize
+// bytes.
+func readCapped(ctx context.Context, path string) ([]byte, error) {
+	// Stat first, so that a device or a pipe is never opened: opening has
+	// side effects on some (a tape rewinds, a FIFO waits for a writer).
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("read plan: %w", err)
+	}
+	if err := regularPlanFile(path, st); err != nil {
+		return nil, err
+	}
+	// O_NONBLOCK: should path have become a FIFO since the Stat, opening
+	// it does not wait for a writer; the Stat of the open file refuses it.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read plan: %w", err)
+	}
+	defer f.Close()
+	if st, err = f.Stat(); err != nil {
+		return nil, fmt.Errorf("read plan: %w", err)
+	}
+	if err := regularPlanFile(path, st); err != nil {
+		return nil, err
+	}
+	// Read at most one byte more than allowed: a file that grew after the
+	// Stat is refused too.
+	buf := make([]byte, 0, min(st.Size(), MaxFileSize)+1)
+	r := io.LimitReader(f, MaxFileSize+1)
+	const chunk = 4 << 20
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("read plan %s: %w", path, err)
+		}
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, chunk)
+		}
+		n, err := r.Read(buf[len(buf):min(cap(buf), len(buf)+chunk)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read plan: %w", err)
+		}
+	}
+	if len(buf) > MaxFileSize {
+		return nil, tooLarge(path, int64(len(buf)))
+	}
+	return buf, nil
+}
+
+// regularPlanFile refuses what cannot be a plan file: anything but a
+// regular file, and a file larger than MaxFileSize.
+func regularPlanFile(path string, st fs.FileInfo) error {
+	m := st.Mode()
+	if !m.IsRegular() {
+		what := "not a regular file"
+		switch {
+		case m.IsDir():
+			what = "a directory"
+		case m&fs.ModeNamedPipe != 0:
+			what = "a named pipe (FIFO)"
+		case m&fs.ModeSocket != 0:
+			what = "a socket"
+		case m&fs.ModeCharDevice != 0:
+			what = "a character device"
+		case m&fs.ModeDevice != 0:
+			what = "a block device"
+		}
+		return fmt.Errorf("%w: %s is %s; a plan file is a regular file written by 'toque plan -out'", ErrNotPlan, path, what)
+	}
+	if st.Size() > MaxFileSize {
+		return tooLarge(path, st.Size())
+	}
+	return nil
+}
+
+func tooLarge(path string, size int64) error {
+	return fmt.Errorf("%w: %s is %d bytes or more, and a plan file holds at most %d (1 GiB); it is not a plan toque wrote", ErrTooLarge, path, size, MaxFileSize)
+}
+
+// decode verifies and decodes a plan file's bytes.
+func decode(path string, data []byte, o ReadOptions) (*File, error) {
 	var env struct {
-		Version  json.RawMessage `json:"toque_plan"`
-		Checksum *string         `json:"checksum"`
-		Plan     json.RawMessage `json:"plan"`
+		Version   json.RawMessage `json:"toque_plan"`
+		Checksum  *string         `json:"checksum"`
+		Signature json.RawMessage `json:"signature"`
+		Plan      json.RawMessage `json:"plan"`
 	}
 	if err := json.Unmarshal(data, &env); err != nil {
 		if looksLikePlan(data) {
-			return nil, "", fmt.Errorf("%w: %s is damaged or truncated (%v)", ErrChecksum, path, err)
+			return nil, fmt.Errorf("%w: %s is damaged or truncated (%v)", ErrChecksum, path, err)
 		}
-		return nil, "", fmt.Errorf("%w: %s is not a JSON document of the plan format (%v)", ErrNotPlan, path, err)
+		return nil, fmt.Errorf("%w: %s is not a JSON document of the plan format (%v)", ErrNotPlan, path, err)
 	}
 	if len(env.Version) == 0 {
-		return nil, "", fmt.Errorf("%w: %s has no %q member", ErrNotPlan, path, envelopeKey)
+		return nil, fmt.Errorf("%w: %s has no %q member", ErrNotPlan, path, envelopeKey)
 	}
 	var version int
 	if err := json.Unmarshal(env.Version, &version); err != nil {
-		return nil, "", fmt.Errorf("%w: %s has a %q member that is not a format version: %s", ErrNotPlan, path, envelopeKey, truncate(string(env.Version), 40))
+		return nil, fmt.Errorf("%w: %s has a %q member that is not a format version: %s", ErrNotPlan, path, envelopeKey, truncate(string(env.Version), 40))
 	}
 	if version != FormatVersion {
-		return nil, "", &VersionError{Path: path, Got: version, Want: FormatVersion}
+		return nil, &VersionError{Path: path, Got: version, Want: FormatVersion}
 	}
 	if env.Checksum == nil || len(env.Plan) == 0 {
-		return nil, "", fmt.Errorf("%w: %s has no checksum or no plan", ErrChecksum, path)
+		return nil, fmt.Errorf("%w: %s has no checksum or no plan", ErrChecksum, path)
 	}
 	if got := digestOf(env.Plan); got != *env.Checksum {
-		return nil, "", fmt.Errorf("%w: %s was edited or damaged after it was written (checksum %s, content %s)", ErrChecksum, path, truncate(*env.Checksum, 80), got)
+		return nil, fmt.Errorf("%w: %s was edited or damaged after it was written (checksum %s, content %s)", ErrChecksum, path, truncate(*env.Checksum, 80), got)
+	}
+	digest := *env.Checksum
+	f := &File{Digest: digest}
+	// The signature is checked before the plan is decoded: under trusted
+	// keys, nothing of an unsigned or foreign plan is looked at.
+	signer, err := verifySignature(path, env.Signature, digest)
+	if err != nil {
+		return nil, err
+	}
+	f.Signer = signer
+	if o.Trusted != nil {
+		k, err := trusted(path, signer, o)
+		if err != nil {
+			return nil, err
+		}
+		f.Trusted, f.TrustedKey = true, k
 	}
 	var p Plan
 	if err := json.Unmarshal(env.Plan, &p); err != nil {
-		return nil, "", fmt.Errorf("%w: %s holds a plan this build cannot decode: %v", ErrNotPlan, path, err)
+		return nil, fmt.Errorf("%w: %s holds a plan this build cannot decode: %v", ErrNotPlan, path, err)
 	}
 	if p.FormatVersion != version {
-		return nil, "", &VersionError{Path: path, Got: p.FormatVersion, Want: FormatVersion}
+		return nil, &VersionError{Path: path, Got: p.FormatVersion, Want: FormatVersion}
 	}
-	for i, r := range p.Resources {
-		if r == nil {
-			return nil, "", fmt.Errorf("%w: %s: resource %d is null", ErrNotPlan, path, i)
-		}
+	if err := p.check(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v; the planner never writes this, so the plan was edited after it was made and its checksum computed again", ErrInconsistent, path, err)
 	}
-	return &p, *env.Checksum, nil
+	f.Plan = &p
+	return f, nil
 }
 
 // looksLikePlan reports whether data starts like a plan file's envelope.

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -113,7 +114,10 @@ func TestReadRefuses(t *testing.T) {
 		{"truncated", raw[:len(raw)/2], isErr(ErrChecksum)},
 		{"checksum edited", bytes.Replace(raw, []byte(`"checksum":"sha256:`), []byte(`"checksum":"sha256:0`), 1), isErr(ErrChecksum)},
 		{"no checksum", bytes.Replace(raw, []byte(`"checksum"`), []byte(`"checksun"`), 1), isErr(ErrChecksum)},
-		{"newer format", bytes.Replace(raw, []byte(`{"toque_plan":1,`), []byte(`{"toque_plan":2,`), 1), isVersion(2)},
+		{"newer format", bytes.Replace(raw, []byte(`{"toque_plan":2,`), []byte(`{"toque_plan":3,`), 1), isVersion(3)},
+		{"format 1", bytes.Replace(raw, []byte(`{"toque_plan":2,`), []byte(`{"toque_plan":1,`), 1), func(err error) bool {
+			return isVersion(1)(err) && strings.Contains(err.Error(), "cannot be trusted to be what runs")
+		}},
 		{"not JSON", []byte("terraform plan\x00\x01"), isErr(ErrNotPlan)},
 		{"other JSON", []byte(`{"format_version":"1.0","resources":[]}`), isErr(ErrNotPlan)},
 		{"version not a number", []byte(`{"toque_plan":"one","checksum":"x","plan":{}}`), isErr(ErrNotPlan)},
@@ -227,24 +231,52 @@ func FuzzRead(f *testing.F) {
 	}
 	f.Add(raw)
 	f.Add(raw[:len(raw)-10])
-	f.Add([]byte(`{"toque_plan":1,"checksum":"sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a","plan":{}}`))
-	f.Add([]byte(`{"toque_plan":1}`))
+	f.Add([]byte(`{"toque_plan":2,"checksum":"sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a","plan":{}}`))
+	f.Add([]byte(`{"toque_plan":2}`))
 	f.Add([]byte(`{"toque_plan":99999999999999999999}`))
 	f.Add([]byte(``))
-	f.Add([]byte(`{"toque_plan":1,"checksum":"","plan":{"resources":[null]}}`))
+	f.Add([]byte(`{"toque_plan":2,"checksum":"","plan":{"resources":[null]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		path := filepath.Join(t.TempDir(), "plan.out")
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		got, err := Read(path)
+		got, digest, err := ReadWithDigest(path)
 		if err != nil {
 			return
 		}
-		// Anything Read accepts can be digested (command/views fuzzes
-		// the renderings).
-		_ = got.Digest()
+		checkAccepted(t, got, digest)
 	})
+}
+
+var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// checkAccepted asserts what holds for any plan Read accepts (digest is the
+// checksum it verified; command/views fuzzes the renderings):
+//
+//  1. It can be digested: Digest is a real sha256, not the "unencodable"
+//     stand-in.
+//  2. Its digest survives writing it back: the file Write makes reads back
+//     with the digest Digest computed, and so does the plan read from it.
+//     (The verified checksum itself equals Digest only for the canonical
+//     bytes toque writes: FuzzReadPlanMember checks that case.)
+func checkAccepted(t *testing.T, got *Plan, digest string) {
+	t.Helper()
+	d := got.Digest()
+	if !digestRE.MatchString(d) || !digestRE.MatchString(digest) {
+		t.Fatalf("an accepted plan has no real digest: Digest %q, checksum %q", d, digest)
+	}
+	path := filepath.Join(t.TempDir(), "again.plan")
+	if err := Write(path, got); err != nil {
+		t.Fatalf("an accepted plan cannot be written back: %v", err)
+	}
+	again, againDigest, err := ReadWithDigest(path)
+	if err != nil {
+		t.Fatalf("the plan written back is refused: %v", err)
+	}
+	if againDigest != d || again.Digest() != d {
+		t.Fatalf("the digest changed on the way back: Digest %s, file %s, read back %s", d, againDigest, again.Digest())
+	}
 }
 
 // FuzzReadPlanMember wraps the fuzz bytes in a valid envelope (with the
@@ -257,22 +289,25 @@ func FuzzReadPlanMember(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(body)
-	f.Add([]byte(`{"format_version":1,"resources":[{"desired":{"x":{"value":1,"type":"number"}},"current":{"exists":true,"values":{"a":{"value":{"value":"x","type":["list","string"]}}}}}]}`))
-	f.Add([]byte(`{"format_version":1,"attributes":[{"path":"a","value":{"value":[1],"type":["tuple",["number"]]}}]}`))
+	f.Add([]byte(`{"format_version":2,"resources":[{"desired":{"x":{"value":1,"type":"number"}},"current":{"exists":true,"values":{"a":{"value":{"value":"x","type":["list","string"]}}}}}]}`))
+	f.Add([]byte(`{"format_version":2,"attributes":[{"path":"a","value":{"value":[1],"type":["tuple",["number"]]}}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var buf bytes.Buffer
-		buf.WriteString(`{"toque_plan":1,"checksum":"` + digestOf(body) + `","plan":`)
+		buf.WriteString(`{"toque_plan":2,"checksum":"` + digestOf(body) + `","plan":`)
 		buf.Write(body)
 		buf.WriteString(`}`)
 		path := filepath.Join(t.TempDir(), "plan.out")
 		if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		got, err := Read(path)
+		got, digest, err := ReadWithDigest(path)
 		if err != nil {
 			return
 		}
-		_ = got.Digest()
+		checkAccepted(t, got, digest)
+		if canon, err := got.canonical(); err == nil && bytes.Equal(canon, body) && digest != got.Digest() {
+			t.Fatalf("canonical bytes: the verified checksum %s is not the Digest %s", digest, got.Digest())
+		}
 		_ = got.Counts()
 		for _, r := range got.Resources {
 			if r.Current != nil {
@@ -286,8 +321,9 @@ func FuzzReadPlanMember(f *testing.F) {
 // The digest ReadWithDigest returns (the verified checksum) must be the one
 // Digest computes: apply and show use it instead of encoding the plan again.
 func TestReadWithDigestIsDigest(t *testing.T) {
+	cur := &Current{Exists: false}
 	pl := &Plan{FormatVersion: FormatVersion, Host: Host{Hostname: "h"}, Salt: "s",
-		Resources: []*Resource{{Address: "file[/x]", Type: "file", Name: "/x", Kind: "create"}}}
+		Resources: []*Resource{{Address: "file[/x]", Type: "file", Name: "/x", Kind: "create", Current: cur, Fingerprint: cur.Fingerprint()}}}
 	path := filepath.Join(t.TempDir(), "plan.out")
 	if err := Write(path, pl); err != nil {
 		t.Fatal(err)
@@ -298,5 +334,20 @@ func TestReadWithDigestIsDigest(t *testing.T) {
 	}
 	if digest != pl.Digest() || digest != got.Digest() {
 		t.Errorf("ReadWithDigest gave %s; Digest gives %s before and %s after", digest, pl.Digest(), got.Digest())
+	}
+}
+
+func TestLooksLikePlanFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "plan.out")
+	if err := Write(p, &Plan{FormatVersion: FormatVersion}); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(other, []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !LooksLikePlanFile(p) || LooksLikePlanFile(other) || LooksLikePlanFile(dir) || LooksLikePlanFile(filepath.Join(dir, "nope")) {
+		t.Errorf("LooksLikePlanFile: plan %v, text %v, dir %v, missing %v", LooksLikePlanFile(p), LooksLikePlanFile(other), LooksLikePlanFile(dir), LooksLikePlanFile(filepath.Join(dir, "nope")))
 	}
 }

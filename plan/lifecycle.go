@@ -36,17 +36,11 @@ type Subject struct {
 	// Salt keys the HMACs of sensitive live values: the plan's salt, so
 	// readings taken at apply compare with those taken at plan.
 	Salt string
-	// Read, when set, is the live state already read for this subject
-	// with the other resources of its type (ReadBatches): Evaluate uses
-	// it instead of calling Load. Guards still run first.
-	Read *Preread
-}
-
-// Preread is a reading taken ahead of Evaluate by a resources.BatchLoader:
-// the state, or the error reading it.
-type Preread struct {
+	// State, when set, is the state to plan the action from instead of
+	// reading the host: the state the previous action of the same
+	// resource is predicted to leave (action = ["enable", "start"]). The
+	// guards are still evaluated when given.
 	State *resources.State
-	Err   error
 }
 
 // Reading is what the lifecycle found for a Subject: the guards' verdict
@@ -176,11 +170,8 @@ func (l *Lifecycle) Evaluate(ctx context.Context, s *Subject) (*Reading, error) 
 	}
 
 	t0 := time.Now()
-	var st *resources.State
-	var err error
-	if s.Read != nil {
-		st, err = s.Read.State, s.Read.Err
-	} else {
+	st, err := s.State, error(nil)
+	if st == nil {
 		st, err = protect(log, func() (*resources.State, error) { return s.Type.Load(ctx, s.Desired.LoadView()) })
 	}
 	if err == nil && st == nil {
@@ -233,4 +224,86 @@ func protect[T any](log hclog.Logger, f func() (T, error)) (out T, err error) {
 		}
 	}()
 	return f()
+}
+
+// EvaluateActions evaluates the actions of one resource in order, as the
+// recipe lists them (action = ["enable", "start"]): the first as Evaluate
+// does (its guards decide for all: a skipped resource takes none of its
+// actions), each further one planned from the state the previous one is
+// predicted to leave (resources.Predict), without reading the host again
+// and without its guards, which gave their verdict on this same host.
+// s.Desired.Action is ignored. It returns one reading per action taken
+// (only the first when skipped), or the readings so far and the error.
+func (l *Lifecycle) EvaluateActions(ctx context.Context, s *Subject, actions []string) ([]*Reading, error) {
+	if len(actions) == 0 {
+		actions = []string{s.Desired.Action}
+	}
+	first := *s
+	first.Desired = s.Desired.WithAction(actions[0])
+	rd, err := l.Evaluate(ctx, &first)
+	out := []*Reading{rd}
+	if err != nil || rd.Skip {
+		return out, err
+	}
+	prev, prevDesired := rd, first.Desired
+	for _, a := range actions[1:] {
+		predicted, err := resources.Predict(s.Type, prevDesired, prev.State, prev.Step)
+		if err != nil {
+			return out, &LifecycleError{Address: s.Address, Type: s.Desired.Type, Action: a, Phase: PhasePlan,
+				Err: fmt.Errorf("predicting the state the %s action leaves: %w", prevDesired.Action, err)}
+		}
+		next := *s
+		next.Desired, next.Guards, next.State = s.Desired.WithAction(a), nil, predicted
+		if prev, err = l.Evaluate(ctx, &next); err != nil {
+			return out, err
+		}
+		out = append(out, prev)
+		prevDesired = next.Desired
+	}
+	return out, nil
+}
+
+// Preload reads, with one LoadAll call per type that implements
+// resources.BatchLoader, every subject of such a type, and returns the
+// readings by subject (subjects of other types, and of a type whose
+// LoadAll failed or panicked, are left to Load). The subjects' States are
+// not changed; the caller plans each from its reading.
+func (l *Lifecycle) Preload(ctx context.Context, subjects []*Subject) map[*Subject]*resources.State {
+	byType := map[resources.BatchLoader][]*Subject{}
+	var order []resources.BatchLoader
+	for _, s := range subjects {
+		bl, ok := s.Type.(resources.BatchLoader)
+		if !ok || s.State != nil {
+			continue
+		}
+		if _, seen := byType[bl]; !seen {
+			order = append(order, bl)
+		}
+		byType[bl] = append(byType[bl], s)
+	}
+	out := map[*Subject]*resources.State{}
+	for _, bl := range order {
+		subs := byType[bl]
+		views := make([]*resources.Resource, len(subs))
+		for i, s := range subs {
+			views[i] = s.Desired.LoadView()
+		}
+		log := l.logger().With("type", bl.Schema().Name, "resources", len(subs))
+		t0 := time.Now()
+		states, err := protect(log, func() ([]*resources.State, error) { return bl.LoadAll(ctx, views) })
+		if err == nil && len(states) != len(subs) {
+			err = fmt.Errorf("the resource type returned %d states for %d resources", len(states), len(subs))
+		}
+		if err != nil {
+			log.Debug("batch read failed; reading one by one", "error", err)
+			continue
+		}
+		for i, s := range subs {
+			if states[i] != nil {
+				out[s] = states[i]
+			}
+		}
+		log.Debug("read in one batch", "duration", time.Since(t0))
+	}
+	return out
 }

@@ -10,8 +10,15 @@ import (
 )
 
 // FormatVersion is the plan file format this build writes and reads. A file
-// with another major format version is refused.
-const FormatVersion = 1
+// of another format version is refused, with the reason.
+//
+// Format 2 keeps no display strings: a plan holds the values apply uses
+// (desired values, guard specs, the live reading with its digests, the
+// live text of content it diffs) and every rendering derives what it shows
+// from them (Show), so that what a reviewer reads is what apply runs.
+// Format 1 kept rendered changes, contexts and guard commands beside those
+// values, and is refused.
+const FormatVersion = 2
 
 // Plan is the persisted result of `toque plan`: everything apply needs, with
 // no HCL re-read, and everything a reviewer reads.
@@ -23,8 +30,10 @@ type Plan struct {
 	// InputsDigest is a sha256 over the recipe files (names and bytes) the
 	// plan was made from.
 	InputsDigest string `json:"inputs_digest"`
-	// LockRevision is the policy lock's revision id in policy mode.
+	// LockRevision is the policy lock's revision id in policy mode, and
+	// Policy the policy's name.
 	LockRevision string `json:"lock_revision,omitempty"`
+	Policy       string `json:"policy,omitempty"`
 	// Salt keys the HMACs that stand in for sensitive live values.
 	Salt string `json:"salt"`
 	// Errored marks a plan that failed part-way; it can be shown, never
@@ -53,9 +62,12 @@ type Attribute struct {
 	// Path is the dotted path below node: "web.port".
 	Path  string          `json:"path"`
 	Value json.RawMessage `json:"value"`
-	// Level is "default" or "override": the level the winning value came from.
+	// Level is "default", "normal" (the command line: -attr, -attr-file)
+	// or "override": the level the winning value came from.
 	Level string `json:"level"`
-	// Source is FILE:LINE of the winning write.
+	// Source is where the winning value was written (config.Leaf.Source):
+	// FILE:LINE, after an origin when there is one ("-attr-file
+	// prod.json:3", "-attr web.port").
 	Source string `json:"source"`
 	// Sensitive is set for an attribute written with sensitive(), or read
 	// by a sensitive resource: its Value is null, in the file and in every
@@ -71,16 +83,29 @@ type Range struct {
 }
 
 // Resource is one resource's planned work.
+//
+// Nothing here is a display string: renderings derive what they show from
+// Desired, GuardSpecs and Current with Plan.Show, so a plan cannot show one
+// thing and run another.
 type Resource struct {
-	Address string `json:"address"` // TYPE[NAME]
+	Address string `json:"address"` // TYPE[NAME]; Read refuses any other
 	Type    string `json:"type"`
 	Name    string `json:"name"`
 	Source  Range  `json:"source"`
 	// Action is the action the recipe asked for ("create").
 	Action string `json:"action"`
-	// Kind is what will happen; Reason says why.
-	Kind   resources.Kind `json:"kind"`
-	Reason string         `json:"reason"`
+	// Kind is what will happen.
+	Kind resources.Kind `json:"kind"`
+	// Reason says why, in words, as the planner composed it: StepReason
+	// with the guards' verdicts, or the planner's own words. Apply's
+	// report says it; renderings compose it again (Plan.Why) from
+	// StepReason, GuardSpecs and the notification edges, so that a
+	// command it names is the command apply runs.
+	Reason string `json:"reason"`
+	// StepReason is the resource type's own reason for Kind ("content
+	// differs"); empty when the planner decided (skipped by a guard,
+	// action nothing).
+	StepReason string `json:"step_reason,omitempty"`
 	// Sensitive marks a resource whose every property is hidden in output.
 	Sensitive     bool `json:"sensitive,omitempty"`
 	IgnoreFailure bool `json:"ignore_failure,omitempty"`
@@ -93,25 +118,18 @@ type Resource struct {
 	// attribute). Every property is, besides, when Sensitive is set.
 	SensitiveProperties []string `json:"sensitive_properties,omitempty"`
 	// Current is the live value read at plan time; nil when it was not read
-	// (a resource skipped by a guard before loading).
+	// (a resource skipped by a guard before loading, or whose action is
+	// nothing). Read verifies every value kept in full against its digest,
+	// and Fingerprint against Current.
 	Current *Current `json:"current,omitempty"`
-	// Changes are the property changes of a create or update, in schema
-	// order.
+	// Changes are the properties a create or update changes, in schema
+	// order. Their values are Desired's (or the type's default) and
+	// Current's.
 	Changes []Change `json:"changes,omitempty"`
-	// Unmanaged lists state properties the recipe did not set and that will
-	// be left as they are, with their live value (for the reviewer).
-	Unmanaged []Unmanaged `json:"unmanaged,omitempty"`
-	// Context lists properties shown beside the changes so a reviewer sees
-	// what the resource is: identity and name properties whose value is not
-	// the block label (directory "www" { path = "/srv/www" }), and, for a
-	// type that only acts (execute, the script types: no desired-state
-	// property), every property the recipe set — what will run, where, as
-	// whom. Display forms; sensitive values hidden.
-	Context []ContextValue `json:"context,omitempty"`
 	// Groups are the converge groups that will run.
 	Groups []string `json:"groups,omitempty"`
 	// Guards are the guard results in evaluation order, up to the one
-	// that decided to skip.
+	// that decided to skip: Guards[i] is the result of GuardSpecs[i].
 	Guards []GuardResult `json:"guards,omitempty"`
 	// GuardSpecs are every guard of the resource, resolved, in evaluation
 	// order (those after a deciding guard too), so that apply can evaluate
@@ -121,10 +139,93 @@ type Resource struct {
 	// resource notifies when it changes (subscribes edges naming it too).
 	Notifications []Notification `json:"notifications,omitempty"`
 	// NotifiedBy are the incoming notification edges: which resources
-	// notify this one, with which action and timing.
+	// notify this one, with which action and timing. They are the other
+	// resources' Notifications seen from here; Read refuses a plan where
+	// they are not.
 	NotifiedBy []Trigger `json:"notified_by,omitempty"`
-	// Fingerprint is a sha256 over everything Load read (absence included).
+	// Fingerprint is a sha256 over everything Load read (absence
+	// included): Current.Fingerprint(), "" when nothing was read.
 	Fingerprint string `json:"fingerprint"`
+	// Then are the steps of the actions after the first, when the recipe
+	// asks for several (action = ["enable", "start"]), in the order they
+	// run, each planned from the state the previous action is predicted
+	// to leave. Action, Kind, StepReason, Changes, Groups and Current
+	// above are the first action's; Kind stays Skip or NoOp for a
+	// resource that is skipped or not read.
+	Then []*ActionStep `json:"then,omitempty"`
+}
+
+// ActionStep is one further action of a resource.
+type ActionStep struct {
+	Action     string         `json:"action"`
+	Kind       resources.Kind `json:"kind"`
+	Reason     string         `json:"reason"`
+	StepReason string         `json:"step_reason,omitempty"`
+	Changes    []Change       `json:"changes,omitempty"`
+	Groups     []string       `json:"groups,omitempty"`
+	// Current is the state the previous action is predicted to leave, in
+	// the stored form: what the step's changes start from. It was never
+	// read from the host, so it has no fingerprint.
+	Current *Current `json:"current,omitempty"`
+}
+
+// Steps is the number of actions r plans: 1 + len(Then).
+func (r *Resource) Steps() int { return 1 + len(r.Then) }
+
+// StepView is r as its i-th action's step (0 is r itself): the action,
+// kind, reasons, changes, groups and the state it starts from are the
+// step's; the guards, edges and desired values are r's. A view of a
+// further step has no fingerprint: its state is predicted.
+func (r *Resource) StepView(i int) *Resource {
+	if i <= 0 || i > len(r.Then) {
+		return r
+	}
+	st := r.Then[i-1]
+	v := *r
+	v.Action, v.Kind, v.Reason, v.StepReason = st.Action, st.Kind, st.Reason, st.StepReason
+	v.Changes, v.Groups, v.Current, v.Fingerprint = st.Changes, st.Groups, st.Current, ""
+	v.Then = nil
+	return &v
+}
+
+// AddressesOf lists, in plan order, the resources with a step of kind k
+// (any of their actions) and then the targets of notified runs of kind k,
+// each once.
+func (p *Plan) AddressesOf(k resources.Kind) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(a string) {
+		if !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	for _, r := range p.Resources {
+		for si := 0; si < r.Steps(); si++ {
+			if r.StepView(si).Kind == k {
+				add(r.Address)
+			}
+		}
+	}
+	for _, nr := range p.NotifiedRuns {
+		if nr.Kind == k {
+			add(nr.Address)
+		}
+	}
+	return out
+}
+
+// AnyWork reports whether any of r's steps changes the host.
+func (r *Resource) AnyWork() bool {
+	if r.Kind.IsWork() {
+		return true
+	}
+	for _, st := range r.Then {
+		if st.Kind.IsWork() {
+			return true
+		}
+	}
+	return false
 }
 
 // Value is a cty value kept with its exact type; in JSON it is
@@ -138,63 +239,55 @@ type Current struct {
 	Extra  map[string]string      `json:"extra,omitempty"`
 }
 
-// StoredValue is a live property value as kept in the plan: in full when small
-// and not sensitive, otherwise only its size and digest.
+// StoredValue is a live property value as kept in the plan: in full when it
+// is small, or text content a diff is made from, and not sensitive;
+// otherwise only its size and digest. How it is shown is decided when it is
+// shown (Display), from these.
 type StoredValue struct {
-	// Value is present when the value is kept in full.
+	// Value is present when the value is kept in full. Read refuses a plan
+	// where it does not match Digest.
 	Value *Value `json:"value,omitempty"`
-	// Digest is "sha256:HEX" of the value's canonical JSON, or, for a
-	// sensitive value, "hmac-sha256:HEX" keyed with the plan's salt.
+	// Digest is "sha256:HEX" of the value (the bytes of a string, the
+	// typed JSON of anything else), or, for a sensitive value,
+	// "hmac-sha256:HEX" keyed with the plan's salt.
 	Digest string `json:"digest"`
 	// Size is the length in bytes of a string value.
 	Size int64 `json:"size,omitempty"`
-	// Display is how the value is shown ("(sensitive)", "(12 KiB, sha256:…)").
-	Display string `json:"display"`
+	// Private, when set, says why no output may show the value beyond
+	// its size (a file not every user of the host may read): it is kept
+	// keyed like a sensitive value, and renderings show this reason
+	// instead of a diff from it.
+	Private string `json:"private,omitempty"`
 }
 
-// Change is one property change, already rendered for reviewers.
+// Change names one property a create or update changes. Its values are
+// not here: the planned value is Desired's (or, when the recipe did not
+// set it and the thing is created, the type's default), the live one
+// Current's.
 type Change struct {
 	Property string `json:"property"`
-	// Before and After are display forms; Before is empty when there was no
-	// value.
-	Before    string `json:"before,omitempty"`
-	After     string `json:"after"`
-	Default   bool   `json:"default,omitempty"`
-	Sensitive bool   `json:"sensitive,omitempty"`
-	// Diff is a unified diff of text content (absent for binary, huge or
-	// sensitive content; DiffNote says why).
-	Diff     string `json:"diff,omitempty"`
-	DiffNote string `json:"diff_note,omitempty"`
+	// Planned is the value the change sets when the resource type
+	// computed it from the host rather than took it from the recipe: the
+	// version apt would install, the sha256 of what a URL serves. Absent:
+	// Desired's value, or the type's default. Apply refuses a step whose
+	// value is not this one.
+	Planned *Value `json:"planned,omitempty"`
+	// Note is the type's word to a reviewer on the change: "apt also
+	// installs toque-dep 1.0".
+	Note string `json:"note,omitempty"`
 }
 
-// Unmanaged is a property left as it is because the recipe did not set it.
-type Unmanaged struct {
-	Property string `json:"property"`
-	Current  string `json:"current"`
-}
-
-// ContextValue is a property and its display form.
-type ContextValue struct {
-	Property string `json:"property"`
-	Value    string `json:"value"`
-}
-
-// GuardResult records one evaluated guard.
+// GuardResult is the outcome of one evaluated guard at plan time: the
+// guard itself (what ran) is the GuardSpecs entry of the same index.
 type GuardResult struct {
-	Kind        string            `json:"kind"`    // only_if | not_if
-	Form        string            `json:"form"`    // script | expression
-	Command     string            `json:"command"` // the script, or the expression's source text
-	Interpreter string            `json:"interpreter,omitempty"`
-	Cwd         string            `json:"cwd,omitempty"`
-	Environment map[string]string `json:"environment,omitempty"`
-	User        string            `json:"user,omitempty"`
-	Inherited   []string          `json:"inherited,omitempty"` // parameters inherited from the resource
-	ExitCode    *int              `json:"exit_code,omitempty"`
-	DurationMS  int64             `json:"duration_ms,omitempty"`
-	Output      string            `json:"output,omitempty"`
-	Passed      bool              `json:"passed"` // the condition held (true for only_if means run)
-	Decided     bool              `json:"decided"`
-	Warning     string            `json:"warning,omitempty"`
+	ExitCode   *int   `json:"exit_code,omitempty"`
+	DurationMS int64  `json:"duration_ms,omitempty"`
+	Output     string `json:"output,omitempty"`
+	// Passed is the guard's condition: the exit code was in returns, or
+	// the expression was true (for only_if, true means run).
+	Passed  bool   `json:"passed"`
+	Decided bool   `json:"decided"`
+	Warning string `json:"warning,omitempty"`
 }
 
 // Notification is an outgoing notification edge.
@@ -230,15 +323,18 @@ type NotifiedRun struct {
 	Notifiers []string `json:"notifiers"`
 	// Slot is the index in Plan.Resources of the resource in whose turn
 	// the run happens (len(Resources) for delayed runs, at the end);
-	// Before is true when it runs before that resource converges.
+	// Step is the action of that resource (0 for its first); Before is
+	// true when it runs before that action converges.
 	Slot   int  `json:"slot"`
+	Step   int  `json:"step,omitempty"`
 	Before bool `json:"before,omitempty"`
-	// Kind, Reason, Changes and Groups are what the action will do, as
-	// for a Resource; Reason starts with "notified by …".
-	Kind    resources.Kind `json:"kind"`
-	Reason  string         `json:"reason"`
-	Changes []Change       `json:"changes,omitempty"`
-	Groups  []string       `json:"groups,omitempty"`
+	// Kind, Reason, StepReason, Changes and Groups are what the action
+	// will do, as for a Resource; Reason starts with "notified by …".
+	Kind       resources.Kind `json:"kind"`
+	Reason     string         `json:"reason"`
+	StepReason string         `json:"step_reason,omitempty"`
+	Changes    []Change       `json:"changes,omitempty"`
+	Groups     []string       `json:"groups,omitempty"`
 	// Guards and GuardSpecs are the target's guards, which decide a
 	// notified run as they decide a resource.
 	Guards      []GuardResult `json:"guards,omitempty"`
@@ -262,7 +358,12 @@ func (p *Plan) Counts() Counts {
 			if r.Action == "nothing" && p.notifiedWork(r.Address) {
 				continue // counted by its notified run
 			}
-			c.NoOp++
+			if !r.AnyWork() {
+				c.NoOp++
+			}
+		}
+		for _, st := range r.Then {
+			c.add(st.Kind) // each further action that works counts
 		}
 	}
 	for _, n := range p.NotifiedRuns {
@@ -290,6 +391,11 @@ func (c *Counts) add(k resources.Kind) bool {
 	}
 	return true
 }
+
+// HasNotifiedWork reports whether a planned notified run of addr has work:
+// a resource whose action is nothing is then counted (and shown) by that
+// run, not as unchanged.
+func (p *Plan) HasNotifiedWork(addr string) bool { return p.notifiedWork(addr) }
 
 // notifiedWork reports whether a planned notified run of addr has work.
 func (p *Plan) notifiedWork(addr string) bool {

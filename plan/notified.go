@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/toquehq/toque/guard"
 	"github.com/toquehq/toque/resources"
 )
 
@@ -52,29 +51,27 @@ func (p *Plan) NotifiedView(nr *NotifiedRun) *Resource {
 		}
 	}
 	v.Action, v.Kind, v.Reason = nr.Action, nr.Kind, nr.Reason
+	v.StepReason = nr.StepReason
 	v.Changes, v.Groups, v.Guards, v.GuardSpecs = nr.Changes, nr.Groups, nr.Guards, nr.GuardSpecs
 	v.Current, v.Fingerprint = nr.Current, nr.Fingerprint
-	v.Notifications, v.NotifiedBy, v.Unmanaged = nil, nil, nil
+	v.Notifications, v.NotifiedBy = nil, nil
 	return v
 }
 
 // RunsAt returns the notified runs in resource slot's turn, before or
-// after it converges, in the order they run. Slot len(p.Resources) holds
-// the delayed runs at the end.
+// after its first action converges, in the order they run. Slot
+// len(p.Resources) holds the delayed runs at the end.
 func (p *Plan) RunsAt(slot int, before bool) []*NotifiedRun {
+	return p.RunsAtStep(slot, 0, before)
+}
+
+// RunsAtStep is RunsAt for the step-th action of the resource at slot.
+func (p *Plan) RunsAtStep(slot, step int, before bool) []*NotifiedRun {
 	var out []*NotifiedRun
 	for _, nr := range p.NotifiedRuns {
-		if nr.Slot == slot && nr.Before == before {
+		if nr.Slot == slot && nr.Step == step && nr.Before == before {
 			out = append(out, nr)
 		}
 	}
 	return out
-}
-
-// GuardVerdict words one guard result: "only_if `test -f x` passed",
-// "only_if `test -f x` failed", "not_if `test -f x` is true", "only_if
-// node.web.enabled is false". Passed is the guard's condition (exit status
-// in returns, or the expression's value), for both kinds.
-func GuardVerdict(g GuardResult) string {
-	return guard.VerdictOf(g.Kind, g.Form, g.Command, g.Passed)
 }

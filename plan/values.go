@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
@@ -16,9 +17,14 @@ import (
 	"github.com/toquehq/toque/resources"
 )
 
-// MaxInlineValue is the largest live string value kept in full in a plan;
-// larger ones (and every Content property) are kept as size and digest.
+// MaxInlineValue is the largest live string value shown in full; larger
+// ones (and every Content property) are shown as size and digest.
 const MaxInlineValue = 1024
+
+// MaxDiffSize is the largest text content (either side) shown as a unified
+// diff, and the largest live text content a plan keeps in full to diff
+// against; larger content is summarised by size and digest only.
+const MaxDiffSize = 1 << 20
 
 // Sensitive is how hidden values are shown.
 const Sensitive = "(sensitive)"
@@ -72,7 +78,10 @@ func ShortDigest(d string) string {
 	return d
 }
 
-// StoreValue turns a live value into its stored form.
+// StoreValue turns a live value into its stored form: in full when it is
+// not sensitive and either small (MaxInlineValue) or the text of a Content
+// property a diff is made from (up to MaxDiffSize, no NUL, valid UTF-8);
+// otherwise as size and digest only.
 func StoreValue(p *resources.Property, v cty.Value, salt string, sensitive bool) StoredValue {
 	sensitive = sensitive || (p != nil && p.Sensitive)
 	sv := StoredValue{Digest: DigestValue(v, salt, sensitive)}
@@ -80,16 +89,67 @@ func StoreValue(p *resources.Property, v cty.Value, salt string, sensitive bool)
 	if isString {
 		sv.Size = int64(len(v.AsString()))
 	}
-	switch {
-	case sensitive:
-		sv.Display = Sensitive
-	case isString && (sv.Size > MaxInlineValue || (p != nil && p.Content)):
-		sv.Display = fmt.Sprintf("(%s, %s)", humanSize(sv.Size), ShortDigest(sv.Digest))
-	default:
+	keep := !sensitive
+	if keep && isString && sv.Size > MaxInlineValue {
+		keep = p != nil && p.Content && sv.Size <= MaxDiffSize && !isBinary(v.AsString())
+	}
+	if keep {
 		sv.Value = &Value{Value: v}
-		sv.Display = DisplayValue(v)
 	}
 	return sv
+}
+
+// Display is how a stored live value is shown: "(12 bytes, private)" for
+// one not every user may read, "(sensitive)" for a sensitive one, its HCL form when it is kept in full, short and not
+// content, otherwise its size and digest ("(12 KiB, sha256:…)"). content
+// is whether the property is a Content property (file content).
+func (sv StoredValue) Display(content bool) string {
+	if sv.Private != "" {
+		return fmt.Sprintf("(%s, private)", humanSize(sv.Size))
+	}
+	if sv.IsSensitive() {
+		return Sensitive
+	}
+	if sv.Value != nil && sv.Value.Value != cty.NilVal {
+		v := sv.Value.Value
+		if s, ok := stringOf(v); ok {
+			if !content && len(s) <= MaxInlineValue {
+				return DisplayValue(v)
+			}
+			return Summary(int64(len(s)), sv.Digest)
+		}
+		return DisplayValue(v)
+	}
+	return Summary(sv.Size, sv.Digest)
+}
+
+// IsSensitive reports whether the value is kept only as a salted HMAC.
+func (sv StoredValue) IsSensitive() bool { return strings.HasPrefix(sv.Digest, "hmac-") }
+
+// Text returns the value when it is kept in full and is a string.
+func (sv StoredValue) Text() (string, bool) {
+	if sv.Value == nil || sv.IsSensitive() {
+		return "", false
+	}
+	return stringOf(sv.Value.Value)
+}
+
+// Summary shows content by size and digest: "(31 bytes, sha256:c872e499a204…)".
+func Summary(size int64, digest string) string {
+	return fmt.Sprintf("(%s, %s)", humanSize(size), ShortDigest(digest))
+}
+
+// stringOf returns v's string when v is a known, non-null string.
+func stringOf(v cty.Value) (string, bool) {
+	if v == cty.NilVal || !v.IsKnown() || v.IsNull() || !v.Type().Equals(cty.String) {
+		return "", false
+	}
+	return v.AsString(), true
+}
+
+// isBinary reports content no diff can show: a NUL byte or invalid UTF-8.
+func isBinary(s string) bool {
+	return strings.IndexByte(s, 0) >= 0 || !utf8.ValidString(s)
 }
 
 func humanSize(n int64) string {
@@ -124,7 +184,7 @@ func StoreCurrent(s *resources.Schema, st *resources.State, salt string, sensiti
 				// content): its plain sha256 would let anyone holding the
 				// plan guess a short secret, so it is keyed like a
 				// sensitive value's, and shown by size only.
-				sv = StoredValue{Digest: DigestValue(v, salt, true), Size: sv.Size, Display: fmt.Sprintf("(%s, private)", humanSize(sv.Size))}
+				sv = StoredValue{Digest: DigestValue(v, salt, true), Size: sv.Size, Private: st.Private[k]}
 			}
 			c.Values[k] = sv
 		}
@@ -168,7 +228,8 @@ type Difference struct {
 	Now      string // display form now
 }
 
-// CompareCurrent lists how now differs from then, in a stable order.
+// CompareCurrent lists how now differs from then, in a stable order, with
+// display forms (text of several lines by size and digest).
 func CompareCurrent(then, now *Current) []Difference {
 	var out []Difference
 	if then.Exists != now.Exists {
@@ -189,10 +250,10 @@ func CompareCurrent(then, now *Current) []Difference {
 		}
 		d := Difference{Property: k, Then: "(none)", Now: "(none)"}
 		if aok {
-			d.Then = a.Display
+			d.Then = a.Display(spansLines(a))
 		}
 		if bok {
-			d.Now = b.Display
+			d.Now = b.Display(spansLines(b))
 		}
 		out = append(out, d)
 	}
@@ -209,6 +270,14 @@ func CompareCurrent(then, now *Current) []Difference {
 		}
 	}
 	return out
+}
+
+// spansLines reports a value kept in full that is text of several lines:
+// content, which a list of differences shows by size and digest (it has
+// no schema to ask).
+func spansLines(sv StoredValue) bool {
+	text, ok := sv.Text()
+	return ok && strings.Contains(text, "\n")
 }
 
 func existsWord(b bool) string {

@@ -33,20 +33,46 @@ func TestValueJSONRoundTrip(t *testing.T) {
 	}
 }
 
-func TestStoreValueHidesSensitiveAndLarge(t *testing.T) {
+func TestStoreValue(t *testing.T) {
 	content := &resources.Property{Name: "content", Type: cty.String, Content: true}
-	sv := StoreValue(content, cty.StringVal("secret"), "salt", true)
-	if sv.Value != nil || sv.Display != Sensitive || sv.Digest[:12] != "hmac-sha256:" {
-		t.Errorf("sensitive value stored as %+v", sv)
-	}
-	sv = StoreValue(content, cty.StringVal("x"), "salt", false)
-	if sv.Value != nil || sv.Size != 1 {
-		t.Errorf("content stored in full: %+v", sv)
-	}
 	mode := &resources.Property{Name: "mode", Type: cty.String}
-	sv = StoreValue(mode, cty.StringVal("0644"), "salt", false)
-	if sv.Value == nil || sv.Display != `"0644"` {
-		t.Errorf("small value not kept: %+v", sv)
+	bigText := strings.Repeat("a line of text\n", 100)
+	cases := []struct {
+		name      string
+		prop      *resources.Property
+		v         cty.Value
+		sensitive bool
+		kept      bool
+		display   string // Display(prop.Content)
+	}{
+		{"sensitive", content, cty.StringVal("secret"), true, false, Sensitive},
+		{"sensitive property", &resources.Property{Name: "k", Type: cty.String, Sensitive: true}, cty.StringVal("secret"), false, false, Sensitive},
+		{"small content, kept for the diff", content, cty.StringVal("x"), false, true, "(1 byte, sha256:2d711642b726…)"},
+		{"large text content, kept for the diff", content, cty.StringVal(bigText), false, true, "(1.5 KiB, sha256:"},
+		{"content with a NUL", content, cty.StringVal(strings.Repeat("\x00", 2000)), false, false, "(2.0 KiB, sha256:"},
+		{"content over the diff limit", content, cty.StringVal(strings.Repeat("x", MaxDiffSize+1)), false, false, "(1.0 MiB, sha256:"},
+		{"small value", mode, cty.StringVal("0644"), false, true, `"0644"`},
+		{"long value", mode, cty.StringVal(strings.Repeat("x", MaxInlineValue+1)), false, false, "(1.0 KiB, sha256:"},
+		{"number", &resources.Property{Name: "n", Type: cty.Number}, cty.NumberIntVal(3), false, true, "3"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sv := StoreValue(c.prop, c.v, "salt", c.sensitive)
+			if (sv.Value != nil) != c.kept {
+				t.Errorf("kept in full: %v, want %v", sv.Value != nil, c.kept)
+			}
+			if d := sv.Display(c.prop.Content); !strings.HasPrefix(d, c.display) {
+				t.Errorf("shown as %q, want %q", d, c.display)
+			}
+			if (c.sensitive || c.prop.Sensitive) != sv.IsSensitive() {
+				t.Errorf("digest %s", sv.Digest)
+			}
+			// What Read checks: a value kept matches its digest.
+			p := &Plan{Salt: "salt"}
+			if err := p.checkStored(sv); err != nil {
+				t.Errorf("a stored value fails its own check: %v", err)
+			}
+		})
 	}
 }
 
@@ -71,7 +97,7 @@ func TestStoreCurrentKeysPrivateValues(t *testing.T) {
 	st := &resources.State{Exists: true, Values: map[string]cty.Value{"content": cty.StringVal("pin=1234\n")}, Private: map[string]string{"content": "not readable by every user"}}
 	c := StoreCurrent(s, st, "salt", false)
 	sv := c.Values["content"]
-	if !strings.HasPrefix(sv.Digest, "hmac-sha256:") || sv.Value != nil || sv.Display != "(9 bytes, private)" {
+	if !strings.HasPrefix(sv.Digest, "hmac-sha256:") || sv.Value != nil || sv.Display(true) != "(9 bytes, private)" || sv.Private != "not readable by every user" {
 		t.Errorf("private value stored as %+v", sv)
 	}
 	if again := StoreCurrent(s, st, "salt", false); again.Fingerprint() != c.Fingerprint() {

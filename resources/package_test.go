@@ -14,6 +14,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/internal/debtest"
+	"github.com/toquehq/toque/internal/testenv"
 )
 
 // The package tests run the real apt and dpkg against a throwaway root
@@ -465,9 +466,7 @@ func TestPackageLockHeld(t *testing.T) {
 // and returns its pid.
 func holdLock(t *testing.T, path string) int {
 	t.Helper()
-	if _, err := osexec.LookPath("perl"); err != nil {
-		t.Skip("perl is not installed (it is Essential on Debian): no process to hold the lock")
-	}
+	testenv.MustHave(t, testenv.Perl)
 	ready := filepath.Join(t.TempDir(), "ready")
 	cmd := osexec.Command("perl", "-MFcntl", "-e", `open(my $f, ">>", $ARGV[0]) or die $!;
 my $l = pack("s s x4 q q l x4", F_WRLCK, 0, 0, 0, 0); fcntl($f, F_SETLK, $l) or die "lock: $!";

@@ -20,6 +20,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/toquehq/toque/internal/testenv"
 )
 
 // rfServer is a loopback HTTP server whose answers the test sets, and
@@ -432,9 +434,7 @@ func TestRemoteFileBinaryAndBadInput(t *testing.T) {
 }
 
 func TestOpenCacheRefusesAnUntrustedDirectory(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root, to make a directory another user owns")
-	}
+	testenv.MustHave(t, testenv.Root) // to make a directory another user owns
 	base := t.TempDir()
 	open := filepath.Join(base, "open")
 	os.MkdirAll(open, 0o777)

@@ -590,3 +590,20 @@ type Runner interface {
 	// a logger and runs it with shellexec.Run.
 	CommandSpec(r *Resource) (shellexec.Spec, error)
 }
+
+// BatchLoader is implemented by a type that reads the live state of many
+// resources with one call (one dpkg-query for every package, one
+// systemctl show for every unit, one parse of /etc/passwd): the planner,
+// and apply's pre-flight, call LoadAll once per type with every resource
+// of it that is read, and plan each from its reading instead of calling
+// Load per resource. Load is still called for the re-read right before a
+// resource converges, and when LoadAll fails (each resource then reports
+// its own error).
+type BatchLoader interface {
+	Type
+	// LoadAll reads what each of rs names (each a LoadView, as Load gets)
+	// and returns one State per resource, in the order of rs. Like Load,
+	// it must not change the host. A nil State leaves that resource to
+	// Load (one whose own reading failed, which Load then reports).
+	LoadAll(ctx context.Context, rs []*Resource) ([]*State, error)
+}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -22,12 +24,12 @@ func FuzzRenderPlan(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(body.Body)
-	f.Add([]byte(`{"format_version":1,"resources":[{"desired":{"x":{"value":1,"type":"number"}},"current":{"exists":true,"values":{"a":{"value":{"value":"x","type":["list","string"]}}}}}]}`))
-	f.Add([]byte(`{"format_version":1,"attributes":[{"path":"a","value":{"value":[1],"type":["tuple",["number"]]}}]}`))
+	f.Add([]byte(`{"format_version":2,"resources":[{"desired":{"x":{"value":1,"type":"number"}},"current":{"exists":true,"values":{"a":{"value":{"value":"x","type":["list","string"]}}}}}]}`))
+	f.Add([]byte(`{"format_version":2,"attributes":[{"path":"a","value":{"value":[1],"type":["tuple",["number"]]}}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		sum := sha256.Sum256(body)
 		var buf bytes.Buffer
-		buf.WriteString(`{"toque_plan":1,"checksum":"sha256:` + hex.EncodeToString(sum[:]) + `","plan":`)
+		buf.WriteString(`{"toque_plan":2,"checksum":"sha256:` + hex.EncodeToString(sum[:]) + `","plan":`)
 		buf.Write(body)
 		buf.WriteString(`}`)
 		path := filepath.Join(t.TempDir(), "plan.out")
@@ -38,8 +40,16 @@ func FuzzRenderPlan(f *testing.F) {
 		if err != nil {
 			return
 		}
-		RenderText(&bytes.Buffer{}, got, RenderOptions{Color: true, Digest: digest})
-		_, _ = JSONView(got, nil)
-		_ = RenderMarkdown(&bytes.Buffer{}, got, MarkdownOptions{MaxBytes: 4000, Digest: digest})
+		// Whatever plan.Read accepts can be rendered and viewed.
+		var text bytes.Buffer
+		if err := RenderText(&text, got, RenderOptions{Color: true, Digest: digest}); err != nil || text.Len() == 0 {
+			t.Fatalf("RenderText: %v, %d bytes", err, text.Len())
+		}
+		if js, err := JSONView(got, JSONOptions{Digest: digest}); err != nil || !json.Valid(js) {
+			t.Fatalf("JSONView: %v\n%.300s", err, js)
+		}
+		if err := RenderMarkdown(&bytes.Buffer{}, got, MarkdownOptions{MaxBytes: 4000, Digest: digest}); err != nil && !errors.Is(err, ErrMarkdownTooSmall) {
+			t.Fatalf("RenderMarkdown: %v", err)
+		}
 	})
 }

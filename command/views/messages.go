@@ -154,3 +154,14 @@ func (m Messages) Formatted(file string, list, diff bool, before, after string) 
 func (m Messages) Version(version string, planFormat int) {
 	fmt.Fprintf(m.V.Streams.Stdout, "toque v%s\nplan format %d\n%s %s/%s\n", version, planFormat, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
+
+// KeyMade says where keygen wrote a key pair and how to use it.
+func (m Messages) KeyMade(private, public, fingerprint string) {
+	fmt.Fprintf(m.V.Streams.Stdout, `Wrote the private key to %s (mode 0600) and the public key to %s.
+Key fingerprint: %s
+
+Sign plans with it:       toque plan -sign-key=%s -out=plan.out   (or TOQUE_SIGN_KEY)
+Trust it on the host:     add the line of %s to the trusted keys file, then
+                          toque apply -verify-key=FILE plan.out   (or TOQUE_VERIFY_KEY)
+`, EscapeLine(private), EscapeLine(public), fingerprint, EscapeLine(shellQuote(private)), EscapeLine(public))
+}

@@ -18,6 +18,36 @@ type PlanOptions struct {
 	Digest string
 	// Markdown holds the Markdown options (ignored by other forms).
 	Markdown MarkdownOptions
+	// Signature says who signed the plan (show, plan -sign-key); nil says
+	// nothing about signatures.
+	Signature *SignatureInfo
+}
+
+// SignatureInfo is who signed a plan, as reviewers are told.
+type SignatureInfo struct {
+	// Signed is false for a plan that carries no signature.
+	Signed bool
+	// Fingerprint names the signing key ("SHA256:…").
+	Fingerprint string
+	// Trusted is set when the key is one of the trusted keys given
+	// (-verify-key); Comment is that key's comment there.
+	Trusted bool
+	Comment string
+}
+
+// line is the sentence the text rendering prints, "" for nil.
+func (s *SignatureInfo) line() string {
+	switch {
+	case s == nil:
+		return ""
+	case !s.Signed:
+		return "Not signed."
+	case s.Trusted && s.Comment != "":
+		return fmt.Sprintf("Signed by key %s (%s), one of the trusted keys.", EscapeLine(s.Fingerprint), EscapeLine(s.Comment))
+	case s.Trusted:
+		return fmt.Sprintf("Signed by key %s, one of the trusted keys.", EscapeLine(s.Fingerprint))
+	}
+	return fmt.Sprintf("Signed by key %s.", EscapeLine(s.Fingerprint))
 }
 
 // Plan is the view of `toque plan`, `toque show` and the plan shown by
@@ -49,7 +79,7 @@ func (t *planText) Show(p *plan.Plan, diags diag.Diagnostics, o PlanOptions) err
 	if p == nil || p.Errored {
 		return nil
 	}
-	return RenderText(t.v.Streams.Stdout, p, RenderOptions{Color: t.v.Color, SavedTo: o.SavedTo, Digest: o.Digest})
+	return RenderText(t.v.Streams.Stdout, p, RenderOptions{Color: t.v.Color, SavedTo: o.SavedTo, Digest: o.Digest, Registry: t.v.Registry, Signature: o.Signature})
 }
 
 // planJSON prints one JSON document on stdout: the plan in the format of
@@ -57,9 +87,9 @@ func (t *planText) Show(p *plan.Plan, diags diag.Diagnostics, o PlanOptions) err
 // the diagnostics for people reading a CI log.
 type planJSON struct{ v *View }
 
-func (j *planJSON) Show(p *plan.Plan, diags diag.Diagnostics, _ PlanOptions) error {
+func (j *planJSON) Show(p *plan.Plan, diags diag.Diagnostics, o PlanOptions) error {
 	j.v.Diagnostics(diags)
-	b, err := JSONView(p, j.v.JSONDiagnostics(diags))
+	b, err := JSONView(p, JSONOptions{Diagnostics: j.v.JSONDiagnostics(diags), Registry: j.v.Registry, Digest: o.Digest, Signature: o.Signature})
 	if err != nil {
 		return fmt.Errorf("cannot render the plan as JSON: %w", err)
 	}
@@ -81,6 +111,12 @@ func (m *planMarkdown) Show(p *plan.Plan, diags diag.Diagnostics, o PlanOptions)
 	mo := o.Markdown
 	if mo.Digest == "" {
 		mo.Digest = o.Digest
+	}
+	if mo.Registry == nil {
+		mo.Registry = m.v.Registry
+	}
+	if mo.Signature == nil {
+		mo.Signature = o.Signature
 	}
 	if err := RenderMarkdown(&buf, p, mo); err != nil {
 		return fmt.Errorf("cannot render the plan as Markdown: %w", err)

@@ -9,12 +9,13 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/toquehq/toque/plan"
+	"github.com/toquehq/toque/resources"
 )
 
 // JSONViewVersion is the version of the `toque show -json` format
 // (docs/plan-json.md). The minor version grows when fields are added; the
 // major version changes only when a field changes meaning or is removed.
-const JSONViewVersion = "1.1"
+const JSONViewVersion = "1.2"
 
 // The view types below are the documented machine format. They are kept
 // apart from the plan file model so that either can change without silently
@@ -27,9 +28,13 @@ type jsonView struct {
 	CreatedAt         string   `json:"created_at"`
 	Host              jsonHost `json:"host"`
 	Digest            string   `json:"digest"`
-	InputsDigest      string   `json:"inputs_digest"`
-	LockRevision      string   `json:"lock_revision"`
-	Errored           bool     `json:"errored"`
+	// SignedBy is the fingerprint of the key that signed the plan, "" when
+	// it is not signed (or the plan was not read from a file).
+	SignedBy     string `json:"signed_by"`
+	InputsDigest string `json:"inputs_digest"`
+	LockRevision string `json:"lock_revision"`
+	Policy       string `json:"policy"`
+	Errored      bool   `json:"errored"`
 	// Diagnostics are the errors and warnings of the command that printed
 	// the plan (plan -json); [] for show -json of a saved plan.
 	Diagnostics  []JSONDiagnostic `json:"diagnostics"`
@@ -105,6 +110,17 @@ type jsonResource struct {
 	NotifiedBy      []jsonTrigger              `json:"notified_by"`
 	Current         *jsonCurrent               `json:"current"`
 	Fingerprint     string                     `json:"fingerprint"`
+	// Then are the resource's further actions (action = ["enable",
+	// "start"]), each planned from the state the previous one leaves.
+	Then []jsonStep `json:"then"`
+}
+
+type jsonStep struct {
+	Action  string       `json:"action"`
+	Kind    string       `json:"kind"`
+	Reason  string       `json:"reason"`
+	Changes []jsonChange `json:"changes"`
+	Groups  []string     `json:"groups"`
 }
 
 type jsonChange struct {
@@ -130,6 +146,7 @@ type jsonGuard struct {
 	Cwd         string            `json:"cwd"`
 	Environment map[string]string `json:"environment"`
 	User        string            `json:"user"`
+	Parameters  map[string]string `json:"parameters"`
 	Inherited   []string          `json:"inherited"`
 	ExitCode    *int              `json:"exit_code"`
 	DurationMS  int64             `json:"duration_ms"`
@@ -152,12 +169,27 @@ type jsonCurrent struct {
 	Extra  map[string]string `json:"extra"`
 }
 
+// JSONOptions are what JSONView needs besides the plan.
+type JSONOptions struct {
+	// Diagnostics are the command's errors and warnings.
+	Diagnostics []JSONDiagnostic
+	// Registry holds this build's resource types (nil: resources.Builtin()).
+	Registry *resources.Registry
+	// Digest is the plan's digest when the caller has it (the file's
+	// verified checksum); "" computes it.
+	Digest string
+	// Signature says who signed the plan.
+	Signature *SignatureInfo
+}
+
 // JSONView renders p in the documented, stable machine format of `toque
-// show -json` (docs/plan-json.md). It is redacted: sensitive values are
-// replaced by "(sensitive)" and the salt is left out, so the output is safe
-// to paste into a review. Every list and map is present (empty rather than
-// null) so consumers need no null checks.
-func JSONView(p *plan.Plan, diags []JSONDiagnostic) ([]byte, error) {
+// show -json` (docs/plan-json.md). Like every rendering, it derives what it
+// shows from the values apply uses (plan.Show). It is redacted: sensitive
+// values are replaced by "(sensitive)" and the salt is left out, so the
+// output is safe to paste into a review. Every list and map is present
+// (empty rather than null) so consumers need no null checks.
+func JSONView(p *plan.Plan, o JSONOptions) ([]byte, error) {
+	diags := o.Diagnostics
 	if diags == nil {
 		diags = []JSONDiagnostic{}
 	}
@@ -169,6 +201,11 @@ func JSONView(p *plan.Plan, diags []JSONDiagnostic) ([]byte, error) {
 			Diagnostics   []JSONDiagnostic `json:"diagnostics"`
 		}{JSONViewVersion, true, diags})
 	}
+	reg := registryOr(o.Registry)
+	digest := o.Digest
+	if digest == "" {
+		digest = p.Digest()
+	}
 	c := p.Counts()
 	v := jsonView{
 		FormatVersion:     JSONViewVersion,
@@ -176,9 +213,10 @@ func JSONView(p *plan.Plan, diags []JSONDiagnostic) ([]byte, error) {
 		ToqueVersion:      p.ToqueVersion,
 		CreatedAt:         p.CreatedAt.UTC().Format(time.RFC3339Nano),
 		Host:              jsonHost{Hostname: p.Host.Hostname, MachineID: p.Host.MachineID},
-		Digest:            p.Digest(),
+		Digest:            digest,
 		InputsDigest:      p.InputsDigest,
 		LockRevision:      p.LockRevision,
+		Policy:            p.Policy,
 		Errored:           p.Errored,
 		Errors:            nonNil(p.Errors),
 		Diagnostics:       diags,
@@ -190,18 +228,27 @@ func JSONView(p *plan.Plan, diags []JSONDiagnostic) ([]byte, error) {
 		Resources:    make([]jsonResource, 0, len(p.Resources)),
 		NotifiedRuns: make([]jsonNotified, 0, len(p.NotifiedRuns)),
 	}
+	if o.Signature != nil && o.Signature.Signed {
+		v.SignedBy = o.Signature.Fingerprint
+	}
 	for _, a := range p.Attributes {
 		v.Attributes = append(v.Attributes, viewAttribute(a))
 	}
+	incoming := p.IncomingEdges()
 	for _, r := range p.Resources {
 		if r == nil {
 			continue
 		}
-		v.Resources = append(v.Resources, viewResource(r))
+		jr := viewResource(p.Show(reg, r), incoming[r.Address])
+		for si := 1; si < r.Steps(); si++ {
+			sv := p.Show(reg, r.StepView(si))
+			jr.Then = append(jr.Then, jsonStep{Action: sv.Resource.Action, Kind: string(sv.Resource.Kind), Reason: sv.Why, Changes: jsonChanges(sv.Changes), Groups: nonNil(sv.Resource.Groups)})
+		}
+		v.Resources = append(v.Resources, jr)
 	}
 	for _, nr := range p.NotifiedRuns {
 		if nr != nil {
-			v.NotifiedRuns = append(v.NotifiedRuns, viewNotified(p, nr))
+			v.NotifiedRuns = append(v.NotifiedRuns, viewNotified(p, p.ShowNotified(reg, nr), nr))
 		}
 	}
 	return marshalIndent(v)
@@ -244,7 +291,24 @@ func viewAttribute(a plan.Attribute) jsonAttribute {
 	return out
 }
 
-func viewResource(r *plan.Resource) jsonResource {
+// jsonChanges is changes in the JSON form (sensitive content has no diff).
+func jsonChanges(changes []plan.ShownChange) []jsonChange {
+	out := make([]jsonChange, 0, len(changes))
+	for _, c := range changes {
+		jc := jsonChange{
+			Property: c.Property, Before: c.Before, After: c.After,
+			Default: c.Default, Sensitive: c.Sensitive, Diff: c.Diff, DiffNote: c.DiffNote,
+		}
+		if c.Sensitive {
+			jc.Diff = ""
+		}
+		out = append(out, jc)
+	}
+	return out
+}
+
+func viewResource(s *plan.Shown, notifiedBy []plan.Trigger) jsonResource {
+	r := s.Resource
 	out := jsonResource{
 		Address:         r.Address,
 		Type:            r.Type,
@@ -252,87 +316,57 @@ func viewResource(r *plan.Resource) jsonResource {
 		Source:          r.Source,
 		Action:          r.Action,
 		Kind:            string(r.Kind),
-		Reason:          r.Reason,
+		Reason:          s.Why,
 		Sensitive:       r.Sensitive,
 		IgnoreFailure:   r.IgnoreFailure,
 		Desired:         make(map[string]json.RawMessage, len(r.Desired)),
 		SensitiveValues: []string{},
-		Changes:         make([]jsonChange, 0, len(r.Changes)),
-		Unmanaged:       make([]jsonUnmanaged, 0, len(r.Unmanaged)),
+		Changes:         make([]jsonChange, 0, len(s.Changes)),
+		Unmanaged:       make([]jsonUnmanaged, 0, len(s.Unmanaged)),
 		Groups:          nonNil(r.Groups),
-		Guards:          make([]jsonGuard, 0, len(r.Guards)),
+		Guards:          make([]jsonGuard, 0, len(s.Guards)),
 		Notifications:   make([]jsonNotification, 0, len(r.Notifications)),
-		NotifiedBy:      make([]jsonTrigger, 0, len(r.NotifiedBy)),
+		NotifiedBy:      make([]jsonTrigger, 0, len(notifiedBy)),
 		Fingerprint:     r.Fingerprint,
 	}
-	sensitive := map[string]bool{}
-	for _, k := range r.SensitiveProperties {
-		sensitive[k] = true
-	}
 	for _, k := range sortedKeys(r.Desired) {
-		if r.Sensitive || sensitive[k] {
+		if s.IsSensitive(k) {
 			out.Desired[k] = json.RawMessage(`"` + plan.Sensitive + `"`)
 			out.SensitiveValues = append(out.SensitiveValues, k)
 			continue
 		}
 		out.Desired[k] = plainJSON(r.Desired[k].Value)
 	}
-	for _, c := range r.Changes {
-		jc := jsonChange{
-			Property: c.Property, Before: c.Before, After: c.After,
-			Default: c.Default, Sensitive: c.Sensitive, Diff: c.Diff, DiffNote: c.DiffNote,
-		}
-		// The planner never stores a sensitive diff; make sure of it for
-		// hand-made or older plans too.
-		if c.Sensitive || r.Sensitive || sensitive[c.Property] {
-			jc.Sensitive = true
-			if jc.Before != "" {
-				jc.Before = plan.Sensitive
-			}
-			jc.After = plan.Sensitive
-			jc.Diff = ""
-		}
-		out.Changes = append(out.Changes, jc)
+	out.Changes = jsonChanges(s.Changes)
+	out.Then = make([]jsonStep, 0, len(r.Then))
+	for _, u := range s.Unmanaged {
+		out.Unmanaged = append(out.Unmanaged, jsonUnmanaged{Property: u.Property, Current: u.Value})
 	}
-	for _, u := range r.Unmanaged {
-		cur := u.Current
-		if r.Sensitive {
-			cur = plan.Sensitive
-		}
-		out.Unmanaged = append(out.Unmanaged, jsonUnmanaged{Property: u.Property, Current: cur})
-	}
-	for _, g := range r.Guards {
+	for _, g := range s.Guards {
 		jg := jsonGuard{
 			Kind: g.Kind, Form: g.Form, Command: g.Command, Interpreter: g.Interpreter,
-			Cwd: g.Cwd, Environment: map[string]string{}, User: g.User, Inherited: nonNil(g.Inherited),
+			Cwd: g.Cwd, Environment: map[string]string{}, User: g.User, Parameters: map[string]string{}, Inherited: nonNil(g.Inherited),
 			ExitCode: g.ExitCode, DurationMS: g.DurationMS, Output: g.Output,
 			Passed: g.Passed, Decided: g.Decided, Warning: g.Warning,
 		}
 		for k, val := range g.Environment {
-			if r.Sensitive {
-				val = plan.Sensitive
-			}
 			jg.Environment[k] = val
 		}
-		if r.Sensitive && jg.Output != "" {
-			jg.Output = plan.Sensitive
+		for _, p := range g.Params {
+			jg.Parameters[p.Property] = p.Value
 		}
 		out.Guards = append(out.Guards, jg)
 	}
 	for _, n := range r.Notifications {
 		out.Notifications = append(out.Notifications, jsonNotification{Target: n.Target, Action: n.Action, Timing: n.Timing, Subscribe: n.Subscribe})
 	}
-	for _, t := range r.NotifiedBy {
+	for _, t := range notifiedBy {
 		out.NotifiedBy = append(out.NotifiedBy, jsonTrigger{Notifier: t.Notifier, Action: t.Action, Timing: t.Timing, Subscribe: t.Subscribe})
 	}
 	if r.Current != nil {
 		jc := &jsonCurrent{Exists: r.Current.Exists, Values: map[string]string{}, Extra: map[string]string{}}
-		for k, sv := range r.Current.Values {
-			d := sv.Display
-			if r.Sensitive || sensitive[k] {
-				d = plan.Sensitive
-			}
-			jc.Values[k] = d
+		for _, cv := range s.Current {
+			jc.Values[cv.Property] = cv.Value
 		}
 		for k, x := range r.Current.Extra {
 			jc.Extra[k] = x
@@ -357,11 +391,11 @@ func plainJSON(v cty.Value) json.RawMessage {
 }
 
 // viewNotified is a planned notified run, redacted as its target is.
-func viewNotified(p *plan.Plan, nr *plan.NotifiedRun) jsonNotified {
-	rv := viewResource(p.NotifiedView(nr))
+func viewNotified(p *plan.Plan, s *plan.Shown, nr *plan.NotifiedRun) jsonNotified {
+	rv := viewResource(s, nil)
 	out := jsonNotified{
 		Address: nr.Address, Action: nr.Action, Timing: nr.Timing, Notifiers: nonNil(nr.Notifiers),
-		Runs: "end", Kind: string(nr.Kind), Reason: nr.Reason,
+		Runs: "end", Kind: string(nr.Kind), Reason: s.Why,
 		Changes: rv.Changes, Groups: rv.Groups, Guards: rv.Guards, Fingerprint: nr.Fingerprint,
 	}
 	if nr.Slot >= 0 && nr.Slot < len(p.Resources) {

@@ -7,8 +7,6 @@ import (
 	"html"
 	"io"
 	"net/url"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/toquehq/toque/guard"
@@ -47,6 +45,11 @@ type MarkdownOptions struct {
 	// Color is ignored: Markdown has no colours. It is here so callers can
 	// pass the same choices to every renderer.
 	Color bool
+	// Registry holds this build's resource types (nil:
+	// resources.Builtin()).
+	Registry *resources.Registry
+	// Signature says who signed the plan; nil says nothing about it.
+	Signature *SignatureInfo
 }
 
 // RenderMarkdown writes p as GitHub-flavoured Markdown for a pull-request
@@ -61,6 +64,13 @@ type MarkdownOptions struct {
 // <details> sections are dropped from the end, with a visible note. A limit
 // too small for the head is an error wrapping ErrMarkdownTooSmall, and
 // nothing is written. Sensitive values are shown only as "(sensitive)".
+//
+// What it shows of a resource is derived from the values apply uses
+// (plan.Show). Every string that came from recipes, the host or the plan
+// file (names, values, content, commands, reasons) is written only inside
+// a code span, a fenced code block or an HTML-escaped <code> element, with
+// control characters and bidirectional overrides escaped: it cannot become
+// a link, an image, HTML, a mention or a new block in the comment.
 func RenderMarkdown(w io.Writer, p *plan.Plan, o MarkdownOptions) error {
 	if p == nil {
 		return errors.New("render Markdown: no plan")
@@ -76,6 +86,7 @@ func RenderMarkdown(w io.Writer, p *plan.Plan, o MarkdownOptions) error {
 	if o.Digest == "" {
 		o.Digest = p.Digest()
 	}
+	o.Registry = registryOr(o.Registry)
 	head := markdownHead(p, o)
 	sections := markdownSections(p, o)
 
@@ -197,11 +208,14 @@ func markdownHead(p *plan.Plan, o MarkdownOptions) string {
 		fmt.Fprintf(&b, "## toque plan for %s failed\n\n", mdCode(hostName))
 		b.WriteString("> [!CAUTION]\n> Planning failed part-way: this plan is incomplete and cannot be applied. Fix the errors below and plan again.\n\n")
 		if len(p.Errors) > 0 {
-			b.WriteString(mdFence("text", strings.Join(p.Errors, "\n")))
+			b.WriteString(mdFence("text", Escape(strings.Join(p.Errors, "\n"))))
 			b.WriteString("\n")
 		}
 	} else {
 		fmt.Fprintf(&b, "## toque plan for %s: %s\n\n", mdCode(hostName), status)
+	}
+	if p.Policy != "" || p.LockRevision != "" {
+		fmt.Fprintf(&b, "Policy %s, lock revision %s.\n\n", mdCode(p.Policy), mdCode(p.LockRevision))
 	}
 	if c.Delete > 0 {
 		noun := "resources"
@@ -229,15 +243,8 @@ func markdownHead(p *plan.Plan, o MarkdownOptions) string {
 			continue
 		}
 		var addrs []string
-		for _, r := range p.Resources {
-			if r.Kind == g.kind {
-				addrs = append(addrs, mdCode(r.Address))
-			}
-		}
-		for _, nr := range p.NotifiedRuns {
-			if a := mdCode(nr.Address); nr.Kind == g.kind && !slices.Contains(addrs, a) {
-				addrs = append(addrs, a)
-			}
+		for _, a := range p.AddressesOf(g.kind) {
+			addrs = append(addrs, mdCode(a))
 		}
 		if len(addrs) == 0 {
 			continue
@@ -249,6 +256,18 @@ func markdownHead(p *plan.Plan, o MarkdownOptions) string {
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "Plan digest: %s\n", mdCode(o.Digest))
+	if sig := o.Signature; sig != nil {
+		switch {
+		case !sig.Signed:
+			b.WriteString("\nNot signed.\n")
+		case sig.Trusted && sig.Comment != "":
+			fmt.Fprintf(&b, "\nSigned by key %s (%s), one of the trusted keys.\n", mdCode(sig.Fingerprint), mdCode(sig.Comment))
+		case sig.Trusted:
+			fmt.Fprintf(&b, "\nSigned by key %s, one of the trusted keys.\n", mdCode(sig.Fingerprint))
+		default:
+			fmt.Fprintf(&b, "\nSigned by key %s.\n", mdCode(sig.Fingerprint))
+		}
+	}
 	return b.String()
 }
 
@@ -258,14 +277,30 @@ func markdownSections(p *plan.Plan, o MarkdownOptions) []mdSection {
 	var out []mdSection
 	var unchanged []string
 	notified := func(slot int, before bool) {
-		for _, nr := range p.RunsAt(slot, before) {
+		for _, nr := range p.RunsAtStep(slot, 0, before) {
 			if nr.Kind == resources.NoOp || (nr.Kind == resources.Skip && o.ChangesOnly) {
 				continue
 			}
-			out = append(out, mdSection{text: markdownResource(p.NotifiedView(nr)), resources: 1})
+			out = append(out, mdSection{text: markdownResource(p.ShowNotified(o.Registry, nr)), resources: 1})
 		}
 	}
 	for i, r := range p.Resources {
+		if r.Steps() > 1 && r.AnyWork() {
+			// One section per action that works, each with the notified
+			// runs in its turn.
+			for si := 0; si < r.Steps(); si++ {
+				for _, nr := range p.RunsAtStep(i, si, true) {
+					out = append(out, mdSection{text: markdownResource(p.ShowNotified(o.Registry, nr)), resources: 1})
+				}
+				if view := r.StepView(si); view.Kind.IsWork() || (view.Kind == resources.Skip && !o.ChangesOnly) {
+					out = append(out, mdSection{text: markdownResource(p.Show(o.Registry, view)), resources: 1})
+				}
+				for _, nr := range p.RunsAtStep(i, si, false) {
+					out = append(out, mdSection{text: markdownResource(p.ShowNotified(o.Registry, nr)), resources: 1})
+				}
+			}
+			continue
+		}
 		notified(i, true)
 		switch r.Kind {
 		case resources.Create, resources.Update, resources.Delete, resources.Run:
@@ -275,7 +310,12 @@ func markdownSections(p *plan.Plan, o MarkdownOptions) []mdSection {
 				continue
 			}
 		default:
-			if r.Reason == plan.ReasonNotNotified {
+			if r.Action == "nothing" && p.HasNotifiedWork(r.Address) {
+				// Counted, and shown, by its notified run.
+				notified(i, false)
+				continue
+			}
+			if r.Action == "nothing" && p.Why(r) == plan.ReasonNotNotified {
 				unchanged = append(unchanged, mdCode(r.Address)+": action nothing, nothing notifies it in this plan")
 			} else {
 				unchanged = append(unchanged, mdCode(r.Address))
@@ -283,7 +323,7 @@ func markdownSections(p *plan.Plan, o MarkdownOptions) []mdSection {
 			notified(i, false)
 			continue
 		}
-		out = append(out, mdSection{text: markdownResource(r), resources: 1})
+		out = append(out, mdSection{text: markdownResource(p.Show(o.Registry, r)), resources: 1})
 		notified(i, false)
 	}
 	notified(len(p.Resources), false)
@@ -319,33 +359,37 @@ func markdownSign(k resources.Kind) string {
 	return " "
 }
 
-func markdownHeadline(r *plan.Resource) string {
-	var s string
-	switch r.Kind {
+// markdownHeadline words what happens to a resource, for its <summary>.
+func markdownHeadline(k resources.Kind) string {
+	switch k {
 	case resources.Create:
-		s = "will be created"
+		return "will be created"
 	case resources.Update:
-		s = "will be updated in place"
+		return "will be updated in place"
 	case resources.Delete:
-		s = "will be deleted"
+		return "will be deleted"
 	case resources.Run:
-		s = "will run"
+		return "will run"
 	case resources.Skip:
-		s = "skipped"
-	default:
-		s = "is unchanged"
+		return "skipped"
 	}
-	if r.Reason != "" {
-		s += ": " + r.Reason
-	}
-	return s
+	return "is unchanged"
+}
+
+// htmlCode is s as an HTML <code> element, on one line, escaped.
+func htmlCode(s string) string {
+	return "<code>" + html.EscapeString(EscapeLine(s)) + "</code>"
 }
 
 // markdownResource renders one resource's <details> section.
-func markdownResource(r *plan.Resource) string {
+func markdownResource(s *plan.Shown) string {
+	r := s.Resource
 	var b strings.Builder
-	fmt.Fprintf(&b, "<details><summary><code>%s</code> <code>%s</code> %s</summary>\n\n",
-		markdownSign(r.Kind), html.EscapeString(oneLine(r.Address)), html.EscapeString(oneLine(markdownHeadline(r))))
+	fmt.Fprintf(&b, "<details><summary><code>%s</code> %s %s", markdownSign(r.Kind), htmlCode(r.Address), markdownHeadline(r.Kind))
+	if s.Why != "" {
+		b.WriteString(": " + htmlCode(s.Why))
+	}
+	b.WriteString("</summary>\n\n")
 
 	if r.Source.Filename != "" {
 		fmt.Fprintf(&b, "Declared at %s; action %s.\n\n", mdCode(fmt.Sprintf("%s:%d", r.Source.Filename, r.Source.Line)), mdCode(r.Action))
@@ -353,39 +397,37 @@ func markdownResource(r *plan.Resource) string {
 	if r.Sensitive {
 		b.WriteString("_Sensitive resource: every value is hidden._\n\n")
 	}
+	if s.UnknownType {
+		fmt.Fprintf(&b, "_Type %s is not a resource type of this build of toque: apply refuses this plan._\n\n", mdCode(r.Type))
+	}
 
 	// Context (what the resource names or runs), then property changes,
 	// in one diff block; content diffs, one block each.
 	var props []string
-	for _, cv := range r.Context {
+	for _, cv := range s.Context {
 		sign := "  "
 		if r.Kind == resources.Create {
 			sign = "+ "
 		}
 		if text, ok := multiline(cv.Value); ok {
-			props = append(props, sign+cv.Property+" = <<EOT")
-			props = append(props, prefixLines(sign+"    ", strings.TrimSuffix(text, "\n"))...)
+			props = append(props, sign+EscapeLine(cv.Property)+" = <<EOT")
+			props = append(props, prefixLines(sign+"    ", Escape(strings.TrimSuffix(text, "\n")))...)
 			props = append(props, sign+"EOT")
 			continue
 		}
-		props = append(props, prefixLines(sign, cv.Property+" = "+cv.Value)...)
+		props = append(props, sign+EscapeLine(cv.Property)+" = "+EscapeLine(cv.Value))
 	}
-	var diffs []plan.Change
-	for _, c := range r.Changes {
-		sensitive := c.Sensitive || r.Sensitive
-		if c.Diff != "" && !sensitive {
+	var diffs []plan.ShownChange
+	for _, c := range s.Changes {
+		if c.Diff != "" && !c.Sensitive {
 			diffs = append(diffs, c)
 			continue
 		}
-		props = append(props, propertyLines(r.Kind, c, sensitive)...)
+		props = append(props, propertyLines(r.Kind, c)...)
 	}
-	if len(r.Changes) > 0 || len(r.Unmanaged) > 0 {
-		for _, u := range r.Unmanaged {
-			cur := u.Current
-			if r.Sensitive {
-				cur = plan.Sensitive
-			}
-			props = append(props, prefixLines("  # ", u.Property+": not set in the recipe, left as it is: "+cur)...)
+	if len(s.Changes) > 0 || len(s.Unmanaged) > 0 {
+		for _, u := range s.Unmanaged {
+			props = append(props, "  # "+EscapeLine(u.Property)+": not set in the recipe, left as it is: "+EscapeLine(u.Value))
 		}
 	}
 	if len(props) > 0 {
@@ -398,13 +440,16 @@ func markdownResource(r *plan.Resource) string {
 			label += " (default)"
 		}
 		b.WriteString(label + ":\n\n")
-		b.WriteString(mdFence("diff", strings.TrimRight(c.Diff, "\n")))
+		if c.DiffNote != "" {
+			b.WriteString("_Note:_ " + mdCode(c.DiffNote) + "\n\n")
+		}
+		b.WriteString(mdFence("diff", Escape(strings.TrimRight(c.Diff, "\n"))))
 		b.WriteString("\n")
 	}
 
-	if len(r.Guards) > 0 {
+	if len(s.Guards) > 0 {
 		b.WriteString("**Guards**\n\n")
-		for _, g := range r.Guards {
+		for _, g := range s.Guards {
 			b.WriteString(markdownGuard(g))
 		}
 		b.WriteString("\n")
@@ -416,7 +461,7 @@ func markdownResource(r *plan.Resource) string {
 			if n.Subscribe {
 				via = " (declared by the target's subscribes)"
 			}
-			fmt.Fprintf(&b, "- %s with %s, %s%s\n", mdCode(n.Target), mdCode(n.Action), mdText(n.Timing), via)
+			fmt.Fprintf(&b, "- %s with %s, %s%s\n", mdCode(n.Target), mdCode(n.Action), mdTiming(n.Timing), via)
 		}
 		b.WriteString("\n")
 	}
@@ -424,51 +469,65 @@ func markdownResource(r *plan.Resource) string {
 	return b.String()
 }
 
+// mdTiming is a notification's timing: the word for a timing toque knows,
+// a code span for anything else.
+func mdTiming(t string) string {
+	switch t {
+	case plan.TimingBefore, plan.TimingImmediately, plan.TimingDelayed:
+		return t
+	}
+	return mdCode(t)
+}
+
 // propertyLines renders one property change as diff lines: "-"/"+" pairs
 // for a value that changes, "+" for a new one, "!" for a hidden one. The
-// marker is always in column 0, on every line of a multi-line value.
-func propertyLines(kind resources.Kind, c plan.Change, sensitive bool) []string {
+// marker is always in column 0; values are on one line, escaped.
+func propertyLines(kind resources.Kind, c plan.ShownChange) []string {
 	var lines []string
 	suffix := ""
 	if c.Default {
 		suffix = "  # default"
 	}
+	prop := EscapeLine(c.Property)
 	switch {
-	case sensitive:
+	case c.Sensitive:
 		sign := "+"
 		if kind == resources.Update && c.Before != "" {
 			sign = "!"
 		}
-		lines = append(lines, sign+" "+c.Property+" = "+plan.Sensitive+suffix)
+		lines = append(lines, sign+" "+prop+" = "+plan.Sensitive+suffix)
 		return lines
 	case kind == resources.Create || c.Before == "":
-		lines = append(lines, prefixLines("+ ", c.Property+" = "+c.After+suffix)...)
+		lines = append(lines, "+ "+prop+" = "+EscapeLine(c.After)+suffix)
 	default:
-		lines = append(lines, prefixLines("- ", c.Property+" = "+c.Before)...)
-		lines = append(lines, prefixLines("+ ", c.Property+" = "+c.After+suffix)...)
+		lines = append(lines, "- "+prop+" = "+EscapeLine(c.Before))
+		lines = append(lines, "+ "+prop+" = "+EscapeLine(c.After)+suffix)
 	}
 	if c.DiffNote != "" {
-		lines = append(lines, prefixLines("  # ", c.Property+": "+c.DiffNote)...)
+		lines = append(lines, "  # "+prop+": "+EscapeLine(c.DiffNote))
 	}
 	return lines
 }
 
-// markdownGuard renders one guard result as a list item, its output (if
-// any) in a code block inside the item.
-func markdownGuard(g plan.GuardResult) string {
+// markdownGuard renders one guard as a list item: its command in a code
+// span, what it ran with in another, its output (if any) in a code block
+// inside the item.
+func markdownGuard(g plan.ShownGuard) string {
 	var b strings.Builder
 	verdict := guard.ConditionWord(g.Kind, g.Form, g.Passed)
 	effect := ""
 	if g.Decided {
 		effect = " — **decided: skip**"
 	}
-	_, details := guardLine(g)
-	if details != "" {
-		details = " " + mdText(details)
+	details := ""
+	if g.Form != "expression" {
+		if d := guardDetails(g); len(d) > 0 {
+			details = " (" + mdCode(strings.Join(d, "; ")) + ")"
+		}
 	}
-	fmt.Fprintf(&b, "- %s %s %s%s%s\n", mdText(g.Kind), mdCode(g.Command), verdict, details, effect)
+	fmt.Fprintf(&b, "- %s %s %s%s%s\n", mdCode(g.Kind), mdCode(g.Command), verdict, details, effect)
 	if out := strings.TrimRight(g.Output, "\n"); out != "" {
-		for _, line := range strings.Split(strings.TrimSuffix(mdFence("text", out), "\n"), "\n") {
+		for _, line := range strings.Split(strings.TrimSuffix(mdFence("text", Escape(out)), "\n"), "\n") {
 			b.WriteString("  " + line + "\n")
 		}
 	}
@@ -492,9 +551,10 @@ func mdFence(lang, body string) string {
 }
 
 // mdCode is an inline code span holding s verbatim, whatever backticks it
-// holds; line breaks and other control characters are shown escaped.
+// holds; line breaks, other control characters and bidirectional
+// overrides are shown escaped (EscapeLine).
 func mdCode(s string) string {
-	s = oneLine(s)
+	s = EscapeLine(s)
 	fence := strings.Repeat("`", longestRun(s, '`')+1)
 	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") || (strings.HasPrefix(s, " ") && strings.HasSuffix(s, " ") && strings.TrimSpace(s) != "") {
 		s = " " + s + " "
@@ -506,31 +566,15 @@ func mdCode(s string) string {
 }
 
 // mdText escapes s for Markdown running text: no character of it can start
-// emphasis, a link, HTML, an entity or a table cell.
+// emphasis, a link, HTML, an entity or a table cell, and control
+// characters and bidirectional overrides are escaped. It is for toque's
+// own words; text from outside goes in code spans (mdCode).
 func mdText(s string) string {
-	s = oneLine(s)
+	s = EscapeLine(s)
 	var b strings.Builder
 	for _, r := range s {
 		if strings.ContainsRune("\\`*_[]<>|~&", r) {
 			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-// oneLine shows control characters (line breaks included) escaped, so a
-// name or a reason cannot break the Markdown structure around it.
-func oneLine(s string) string {
-	if strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) < 0 {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-			continue
 		}
 		b.WriteRune(r)
 	}

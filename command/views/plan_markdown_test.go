@@ -15,6 +15,7 @@ import (
 	"github.com/toquehq/toque/eval"
 	"github.com/toquehq/toque/internal/plantest"
 	"github.com/toquehq/toque/plan"
+	"github.com/toquehq/toque/resources"
 )
 
 // markdownScenarios are the plans whose Markdown is kept as golden files in
@@ -76,6 +77,7 @@ func TestRenderMarkdownGolden(t *testing.T) {
 	for name, sc := range markdownScenarios(t) {
 		t.Run(name, func(t *testing.T) {
 			var buf bytes.Buffer
+			sc.opts.Registry = testRegistry()
 			if err := RenderMarkdown(&buf, sc.plan, sc.opts); err != nil {
 				t.Fatal(err)
 			}
@@ -157,7 +159,7 @@ func checkDiffBlocks(t *testing.T, md string) {
 func TestRenderMarkdownHidesSensitiveValues(t *testing.T) {
 	p := goldenScenarios(t)["sensitive"]
 	var buf bytes.Buffer
-	if err := RenderMarkdown(&buf, p, MarkdownOptions{}); err != nil {
+	if err := RenderMarkdown(&buf, p, MarkdownOptions{Registry: testRegistry()}); err != nil {
 		t.Fatal(err)
 	}
 	md := buf.String()
@@ -186,7 +188,7 @@ func TestRenderMarkdownHidesSensitiveValues(t *testing.T) {
 func TestRenderMarkdownLimit(t *testing.T) {
 	p := largePlan(t, 40)
 	var full bytes.Buffer
-	if err := RenderMarkdown(&full, p, MarkdownOptions{}); err != nil {
+	if err := RenderMarkdown(&full, p, MarkdownOptions{Registry: testRegistry()}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(full.String(), "truncated=false -->") || strings.Contains(full.String(), "left out") {
@@ -201,7 +203,7 @@ func TestRenderMarkdownLimit(t *testing.T) {
 	for _, limit := range []int{len(full.String()), len(full.String()) - 1, 9000, 5000, 3000, 2500} {
 		t.Run(fmt.Sprint(limit), func(t *testing.T) {
 			var buf bytes.Buffer
-			err := RenderMarkdown(&buf, p, MarkdownOptions{MaxBytes: limit, PlanFile: "my plan.out"})
+			err := RenderMarkdown(&buf, p, MarkdownOptions{MaxBytes: limit, PlanFile: "my plan.out", Registry: testRegistry()})
 			if errors.Is(err, ErrMarkdownTooSmall) {
 				if buf.Len() != 0 {
 					t.Error("wrote output with an error")
@@ -273,7 +275,7 @@ func TestRenderMarkdownContentWithBackticks(t *testing.T) {
 		}
 	})
 	var buf bytes.Buffer
-	if err := RenderMarkdown(&buf, p, MarkdownOptions{}); err != nil {
+	if err := RenderMarkdown(&buf, p, MarkdownOptions{Registry: testRegistry()}); err != nil {
 		t.Fatal(err)
 	}
 	md := buf.String()
@@ -286,7 +288,7 @@ func TestRenderMarkdownContentWithBackticks(t *testing.T) {
 func TestRenderMarkdownChangesOnly(t *testing.T) {
 	p := goldenScenarios(t)["skip"]
 	var buf bytes.Buffer
-	if err := RenderMarkdown(&buf, p, MarkdownOptions{ChangesOnly: true}); err != nil {
+	if err := RenderMarkdown(&buf, p, MarkdownOptions{ChangesOnly: true, Registry: testRegistry()}); err != nil {
 		t.Fatal(err)
 	}
 	md := buf.String()
@@ -302,20 +304,27 @@ func TestRenderMarkdownChangesOnly(t *testing.T) {
 // limit, which must cut most of the details.
 func BenchmarkRenderMarkdown(b *testing.B) {
 	p := &plan.Plan{FormatVersion: plan.FormatVersion, Host: plan.Host{Hostname: "web-01"}}
+	reg := resources.Builtin()
+	fileType, _ := reg.Lookup("file")
 	for i := range 1000 {
+		cur := plan.StoreCurrent(fileType.Schema(), &resources.State{Exists: true, Values: map[string]cty.Value{
+			"content": cty.StringVal(fmt.Sprintf("line one\nold %d\n", i)), "mode": cty.StringVal("0600"),
+		}}, "salt", false)
 		p.Resources = append(p.Resources, &plan.Resource{
 			Address: fmt.Sprintf("file[/srv/www/page-%04d.html]", i), Type: "file", Name: fmt.Sprintf("/srv/www/page-%04d.html", i),
-			Action: "create", Kind: "update", Reason: "content differs",
-			Changes: []plan.Change{
-				{Property: "content", Before: "(40 bytes)", After: "(41 bytes)", Diff: fmt.Sprintf("@@ -1,2 +1,2 @@\n line one\n-old %d\n+new %d\n", i, i)},
-				{Property: "mode", Before: `"0600"`, After: `"0644"`},
+			Action: "create", Kind: "update", Reason: "content differs", StepReason: "content differs",
+			Desired: map[string]plan.Value{
+				"content": {Value: cty.StringVal(fmt.Sprintf("line one\nnew %d\n", i))},
+				"mode":    {Value: cty.StringVal("0644")},
 			},
+			Current: cur, Fingerprint: cur.Fingerprint(),
+			Changes: []plan.Change{{Property: "content"}, {Property: "mode"}},
 		})
 	}
 	digest := p.Digest()
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := RenderMarkdown(io.Discard, p, MarkdownOptions{Digest: digest}); err != nil {
+		if err := RenderMarkdown(io.Discard, p, MarkdownOptions{Digest: digest, Registry: reg}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -3,7 +3,6 @@ package views
 import (
 	"fmt"
 	"io"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,6 +26,12 @@ type RenderOptions struct {
 	// Digest is the plan's digest when the caller has it already (from
 	// Encode); empty means compute it.
 	Digest string
+	// Registry holds this build's resource types, whose schemas decide
+	// defaults, sensitivity and what a resource is shown by; nil means
+	// resources.Builtin().
+	Registry *resources.Registry
+	// Signature says who signed the plan; nil says nothing about it.
+	Signature *SignatureInfo
 }
 
 // painter colours text when enabled, and is the identity otherwise.
@@ -74,12 +79,15 @@ func (pt painter) symbol(k resources.Kind) string {
 
 // RenderText writes p for reviewers, in Terraform's style: each resource
 // with work, its changes and diffs, the summary, and the plan's digest.
-// Unchanged resources are counted, not listed. Sensitive values are never
-// shown: the plan's Changes and Current already hold only "(sensitive)".
+// Unchanged resources are counted, not listed. What it shows of a resource
+// is derived from the values apply uses (plan.Show); sensitive values are
+// never shown; every string that came from recipes, the host or the plan
+// file is escaped, so it cannot drive the reviewer's terminal.
 func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 	pt := newPainter(o.Color)
 	bw := &errWriter{w: w}
-	hostName := p.Host.Hostname
+	reg := registryOr(o.Registry)
+	hostName := EscapeLine(p.Host.Hostname)
 	if hostName == "" {
 		hostName = "this host"
 	}
@@ -87,17 +95,17 @@ func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 	if p.Errored {
 		bw.printf("%s\n", pt.del(pt.bold("Error: planning failed; this plan is incomplete and cannot be applied.")))
 		for _, e := range p.Errors {
-			bw.printf("  %s\n", indentRest(e, "  "))
+			bw.printf("  %s\n", indentRest(Escape(e), "  "))
 		}
 		bw.printf("\n")
 	}
 
 	var work, skipped []*plan.Resource
 	for _, r := range p.Resources {
-		switch r.Kind {
-		case resources.Create, resources.Update, resources.Delete, resources.Run:
+		switch {
+		case r.AnyWork():
 			work = append(work, r)
-		case resources.Skip:
+		case r.Kind == resources.Skip:
 			skipped = append(skipped, r)
 		}
 	}
@@ -106,36 +114,38 @@ func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 		if p.Errored {
 			bw.printf("No changes could be planned on %s.\n", hostName)
 		} else {
-			bw.printf("%s\n", pt.bold(fmt.Sprintf("No changes. %s already matches the recipes.", hostName)))
+			bw.printf("%s\n", pt.bold(fmt.Sprintf("No changes. %s already matches the recipes%s.", hostName, policyNote(p))))
 		}
 		for _, r := range skipped {
 			bw.printf("\n")
-			renderResource(bw, pt, r)
+			renderResource(bw, pt, p.Show(reg, r))
 		}
 	} else {
-		bw.printf("toque will perform the following actions on %s:\n", pt.bold(hostName))
+		bw.printf("toque will perform the following actions on %s%s:\n", pt.bold(hostName), policyNote(p))
 		for i, r := range p.Resources {
-			for _, nr := range p.RunsAt(i, true) {
-				bw.printf("\n")
-				renderResource(bw, pt, p.NotifiedView(nr))
-			}
-			if r.Kind != resources.NoOp && r.Kind != "" {
-				bw.printf("\n")
-				renderResource(bw, pt, r)
-			}
-			for _, nr := range p.RunsAt(i, false) {
-				bw.printf("\n")
-				renderResource(bw, pt, p.NotifiedView(nr))
+			for si := 0; si < r.Steps(); si++ {
+				for _, nr := range p.RunsAtStep(i, si, true) {
+					bw.printf("\n")
+					renderResource(bw, pt, p.ShowNotified(reg, nr))
+				}
+				if view := r.StepView(si); view.Kind != resources.NoOp && view.Kind != "" {
+					bw.printf("\n")
+					renderStep(bw, pt, p.Show(reg, view), actionLabel(r, si))
+				}
+				for _, nr := range p.RunsAtStep(i, si, false) {
+					bw.printf("\n")
+					renderResource(bw, pt, p.ShowNotified(reg, nr))
+				}
 			}
 		}
 		for _, nr := range p.RunsAt(len(p.Resources), false) {
 			bw.printf("\n")
-			renderResource(bw, pt, p.NotifiedView(nr))
+			renderResource(bw, pt, p.ShowNotified(reg, nr))
 		}
 	}
 	for _, r := range p.Resources {
-		if r.Reason == plan.ReasonNotNotified {
-			bw.printf("\n  %s\n", pt.faint("# "+r.Address+": "+r.Reason))
+		if r.Action == "nothing" && r.Kind == resources.NoOp && p.Why(r) == plan.ReasonNotNotified {
+			bw.printf("\n  %s\n", pt.faint("# "+EscapeLine(r.Address)+": "+plan.ReasonNotNotified))
 		}
 	}
 
@@ -145,11 +155,23 @@ func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 	if digest == "" {
 		digest = p.Digest()
 	}
-	bw.printf("\nPlan digest: %s\n", digest)
+	bw.printf("\nPlan digest: %s\n", EscapeLine(digest))
+	if line := o.Signature.line(); line != "" {
+		bw.printf("%s\n", line)
+	}
 	if o.SavedTo != "" {
-		bw.printf("Saved the plan to %s. To apply exactly this plan: toque apply %s\n", o.SavedTo, shellQuote(o.SavedTo))
+		saved := EscapeLine(o.SavedTo)
+		bw.printf("Saved the plan to %s. To apply exactly this plan: toque apply %s\n", saved, EscapeLine(shellQuote(o.SavedTo)))
 	}
 	return bw.err
+}
+
+// registryOr is reg, or this build's built-in resource types.
+func registryOr(reg *resources.Registry) *resources.Registry {
+	if reg == nil {
+		return resources.Builtin()
+	}
+	return reg
 }
 
 // errWriter remembers the first write error so rendering code stays
@@ -170,40 +192,66 @@ func indentRest(s, ind string) string {
 	return strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+ind)
 }
 
-func headline(r *plan.Resource) string {
-	if strings.HasPrefix(r.Reason, "notified by ") && r.Kind != resources.Run && r.Kind != resources.Skip {
+// headline words what happens to a resource and why; why is escaped.
+func headline(r *plan.Resource, why string) string {
+	addr := EscapeLine(r.Address)
+	why = EscapeLine(why)
+	if strings.HasPrefix(why, "notified by ") && r.Kind != resources.Run && r.Kind != resources.Skip {
 		// A notified run: say why it happens.
-		return strings.TrimSuffix(headline(&plan.Resource{Address: r.Address, Kind: r.Kind}), " is unchanged") + ": " + r.Reason
+		return strings.TrimSuffix(headline(&plan.Resource{Address: r.Address, Kind: r.Kind}, ""), " is unchanged") + ": " + why
 	}
 	switch r.Kind {
 	case resources.Create:
-		return r.Address + " will be created"
+		return addr + " will be created"
 	case resources.Update:
-		return r.Address + " will be updated in place"
+		return addr + " will be updated in place"
 	case resources.Delete:
-		return r.Address + " will be deleted"
+		return addr + " will be deleted"
 	case resources.Run:
-		if r.Reason != "" {
-			return r.Address + " will run: " + r.Reason
+		if why != "" {
+			return addr + " will run: " + why
 		}
-		return r.Address + " will run"
+		return addr + " will run"
 	case resources.Skip:
-		if r.Reason != "" {
-			return r.Address + " skipped: " + r.Reason
+		if why != "" {
+			return addr + " skipped: " + why
 		}
-		return r.Address + " skipped"
+		return addr + " skipped"
 	}
-	return r.Address + " is unchanged"
+	return addr + " is unchanged"
 }
 
-func renderResource(bw *errWriter, pt painter, r *plan.Resource) {
-	bw.printf("  %s\n", pt.bold("# "+headline(r)))
+// actionLabel names the action of step si of a resource of several
+// actions (" (action start, 2 of 2)"); "" for a resource of one.
+func actionLabel(r *plan.Resource, si int) string {
+	if r.Steps() < 2 {
+		return ""
+	}
+	return fmt.Sprintf(" (action %s, %d of %d)", r.StepView(si).Action, si+1, r.Steps())
+}
+
+func renderResource(bw *errWriter, pt painter, s *plan.Shown) { renderStep(bw, pt, s, "") }
+
+// renderStep renders one resource, or one action of a resource of
+// several (label names it).
+func renderStep(bw *errWriter, pt painter, s *plan.Shown, label string) {
+	r := s.Resource
+	head := headline(r, s.Why)
+	if label != "" {
+		addr := EscapeLine(r.Address)
+		head = addr + EscapeLine(label) + strings.TrimPrefix(head, addr)
+	}
+	bw.printf("  %s\n", pt.bold("# "+head))
 	if r.Sensitive {
 		bw.printf("  %s\n", pt.faint("#   (sensitive resource: every value is hidden)"))
 	}
-	for _, g := range r.Guards {
+	if s.UnknownType {
+		bw.printf("  %s\n", pt.faint(fmt.Sprintf("#   (type %s is not a resource type of this build of toque: apply refuses this plan)", EscapeLine(strconv.Quote(r.Type)))))
+	}
+	why := EscapeLine(s.Why)
+	for _, g := range s.Guards {
 		verdict, details := guardLine(g)
-		if strings.Contains(r.Reason, verdict) && (len(r.Guards) == 1 || (r.Kind == resources.Skip && g.Decided)) {
+		if strings.Contains(why, verdict) && (len(s.Guards) == 1 || (r.Kind == resources.Skip && g.Decided)) {
 			// The headline already gives this guard's verdict.
 			if details != "" {
 				bw.printf("  %s\n", pt.faint("#   "+details))
@@ -220,27 +268,28 @@ func renderResource(bw *errWriter, pt painter, r *plan.Resource) {
 		if n.Subscribe {
 			verb = "notifies (by its subscribes)"
 		}
-		bw.printf("  %s\n", pt.faint(fmt.Sprintf("#   %s %s with %s (%s)", verb, n.Target, n.Action, n.Timing)))
+		bw.printf("  %s\n", pt.faint(fmt.Sprintf("#   %s %s with %s (%s)", verb, EscapeLine(n.Target), EscapeLine(n.Action), EscapeLine(n.Timing))))
 	}
-	head := fmt.Sprintf("%s %s", r.Type, strconv.Quote(r.Name))
+	block := fmt.Sprintf("%s %s", EscapeLine(r.Type), EscapeLine(strconv.Quote(r.Name)))
 	sym := pt.symbol(r.Kind)
-	changing := (r.Kind == resources.Create || r.Kind == resources.Update) && (len(r.Changes) > 0 || len(r.Unmanaged) > 0)
-	if !changing && len(r.Context) == 0 {
-		bw.printf("  %s %s\n", sym, head)
+	changing := (r.Kind == resources.Create || r.Kind == resources.Update) && (len(s.Changes) > 0 || len(s.Unmanaged) > 0)
+	if !changing && len(s.Context) == 0 {
+		bw.printf("  %s %s\n", sym, block)
 		return
 	}
-	bw.printf("  %s %s {\n", sym, head)
+	bw.printf("  %s %s {\n", sym, block)
 	width := 0
-	for _, c := range r.Changes {
-		width = max(width, len(c.Property))
+	for _, c := range s.Changes {
+		width = max(width, len(EscapeLine(c.Property)))
 	}
-	for _, id := range r.Context {
-		width = max(width, len(id.Property))
+	for _, id := range s.Context {
+		width = max(width, len(EscapeLine(id.Property)))
 	}
-	for _, id := range r.Context {
+	for _, id := range s.Context {
 		// What the resource names: new with the thing on create, context
 		// (no marker) otherwise, as Terraform shows an id.
-		name := id.Property + strings.Repeat(" ", width-len(id.Property))
+		prop := EscapeLine(id.Property)
+		name := prop + strings.Repeat(" ", width-len(prop))
 		lead := "        "
 		if r.Kind == resources.Create {
 			lead = "      " + pt.create("+") + " "
@@ -249,26 +298,26 @@ func renderResource(bw *errWriter, pt painter, r *plan.Resource) {
 			// Scripts read best as written: a heredoc, not one escaped line.
 			bw.printf("%s%s = <<EOT\n", lead, name)
 			for _, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
-				bw.printf("            %s\n", line)
+				bw.printf("            %s\n", Escape(line))
 			}
 			bw.printf("          EOT\n")
 			continue
 		}
-		bw.printf("%s%s = %s\n", lead, name, id.Value)
+		bw.printf("%s%s = %s\n", lead, name, EscapeLine(id.Value))
 	}
 	if !changing {
 		bw.printf("    }\n")
 		return
 	}
-	for _, c := range r.Changes {
+	for _, c := range s.Changes {
 		renderChange(bw, pt, r.Kind, c, width)
 	}
-	for _, u := range r.Unmanaged {
-		cur := unquote(u.Current)
+	for _, u := range s.Unmanaged {
+		cur := EscapeLine(unquote(u.Value))
 		if !strings.HasPrefix(cur, "(") || !strings.HasSuffix(cur, ")") {
 			cur = "(" + cur + ")"
 		}
-		bw.printf("        %s\n", pt.faint(fmt.Sprintf("# %s: not set in the recipe, left as it is %s", u.Property, cur)))
+		bw.printf("        %s\n", pt.faint(fmt.Sprintf("# %s: not set in the recipe, left as it is %s", EscapeLine(u.Property), cur)))
 	}
 	bw.printf("    }\n")
 }
@@ -284,8 +333,9 @@ func unquote(s string) string {
 	return s
 }
 
-func renderChange(bw *errWriter, pt painter, kind resources.Kind, c plan.Change, width int) {
-	name := c.Property + strings.Repeat(" ", width-len(c.Property))
+func renderChange(bw *errWriter, pt painter, kind resources.Kind, c plan.ShownChange, width int) {
+	prop := EscapeLine(c.Property)
+	name := prop + strings.Repeat(" ", max(0, width-len(prop)))
 	sym, paint := pt.update("~"), pt.update
 	if kind == resources.Create || c.Before == "" {
 		sym, paint = pt.create("+"), pt.create
@@ -295,20 +345,20 @@ func renderChange(bw *errWriter, pt painter, kind resources.Kind, c plan.Change,
 		suffix = " " + pt.faint("(default)")
 	}
 	switch {
-	case c.Diff != "":
-		bw.printf("      %s %s:%s\n", sym, c.Property, suffix)
+	case c.Diff != "" && !c.Sensitive:
+		bw.printf("      %s %s:%s\n", sym, prop, suffix)
 		for _, line := range strings.Split(strings.TrimRight(c.Diff, "\n"), "\n") {
-			bw.printf("          %s\n", diffLine(pt, line))
+			bw.printf("          %s\n", diffLine(pt, Escape(line)))
 		}
 	case c.Sensitive:
 		bw.printf("      %s %s = %s%s\n", sym, name, plan.Sensitive, suffix)
 	case c.Before != "" && kind != resources.Create:
-		bw.printf("      %s %s = %s %s %s%s\n", sym, name, c.Before, paint("->"), c.After, suffix)
+		bw.printf("      %s %s = %s %s %s%s\n", sym, name, EscapeLine(c.Before), paint("->"), EscapeLine(c.After), suffix)
 	default:
-		bw.printf("      %s %s = %s%s\n", sym, name, c.After, suffix)
+		bw.printf("      %s %s = %s%s\n", sym, name, EscapeLine(c.After), suffix)
 	}
 	if c.DiffNote != "" && !c.Sensitive {
-		bw.printf("        %s\n", pt.faint("# "+c.Property+": "+c.DiffNote))
+		bw.printf("        %s\n", pt.faint("# "+prop+": "+EscapeLine(c.DiffNote)))
 	}
 }
 
@@ -326,14 +376,22 @@ func diffLine(pt painter, line string) string {
 	return line
 }
 
-// guardLine words one guard result: its verdict, and the details a
+// guardLine words one guard, escaped: its verdict, and the details a
 // reviewer needs to trust it — "(bash; cwd /opt from the guard, JAVA_HOME
 // inherited; exit 0 in 4 ms)" — empty when there are none (expressions).
-func guardLine(g plan.GuardResult) (verdict, details string) {
-	verdict = plan.GuardVerdict(g)
+func guardLine(g plan.ShownGuard) (verdict, details string) {
+	verdict = EscapeLine(g.Verdict)
 	if g.Form == "expression" {
 		return verdict, ""
 	}
+	if d := guardDetails(g); len(d) > 0 {
+		details = "(" + EscapeLine(strings.Join(d, "; ")) + ")"
+	}
+	return verdict, details
+}
+
+// guardDetails lists what a script guard ran with and how it went.
+func guardDetails(g plan.ShownGuard) []string {
 	var parts []string
 	switch g.Interpreter {
 	case "", "default":
@@ -345,26 +403,19 @@ func guardLine(g plan.GuardResult) (verdict, details string) {
 	for _, k := range g.Inherited {
 		inherited[k] = true
 	}
-	from := func(k string) string {
-		if inherited[k] {
-			return " inherited"
-		}
-		return " from the guard"
-	}
+	// Every parameter the guard runs with, with its value: what runs is
+	// what is shown, whether it was inherited or given.
 	var settings []string
-	if g.Cwd != "" {
-		settings = append(settings, "cwd "+g.Cwd+from("cwd"))
-	}
-	if len(g.Environment) > 0 {
-		settings = append(settings, strings.Join(sortedKeys(g.Environment), " ")+from("environment"))
-	}
-	if g.User != "" {
-		settings = append(settings, "user "+g.User+from("user"))
-	}
-	for _, k := range []string{"group", "path", "umask", "architecture", "interpreter"} {
-		if inherited[k] {
-			settings = append(settings, k+" inherited")
+	for _, p := range g.Params {
+		from := " from the guard"
+		if inherited[p.Property] {
+			from = " inherited"
 		}
+		if p.Property == "environment" {
+			settings = append(settings, p.Value+from)
+			continue
+		}
+		settings = append(settings, p.Property+" "+p.Value+from)
 	}
 	if len(settings) > 0 {
 		parts = append(parts, strings.Join(settings, ", "))
@@ -375,7 +426,7 @@ func guardLine(g plan.GuardResult) (verdict, details string) {
 	if g.Warning != "" {
 		parts = append(parts, "warning: "+g.Warning)
 	}
-	return verdict, "(" + strings.Join(parts, "; ") + ")"
+	return parts
 }
 
 func renderSummary(bw *errWriter, pt painter, p *plan.Plan, width int) {
@@ -396,19 +447,12 @@ func renderSummary(bw *errWriter, pt painter, p *plan.Plan, width int) {
 		{"skip:", resources.Skip},
 	}
 	for _, g := range groups {
-		var addrs []string
-		for _, r := range p.Resources {
-			if r.Kind == g.kind {
-				addrs = append(addrs, r.Address)
-			}
-		}
-		for _, nr := range p.NotifiedRuns {
-			if nr.Kind == g.kind && !slices.Contains(addrs, nr.Address) {
-				addrs = append(addrs, nr.Address)
-			}
-		}
+		addrs := p.AddressesOf(g.kind)
 		if len(addrs) == 0 {
 			continue
+		}
+		for i, a := range addrs {
+			addrs[i] = EscapeLine(a)
 		}
 		label := fmt.Sprintf("  %-8s", g.label)
 		bw.printf("%s%s\n", label, wrapList(addrs, width-len(label), strings.Repeat(" ", len(label))))
@@ -457,8 +501,15 @@ func multiline(display string) (string, bool) {
 		return "", false
 	}
 	text, err := strconv.Unquote(display)
-	if err != nil || !strings.Contains(strings.TrimSuffix(text, "\n"), "\n") || strings.Contains(text, "EOT\n") {
+	if err != nil || !strings.Contains(strings.TrimSuffix(text, "\n"), "\n") {
 		return "", false
+	}
+	for _, line := range strings.Split(text, "\n") {
+		if strings.TrimSpace(line) == "EOT" {
+			// A line that would read as the heredoc's end: one escaped
+			// line cannot be misread.
+			return "", false
+		}
 	}
 	return text, true
 }
@@ -470,4 +521,18 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// policyNote names the policy a plan was made from, and its lock's
+// revision: " (policy myapp, lock revision 1a2b3c4d5e)", "" in directory
+// mode.
+func policyNote(p *plan.Plan) string {
+	if p.Policy == "" && p.LockRevision == "" {
+		return ""
+	}
+	rev := p.LockRevision
+	if len(rev) > 10 {
+		rev = rev[:10]
+	}
+	return fmt.Sprintf(" (policy %s, lock revision %s)", EscapeLine(p.Policy), EscapeLine(rev))
 }

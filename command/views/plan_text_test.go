@@ -39,7 +39,7 @@ func scenario(t *testing.T, setup func(f *plantest.FakeType), guards *plantest.F
 }
 
 func goldenScenarios(t *testing.T) map[string]*plan.Plan {
-	exit0, exit1 := 0, 1
+	skipGuards := skipGuardsTable()
 	return map[string]*plan.Plan{
 		"create": scenario(t, nil, nil, func(f *plantest.FakeType) []*eval.Instance {
 			return []*eval.Instance{
@@ -87,24 +87,35 @@ func goldenScenarios(t *testing.T) map[string]*plan.Plan {
 				f.Inst("/usr/bin/reload", "nothing", 8, nil),
 			}
 		}),
-		"skip": scenario(t, nil, &plantest.FakeGuards{
-			Results: map[string][]plan.GuardResult{
-				"/etc/feature": {{Kind: "only_if", Form: "expression", Command: "node.web.enabled", Passed: false, Decided: true}},
-				"/opt/widget/install": {
-					{Kind: "only_if", Form: "script", Command: "[[ $PWD == /opt ]]", Interpreter: "bash", Cwd: "/opt", ExitCode: &exit0, DurationMS: 4, Passed: true},
-					{Kind: "not_if", Form: "script", Command: "[[ -x bin/widget ]]", Interpreter: "bash", Cwd: "/opt/widget", Environment: map[string]string{"JAVA_HOME": "/usr/lib/jvm/default"}, Inherited: []string{"cwd", "environment"}, ExitCode: &exit1, DurationMS: 3, Passed: false},
-				},
-				"/etc/once": {{Kind: "not_if", Form: "script", Command: "test -f /etc/once", Interpreter: "sh", ExitCode: &exit0, DurationMS: 2, Passed: true, Decided: true}},
-			},
-			Skip: map[string]bool{"/etc/feature": true, "/etc/once": true},
-		}, func(f *plantest.FakeType) []*eval.Instance {
+		"skip": scenario(t, nil, skipGuards, func(f *plantest.FakeType) []*eval.Instance {
 			return []*eval.Instance{
-				plantest.Guarded(f.Inst("/opt/widget/install", "run", 1, nil)),
-				plantest.Guarded(f.Inst("/etc/feature", "create", 7, map[string]cty.Value{"content": plantest.Str("on\n")})),
-				plantest.Guarded(f.Inst("/etc/once", "create", 12, map[string]cty.Value{"content": plantest.Str("x\n")})),
+				skipGuards.Guard(f.Inst("/opt/widget/install", "run", 1, nil)),
+				skipGuards.Guard(f.Inst("/etc/feature", "create", 7, map[string]cty.Value{"content": plantest.Str("on\n")})),
+				skipGuards.Guard(f.Inst("/etc/once", "create", 12, map[string]cty.Value{"content": plantest.Str("x\n")})),
 			}
 		}),
 	}
+}
+
+// skipGuardsTable are the guards of the "skip" scenario.
+func skipGuardsTable() *plantest.FakeGuards {
+	exit0, exit1 := 0, 1
+	return &plantest.FakeGuards{
+		Results: map[string][]plantest.FakeGuard{
+			"/etc/feature": {{Kind: "only_if", Form: "expression", Command: "node.web.enabled", Passed: false, Decided: true}},
+			"/opt/widget/install": {
+				{Kind: "only_if", Form: "script", Command: "[[ $PWD == /opt ]]", Interpreter: "bash", Cwd: "/opt", ExitCode: &exit0, DurationMS: 4, Passed: true},
+				{Kind: "not_if", Form: "script", Command: "[[ -x bin/widget ]]", Interpreter: "bash", Cwd: "/opt/widget", Environment: map[string]string{"JAVA_HOME": "/usr/lib/jvm/default"}, Inherited: []string{"cwd", "environment"}, ExitCode: &exit1, DurationMS: 3, Passed: false},
+			},
+			"/etc/once": {{Kind: "not_if", Form: "script", Command: "test -f /etc/once", Interpreter: "sh", ExitCode: &exit0, DurationMS: 2, Passed: true, Decided: true}},
+		},
+		Skip: map[string]bool{"/etc/feature": true, "/etc/once": true},
+	}
+}
+
+// testRegistry holds the fake type the scenarios plan with.
+func testRegistry() *resources.Registry {
+	return resources.NewRegistry(plantest.NewFakeType())
 }
 
 func TestRenderTextGolden(t *testing.T) {
@@ -115,7 +126,7 @@ func TestRenderTextGolden(t *testing.T) {
 			if name != "no-changes" {
 				saved = "plan.out"
 			}
-			RenderText(&buf, pl, RenderOptions{SavedTo: saved})
+			RenderText(&buf, pl, RenderOptions{SavedTo: saved, Registry: testRegistry()})
 			checkGolden(t, filepath.Join("testdata", name+".golden"), buf.Bytes())
 			if strings.Contains(buf.String(), "\x1b[") {
 				t.Error("colour written without Color")
@@ -126,7 +137,7 @@ func TestRenderTextGolden(t *testing.T) {
 
 func TestJSONViewGolden(t *testing.T) {
 	pl := goldenScenarios(t)["update"]
-	b, err := JSONView(pl, nil)
+	b, err := JSONView(pl, JSONOptions{Registry: testRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,14 +164,14 @@ func checkGolden(t *testing.T, path string, got []byte) {
 func TestRenderTextColor(t *testing.T) {
 	pl := goldenScenarios(t)["update"]
 	var buf bytes.Buffer
-	RenderText(&buf, pl, RenderOptions{Color: true})
+	RenderText(&buf, pl, RenderOptions{Color: true, Registry: testRegistry()})
 	if !strings.Contains(buf.String(), "\x1b[33m~\x1b[0m") {
 		t.Errorf("no coloured update sign:\n%q", buf.String())
 	}
 	// Colour is per call, never global: a plain render after a coloured one
 	// is plain.
 	buf.Reset()
-	RenderText(&buf, pl, RenderOptions{})
+	RenderText(&buf, pl, RenderOptions{Registry: testRegistry()})
 	if strings.Contains(buf.String(), "\x1b[") {
 		t.Error("colour leaked into a plain render")
 	}
@@ -171,7 +182,7 @@ func TestRenderTextErrored(t *testing.T) {
 	pl.Errored = true
 	pl.Errors = []string{"recipes/default.hcl:9: Cannot read fake_file[/x]: permission denied"}
 	var buf bytes.Buffer
-	RenderText(&buf, pl, RenderOptions{})
+	RenderText(&buf, pl, RenderOptions{Registry: testRegistry()})
 	out := buf.String()
 	if !strings.HasPrefix(out, "Error: planning failed") || !strings.Contains(out, "permission denied") {
 		t.Errorf("errored plan rendered as:\n%s", out)
@@ -193,7 +204,7 @@ func TestWrapList(t *testing.T) {
 
 func TestJSONViewShape(t *testing.T) {
 	pl := plantest.SamplePlan(t)
-	b, err := JSONView(pl, nil)
+	b, err := JSONView(pl, JSONOptions{Registry: testRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +285,7 @@ func TestJSONViewDocumented(t *testing.T) {
 	if err := json.Unmarshal([]byte(rest[start+8:start+8+end]), &example); err != nil {
 		t.Fatalf("the example is not JSON: %v", err)
 	}
-	b, err := JSONView(plantest.SamplePlan(t), nil)
+	b, err := JSONView(plantest.SamplePlan(t), JSONOptions{Registry: testRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,8 +338,8 @@ func collectKeys(prefix string, v any, out map[string]bool) {
 
 func TestRenderShowsMultilineContextAsHeredoc(t *testing.T) {
 	p := &plan.Plan{Host: plan.Host{Hostname: "h"}, Resources: []*plan.Resource{{
-		Address: "bash[setup]", Type: "bash", Name: "setup", Kind: resources.Run, Reason: "no guard: runs every time",
-		Context: []plan.ContextValue{{Property: "code", Value: plan.DisplayValue(cty.StringVal("set -e\necho one\n"))}, {Property: "cwd", Value: `"/tmp"`}},
+		Address: "bash[setup]", Type: "bash", Name: "setup", Action: "run", Kind: resources.Run, StepReason: "no guard: runs every time",
+		Desired: map[string]plan.Value{"code": {Value: cty.StringVal("set -e\necho one\n")}, "cwd": {Value: cty.StringVal("/tmp")}},
 	}}}
 	var b bytes.Buffer
 	RenderText(&b, p, RenderOptions{})

@@ -22,6 +22,7 @@ import (
 	"github.com/mattn/go-isatty"
 
 	"github.com/toquehq/toque/internal/diag"
+	"github.com/toquehq/toque/resources"
 )
 
 // Streams are where a view writes.
@@ -42,6 +43,9 @@ type View struct {
 	// Files are the parsed recipe and policy files, by name, for source
 	// snippets; a file not here is read from disk.
 	Files map[string]*hcl.File
+	// Registry holds the resource types of this build, whose schemas
+	// plans are shown with; nil means resources.Builtin().
+	Registry *resources.Registry
 }
 
 // NewView makes a view over streams. Colour is on for a stream that is a

@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toquehq/toque/internal/testenv"
 )
 
 // Pkg describes one fixture package.
@@ -35,20 +37,14 @@ type Pkg struct {
 // File is the .deb's file name.
 func (p Pkg) File() string { return fmt.Sprintf("%s_%s_all.deb", p.Name, p.Version) }
 
-// Require skips the test unless it runs as root (dpkg refuses to install
-// into any root otherwise) and dpkg-deb, dpkg-scanpackages, apt-get and
-// dpkg are installed (scripts/test-deps installs dpkg-dev for
-// dpkg-scanpackages).
+// Require lets the test go on only as root (dpkg installs packages only
+// as root, even into a throwaway root) with apt, dpkg and dpkg-dev's
+// dpkg-scanpackages installed (scripts/test-deps installs dpkg-dev); it
+// skips otherwise, or fails in a strict tier that promises them
+// (internal/testenv).
 func Require(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: dpkg installs packages only as root, even into a throwaway root")
-	}
-	for _, tool := range []string{"dpkg", "dpkg-deb", "dpkg-query", "dpkg-scanpackages", "apt-get", "apt-cache"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed: the package tests need apt and dpkg-dev (scripts/test-deps installs them on Debian)", tool)
-		}
-	}
+	testenv.MustHave(t, testenv.Root, testenv.DpkgDev)
 }
 
 // Build makes p's .deb in dir and returns its path.

@@ -180,12 +180,73 @@ func FixedPlanner(f *FakeType, par int) *planner.Planner {
 
 func Str(s string) cty.Value { return cty.StringVal(s) }
 
+// FakeGuard is one guard of a FakeGuards table: the guard (what runs) and
+// how it turns out.
+type FakeGuard struct {
+	Kind, Form, Command, Interpreter string
+	// Cwd, Environment and User are the guard's parameters (inherited or
+	// given); Inherited names those taken from the resource.
+	Cwd         string
+	Environment map[string]string
+	User        string
+	Inherited   []string
+	Sensitive   bool
+
+	ExitCode   *int
+	DurationMS int64
+	Output     string
+	Warning    string
+	Passed     bool
+	Decided    bool
+}
+
+// Spec is the guard as the plan keeps it.
+func (g FakeGuard) Spec() *guard.Spec {
+	s := &guard.Spec{Kind: guard.Kind(g.Kind), Form: guard.Form(g.Form), Source: g.Command, Interpreter: g.Interpreter, Inherited: g.Inherited, Sensitive: g.Sensitive}
+	if s.Form == guard.Script {
+		s.Values = map[string]guard.Value{"command": {Value: cty.StringVal(g.Command)}}
+		if g.Cwd != "" {
+			s.Values["cwd"] = guard.Value{Value: cty.StringVal(g.Cwd)}
+		}
+		if g.User != "" {
+			s.Values["user"] = guard.Value{Value: cty.StringVal(g.User)}
+		}
+		if len(g.Environment) > 0 {
+			env := map[string]cty.Value{}
+			for k, v := range g.Environment {
+				env[k] = cty.StringVal(v)
+			}
+			s.Values["environment"] = guard.Value{Value: cty.MapVal(env)}
+		}
+	} else {
+		v := g.Passed
+		s.ExprValue = &v
+	}
+	return s
+}
+
 // FakeGuards decides guards from a table, keyed by resource name: the
-// results to record and whether they skip. Its Evaluate is a GuardFunc.
+// guards and their outcomes, and whether they skip. Its Evaluate is a
+// GuardFunc; Guard gives an instance the table's guards.
 type FakeGuards struct {
-	Results map[string][]plan.GuardResult
+	Results map[string][]FakeGuard
 	Skip    map[string]bool
 	Fail    map[string]bool
+}
+
+// Guard gives i the guards the table lists for it (one that always passes
+// when it lists none), as evaluation would have decoded them.
+func (g *FakeGuards) Guard(i *eval.Instance) *eval.Instance {
+	i.Block.Meta.OnlyIf = hcl.StaticExpr(cty.True, i.Block.DeclRange)
+	i.Guards = nil
+	for _, r := range g.Results[i.Resource.Name] {
+		i.Guards = append(i.Guards, r.Spec())
+	}
+	if len(i.Guards) == 0 {
+		t := true
+		i.Guards = []*guard.Spec{{Kind: guard.OnlyIf, Form: guard.Expression, Source: "true", ExprValue: &t}}
+	}
+	return i
 }
 
 func (g *FakeGuards) Evaluate(_ context.Context, s *plan.Subject) ([]guard.Outcome, bool, int, error) {
@@ -196,8 +257,12 @@ func (g *FakeGuards) Evaluate(_ context.Context, s *plan.Subject) ([]guard.Outco
 	var outs []guard.Outcome
 	decided := -1
 	for i, r := range g.Results[name] {
+		spec := r.Spec()
+		if i < len(s.Guards) {
+			spec = s.Guards[i]
+		}
 		outs = append(outs, guard.Outcome{
-			Spec:        &guard.Spec{Kind: guard.Kind(r.Kind), Form: guard.Form(r.Form), Source: r.Command, Interpreter: r.Interpreter, Inherited: r.Inherited},
+			Spec:        spec,
 			Condition:   r.Passed,
 			ExitCode:    r.ExitCode,
 			Duration:    time.Duration(r.DurationMS) * time.Millisecond,
@@ -214,12 +279,6 @@ func (g *FakeGuards) Evaluate(_ context.Context, s *plan.Subject) ([]guard.Outco
 	return outs, g.Skip[name], decided, nil
 }
 
-// Guarded gives i one guard, which the planner's FakeGuards decides.
-func Guarded(i *eval.Instance) *eval.Instance {
-	i.Block.Meta.OnlyIf = hcl.StaticExpr(cty.True, i.Block.DeclRange)
-	return i
-}
-
 // SamplePlan is a plan with every kind of resource, made by the planner.
 func SamplePlan(t testing.TB) *plan.Plan {
 	t.Helper()
@@ -229,17 +288,18 @@ func SamplePlan(t testing.TB) *plan.Plan {
 	f.Set("/etc/key", map[string]cty.Value{"content": Str("k\n"), "secret": Str("hunter1")})
 	exit1 := 1
 	p := FixedPlanner(f, 4)
-	p.Guards = (&FakeGuards{
-		Results: map[string][]plan.GuardResult{"/etc/skip": {{Kind: "only_if", Form: "script", Command: "test -d /opt", ExitCode: &exit1, Decided: true}}},
+	guards := &FakeGuards{
+		Results: map[string][]FakeGuard{"/etc/skip": {{Kind: "only_if", Form: "script", Command: "test -d /opt", ExitCode: &exit1, Decided: true}}},
 		Skip:    map[string]bool{"/etc/skip": true},
-	}).Evaluate
+	}
+	p.Guards = guards.Evaluate
 	pl, diags := p.PlanInstances(context.Background(), []*eval.Instance{
 		f.Inst("/etc/new", "create", 1, map[string]cty.Value{"content": Str("hello <world> & \"friends\"\n"), "backup": cty.True}),
 		f.Inst("/etc/old", "create", 5, map[string]cty.Value{"content": Str("<h1>web-01</h1>\n")}),
 		f.Inst("/etc/gone", "delete", 9, nil),
 		f.Inst("/etc/cmd", "run", 13, nil),
 		f.Inst("/etc/key", "create", 17, map[string]cty.Value{"secret": Str("hunter2")}),
-		Guarded(f.Inst("/etc/skip", "create", 21, map[string]cty.Value{"mode": cty.StringVal("0755")})),
+		guards.Guard(f.Inst("/etc/skip", "create", 21, map[string]cty.Value{"mode": cty.StringVal("0755")})),
 		f.Inst("/etc/later", "nothing", 25, nil),
 	})
 	if diags.HasErrors() {

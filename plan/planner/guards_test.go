@@ -47,8 +47,11 @@ func TestPlanRunsDecodedGuards(t *testing.T) {
 	if r.Kind != resources.Run || r.Reason != "only_if `test \"$PWD:$X\" = \""+dir+":1\"` passed" {
 		t.Errorf("run: %s %q", r.Kind, r.Reason)
 	}
-	if len(r.Guards) != 1 || r.Guards[0].Cwd != dir || r.Guards[0].Environment["X"] != "1" || r.Guards[0].ExitCode == nil || r.Guards[0].Interpreter != "default" {
+	if len(r.Guards) != 1 || r.Guards[0].ExitCode == nil || *r.Guards[0].ExitCode != 0 || !r.Guards[0].Passed {
 		t.Errorf("guard result %+v", r.Guards)
+	}
+	if g := pl.Show(nil, r).Guards; len(g) != 1 || g[0].Cwd != dir || g[0].Environment["X"] != "1" || g[0].Interpreter != "default" {
+		t.Errorf("guard shown as %+v", g)
 	}
 	if len(r.GuardSpecs) != 1 {
 		t.Errorf("specs not kept for apply: %v", r.GuardSpecs)
@@ -61,10 +64,10 @@ func TestPlanRunsDecodedGuards(t *testing.T) {
 		t.Errorf("evaluated %d guards (want 3, the last deciding) and kept %d specs (want 4)", len(s.Guards), len(s.GuardSpecs))
 	}
 	var b strings.Builder
-	views.RenderText(&b, pl, views.RenderOptions{})
+	views.RenderText(&b, pl, views.RenderOptions{Registry: resources.NewRegistry(f)})
 	for _, want := range []string{
 		"# fake_file[/run] will run: only_if `test",
-		"#   (/bin/sh; cwd " + dir + " from the guard, X from the guard; exit 0 in ",
+		"#   (/bin/sh; cwd " + dir + " from the guard, X=1 from the guard; exit 0 in ",
 		"# fake_file[/skip] skipped: not_if `exit 0` is true",
 		"#   only_if `true` passed (/bin/sh; exit 0 in ",
 		"#   not_if node.off is false\n",

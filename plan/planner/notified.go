@@ -48,6 +48,11 @@ func (p *Planner) planNotifications(ctx context.Context, logger hclog.Logger, in
 		}
 	}
 	if !anyEdge {
+		for _, r := range pl.Resources {
+			if r.Action == "nothing" {
+				r.Reason = plan.ReasonNotNotified
+			}
+		}
 		return nil
 	}
 
@@ -80,10 +85,16 @@ func (p *Planner) planNotifications(ctx context.Context, logger hclog.Logger, in
 		queued[k] = &plan.NotifiedRun{Address: k.addr, Action: k.action, Timing: plan.TimingDelayed, Notifiers: []string{from}}
 		queue = append(queue, k)
 	}
-	var fire func(from string, timing string, slot int, before bool)
-	var run func(k notifyKey, timing string, notifiers []string, slot int, before bool, dst *plan.NotifiedRun)
+	// at is where a notified run happens: in the turn of the action step
+	// of the resource at slot, before or after it converges.
+	type at struct {
+		slot, step int
+		before     bool
+	}
+	var fire func(from string, timing string, where at)
+	var run func(k notifyKey, timing string, notifiers []string, where at, dst *plan.NotifiedRun)
 	active := map[notifyKey]bool{}
-	run = func(k notifyKey, timing string, notifiers []string, slot int, before bool, dst *plan.NotifiedRun) {
+	run = func(k notifyKey, timing string, notifiers []string, where at, dst *plan.NotifiedRun) {
 		if resBy[k.addr] == nil || active[k] {
 			// The target failed to plan (its diagnostics say why), or a
 			// cycle config rejects: never recurse forever.
@@ -97,24 +108,24 @@ func (p *Planner) planNotifications(ctx context.Context, logger hclog.Logger, in
 		}
 		work := proto.Kind.IsWork()
 		if work {
-			fire(k.addr, plan.TimingBefore, slot, before)
+			fire(k.addr, plan.TimingBefore, where)
 		}
 		nr := dst
 		if nr == nil {
 			nr = &plan.NotifiedRun{}
 		}
 		*nr = plan.NotifiedRun{
-			Address: k.addr, Action: k.action, Timing: timing, Notifiers: notifiers, Slot: slot, Before: before,
-			Kind: proto.Kind, Reason: proto.Reason, Changes: proto.Changes, Groups: proto.Groups,
+			Address: k.addr, Action: k.action, Timing: timing, Notifiers: notifiers, Slot: where.slot, Step: where.step, Before: where.before,
+			Kind: proto.Kind, StepReason: proto.StepReason, Changes: proto.Changes, Groups: proto.Groups,
 			Guards: proto.Guards, GuardSpecs: proto.GuardSpecs, Current: proto.Current, Fingerprint: proto.Fingerprint,
 		}
 		out = append(out, nr)
 		if work {
-			fire(k.addr, plan.TimingImmediately, slot, before)
-			fire(k.addr, plan.TimingDelayed, slot, before)
+			fire(k.addr, plan.TimingImmediately, where)
+			fire(k.addr, plan.TimingDelayed, where)
 		}
 	}
-	fire = func(from string, timing string, slot int, before bool) {
+	fire = func(from string, timing string, where at) {
 		r := resBy[from]
 		if r == nil {
 			return
@@ -128,29 +139,31 @@ func (p *Planner) planNotifications(ctx context.Context, logger hclog.Logger, in
 				enqueue(k, from)
 				continue
 			}
-			run(k, timing, []string{from}, slot, before, nil)
+			run(k, timing, []string{from}, where, nil)
 		}
 	}
+	// Edges fire for each action that changes something, as Chef's
+	// run_all_actions does: a resource whose two actions both change
+	// runs an immediately target twice (delayed ones still once).
 	for i, r := range pl.Resources {
-		if !r.Kind.IsWork() {
-			continue
+		for si := 0; si < r.Steps(); si++ {
+			if !r.StepView(si).Kind.IsWork() {
+				continue
+			}
+			fire(r.Address, plan.TimingBefore, at{i, si, true})
+			fire(r.Address, plan.TimingImmediately, at{i, si, false})
+			fire(r.Address, plan.TimingDelayed, at{i, si, false})
 		}
-		fire(r.Address, plan.TimingBefore, i, true)
-		fire(r.Address, plan.TimingImmediately, i, false)
-		fire(r.Address, plan.TimingDelayed, i, false)
 	}
 	for i := 0; i < len(queue); i++ {
 		k := queue[i]
 		q := queued[k]
-		run(k, plan.TimingDelayed, q.Notifiers, len(pl.Resources), false, q)
-	}
-	for _, nr := range out {
-		nr.Reason = plan.NotifiedReason(nr.Notifiers, nr.Timing, nr.Kind, nr.Reason)
-		if nr.Kind == resources.Run && len(nr.Guards) > 0 {
-			nr.Reason = plan.NotifiedReason(nr.Notifiers, nr.Timing, nr.Kind, RunReason("", nr.Guards))
-		}
+		run(k, plan.TimingDelayed, q.Notifiers, at{len(pl.Resources), 0, false}, q)
 	}
 	pl.NotifiedRuns = out
+	for _, nr := range out {
+		nr.Reason = pl.WhyNotified(nr)
+	}
 
 	planned := map[string]bool{}
 	for _, nr := range out {
@@ -176,7 +189,8 @@ func containsString(xs []string, x string) bool {
 // planNotified plans inst's action as a notified run: guards (the
 // resource's own; for a resource whose action is nothing, those decoded
 // for its notified runs), then Load and Plan with that action. The
-// returned run has no notifiers or slot yet; its Reason is the type's.
+// returned run has no notifiers or slot yet, and no Reason: the caller
+// composes it (Plan.WhyNotified).
 func (p *Planner) planNotified(ctx context.Context, logger hclog.Logger, inst *eval.Instance, action, salt string) (*plan.NotifiedRun, hcl.Diagnostics) {
 	if inst == nil || inst.Resource == nil || inst.Type == nil {
 		return nil, nil
@@ -189,7 +203,7 @@ func (p *Planner) planNotified(ctx context.Context, logger hclog.Logger, inst *e
 		specs = inst.NotifiedGuards
 	}
 	nr := &plan.NotifiedRun{Address: addr, Action: action, GuardSpecs: specs}
-	sensProps, hides := sensitivity(inst)
+	sensProps := sensitivity(inst)
 	rd, err := p.lifecycle(logger.With("notified_action", action)).Evaluate(ctx, &plan.Subject{
 		Address: addr, Type: inst.Type, Desired: desired, Guards: specs,
 		Sensitive: inst.Sensitive, SensitiveProps: sensProps, Salt: salt,
@@ -199,14 +213,14 @@ func (p *Planner) planNotified(ctx context.Context, logger hclog.Logger, inst *e
 	}
 	nr.Guards = GuardResults(rd.Guards, rd.DecidedBy)
 	if rd.Skip {
-		nr.Kind, nr.Reason = resources.Skip, skipReason(nr.Guards)
+		nr.Kind = resources.Skip
 		return nr, nil
 	}
 	step := rd.Step
-	nr.Kind, nr.Reason, nr.Groups = step.Kind, step.Reason, step.Groups
+	nr.Kind, nr.StepReason, nr.Groups = step.Kind, step.Reason, step.Groups
 	nr.Current = rd.Current
 	nr.Fingerprint = rd.Fingerprint()
-	nr.Changes = buildChanges(src.Schema(), step.Changes, rd.State, salt, hides)
+	nr.Changes = changesOf(desired, step.Changes)
 	logger.Debug("planned notified run", "resource", addr, "action", action, "kind", nr.Kind, "reason", nr.Reason)
 	return nr, nil
 }

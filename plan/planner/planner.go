@@ -7,13 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
-	"github.com/aymanbagabas/go-udiff"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -30,38 +27,27 @@ import (
 // Planner.Parallelism is not set (Terraform's default).
 const DefaultParallelism = 10
 
-// MaxDiffSize is the largest content (either side) shown as a unified diff;
-// larger content is summarised by size and digest only.
-const MaxDiffSize = 1 << 20
-
-// GuardResults records evaluated guards; decidedBy is the index of the
-// guard that decided to skip, -1 for none. An outcome with an error is
-// left out.
+// GuardResults records the outcomes of evaluated guards; decidedBy is the
+// index of the guard that decided to skip, -1 for none. Result i is the
+// outcome of guard i: what ran is the guard's spec, which the plan keeps
+// beside it (Resource.GuardSpecs). The output of a sensitive guard is not
+// kept.
 func GuardResults(outs []guard.Outcome, decidedBy int) []plan.GuardResult {
 	var out []plan.GuardResult
 	for i, o := range outs {
 		if o.Err != nil || o.Spec == nil {
 			continue
 		}
-		s := o.Spec
 		g := plan.GuardResult{
-			Kind:        string(s.Kind),
-			Form:        string(s.Form),
-			Command:     s.Source,
-			Interpreter: s.Interpreter,
-			Cwd:         o.Cwd,
-			Environment: o.Environment,
-			User:        o.User,
-			Inherited:   s.Inherited,
-			ExitCode:    o.ExitCode,
-			DurationMS:  o.Duration.Milliseconds(),
-			Output:      o.Output,
-			Passed:      o.Condition,
-			Decided:     i == decidedBy,
-			Warning:     o.Warning,
+			ExitCode:   o.ExitCode,
+			DurationMS: o.Duration.Milliseconds(),
+			Output:     o.Output,
+			Passed:     o.Condition,
+			Decided:    i == decidedBy,
+			Warning:    o.Warning,
 		}
-		if s.Sensitive {
-			redactGuard(&g)
+		if o.Spec.Sensitive {
+			g.Output = ""
 		}
 		out = append(out, g)
 	}
@@ -135,7 +121,7 @@ func (p *Planner) Plan(ctx context.Context, cfg *config.Config) (*plan.Plan, hcl
 	// the plan is read on reviewers' machines and in pull requests, where
 	// this host's absolute paths are noise.
 	for _, r := range pl.Resources {
-		r.Source.Filename = relativeTo(cfg.Dir, r.Source.Filename)
+		r.Source.Filename = cfg.DisplayPath(r.Source.Filename)
 	}
 	{
 		// Attributes a sensitive resource reads are as secret as it is.
@@ -145,7 +131,7 @@ func (p *Planner) Plan(ctx context.Context, cfg *config.Config) (*plan.Plan, hcl
 				read.Sensitive = append(read.Sensitive, eval.NodePathsRead(inst.Block)...)
 			}
 		}
-		recorded, err := attributesOf(attrs.Leaves(), cfg.Dir, read)
+		recorded, err := attributesOf(attrs.Leaves(), cfg, read)
 		if err != nil {
 			evalDiags = evalDiags.Append(&hcl.Diagnostic{
 				Severity: hcl.DiagError,
@@ -186,18 +172,15 @@ func markErrored(pl *plan.Plan, diags hcl.Diagnostics) {
 // attributesOf records the merged node attributes; a leaf marked
 // sensitive, or read by a sensitive resource (readBySensitive), is kept
 // without its value.
-func attributesOf(leaves []config.Leaf, dir string, readBySensitive *eval.Scope) ([]plan.Attribute, error) {
+func attributesOf(leaves []config.Leaf, cfg *config.Config, readBySensitive *eval.Scope) ([]plan.Attribute, error) {
 	out := make([]plan.Attribute, 0, len(leaves))
 	var firstErr error
 	for _, l := range leaves {
 		a := plan.Attribute{
 			Path:      strings.Join(l.Path, "."),
 			Level:     l.Level,
-			Source:    fmt.Sprintf("%s:%d", relativeTo(dir, l.Range.Filename), l.Range.Start.Line),
+			Source:    l.Source(cfg.DisplayPath),
 			Sensitive: l.Sensitive || readBySensitive.Covers(l.Path),
-		}
-		if l.Origin != "" {
-			a.Source = l.Origin + " at " + a.Source
 		}
 		if l.Value == cty.NilVal || a.Sensitive {
 			a.Value = []byte(`null`)
@@ -252,14 +235,14 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 	}
 	type outcome struct {
 		res   *plan.Resource
-		step  *resources.Step
+		steps []*resources.Step
 		diags hcl.Diagnostics
 	}
 	results := make([]outcome, len(insts))
-	start := time.Now()
-	reads := p.readBatches(ctx, logger, insts)
+	pre := p.preload(ctx, logger, insts)
 	sem := make(chan struct{}, par)
 	var wg sync.WaitGroup
+	start := time.Now()
 	for i, inst := range insts {
 		select {
 		case sem <- struct{}{}:
@@ -271,8 +254,8 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 		go func(i int, inst *eval.Instance) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			res, step, d := p.planOne(ctx, logger, inst, salt, reads[i])
-			results[i] = outcome{res, step, d}
+			res, steps, d := p.planOne(ctx, logger, inst, salt, pre[inst])
+			results[i] = outcome{res, steps, d}
 		}(i, inst)
 	}
 	wg.Wait()
@@ -285,8 +268,8 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 		if o.res != nil {
 			pl.Resources = append(pl.Resources, o.res)
 		}
-		if o.step != nil {
-			diags = append(diags, unmetNeeds(insts[i], o.step, provided)...)
+		for _, st := range o.steps {
+			diags = append(diags, unmetNeeds(insts[i], st, provided)...)
 		}
 	}
 	if ctx.Err() == nil {
@@ -350,44 +333,19 @@ func (p *Planner) lifecycle(logger hclog.Logger) *plan.Lifecycle {
 	return &plan.Lifecycle{Registry: p.Registry, Logger: logger, Guards: p.Guards}
 }
 
-// readBatches reads ahead, one call per type, the live state of every
-// resource whose type reads in batches (resources.BatchLoader) and that
-// will be read: not those whose action is nothing. The result is aligned
-// with insts; nil where Load will read the resource itself.
-func (p *Planner) readBatches(ctx context.Context, logger hclog.Logger, insts []*eval.Instance) []*plan.Preread {
-	reads := make([]*plan.Preread, len(insts))
-	subjects := make([]*plan.Subject, len(insts))
-	for i, inst := range insts {
-		if inst == nil || inst.Resource == nil || inst.Type == nil || inst.Resource.Schema() == nil {
-			continue
-		}
-		if a := inst.Resource.Action; a == "nothing" || (a == "" && inst.Resource.Schema().DefaultAction == "nothing") {
-			continue
-		}
-		subjects[i] = &plan.Subject{Type: inst.Type, Desired: inst.Resource}
-	}
-	plan.ReadBatches(ctx, logger, subjects)
-	for i, s := range subjects {
-		if s != nil {
-			reads[i] = s.Read
-		}
-	}
-	return reads
-}
-
 // planOne plans one resource. It never panics: a panicking type becomes an
-// error diagnostic. read is its reading taken ahead (nil: Load reads it).
-func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *eval.Instance, salt string, read *plan.Preread) (*plan.Resource, *resources.Step, hcl.Diagnostics) {
-	res, step, diags := p.planResource(ctx, logger, inst, salt, read)
+// error diagnostic.
+func (p *Planner) planOne(ctx context.Context, logger hclog.Logger, inst *eval.Instance, salt string, pre *resources.State) (*plan.Resource, []*resources.Step, hcl.Diagnostics) {
+	res, steps, diags := p.planResource(ctx, logger, inst, salt, pre)
 	if res == nil {
-		step = nil
+		steps = nil
 	}
-	return res, step, diags
+	return res, steps, diags
 }
 
-// planResource plans one resource; step is what its action would do (nil
-// when it is not read: skipped, or action nothing).
-func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *eval.Instance, salt string, read *plan.Preread) (res *plan.Resource, step *resources.Step, diags hcl.Diagnostics) {
+// planResource plans one resource; steps are what its actions would do,
+// in order (none when it is not read: skipped, or action nothing).
+func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *eval.Instance, salt string, pre *resources.State) (res *plan.Resource, steps []*resources.Step, diags hcl.Diagnostics) {
 	addr := instAddress(inst)
 	if inst == nil || inst.Resource == nil || inst.Type == nil || inst.Resource.Schema() == nil {
 		return nil, nil, hcl.Diagnostics{{
@@ -413,13 +371,11 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 	if res.Action == "" {
 		res.Action = schema.DefaultAction
 	}
-	var hides func(*resources.Property) bool
-	res.SensitiveProperties, hides = sensitivity(inst)
+	res.SensitiveProperties = sensitivity(inst)
 	if inst.Block != nil {
 		r := inst.Block.DeclRange
 		res.Source = plan.Range{Filename: r.Filename, Line: r.Start.Line, Column: r.Start.Column}
 	}
-	res.Context = contextValues(desired, hides)
 
 	if res.Action == "nothing" {
 		res.Kind = resources.NoOp
@@ -433,42 +389,48 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 	}
 
 	res.GuardSpecs = inst.Guards
-	rd, err := p.lifecycle(logger).Evaluate(ctx, &plan.Subject{
+	readings, err := p.lifecycle(logger).EvaluateActions(ctx, &plan.Subject{
 		Address: addr, Type: inst.Type, Desired: desired, Guards: inst.Guards,
-		Sensitive: inst.Sensitive, SensitiveProps: res.SensitiveProperties, Salt: salt, Read: read,
-	})
+		Sensitive: inst.Sensitive, SensitiveProps: res.SensitiveProperties, Salt: salt,
+		State: pre,
+	}, inst.Actions)
+	rd := readings[0]
 	if err != nil {
-		return nil, nil, lifecycleDiags(inst, rd, err)
+		return nil, nil, lifecycleDiags(inst, readings[len(readings)-1], err)
 	}
 	res.Guards = GuardResults(rd.Guards, rd.DecidedBy)
 	if rd.Skip {
 		res.Kind = resources.Skip
-		res.Reason = skipReason(res.Guards)
+		res.Reason = plan.ComposeReason(res.Kind, "", res.Guards, res.GuardSpecs, res.Sensitive)
 		log.Debug("planned resource", "kind", res.Kind, "reason", res.Reason)
 		return res, nil, nil
 	}
-	step = rd.Step
+	step := rd.Step
 	res.Kind = step.Kind
-	res.Reason = step.Reason
-	if step.Kind == resources.Run && len(res.Guards) > 0 {
-		res.Reason = RunReason(step.Reason, res.Guards)
-	}
+	res.StepReason = step.Reason
+	res.Reason = plan.ComposeReason(res.Kind, step.Reason, res.Guards, res.GuardSpecs, res.Sensitive)
 	res.Groups = step.Groups
 	res.Current = rd.Current
 	res.Fingerprint = rd.Fingerprint()
-	res.Changes = buildChanges(schema, step.Changes, rd.State, salt, hides)
-	if rd.State.Exists && (step.Kind == resources.Update || step.Kind == resources.NoOp) {
-		res.Unmanaged = unmanaged(schema, desired, res.Current, step.Changes)
+	res.Changes = changesOf(desired, step.Changes)
+	steps = append(steps, step)
+	for i, later := range readings[1:] {
+		st := later.Step
+		res.Then = append(res.Then, &plan.ActionStep{
+			Action: inst.Actions[i+1], Kind: st.Kind, StepReason: st.Reason, Reason: st.Reason,
+			Changes: changesOf(desired, st.Changes), Groups: st.Groups, Current: later.Current,
+		})
+		steps = append(steps, st)
 	}
-	log.Debug("planned resource", "kind", res.Kind, "reason", res.Reason, "changes", len(res.Changes))
-	return res, step, nil
+	log.Debug("planned resource", "kind", res.Kind, "reason", res.Reason, "changes", len(res.Changes), "actions", len(steps))
+	return res, steps, nil
 }
 
 // unmetNeeds checks step's needs against what earlier steps provide (and
 // records what step provides, by address): a need nothing provides would
 // fail at apply, after earlier resources changed the host, so it fails the
 // plan. So does, for now, a need an earlier step meets only at apply
-// (Need.AtApply: a value known at apply, which toque does not have yet).
+// (Need.AtApply: a value known at apply, which toque does not plan yet).
 func unmetNeeds(inst *eval.Instance, step *resources.Step, provided map[string]string) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	if step.Kind.IsWork() {
@@ -509,12 +471,11 @@ func unmetNeeds(inst *eval.Instance, step *resources.Step, provided map[string]s
 	return diags
 }
 
-// sensitivity is which of inst's values are hidden: the set properties
-// the type marks sensitive or whose value the recipe made sensitive (as
-// recorded in Resource.SensitiveProperties), and a function telling, for
-// any property, whether its values are hidden (all are for a sensitive
-// resource).
-func sensitivity(inst *eval.Instance) ([]string, func(*resources.Property) bool) {
+// sensitivity names which of inst's set properties have hidden values
+// (Resource.SensitiveProperties): those the type marks sensitive, and those
+// whose value the recipe made sensitive. Renderings hide them, and every
+// value of a sensitive resource.
+func sensitivity(inst *eval.Instance) []string {
 	hidden := map[string]bool{}
 	for _, name := range inst.SensitiveProps {
 		hidden[name] = true
@@ -525,9 +486,33 @@ func sensitivity(inst *eval.Instance) ([]string, func(*resources.Property) bool)
 			props = append(props, prop.Name)
 		}
 	}
-	return props, func(prop *resources.Property) bool {
-		return inst.Sensitive || (prop != nil && (prop.Sensitive || hidden[prop.Name]))
+	return props
+}
+
+// preload reads, one batch per type that reads in batches
+// (resources.BatchLoader), every resource the plan will read.
+func (p *Planner) preload(ctx context.Context, logger hclog.Logger, insts []*eval.Instance) map[*eval.Instance]*resources.State {
+	var subjects []*plan.Subject
+	of := map[*plan.Subject]*eval.Instance{}
+	for _, inst := range insts {
+		if inst == nil || inst.Resource == nil || inst.Type == nil || inst.Resource.Action == "nothing" {
+			continue
+		}
+		if _, ok := inst.Type.(resources.BatchLoader); !ok {
+			continue
+		}
+		s := &plan.Subject{Address: inst.Resource.Address(), Type: inst.Type, Desired: inst.Resource}
+		subjects = append(subjects, s)
+		of[s] = inst
 	}
+	if len(subjects) == 0 {
+		return nil
+	}
+	out := map[*eval.Instance]*resources.State{}
+	for s, st := range p.lifecycle(logger).Preload(ctx, subjects) {
+		out[of[s]] = st
+	}
+	return out
 }
 
 // lifecycleDiags words a lifecycle failure of inst as a plan diagnostic:
@@ -560,220 +545,41 @@ func lifecycleDiags(inst *eval.Instance, rd *plan.Reading, err error) hcl.Diagno
 	}}
 }
 
-// skipReason words the verdict of the guard that decided to skip.
-func skipReason(results []plan.GuardResult) string {
-	for _, g := range results {
-		if g.Decided {
-			return plan.GuardVerdict(g)
-		}
-	}
-	return "skipped by a guard"
-}
-
-// RunReason is the reason of a run step whose guards let it run: the
-// guards' verdicts instead of the type's "no guard: runs every time", or
-// after the type's own reason ("creates … does not exist").
-func RunReason(typeReason string, guards []plan.GuardResult) string {
-	vs := make([]string, len(guards))
-	for i, g := range guards {
-		vs[i] = plan.GuardVerdict(g)
-	}
-	v := strings.Join(vs, ", ")
-	if typeReason == "" || typeReason == resources.NoGuardReason {
-		return v
-	}
-	return typeReason + "; " + v
-}
-
-// buildChanges turns a step's changes into their display forms.
-func buildChanges(s *resources.Schema, changes []resources.Change, state *resources.State, salt string, hides func(*resources.Property) bool) []plan.Change {
+// changesOf names the properties a step changes. Their values are the
+// plan's desired values and live reading, from which renderings show them
+// — except a value the type computed from the host rather than took from
+// the recipe (the version apt would install, the sha256 of what a URL
+// serves), which is kept as the change's Planned value: apply refuses a
+// step whose value is not it. A type's note on a change is kept with it.
+func changesOf(desired *resources.Resource, changes []resources.Change) []plan.Change {
 	if len(changes) == 0 {
 		return nil
 	}
-	out := make([]plan.Change, 0, len(changes))
-	for _, c := range changes {
-		prop := s.Property(c.Property)
-		sensitive := hides(prop)
-		isContent := prop != nil && prop.Content
-		ch := plan.Change{Property: c.Property, Default: c.Default, Sensitive: sensitive}
-		hasBefore := c.Before != cty.NilVal
-		switch {
-		case sensitive:
-			if hasBefore {
-				ch.Before = plan.Sensitive
-			}
-			ch.After = plan.Sensitive
-			if isContent {
-				ch.DiffNote = "sensitive content is not shown"
-			}
-		default:
-			if hasBefore {
-				ch.Before = plan.StoreValue(prop, c.Before, salt, false).Display
-			}
-			ch.After = plan.StoreValue(prop, c.After, salt, false).Display
-			if why := state.Private[c.Property]; isContent && why != "" {
-				// The type says who may not see the live value: no diff.
-				ch.DiffNote = why
-			} else if isContent {
-				before, bok := stringOf(state.Values[c.Property])
-				if !bok {
-					before, bok = stringOf(c.Before)
-				}
-				after, aok := stringOf(c.After)
-				if !bok {
-					before, bok = "", true
-				}
-				if aok && bok {
-					ch.Diff, ch.DiffNote = ContentDiff(before, after)
-				} else {
-					ch.DiffNote = "content is not text: no diff shown"
-				}
-			}
+	out := make([]plan.Change, len(changes))
+	for i, c := range changes {
+		out[i] = plan.Change{Property: c.Property, Note: c.Note}
+		if planned(desired, c) {
+			v := plan.Value{Value: c.After}
+			out[i].Planned = &v
 		}
-		if c.Note != "" && !sensitive {
-			// The type's word to the reviewer about this change.
-			ch.DiffNote = strings.TrimPrefix(ch.DiffNote+"; "+c.Note, "; ")
-		}
-		out = append(out, ch)
 	}
 	return out
 }
 
-// stringOf returns v's string when v is a known, non-null string.
-func stringOf(v cty.Value) (string, bool) {
-	if v == cty.NilVal || !v.IsKnown() || v.IsNull() || !v.Type().Equals(cty.String) {
-		return "", false
+// planned reports whether c's value is the type's, not the recipe's (set
+// or default).
+func planned(desired *resources.Resource, c resources.Change) bool {
+	if c.After == cty.NilVal || c.Default {
+		return false
 	}
-	return v.AsString(), true
-}
-
-// ContentDiff is the unified diff (hunks only, without the ---/+++ header)
-// from before to after, or, when either side is binary (a NUL byte or
-// invalid UTF-8) or larger than MaxDiffSize, no diff and a note saying why.
-func ContentDiff(before, after string) (diff, note string) {
-	if isBinary(before) || isBinary(after) {
-		return "", "binary content: no diff shown"
+	prop := desired.Schema().Property(c.Property)
+	if prop == nil {
+		return true
 	}
-	if len(before) > MaxDiffSize || len(after) > MaxDiffSize {
-		return "", "content larger than 1 MiB: no diff shown"
+	if desired.IsSet(c.Property) {
+		return !prop.Equals(desired.Values[c.Property], c.After)
 	}
-	if before == after {
-		return "", ""
-	}
-	u, err := udiff.ToUnified("current", "planned", before, udiff.Lines(before, after), udiff.DefaultContextLines)
-	if err != nil {
-		return "", "no diff: " + err.Error()
-	}
-	// Drop the two header lines: the plan names the resource already.
-	for range 2 {
-		if strings.HasPrefix(u, "--- ") || strings.HasPrefix(u, "+++ ") {
-			if i := strings.IndexByte(u, '\n'); i >= 0 {
-				u = u[i+1:]
-			}
-		}
-	}
-	return u, ""
-}
-
-func isBinary(s string) bool {
-	return strings.IndexByte(s, 0) >= 0 || !utf8.ValidString(s)
-}
-
-// unmanaged lists the desired-state properties the recipe did not set that
-// the live reading has, with their display form (already redacted by
-// StoreCurrent when sensitive). A property the step changes all the same
-// (a type that computes its target: remote_file's downloaded content) is
-// not left as it is.
-func unmanaged(s *resources.Schema, desired *resources.Resource, cur *plan.Current, changes []resources.Change) []plan.Unmanaged {
-	var out []plan.Unmanaged
-	for _, prop := range s.Properties {
-		if !prop.IsDesiredState() || desired.IsSet(prop.Name) || changed(changes, prop.Name) {
-			continue
-		}
-		sv, ok := cur.Values[prop.Name]
-		if !ok {
-			continue
-		}
-		out = append(out, plan.Unmanaged{Property: prop.Name, Current: sv.Display})
-	}
-	return out
-}
-
-func changed(changes []resources.Change, name string) bool {
-	for _, c := range changes {
-		if c.Property == name {
-			return true
-		}
-	}
-	return false
-}
-
-// contextValues lists the properties a reviewer needs beside the changes
-// (Resource.Context): identity and name properties whose value is not the
-// block label, then, for a type with no desired-state property, every other
-// property the recipe set. Schema order within each part.
-func contextValues(desired *resources.Resource, hides func(*resources.Property) bool) []plan.ContextValue {
-	s := desired.Schema()
-	acting := true
-	for _, prop := range s.Properties {
-		if prop.IsDesiredState() {
-			acting = false
-			break
-		}
-	}
-	var ids, rest []plan.ContextValue
-	for _, prop := range s.Properties {
-		isID := prop.Identity || prop.NameProperty
-		if !isID && !acting {
-			continue
-		}
-		v, ok := desired.Values[prop.Name]
-		if !ok || v == cty.NilVal || v.IsNull() || !v.IsKnown() {
-			continue
-		}
-		if isID && v.Type() == cty.String && v.AsString() == desired.Name {
-			continue
-		}
-		shown := plan.DisplayValue(v)
-		if hides(prop) {
-			shown = plan.Sensitive
-		}
-		if isID {
-			ids = append(ids, plan.ContextValue{Property: prop.Name, Value: shown})
-		} else {
-			rest = append(rest, plan.ContextValue{Property: prop.Name, Value: shown})
-		}
-	}
-	return append(ids, rest...)
-}
-
-// relativeTo is name relative to dir when name lies inside dir, else name.
-func relativeTo(dir, name string) string {
-	if dir == "" || name == "" || !filepath.IsAbs(name) {
-		return name
-	}
-	rel, err := filepath.Rel(dir, name)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-		return name
-	}
-	return rel
-}
-
-// redactGuard hides what a sensitive resource's guard ran: its command,
-// where, as whom, with what environment, and what it printed. The verdict
-// and exit code stay: they are what the reviewer needs.
-func redactGuard(g *plan.GuardResult) {
-	g.Command = plan.Sensitive
-	g.Output = ""
-	if g.Cwd != "" {
-		g.Cwd = plan.Sensitive
-	}
-	if g.User != "" {
-		g.User = plan.Sensitive
-	}
-	for k := range g.Environment {
-		g.Environment[k] = plan.Sensitive
-	}
+	return true
 }
 
 // hostChecks runs the schema's plan-time host checks on the set values (an

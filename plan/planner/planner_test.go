@@ -17,7 +17,6 @@ import (
 	"github.com/toquehq/toque/guard"
 	"github.com/toquehq/toque/internal/plantest"
 	"github.com/toquehq/toque/plan"
-	"github.com/toquehq/toque/plan/planner"
 	"github.com/toquehq/toque/resources"
 )
 
@@ -77,21 +76,23 @@ func TestPlanInstancesKinds(t *testing.T) {
 		t.Errorf("salt %q is not 16 hex bytes", pl.Salt)
 	}
 
+	reg := resources.NewRegistry(f)
 	t.Run("create", func(t *testing.T) {
 		r := pl.Resources[0]
+		sh := pl.Show(reg, r)
 		if r.Source.Filename != "recipes/default.hcl" || r.Source.Line != 1 {
 			t.Errorf("source %+v", r.Source)
 		}
 		if r.Current == nil || r.Current.Exists || r.Fingerprint == "" {
 			t.Errorf("current %+v fingerprint %q", r.Current, r.Fingerprint)
 		}
-		if len(r.Changes) != 2 || r.Changes[0].Property != "content" || r.Changes[1].Property != "mode" || !r.Changes[1].Default {
-			t.Fatalf("changes %+v", r.Changes)
+		if len(r.Changes) != 2 || r.Changes[0].Property != "content" || r.Changes[1].Property != "mode" || !sh.Changes[1].Default {
+			t.Fatalf("changes %+v", sh.Changes)
 		}
-		if r.Changes[1].After != `"0644"` {
-			t.Errorf("default mode shown as %q", r.Changes[1].After)
+		if sh.Changes[1].After != `"0644"` {
+			t.Errorf("default mode shown as %q", sh.Changes[1].After)
 		}
-		c := r.Changes[0]
+		c := sh.Changes[0]
 		if !strings.Contains(c.After, "6 bytes") || strings.Contains(c.After, "hello") {
 			t.Errorf("content after should be a size+digest summary: %q", c.After)
 		}
@@ -101,8 +102,8 @@ func TestPlanInstancesKinds(t *testing.T) {
 		if got := r.Desired["path"].Value; !got.RawEquals(plantest.Str("/etc/new")) {
 			t.Errorf("desired path %#v", got)
 		}
-		if len(r.Unmanaged) != 0 {
-			t.Errorf("a created resource has no unmanaged properties: %+v", r.Unmanaged)
+		if len(sh.Unmanaged) != 0 {
+			t.Errorf("a created resource has no unmanaged properties: %+v", sh.Unmanaged)
 		}
 		if strings.Join(r.Groups, ",") != "content,mode" {
 			t.Errorf("groups %v", r.Groups)
@@ -110,15 +111,16 @@ func TestPlanInstancesKinds(t *testing.T) {
 	})
 	t.Run("update", func(t *testing.T) {
 		r := pl.Resources[2]
+		sh := pl.Show(reg, r)
 		if len(r.Changes) != 1 || r.Changes[0].Property != "content" {
 			t.Fatalf("changes %+v", r.Changes)
 		}
-		d := r.Changes[0].Diff
+		d := sh.Changes[0].Diff
 		if !strings.Contains(d, "-<h1>old</h1>") || !strings.Contains(d, "+<h1>web-01</h1>") || strings.Contains(d, "---") {
 			t.Errorf("diff %q", d)
 		}
-		if len(r.Unmanaged) != 1 || r.Unmanaged[0].Property != "mode" || r.Unmanaged[0].Current != `"0600"` {
-			t.Errorf("unmanaged %+v", r.Unmanaged)
+		if len(sh.Unmanaged) != 1 || sh.Unmanaged[0].Property != "mode" || sh.Unmanaged[0].Value != `"0600"` {
+			t.Errorf("unmanaged %+v", sh.Unmanaged)
 		}
 		if r.Fingerprint != r.Current.Fingerprint() {
 			t.Error("fingerprint is not the current reading's")
@@ -126,7 +128,7 @@ func TestPlanInstancesKinds(t *testing.T) {
 	})
 	t.Run("nothing is not loaded", func(t *testing.T) {
 		r := pl.Resources[5]
-		if r.Reason != plan.ReasonNothing || r.Current != nil {
+		if r.Reason != plan.ReasonNotNotified || pl.Why(r) != r.Reason || r.Current != nil {
 			t.Errorf("got %+v", r)
 		}
 		if int(f.Loads.Load()) != 5 {
@@ -245,26 +247,33 @@ func TestPlanInstancesSensitive(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	rendered, err := views.JSONView(pl, nil)
+	reg := resources.NewRegistry(f)
+	rendered, err := views.JSONView(pl, views.JSONOptions{Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var text strings.Builder
-	views.RenderText(&text, pl, views.RenderOptions{})
+	views.RenderText(&text, pl, views.RenderOptions{Registry: reg})
 	for _, secret := range []string{"password", "hunter", "0600"} {
 		for _, r := range pl.Resources {
-			for _, c := range r.Changes {
+			sh := pl.Show(reg, r)
+			for _, c := range sh.Changes {
 				if strings.Contains(c.Before+c.After+c.Diff+c.DiffNote, secret) {
 					t.Errorf("%s: change %+v shows %q", r.Address, c, secret)
 				}
 			}
-			for k, sv := range r.Current.Values {
-				if strings.Contains(sv.Display, secret) || (sv.Value != nil && strings.Contains(sv.Value.GoString(), secret)) {
-					t.Errorf("%s: current %s shows %q", r.Address, k, secret)
+			for _, cv := range sh.Current {
+				if strings.Contains(cv.Value, secret) {
+					t.Errorf("%s: current %s shows %q", r.Address, cv.Property, secret)
 				}
 			}
-			for _, u := range r.Unmanaged {
-				if strings.Contains(u.Current, secret) {
+			for k, sv := range r.Current.Values {
+				if sv.Value != nil && strings.Contains(sv.Value.GoString(), secret) {
+					t.Errorf("%s: current %s is kept in full in the plan", r.Address, k)
+				}
+			}
+			for _, u := range sh.Unmanaged {
+				if strings.Contains(u.Value, secret) {
 					t.Errorf("%s: unmanaged %+v shows %q", r.Address, u, secret)
 				}
 			}
@@ -277,19 +286,20 @@ func TestPlanInstancesSensitive(t *testing.T) {
 		}
 	}
 	r := pl.Resources[0]
-	if len(r.Changes) != 1 || r.Changes[0].After != plan.Sensitive || r.Changes[0].Before != plan.Sensitive || r.Changes[0].DiffNote == "" || r.Changes[0].Diff != "" {
-		t.Errorf("sensitive resource change: %+v", r.Changes)
+	sh := pl.Show(reg, r)
+	if len(sh.Changes) != 1 || sh.Changes[0].After != plan.Sensitive || sh.Changes[0].Before != plan.Sensitive || sh.Changes[0].DiffNote == "" || sh.Changes[0].Diff != "" {
+		t.Errorf("sensitive resource change: %+v", sh.Changes)
 	}
-	if len(r.Unmanaged) != 2 {
-		t.Errorf("unmanaged of a sensitive resource: %+v", r.Unmanaged)
+	if len(sh.Unmanaged) != 2 {
+		t.Errorf("unmanaged of a sensitive resource: %+v", sh.Unmanaged)
 	}
 	// The plan file still holds the desired value in full: apply needs it.
 	if got := r.Desired["content"].Value; !got.RawEquals(plantest.Str("new-password\n")) {
 		t.Errorf("desired content %#v", got)
 	}
 	k := pl.Resources[1]
-	if len(k.Changes) != 1 || k.Changes[0].Property != "secret" || !k.Changes[0].Sensitive || k.Changes[0].After != plan.Sensitive {
-		t.Errorf("sensitive property change: %+v", k.Changes)
+	if kc := pl.Show(reg, k).Changes; len(kc) != 1 || kc[0].Property != "secret" || !kc[0].Sensitive || kc[0].After != plan.Sensitive {
+		t.Errorf("sensitive property change: %+v", kc)
 	}
 	if strings.Join(k.SensitiveProperties, ",") != "secret" {
 		t.Errorf("sensitive properties %v", k.SensitiveProperties)
@@ -300,7 +310,7 @@ func TestPlanInstancesSensitive(t *testing.T) {
 }
 
 func TestPlanInstancesContentDiffNotes(t *testing.T) {
-	big := strings.Repeat("a line of text\n", (planner.MaxDiffSize/15)+10)
+	big := strings.Repeat("a line of text\n", (plan.MaxDiffSize/15)+10)
 	cases := []struct {
 		name, before, after string
 		note                string
@@ -308,8 +318,10 @@ func TestPlanInstancesContentDiffNotes(t *testing.T) {
 	}{
 		{"text", "one\ntwo\n", "one\nthree\n", "", "-two\n+three\n"},
 		{"NUL byte", "one\n", "o\x00ne\n", "binary content: no diff shown", ""},
-		{"invalid UTF-8 before", "\xff\xfe", "text\n", "binary content: no diff shown", ""},
+		{"invalid UTF-8 before", "\xff\xfe", "text\n", "the live content (2 bytes, sha256:b3d510ef0427…) is binary: the diff shows the planned content in full", "@@ -0,0 +1 @@\n+text\n"},
 		{"too large", "small\n", big, "content larger than 1 MiB: no diff shown", ""},
+		{"large binary live content", strings.Repeat("\x00", 2000), "text\n", "the live content (2.0 KiB, sha256:", "+text\n"},
+		{"live content over the limit", big, "text\n", "the live content (1.0 MiB, sha256:", "+text\n"},
 		{"no newline at end", "a", "b", "", `\ No newline at end of file`},
 	}
 	for _, tc := range cases {
@@ -322,8 +334,8 @@ func TestPlanInstancesContentDiffNotes(t *testing.T) {
 			if diags.HasErrors() {
 				t.Fatal(diags)
 			}
-			c := pl.Resources[0].Changes[0]
-			if c.DiffNote != tc.note {
+			c := pl.Show(resources.NewRegistry(f), pl.Resources[0]).Changes[0]
+			if !strings.HasPrefix(c.DiffNote, tc.note) || (tc.note == "" && c.DiffNote != "") {
 				t.Errorf("note %q, want %q", c.DiffNote, tc.note)
 			}
 			if tc.diff == "" && c.Diff != "" {
@@ -343,7 +355,7 @@ func TestPlanInstancesGuards(t *testing.T) {
 	f := plantest.NewFakeType()
 	exit1 := 1
 	g := &plantest.FakeGuards{
-		Results: map[string][]plan.GuardResult{
+		Results: map[string][]plantest.FakeGuard{
 			"/skip": {{Kind: "only_if", Form: "script", Command: "test -d /opt", Interpreter: "sh", ExitCode: &exit1, Passed: false, Decided: true}},
 			"/run":  {{Kind: "not_if", Form: "expression", Command: "node.web.enabled", Passed: false}},
 		},
@@ -352,11 +364,11 @@ func TestPlanInstancesGuards(t *testing.T) {
 	}
 	p := plantest.FixedPlanner(f, 2)
 	p.Guards = g.Evaluate
-	nothing := plantest.Guarded(f.Inst("/nothing", "nothing", 10, nil))
+	nothing := g.Guard(f.Inst("/nothing", "nothing", 10, nil))
 	pl, diags := p.PlanInstances(context.Background(), []*eval.Instance{
-		plantest.Guarded(f.Inst("/skip", "create", 1, map[string]cty.Value{"content": plantest.Str("x")})),
-		plantest.Guarded(f.Inst("/run", "create", 4, map[string]cty.Value{"content": plantest.Str("x")})),
-		plantest.Guarded(f.Inst("/broken", "create", 7, map[string]cty.Value{"content": plantest.Str("x")})),
+		g.Guard(f.Inst("/skip", "create", 1, map[string]cty.Value{"content": plantest.Str("x")})),
+		g.Guard(f.Inst("/run", "create", 4, map[string]cty.Value{"content": plantest.Str("x")})),
+		g.Guard(f.Inst("/broken", "create", 7, map[string]cty.Value{"content": plantest.Str("x")})),
 		nothing,
 	})
 	if len(diags) != 1 || diags[0].Summary != "Guard cannot run" || !pl.Errored {

@@ -1,0 +1,215 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/toquehq/toque/guard"
+	"github.com/toquehq/toque/resources"
+)
+
+// ErrInconsistent is returned by Read for a plan whose checksum holds but
+// whose content contradicts itself: a live value that does not match its
+// digest, a fingerprint that is not its reading's, a guard result with no
+// guard. The planner never writes such a plan; it was edited, and its
+// checksum computed again.
+var ErrInconsistent = errors.New("the plan contradicts itself")
+
+// check verifies what a reviewer is shown against what apply uses, so that
+// a rendering derived from the plan (Show) can be trusted: every value
+// kept in full matches its digest, every fingerprint is its reading's, an
+// address names its type and name, every guard result has its guard. It
+// does not (cannot) check the plan against the host: apply does, and
+// refuses a reading that no longer matches.
+func (p *Plan) check() error {
+	addrs := make(map[string]bool, len(p.Resources))
+	for i, r := range p.Resources {
+		if r == nil {
+			return fmt.Errorf("resource %d is null", i)
+		}
+		if want := resources.Address(r.Type, r.Name); r.Address != want {
+			return fmt.Errorf("resource %d is named %q, but its type and name make %q", i, r.Address, want)
+		}
+		if addrs[r.Address] {
+			return fmt.Errorf("%s is planned twice", r.Address)
+		}
+		addrs[r.Address] = true
+		needsReading := r.Kind.IsWork() || (r.Kind == resources.NoOp && r.Action != "nothing")
+		if err := p.checkStep(r.Address, needsReading, r.Current, r.Fingerprint, r.Guards, r.GuardSpecs, r.Kind); err != nil {
+			return err
+		}
+		if len(r.Then) > 0 && (!needsReading || r.Action == "nothing") {
+			return fmt.Errorf("%s: further actions of a resource that takes none", r.Address)
+		}
+		for j, st := range r.Then {
+			if st == nil || st.Current == nil {
+				return fmt.Errorf("%s: action %d without the state it is planned from", r.Address, j+2)
+			}
+			for _, k := range sortedKeys(st.Current.Values) {
+				if err := p.checkStored(st.Current.Values[k]); err != nil {
+					return fmt.Errorf("%s: action %d's predicted value of %q %w", r.Address, j+2, k, err)
+				}
+			}
+		}
+	}
+	incoming := p.IncomingEdges()
+	for _, r := range p.Resources {
+		if !sameTriggers(r.NotifiedBy, incoming[r.Address]) {
+			return fmt.Errorf("%s: its notified_by edges are not the notifications that name it", r.Address)
+		}
+	}
+	for i, nr := range p.NotifiedRuns {
+		if nr == nil {
+			return fmt.Errorf("notified run %d is null", i)
+		}
+		if !addrs[nr.Address] {
+			return fmt.Errorf("notified run %d runs %q, which the plan does not hold", i, nr.Address)
+		}
+		if nr.Slot < 0 || nr.Slot > len(p.Resources) || nr.Step < 0 || (nr.Slot < len(p.Resources) && nr.Step >= p.Resources[nr.Slot].Steps()) {
+			return fmt.Errorf("notified run %d of %s runs at a place the plan does not have", i, nr.Address)
+		}
+		where := fmt.Sprintf("the notified run of %s", nr.Address)
+		if err := p.checkStep(where, nr.Kind != resources.Skip, nr.Current, nr.Fingerprint, nr.Guards, nr.GuardSpecs, nr.Kind); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkStep checks one step's reading and guards. needsReading is whether
+// the planner reads the live state for it.
+func (p *Plan) checkStep(where string, needsReading bool, cur *Current, fingerprint string, guards []GuardResult, specs []*guard.Spec, kind resources.Kind) error {
+	switch {
+	case cur == nil && needsReading:
+		return fmt.Errorf("%s: a step of kind %q without the live reading it was planned from", where, kind)
+	case cur == nil && fingerprint != "":
+		return fmt.Errorf("%s: a fingerprint without a live reading", where)
+	case cur != nil:
+		for _, k := range sortedKeys(cur.Values) {
+			if err := p.checkStored(cur.Values[k]); err != nil {
+				return fmt.Errorf("%s: the live value of %q %w", where, k, err)
+			}
+		}
+		if fingerprint != cur.Fingerprint() {
+			return fmt.Errorf("%s: the fingerprint is not the live reading's", where)
+		}
+	}
+	if len(guards) > len(specs) {
+		return fmt.Errorf("%s: %d guard results for %d guards", where, len(guards), len(specs))
+	}
+	for i, s := range specs {
+		if s == nil {
+			return fmt.Errorf("%s: guard %d is null", where, i)
+		}
+		if s.Kind != guard.OnlyIf && s.Kind != guard.NotIf {
+			return fmt.Errorf("%s: guard %d is of kind %q, neither only_if nor not_if", where, i, truncate(string(s.Kind), 40))
+		}
+		if s.Form != guard.Script && s.Form != guard.Expression {
+			return fmt.Errorf("%s: guard %d is of form %q, neither script nor expression", where, i, truncate(string(s.Form), 40))
+		}
+		// What a script guard runs is its code (or command) value when a
+		// resource type runs it, and its source with /bin/sh: they must be
+		// the one script reviewers are shown (an argv guard's source is its
+		// words quoted, guard.ArgvSource).
+		for _, k := range []string{"code", "command"} {
+			v, ok := s.Values[k]
+			if !ok {
+				continue
+			}
+			if !runsSource(v.Value, s.Source) {
+				return fmt.Errorf("%s: guard %d runs a %s that is not its source", where, i, k)
+			}
+		}
+	}
+	return nil
+}
+
+// checkStored checks that a value kept in full is the value its digest
+// (and size) describe.
+func (p *Plan) checkStored(sv StoredValue) error {
+	sensitive := false
+	switch {
+	case strings.HasPrefix(sv.Digest, "sha256:"):
+	case strings.HasPrefix(sv.Digest, "hmac-sha256:"):
+		sensitive = true
+	default:
+		return fmt.Errorf("has a digest of no known kind (%q)", truncate(sv.Digest, 40))
+	}
+	if sv.Value == nil {
+		return nil
+	}
+	if sv.Private != "" || sensitive {
+		return errors.New("is kept in full, but it is private or sensitive")
+	}
+	v := sv.Value.Value
+	if v == cty.NilVal {
+		return errors.New("is kept without a value")
+	}
+	if got := DigestValue(v, p.Salt, sensitive); got != sv.Digest {
+		return fmt.Errorf("does not match its digest (the value's digest is %s, the plan says %s)", ShortDigest(got), ShortDigest(sv.Digest))
+	}
+	var size int64
+	if s, ok := stringOf(v); ok {
+		size = int64(len(s))
+	}
+	if sv.Size != size {
+		return fmt.Errorf("is %d bytes long, but the plan says %d", size, sv.Size)
+	}
+	return nil
+}
+
+// runsSource reports whether a guard's code or command value is the source
+// it is shown by: the same string, or the argv its source quotes.
+func runsSource(v cty.Value, source string) bool {
+	if text, ok := stringOf(v); ok {
+		return text == source
+	}
+	if v == cty.NilVal || !v.IsWhollyKnown() || v.IsNull() || !(v.Type().IsListType() || v.Type().IsTupleType()) {
+		return false
+	}
+	var argv []string
+	for _, e := range v.AsValueSlice() {
+		text, ok := stringOf(e)
+		if !ok {
+			return false
+		}
+		argv = append(argv, text)
+	}
+	return guard.ArgvSource(argv) == source
+}
+
+func sameTriggers(a, b []Trigger) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	a, b = sortedTriggers(a), sortedTriggers(b)
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// sortedTriggers orders edges for comparison.
+func sortedTriggers(ts []Trigger) []Trigger {
+	out := append([]Trigger(nil), ts...)
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Notifier != b.Notifier {
+			return a.Notifier < b.Notifier
+		}
+		if a.Action != b.Action {
+			return a.Action < b.Action
+		}
+		if a.Timing != b.Timing {
+			return a.Timing < b.Timing
+		}
+		return !a.Subscribe && b.Subscribe
+	})
+	return out
+}

