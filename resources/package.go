@@ -318,7 +318,7 @@ func (t *packageType) loadAll(ctx context.Context, rs []*Resource) ([]*State, []
 			continue
 		}
 		for _, q := range reqs[i] {
-			if info := infos[q.name]; info != nil && !asked[q.name] && needsOffer(r, q, info, files[i] != nil) {
+			if info := infos[q.name]; info != nil && !asked[q.name] && needsOffer(r, files[i] != nil) {
 				asked[q.name] = true
 				ask = append(ask, info)
 			}
@@ -385,23 +385,14 @@ func (t *packageType) simulate(ctx context.Context, prov PackageProvider, rs []*
 	wg.Wait()
 }
 
-// needsOffer reports whether what r's action does to q depends on what
-// the repositories offer: not for remove and purge, a package file, or an
-// installed package that install leaves alone (at the pinned version, or
-// with none pinned).
-func needsOffer(r *Resource, q pkgRequest, info *PackageInfo, fromFile bool) bool {
+// needsOffer reports whether the reading of r records what the
+// repositories offer its packages: for install and upgrade (not from a file), even
+// for an installed package that install leaves alone, because the next
+// action of the same resource (action = ["install", "upgrade"]) is
+// planned from this reading; never for remove and purge.
+func needsOffer(r *Resource, fromFile bool) bool {
 	action := effectiveAction(r)
-	if (action != "install" && action != "upgrade") || fromFile {
-		return false
-	}
-	installed := info.State == PkgInstalled
-	switch {
-	case q.version != "":
-		return !installed || info.Installed != q.version
-	case action == "upgrade":
-		return true
-	}
-	return !installed
+	return (action == "install" || action == "upgrade") && !fromFile
 }
 
 // packageState is the State of one resource's packages: the installed
@@ -432,11 +423,7 @@ func packageState(r *Resource, reqs []pkgRequest, infos map[string]*PackageInfo,
 		if action != "install" && action != "upgrade" || file != nil {
 			continue
 		}
-		switch {
-		case q.version != "":
-			if info.State == PkgInstalled && info.Installed == q.version {
-				break
-			}
+		if q.version != "" {
 			offered := "no: " + offerList(info.Versions)
 			for _, v := range info.Versions {
 				if v == q.version {
@@ -444,7 +431,7 @@ func packageState(r *Resource, reqs []pkgRequest, infos map[string]*PackageInfo,
 				}
 			}
 			st.Extra[xOffered+q.name] = offered
-		case action == "upgrade" || info.State != PkgInstalled:
+		} else {
 			c := info.Candidate
 			if c == "" {
 				c = "(none)"
@@ -907,4 +894,67 @@ func describeInfo(info *PackageInfo) string {
 		return "half-installed " + info.Installed
 	}
 	return "not installed"
+}
+
+// Predict is the state the step leaves, for the next action of the same
+// resource (action = ["install", "upgrade"]): each package the step
+// installs is installed at its target version; one it removes keeps its
+// configuration files (dpkg's rc state, which only purge clears); one it
+// purges is gone. What the package manager said it would do is the
+// step's, not the next one's, so it is not carried over.
+func (t *packageType) Predict(desired *Resource, current *State, step *Step) (*State, error) {
+	st := current.clone()
+	if st.Extra == nil {
+		st.Extra = map[string]string{}
+	}
+	delete(st.Extra, xApt)
+	delete(st.Extra, xRefused)
+	if !step.Kind.IsWork() {
+		return st, nil
+	}
+	prov, err := t.providerFor()
+	if err != nil {
+		return nil, err
+	}
+	d, missing := t.decide(desired, current, prov)
+	if d.err != nil || len(missing) > 0 || d.op == nil {
+		return st, nil
+	}
+	targeted := map[string]bool{}
+	for _, tg := range d.op.Targets {
+		targeted[tg.Name] = true
+	}
+	reqs, multi, _ := requests(desired)
+	installed := installedVersions(current, len(reqs))
+	versions := make([]cty.Value, len(reqs))
+	any := false
+	for i, q := range reqs {
+		v := installed[i]
+		if targeted[q.name] {
+			_, was, _ := strings.Cut(st.Extra[xState+q.name], " ")
+			switch d.op.Verb {
+			case "install", "upgrade":
+				v = d.after[i].AsString()
+				st.Extra[xState+q.name] = string(PkgInstalled)
+			case "remove":
+				st.Extra[xState+q.name] = string(PkgConfigFiles) + " " + orNone(v, was)
+				v = ""
+			case "purge":
+				delete(st.Extra, xState+q.name)
+				v = ""
+			}
+		}
+		versions[i] = strOrNull(v)
+		any = any || v != ""
+	}
+	st.Exists = any
+	delete(st.Values, "version")
+	if any {
+		if multi {
+			st.Values["version"] = cty.ListVal(versions)
+		} else {
+			st.Values["version"] = versions[0]
+		}
+	}
+	return st, nil
 }

@@ -398,9 +398,8 @@ func TestPackageListInOneCall(t *testing.T) {
 }
 
 // TestPackageReadsInOneBatch: planning many packages starts one
-// dpkg-query, one apt-cache policy for the packages whose action depends
-// on what the repositories offer, and an apt-get -s only for a resource
-// with work.
+// dpkg-query, one apt-cache policy (not for removals), and an apt-get -s
+// only for a resource with work.
 func TestPackageReadsInOneBatch(t *testing.T) {
 	e := newPkgEnv(t)
 	e.root.Install(t, "toque-fixture=2.0", "toque-dep")
@@ -423,19 +422,22 @@ func TestPackageReadsInOneBatch(t *testing.T) {
 	if strings.Join(kinds, ",") != want {
 		t.Fatalf("commands %q, want %s (two simulations: toque-app and toque-conf have work)", calls, want)
 	}
-	if calls[1] != "apt-cache policy toque-app toque-conf" {
-		t.Errorf("apt-cache policy asked about %q: only packages whose action depends on the candidate", calls[1])
+	if calls[1] != "apt-cache policy toque-fixture toque-dep toque-app toque-conf" {
+		t.Errorf("apt-cache policy asked about %q", calls[1])
 	}
 	if states[0].Extra[xState+"toque-fixture"] != "installed" || states[2].Extra[xApt] != "installs toque-app 1.0" {
 		t.Errorf("states %+v %+v", states[0], states[2])
 	}
-	// A converged host: every package installed, nothing pinned otherwise
-	// — the plan reads the database alone.
-	if _, err := e.typ.LoadAll(context.Background(), rs[:2]); err != nil {
+	// Removal needs nothing of the repositories: the database alone.
+	var rm []*Resource
+	for _, n := range []string{"toque-fixture", "toque-app"} {
+		rm = append(rm, e.res(n, "remove", nil).LoadView())
+	}
+	if _, err := e.typ.LoadAll(context.Background(), rm); err != nil {
 		t.Fatal(err)
 	}
-	if calls := e.callLog(); len(calls) != 1 || !strings.HasPrefix(calls[0], "dpkg-query -W") {
-		t.Fatalf("commands %q, want one dpkg-query", calls)
+	if calls := e.callLog(); len(calls) != 2 || !strings.HasPrefix(calls[0], "dpkg-query -W") || !strings.HasPrefix(calls[1], "apt-get -q -y -s") {
+		t.Fatalf("commands %q, want one dpkg-query and the simulation of the one removal", calls)
 	}
 }
 
@@ -585,5 +587,43 @@ func TestLockHolderFromTheKernel(t *testing.T) {
 	want := "the dpkg lock " + lock + " is held by process " + strconv.Itoa(pid) + " (perl): toque waited 1s"
 	if !strings.Contains(e.Error(), want) {
 		t.Fatalf("%v, want %q", e, want)
+	}
+}
+
+// TestPackageSeveralActions: each action is planned from the state the
+// one before leaves (Predict), as for action = ["remove", "purge"].
+func TestPackageSeveralActions(t *testing.T) {
+	e := newPkgEnv(t)
+	e.root.Install(t, "toque-conf=1.0")
+	cases := []struct {
+		actions []string
+		kinds   []Kind
+	}{
+		{[]string{"remove", "purge"}, []Kind{Delete, Delete}},
+		{[]string{"install", "upgrade"}, []Kind{NoOp, Update}},
+		{[]string{"upgrade", "upgrade"}, []Kind{Update, NoOp}},
+		{[]string{"upgrade", "remove"}, []Kind{Update, Delete}},
+		{[]string{"purge", "remove"}, []Kind{Delete, NoOp}},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.actions, "+"), func(t *testing.T) {
+			st, _, err := e.plan(e.res("toque-conf", c.actions[0], nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, a := range c.actions {
+				r := e.res("toque-conf", a, nil)
+				step, err := e.typ.Plan(r, st)
+				if err != nil {
+					t.Fatalf("%s: %v", a, err)
+				}
+				if step.Kind != c.kinds[i] {
+					t.Fatalf("%s: %s (%s), want %s", a, step.Kind, step.Reason, c.kinds[i])
+				}
+				if st, err = Predict(e.typ, r, st, step); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
 	}
 }

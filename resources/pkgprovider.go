@@ -29,9 +29,7 @@ type PackageProvider interface {
 	Installed(ctx context.Context, names []string) (map[string]*PackageInfo, error)
 	// Offered fills in, for each of infos, in one go, what the configured
 	// repositories offer: the candidate and the versions on offer. The
-	// package type asks only about packages whose action depends on it
-	// (not an installed package that install leaves alone), so the plan
-	// of a converged host reads only the database.
+	// package type does not ask about packages it only removes or purges.
 	Offered(ctx context.Context, infos []*PackageInfo) error
 	// Inspect reads a local package file (the package resource's source):
 	// its name, version and architecture.

@@ -64,8 +64,8 @@ func benchPackages(work, bin string, n, runs int) {
 	env = append(env, "TOQUE_STATE_DIR="+filepath.Join(dir, "state"), "TOQUE_HOST_LOCK="+filepath.Join(dir, "host.lock"), "NO_COLOR=1")
 	fmt.Printf("\npackages: plan of %d installed package resources (all no-ops); median of %d runs, %d CPUs\n", n, runs, numCPU())
 	for _, c := range []struct{ what, recipes string }{
-		{"install (the candidate is not needed)", recipes},
-		{"upgrade (the candidate is read: apt-cache policy)", upgrades},
+		{"action install", recipes},
+		{"action upgrade", upgrades},
 	} {
 		args := []string{"-chdir=" + c.recipes, "plan", "-detailed-exitcode"}
 		fmt.Printf("%s\n", c.what)
