@@ -401,6 +401,10 @@ func TestE2EPackagesBadInput(t *testing.T) {
 	}
 }
 
+// TestE2ERemoteFile runs the built binary, not toque in-process: Go
+// loads the system's CAs once per process, and a download in this test
+// process would fix them before a test that trusts its own CA through
+// SSL_CERT_FILE.
 func TestE2ERemoteFile(t *testing.T) {
 	e := newEnv(t)
 	var mu sync.Mutex

@@ -322,11 +322,14 @@ func (e *redirectError) Error() string { return e.msg }
 // caFile's, TLS 1.2 or later, proxies from the environment, at most
 // maxRedirects redirects, never from https to http.
 func httpClient(caFile string) (*http.Client, error) {
-	pool, err := x509.SystemCertPool()
-	if err != nil || pool == nil {
-		pool = x509.NewCertPool()
-	}
+	// nil RootCAs is the system's, loaded when a certificate is first
+	// verified; a ca_file extends a copy of them.
+	var pool *x509.CertPool
 	if caFile != "" {
+		var err error
+		if pool, err = x509.SystemCertPool(); err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
 		pem, err := os.ReadFile(caFile)
 		if err != nil {
 			return nil, fmt.Errorf("ca_file: %w", err)
