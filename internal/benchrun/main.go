@@ -24,6 +24,9 @@ import (
 type sample struct {
 	wall   time.Duration
 	maxRSS int64 // KiB
+	// cpu is user plus system time, toque's and its children's: what the
+	// run costs, whatever else the machine is busy with.
+	cpu time.Duration
 }
 
 func main() {
@@ -119,7 +122,7 @@ func timed(env []string, bin string, args ...string) sample {
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		rss = ru.Maxrss
 	}
-	return sample{wall: wall, maxRSS: rss}
+	return sample{wall: wall, maxRSS: rss, cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
 }
 
 func report(n int, phase string, s []sample) {

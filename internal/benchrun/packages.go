@@ -69,8 +69,8 @@ func benchPackages(work, bin string, n, runs int) {
 	} {
 		args := []string{"-chdir=" + c.recipes, "plan", "-detailed-exitcode"}
 		fmt.Printf("%s\n", c.what)
-		med := medianOf(runs, func() time.Duration { return timed(env, bin, args...).wall })
-		fmt.Printf("  %-56s %10s\n", "throwaway root (APT_CONFIG), only the benchmark's repository", med.Round(time.Millisecond))
+		med, cpu := medianSamples(runs, func() sample { return timed(env, bin, args...) })
+		fmt.Printf("  %-56s %10s  (cpu %s)\n", "throwaway root (APT_CONFIG), only the benchmark's repository", med.Round(time.Millisecond), cpu.Round(time.Millisecond))
 		fmt.Printf("  %-56s %10s\n", "  processes started", countProcesses(dir, env, bin, args))
 		if os.Geteuid() != 0 {
 			continue
@@ -174,8 +174,8 @@ func benchRemoteFiles(work, bin string, n, runs int) {
 	env := append(os.Environ(), "TOQUE_STATE_DIR="+filepath.Join(dir, "state"), "TOQUE_HOST_LOCK="+filepath.Join(dir, "host.lock"), "NO_COLOR=1")
 	args := []string{"-chdir=" + recipes, "plan", "-detailed-exitcode"}
 	fmt.Printf("\nremote_file: plan of %d files of 4 KiB whose checksums match (sources unreachable: no network may be used); median of %d runs\n", n, runs)
-	med := medianOf(runs, func() time.Duration { return timed(env, bin, args...).wall })
-	fmt.Printf("%-58s %10s\n", "plan", med.Round(time.Millisecond))
+	med, cpu := medianSamples(runs, func() sample { return timed(env, bin, args...) })
+	fmt.Printf("%-58s %10s  (cpu %s)\n", "plan", med.Round(time.Millisecond), cpu.Round(time.Millisecond))
 	fmt.Printf("%-58s %10s\n", "  processes started", countProcesses(dir, env, bin, args))
 }
 
@@ -226,11 +226,15 @@ func countProcesses(dir string, env []string, bin string, args []string) string 
 	return fmt.Sprintf("%d (%s)", total, strings.Join(parts, ", "))
 }
 
-func medianOf(runs int, f func() time.Duration) time.Duration {
-	var ds []time.Duration
+// medianSamples runs f runs times and returns the median wall time and
+// the median CPU time (user and system, toque's and its children's).
+func medianSamples(runs int, f func() sample) (wall, cpu time.Duration) {
+	var ws, cs []time.Duration
 	for r := 0; r < runs; r++ {
-		ds = append(ds, f())
+		s := f()
+		ws, cs = append(ws, s.wall), append(cs, s.cpu)
 	}
-	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-	return ds[len(ds)/2]
+	sort.Slice(ws, func(i, j int) bool { return ws[i] < ws[j] })
+	sort.Slice(cs, func(i, j int) bool { return cs[i] < cs[j] })
+	return ws[len(ws)/2], cs[len(cs)/2]
 }
