@@ -201,7 +201,7 @@ func JSONView(p *plan.Plan, o JSONOptions) ([]byte, error) {
 			Diagnostics   []JSONDiagnostic `json:"diagnostics"`
 		}{JSONViewVersion, true, diags})
 	}
-	reg := registryOr(o.Registry)
+	reg := registryFor(p, o.Registry)
 	digest := o.Digest
 	if digest == "" {
 		digest = p.Digest()

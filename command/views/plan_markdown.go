@@ -86,7 +86,7 @@ func RenderMarkdown(w io.Writer, p *plan.Plan, o MarkdownOptions) error {
 	if o.Digest == "" {
 		o.Digest = p.Digest()
 	}
-	o.Registry = registryOr(o.Registry)
+	o.Registry = registryFor(p, o.Registry)
 	head := markdownHead(p, o)
 	sections := markdownSections(p, o)
 

@@ -86,7 +86,7 @@ func (pt painter) symbol(k resources.Kind) string {
 func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 	pt := newPainter(o.Color)
 	bw := &errWriter{w: w}
-	reg := registryOr(o.Registry)
+	reg := registryFor(p, o.Registry)
 	hostName := EscapeLine(p.Host.Hostname)
 	if hostName == "" {
 		hostName = "this host"
@@ -166,10 +166,18 @@ func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 	return bw.err
 }
 
-// registryOr is reg, or this build's built-in resource types.
-func registryOr(reg *resources.Registry) *resources.Registry {
+// registryFor is reg (nil: this build's built-in resource types) with
+// the resource types written in HCL that p carries. A plan whose types
+// cannot be rebuilt was refused when it was read; its resources of those
+// types are then shown as of an unknown type.
+func registryFor(p *plan.Plan, reg *resources.Registry) *resources.Registry {
 	if reg == nil {
-		return resources.Builtin()
+		reg = resources.Builtin()
+	}
+	if p != nil {
+		if withTypes, err := p.TypeRegistry(reg); err == nil {
+			return withTypes
+		}
 	}
 	return reg
 }
