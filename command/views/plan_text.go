@@ -271,6 +271,9 @@ func renderStep(bw *errWriter, pt painter, s *plan.Shown, label string) {
 		}
 		bw.printf("  %s\n", pt.faint("#   "+verdict))
 	}
+	for _, st := range s.Steps {
+		bw.printf("  %s\n", pt.faint(fmt.Sprintf("#   runs %s (%s)", EscapeLine(st.Label), EscapeLine(st.Source))))
+	}
 	for _, n := range r.Notifications {
 		verb := "notifies"
 		if n.Subscribe {
