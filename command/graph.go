@@ -34,14 +34,16 @@ Usage: toque [-chdir=DIR] graph [options]
 
 Options:
 
-  -no-color   No colour in error messages (also NO_COLOR=1).
-`
+  -no-color            No colour in error messages (also NO_COLOR=1).
+` + attrHelp
 }
 
 func (c *GraphCommand) Run(args []string) int {
 	var col colorFlags
+	var attrs attrFlags
 	fs := c.newFlagSet("graph", c.Help)
 	col.register(fs)
+	attrs.register(fs)
 	if st := c.parseFlags(fs, args, c.Help); st >= 0 {
 		return st
 	}
@@ -49,7 +51,7 @@ func (c *GraphCommand) Run(args []string) int {
 		return c.fail(col.noColor, "graph takes no arguments; use -chdir=DIR to graph another directory")
 	}
 	v := c.view(col.noColor)
-	cfg, pol, diags := c.loadConfig()
+	cfg, pol, diags := c.loadConfig(&attrs)
 	var edges []*eval.Notification
 	var blocks []*config.ResourceBlock
 	if cfg != nil && !diags.HasErrors() {
@@ -67,7 +69,7 @@ func (c *GraphCommand) Run(args []string) int {
 		}
 	}
 	if cfg != nil && !diags.HasErrors() {
-		if err := views.WriteDOT(c.Streams.Stdout, blocks, edges); err != nil {
+		if err := views.WriteDOT(c.Streams.Stdout, blocks, edges); err != nil && !readerGone(err) {
 			diags = diags.Append(diag.Errorf("writing the graph: %w", err))
 		}
 	}
