@@ -299,6 +299,15 @@ func quoteOutput(b []byte) string {
 	return fmt.Sprintf("%q", s)
 }
 
+// shortJSON shows a JSON value a script printed, shortened.
+func shortJSON(raw json.RawMessage) string {
+	s := string(bytes.TrimSpace(raw))
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
 // parseState turns one answer of load_current_value into a State. in is
 // the input it got; for is the resource's address in a batch ("" for one
 // resource).
@@ -320,7 +329,7 @@ func (t *customType) parseState(raw []byte, in map[string]cty.Value, forAddr str
 	if e, ok := obj["exists"]; ok {
 		var exists bool
 		if err := json.Unmarshal(e, &exists); err != nil {
-			return nil, fmt.Errorf("%s printed \"exists\": %s; it is true or false", where, quoteOutput(e))
+			return nil, fmt.Errorf("%s printed \"exists\": %s; it is true or false", where, shortJSON(e))
 		}
 		if !exists {
 			return Absent(), nil
@@ -347,7 +356,7 @@ func (t *customType) parseState(raw []byte, in map[string]cty.Value, forAddr str
 		}
 		v, err := decodeJSON(obj[k], p.Type)
 		if err != nil {
-			return nil, fmt.Errorf("%s printed %q = %s, which is not a %s: %v", where, k, quoteOutput(obj[k]), typeName(p.Type), err)
+			return nil, fmt.Errorf("%s printed %q: %s, which is not a %s: %v", where, k, shortJSON(obj[k]), typeName(p.Type), err)
 		}
 		if v.IsNull() {
 			continue // not read

@@ -10,6 +10,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/toquehq/toque/internal/testenv"
 	"github.com/toquehq/toque/internal/typedvalue"
 )
 
@@ -124,7 +125,7 @@ func TestCustomLoadAnswers(t *testing.T) {
 		{"nothing", `true`, "printed nothing", nil},
 		{"two objects", `echo '{} {}'`, "more than one JSON value", nil},
 		{"undeclared property", `echo '{"valeu": "x"}'`, `printed the property "valeu", which kv does not declare. Did you mean "value"?`, nil},
-		{"wrong type", `echo '{"count": "many"}'`, `printed "count" = "\"many\"", which is not a number`, nil},
+		{"wrong type", `echo '{"count": "many"}'`, `printed "count": "many", which is not a number`, nil},
 		{"list for a string", `echo '{"value": ["a"]}'`, `which is not a string`, nil},
 		{"another identity", `echo '{"key": "other"}'`, "an identity or desired_state = false property, with another value", nil},
 		{"bad exists", `echo '{"exists": "no"}'`, `printed "exists"`, nil},
@@ -165,6 +166,7 @@ func TestCustomLoadTimesOut(t *testing.T) {
 }
 
 func TestCustomBatchLoad(t *testing.T) {
+	testenv.MustHave(t, testenv.Python3)
 	dir := t.TempDir()
 	for _, k := range []string{"a", "c"} {
 		if err := os.WriteFile(filepath.Join(dir, k), []byte("v-"+k), 0o644); err != nil {
