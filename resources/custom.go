@@ -10,6 +10,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 
+	"github.com/toquehq/toque/internal/shellexec"
 	"github.com/toquehq/toque/internal/typedvalue"
 	"github.com/toquehq/toque/internal/words"
 )
@@ -311,6 +312,11 @@ type customType struct {
 	schema *Schema
 	// groups holds each action's converge groups (ActionDef.Groups).
 	groups map[string][]string
+	// specs are the processes of the type's scripts (scriptSpec).
+	specs map[*ScriptDef]shellexec.Spec
+	// sensitive is set when a property is: the scripts' command lines
+	// and output are then kept out of logs.
+	sensitive bool
 }
 
 // batchCustomType is a custom type whose load_current_value reads every
@@ -328,7 +334,29 @@ func NewCustomType(def *TypeDef, validate map[string]func(cty.Value) error) (Typ
 	if err := def.Check(); err != nil {
 		return nil, err
 	}
-	t := &customType{def: def, groups: map[string][]string{}}
+	t := &customType{def: def, groups: map[string][]string{}, specs: map[*ScriptDef]shellexec.Spec{}}
+	addSpec := func(sd *ScriptDef, defaultTimeout int) error {
+		spec, err := scriptSpec(sd, defaultTimeout)
+		if err != nil {
+			return fmt.Errorf("type %s: the script at %s cannot run: %w", def.Name, sd.Source, err)
+		}
+		t.specs[sd] = spec
+		return nil
+	}
+	if def.Load != nil {
+		if err := addSpec(def.Load, DefaultLoadTimeout); err != nil {
+			return nil, err
+		}
+	}
+	for _, a := range def.Actions {
+		for _, st := range a.Steps {
+			if st.Script != nil {
+				if err := addSpec(st.Script, 0); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
 	s := &Schema{Name: def.Name, Description: def.Description, DefaultAction: def.DefaultAction}
 	for _, a := range def.Actions {
 		s.Actions = append(s.Actions, a.Name)
@@ -350,6 +378,7 @@ func NewCustomType(def *TypeDef, validate map[string]func(cty.Value) error) (Typ
 		if pd.Default != nil {
 			p.Default = pd.Default.Value
 		}
+		t.sensitive = t.sensitive || pd.Sensitive
 		s.Properties = append(s.Properties, p)
 	}
 	t.schema = s

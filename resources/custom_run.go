@@ -127,10 +127,9 @@ func (t *customType) where(what string, s *ScriptDef) string {
 	return fmt.Sprintf("%s of %s (%s)", what, t.def.Name, s.Source)
 }
 
-// spec is the process of script s, with stdin on its standard input and
-// env in its environment (under the script's own environment attribute,
-// which wins).
-func (t *customType) spec(s *ScriptDef, name string, stdin []byte, env map[string]string, defaultTimeout int) (shellexec.Spec, error) {
+// scriptSpec is the process of script s (its CommandSpec), without its
+// input: the same for every resource, so NewCustomType makes it once.
+func scriptSpec(s *ScriptDef, defaultTimeout int) (shellexec.Spec, error) {
 	runner, ok := ScriptRunner(s.Type)
 	if !ok {
 		return shellexec.Spec{}, fmt.Errorf("the script runs as %q, which is not a script type", s.Type)
@@ -142,9 +141,21 @@ func (t *customType) spec(s *ScriptDef, name string, stdin []byte, env map[strin
 	if _, set := values["timeout"]; !set && defaultTimeout > 0 {
 		values["timeout"] = cty.NumberIntVal(int64(defaultTimeout))
 	}
-	spec, err := runner.CommandSpec(NewResource(runner.Schema(), name, "run", values))
+	spec, err := runner.CommandSpec(NewResource(runner.Schema(), "script", "run", values))
 	if err != nil {
 		return spec, err
+	}
+	spec.Returns = []int{0}
+	return spec, nil
+}
+
+// spec is the process of script s for one run: stdin on its standard
+// input, env in its environment (under the script's own environment
+// attribute, which wins).
+func (t *customType) spec(s *ScriptDef, stdin []byte, env map[string]string) (shellexec.Spec, error) {
+	spec, ok := t.specs[s]
+	if !ok {
+		return spec, fmt.Errorf("the script at %s is not one of the type's", s.Source)
 	}
 	merged := make(map[string]string, len(env)+len(spec.Env))
 	for k, v := range env {
@@ -155,30 +166,18 @@ func (t *customType) spec(s *ScriptDef, name string, stdin []byte, env map[strin
 	}
 	spec.Env = merged
 	spec.Stdin = stdin
-	spec.Returns = []int{0}
 	return spec, nil
 }
 
-// hasSensitive reports whether the type has a sensitive property: its
-// scripts' command lines and output are then kept out of logs.
-func (t *customType) hasSensitive() bool {
-	for _, p := range t.schema.Properties {
-		if p.Sensitive {
-			return true
-		}
-	}
-	return false
-}
-
 // run runs script s and returns its standard output.
-func (t *customType) run(ctx context.Context, what string, s *ScriptDef, name string, stdin []byte, env map[string]string, logger hclog.Logger, sensitive bool, defaultTimeout int) ([]byte, error) {
-	spec, err := t.spec(s, name, stdin, env, defaultTimeout)
+func (t *customType) run(ctx context.Context, what string, s *ScriptDef, stdin []byte, env map[string]string, logger hclog.Logger, sensitive bool) ([]byte, error) {
+	spec, err := t.spec(s, stdin, env)
 	if err != nil {
 		return nil, fmt.Errorf("%s cannot run: %w", t.where(what, s), err)
 	}
 	spec.Logger = logger
 	spec.OutputLimit = maxScriptOutput
-	if sensitive || t.hasSensitive() {
+	if sensitive || t.sensitive {
 		spec = PrivateSpec(spec)
 		spec.Sensitive = true
 	}
@@ -217,7 +216,7 @@ func (t *customType) Load(ctx context.Context, r *Resource) (*State, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: encoding its input: %w", t.where(KeywordLoadCurrentValue, t.def.Load), err)
 	}
-	out, err := t.run(ctx, KeywordLoadCurrentValue, t.def.Load, r.Name, stdin, env, nil, false, DefaultLoadTimeout)
+	out, err := t.run(ctx, KeywordLoadCurrentValue, t.def.Load, stdin, env, nil, false)
 	if err != nil {
 		return nil, err
 	}
@@ -256,11 +255,7 @@ func (t *customType) loadAll(ctx context.Context, rs []*Resource) ([]*State, err
 		b.Write(o)
 	}
 	b.WriteByte(']')
-	name := t.def.Name
-	if len(rs) == 1 {
-		name = rs[0].Name
-	}
-	out, err := t.run(ctx, KeywordLoadCurrentValue, t.def.Load, name, b.Bytes(), map[string]string{"BATCH_SIZE": fmt.Sprint(len(rs))}, nil, false, DefaultLoadTimeout)
+	out, err := t.run(ctx, KeywordLoadCurrentValue, t.def.Load, b.Bytes(), map[string]string{"BATCH_SIZE": fmt.Sprint(len(rs))}, nil, false)
 	if err != nil {
 		return nil, err
 	}
@@ -433,7 +428,7 @@ func (t *customType) Converge(ctx context.Context, env *Env, desired *Resource, 
 		if err != nil {
 			return fmt.Errorf("%s: %w", t.where(s.Label(), s.Script), err)
 		}
-		if _, err := t.run(ctx, s.Label(), s.Script, desired.Name, stdin, envs, logger.With("step", groups[i]), sensitive, 0); err != nil {
+		if _, err := t.run(ctx, s.Label(), s.Script, stdin, envs, logger.With("step", groups[i]), sensitive); err != nil {
 			return err
 		}
 	}

@@ -29,6 +29,7 @@ func main() {
 	runs := flag.Int("runs", 5, "runs per measurement (the median is reported)")
 	par := flag.Int("parallelism", 10, "toque -parallelism")
 	guards := flag.Int("guards", 0, "instead: time the plan of this many execute resources with a not_if script guard (see guards.go)")
+	custom := flag.Int("customtypes", 0, "instead: time the plan of this many resources of a type written in HCL, with and without batch (see customtypes.go)")
 	flag.Parse()
 
 	work, err := os.MkdirTemp("", "toque-bench-")
@@ -40,6 +41,10 @@ func main() {
 	check(build.Run())
 	if *guards > 0 {
 		benchGuards(work, bin, *guards, *runs, *par)
+		return
+	}
+	if *custom > 0 {
+		benchCustomTypes(work, bin, *custom, *runs, *par)
 		return
 	}
 
@@ -119,6 +124,10 @@ func report(n int, phase string, s []sample) {
 		}
 	}
 	fmt.Printf("%-8d %-22s %12s %9.1f MB\n", n, phase, med.Round(time.Millisecond), float64(peak)/1024)
+}
+
+func sortDurations(ds []time.Duration) {
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 }
 
 func numCPU() int {

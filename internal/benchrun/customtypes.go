@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// customTypesRecipe declares a resource type written in HCL whose
+// load_current_value says whether a file exists: BATCH is replaced by
+// true (one run reads every resource: a JSON array in, one answer per
+// resource out) or false (one run per resource).
+const customTypesRecipe = `
+resource_type "marker" {
+  property "path" {
+    type     = string
+    identity = true
+  }
+  property "value" {
+    type = string
+  }
+  load_current_value {
+    batch = BATCH
+    code  = <<-EOT
+      LOAD
+    EOT
+  }
+  action "create" {
+    converge_if_changed {
+      code = "printf '%s' \"$PROP_VALUE\" > \"$PROP_PATH\""
+    }
+  }
+}
+`
+
+// The load scripts: per resource, a test of its path with sh builtins;
+// in a batch, one answer per object of the array it reads (the markers
+// do not exist yet).
+const (
+	loadOne   = `if [ -f "$PROP_PATH" ]; then echo '{}'; else echo '{"exists": false}'; fi`
+	loadBatch = `n=$(tr -cd '{' | wc -c); awk -v n="$n" 'BEGIN { printf "["; for (i = 0; i < n; i++) printf "%s{\"exists\": false}", (i ? "," : ""); print "]" }'`
+)
+
+// benchCustomTypes times `toque plan` on n resources of one type written
+// in HCL, with batch = true (one load process) and without (n load
+// processes), against the floor measured in the same run: n `sh -c true`
+// processes started from Go, one and two at a time.
+func benchCustomTypes(work, bin string, n, runs, par int) {
+	dir := filepath.Join(work, "customtypes")
+	env := append(os.Environ(), "TOQUE_STATE_DIR="+filepath.Join(dir, "state"), "TOQUE_HOST_LOCK="+filepath.Join(dir, "host.lock"), "NO_COLOR=1")
+	recipes := func(batch bool) string {
+		name, load := "single", loadOne
+		if batch {
+			name, load = "batch", loadBatch
+		}
+		d := filepath.Join(dir, name)
+		check(os.MkdirAll(d, 0o755))
+		src := bytes.ReplaceAll([]byte(customTypesRecipe), []byte("BATCH"), []byte(strconv.FormatBool(batch)))
+		src = bytes.ReplaceAll(src, []byte("LOAD"), []byte(load))
+		check(os.WriteFile(filepath.Join(d, "types.hcl"), src, 0o644))
+		var b bytes.Buffer
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(&b, "marker \"m%05d\" {\n  path  = %q\n  value = \"%d\"\n}\n\n", i, filepath.Join(dir, "root", fmt.Sprintf("m%05d", i)), i)
+		}
+		check(os.WriteFile(filepath.Join(d, "main.hcl"), b.Bytes(), 0o644))
+		return d
+	}
+	batch, single := recipes(true), recipes(false)
+	median := func(f func() time.Duration) time.Duration {
+		var ds []time.Duration
+		for r := 0; r < runs; r++ {
+			ds = append(ds, f())
+		}
+		sortDurations(ds)
+		return ds[len(ds)/2]
+	}
+	plan := func(d string) time.Duration {
+		return median(func() time.Duration {
+			return timed(env, bin, "-chdir="+d, "plan", "-parallelism="+strconv.Itoa(par)).wall
+		})
+	}
+	floor := func(workers int) time.Duration {
+		return median(func() time.Duration { return spawnLoop(n, workers) })
+	}
+
+	fmt.Printf("\ncustom types: plan of %d resources of one resource_type (all to create); median of %d runs, -parallelism=%d, %d CPUs\n", n, runs, par, numCPU())
+	b, s := plan(batch), plan(single)
+	f1, f2 := floor(1), floor(2)
+	fmt.Printf("%-48s %10s\n", "measurement", "total")
+	fmt.Printf("%-48s %10s\n", "plan, load_current_value with batch = true", b.Round(time.Millisecond))
+	fmt.Printf("%-48s %10s\n", "plan, load_current_value per resource", s.Round(time.Millisecond))
+	fmt.Printf("%-48s %10s\n", fmt.Sprintf("floor: %d sh -c true from Go, 1 at a time", n), f1.Round(time.Millisecond))
+	fmt.Printf("%-48s %10s\n", fmt.Sprintf("floor: %d sh -c true from Go, 2 at a time", n), f2.Round(time.Millisecond))
+	verdict := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "NOT met"
+	}
+	fmt.Printf("batch = true: %s (target under 200ms: %s)\n", b.Round(time.Millisecond), verdict(b < 200*time.Millisecond))
+	fmt.Printf("per resource: %.2f× the 1-at-a-time floor, %.2f× the 2-at-a-time floor (target within 1.5×: %s)\n",
+		float64(s)/float64(f1), float64(s)/float64(f2), verdict(float64(s) <= 1.5*float64(f1)))
+}
