@@ -702,3 +702,63 @@ resource_type "flag" {
 		t.Errorf("apply ran the load %d times, want 1 batch + 5 re-reads", got)
 	}
 }
+
+// An action converges in the order it is written, its own steps and its
+// children interleaved; a failed child fails its parent, and applying
+// the plan again resumes it without redoing what finished.
+func TestE2ECustomTypeOrderAndResume(t *testing.T) {
+	e := newEnv(t)
+	e.recipe("types.hcl", `
+resource_type "pipeline" {
+  load_current_value {
+    code = "echo '{\"exists\": false}'"
+  }
+  action "create" {
+    converge_by "first" {
+      code = "echo first >> ROOT/log"
+    }
+    file "a" {
+      path    = "ROOT/a"
+      content = "a\n"
+    }
+    execute "gate" {
+      command = "test -f ROOT/go && echo gate >> ROOT/log"
+    }
+    converge_by "last" {
+      code = "test -f ROOT/a && echo last >> ROOT/log"
+    }
+    file "b" {
+      path    = "ROOT/b"
+      content = "b\n"
+    }
+  }
+}
+`)
+	e.recipe("main.hcl", `
+pipeline "p" {}
+`)
+	plan := filepath.Join(e.dir, "p")
+	e.must(0, "plan", "-out="+plan)
+	r := e.must(1, "apply", plan)
+	contains(t, "failed apply", r.stdout+r.stderr, "pipeline[p].execute[gate]")
+	if got := e.read("log"); got != "first\n" {
+		t.Fatalf("log after the failure %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(e.root, "b")); err == nil {
+		t.Fatal("a child after the failed one converged")
+	}
+	e.write("go", "", 0o644)
+	r = e.must(0, "apply", plan)
+	contains(t, "resumed apply", r.stdout, "pipeline[p].file[a]")
+	// The resumed parent runs its steps again (a converge_by always runs);
+	// the child that finished is not done again.
+	if got := e.read("log"); got != "first\nfirst\ngate\nlast\n" {
+		t.Errorf("log after resuming %q", got)
+	}
+	if got := e.read("b"); got != "b\n" {
+		t.Errorf("b %q", got)
+	}
+	if !strings.Contains(lastReport(t, e), `"done earlier"`) {
+		t.Errorf("the report does not say file[a] was done earlier:\n%s", lastReport(t, e))
+	}
+}
