@@ -32,7 +32,9 @@ func siteDef() *resources.TypeDef {
 }
 
 // sitePlan is a plan of one site and its child file.
-func sitePlan(t *testing.T) *Plan {
+func sitePlan(t *testing.T) *Plan { return sitePlanFor(t) }
+
+func sitePlanFor(t testing.TB) *Plan {
 	t.Helper()
 	reg, err := (&Plan{Types: []*resources.TypeDef{siteDef()}}).TypeRegistry(resources.Builtin())
 	if err != nil {
