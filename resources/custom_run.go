@@ -424,7 +424,7 @@ func (t *customType) Converge(ctx context.Context, env *Env, desired *Resource, 
 		if err := ctxErr(ctx, "converging "+desired.Address()); err != nil {
 			return err
 		}
-		stdin, envs, err := t.convergeInput(desired, current, step, s)
+		stdin, envs, err := t.convergeInput(desired, current, step, s, sensitive)
 		if err != nil {
 			return fmt.Errorf("%s: %w", t.where(s.Label(), s.Script), err)
 		}
@@ -436,8 +436,9 @@ func (t *customType) Converge(ctx context.Context, env *Env, desired *Resource, 
 }
 
 // convergeInput is what a converge script of step s gets: its JSON input
-// and its environment variables.
-func (t *customType) convergeInput(desired *Resource, current *State, step *Step, s *StepDef) ([]byte, map[string]string, error) {
+// and its environment variables (none of the values of a sensitive
+// resource, or of a sensitive property: those are on standard input only).
+func (t *customType) convergeInput(desired *Resource, current *State, step *Step, s *StepDef, sensitive bool) ([]byte, map[string]string, error) {
 	covered := t.covered(s)
 	var changed []string
 	for _, c := range step.Changes {
@@ -470,7 +471,7 @@ func (t *customType) convergeInput(desired *Resource, current *State, step *Step
 			continue
 		}
 		values[p.Name] = v
-		if !p.Sensitive {
+		if !p.Sensitive && !sensitive {
 			if s, err := envValue(v); err == nil {
 				env[PropEnv(p.Name)] = s
 			}
