@@ -545,18 +545,11 @@ func (r *run) converge(ctx context.Context, started time.Time, resumed bool) (*R
 			continue
 		case e.pr.Parent != "":
 			// Converged by its parent, in the place its action gives it.
-			if rr.Outcome == OutcomeNotStarted && !r.hasWork(e) {
-				rr.Outcome = OutcomeUnchanged
-				if e.pr.Kind == resources.Skip {
-					rr.Outcome = OutcomeSkipped
-				}
+			if rr.Outcome == OutcomeNotStarted {
+				r.settle(e, rr)
 			}
 			continue
-		case e.pr.Kind == resources.Skip:
-			rr.Outcome = OutcomeSkipped
-			continue
-		case !r.hasWork(e):
-			rr.Outcome = OutcomeUnchanged
+		case r.settle(e, rr):
 			continue
 		}
 		if err := ctx.Err(); err != nil {

@@ -44,6 +44,21 @@ func (r *run) child(e *entry, si int, local string) *entry {
 	return nil
 }
 
+// settle reports whether e has nothing to converge (skipped by a guard
+// at plan time, or no work, its children's included), recording that
+// outcome in rr.
+func (r *run) settle(e *entry, rr *ResourceReport) bool {
+	switch {
+	case e.pr.Kind == resources.Skip:
+		rr.Outcome = OutcomeSkipped
+	case !r.hasWork(e):
+		rr.Outcome = OutcomeUnchanged
+	default:
+		return false
+	}
+	return true
+}
+
 // hasWork reports whether e, or a child resource of it, has planned work.
 func (r *run) hasWork(e *entry) bool {
 	return e.pr.AnyWork() || r.tree.ChildWork(e.idx)
@@ -157,15 +172,11 @@ func (r *run) walk(ctx context.Context, e *entry, si int, seq []resources.Sequen
 			continue
 		}
 		crr := &nt.rep.Resources[c.idx]
-		switch {
-		case c.earlier != nil:
+		if c.earlier != nil {
 			children = children || c.earlier.outcome == OutcomeChanged
 			continue
-		case c.pr.Kind == resources.Skip:
-			crr.Outcome = OutcomeSkipped
-			continue
-		case !r.hasWork(c):
-			crr.Outcome = OutcomeUnchanged
+		}
+		if r.settle(c, crr) {
 			continue
 		}
 		if err := r.convergeResource(ctx, c, crr, nt); err != nil {

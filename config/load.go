@@ -215,12 +215,7 @@ func (c *Config) collect(body hcl.Body, dir string, names *typeNames, seen map[s
 	}
 
 	if sb, ok := body.(*hclsyntax.Body); ok {
-		attrs := make([]*hclsyntax.Attribute, 0, len(sb.Attributes))
-		for _, a := range sb.Attributes {
-			attrs = append(attrs, a)
-		}
-		sort.Slice(attrs, func(i, j int) bool { return attrs[i].SrcRange.Start.Byte < attrs[j].SrcRange.Start.Byte })
-		for _, a := range attrs {
+		for _, a := range sortedAttributes(sb) {
 			diags = diags.Append(&hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Unexpected attribute",
@@ -284,6 +279,16 @@ func (c *Config) collect(body hcl.Body, dir string, names *typeNames, seen map[s
 		diags = append(diags, c.addBlock(b, dir, seen)...)
 	}
 	return diags
+}
+
+// sortedAttributes is sb's attributes in the order they are written.
+func sortedAttributes(sb *hclsyntax.Body) []*hclsyntax.Attribute {
+	attrs := make([]*hclsyntax.Attribute, 0, len(sb.Attributes))
+	for _, a := range sb.Attributes {
+		attrs = append(attrs, a)
+	}
+	sort.Slice(attrs, func(i, j int) bool { return attrs[i].SrcRange.Start.Byte < attrs[j].SrcRange.Start.Byte })
+	return attrs
 }
 
 // UnknownTypeDiag is the diagnostic of a block naming no type of reg.

@@ -93,60 +93,49 @@ func LoadPolicy(in PolicyInput, reg *resources.Registry) (*Config, hcl.Diagnosti
 
 	// The cookbooks' resource types first: recipes and attribute files
 	// may use them, whichever cookbook declares them.
-	names := newTypeNames(reg)
-	var headers []*typeHeader
-	for _, cb := range in.Cookbooks {
-		files, err := cb.ResourceFiles()
-		if err != nil {
-			diags = diags.Append(&hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Cannot read a cookbook's resource types",
-				Detail:   err.Error() + ".",
-			})
-			continue
-		}
-		for _, p := range files {
-			f := parse(p)
-			if f == nil {
-				continue
-			}
-			h, d := cookbookType(cb, p, f.Body)
-			diags = append(diags, d...)
-			if h != nil {
-				headers = append(headers, h)
-			}
-		}
-	}
-	diags = append(diags, names.declare(headers)...)
-
-	for _, cb := range in.Cookbooks {
-		files, err := cb.AttributeFiles()
-		if err != nil {
-			diags = diags.Append(&hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Cannot read a cookbook's attribute files",
-				Detail:   err.Error() + ".",
-			})
-			continue
-		}
-		for _, p := range files {
-			f := parse(p)
-			if f == nil {
-				continue
-			}
-			before := len(c.Resources)
-			diags = append(diags, c.collect(f.Body, cb.Dir, names, map[string]*ResourceBlock{}, false)...)
-			for _, rb := range c.Resources[before:] {
+	// eachFile parses every file list gives of each cookbook, in order.
+	eachFile := func(what string, list func(*Cookbook) ([]string, error), fn func(cb *Cookbook, path string, f *hcl.File)) {
+		for _, cb := range in.Cookbooks {
+			files, err := list(cb)
+			if err != nil {
 				diags = diags.Append(&hcl.Diagnostic{
 					Severity: hcl.DiagError,
-					Summary:  "Resource in an attribute file",
-					Detail:   fmt.Sprintf("Files in a cookbook's attributes/ directory hold only default and override blocks. Move %s to a recipe in recipes/.", rb.Address()),
-					Subject:  rb.DeclRange.Ptr(),
+					Summary:  "Cannot read a cookbook's " + what,
+					Detail:   err.Error() + ".",
 				})
+				continue
 			}
-			c.Resources = c.Resources[:before]
+			for _, p := range files {
+				if f := parse(p); f != nil {
+					fn(cb, p, f)
+				}
+			}
 		}
 	}
+	names := newTypeNames(reg)
+	var headers []*typeHeader
+	eachFile("resource types", (*Cookbook).ResourceFiles, func(cb *Cookbook, p string, f *hcl.File) {
+		h, d := cookbookType(cb, p, f.Body)
+		diags = append(diags, d...)
+		if h != nil {
+			headers = append(headers, h)
+		}
+	})
+	diags = append(diags, names.declare(headers)...)
+
+	eachFile("attribute files", (*Cookbook).AttributeFiles, func(cb *Cookbook, p string, f *hcl.File) {
+		before := len(c.Resources)
+		diags = append(diags, c.collect(f.Body, cb.Dir, names, map[string]*ResourceBlock{}, false)...)
+		for _, rb := range c.Resources[before:] {
+			diags = diags.Append(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Resource in an attribute file",
+				Detail:   fmt.Sprintf("Files in a cookbook's attributes/ directory hold only default and override blocks. Move %s to a recipe in recipes/.", rb.Address()),
+				Subject:  rb.DeclRange.Ptr(),
+			})
+		}
+		c.Resources = c.Resources[:before]
+	})
 
 	seen := map[string]*ResourceBlock{}
 	for _, item := range in.RunList {

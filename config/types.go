@@ -335,12 +335,7 @@ func (c *Config) parseAction(b *hcl.Block, dir string, known func(string) bool, 
 	var diags hcl.Diagnostics
 	var blocks []*hcl.Block
 	if sb, ok := b.Body.(*hclsyntax.Body); ok {
-		attrs := make([]*hclsyntax.Attribute, 0, len(sb.Attributes))
-		for _, at := range sb.Attributes {
-			attrs = append(attrs, at)
-		}
-		sort.Slice(attrs, func(i, j int) bool { return attrs[i].SrcRange.Start.Byte < attrs[j].SrcRange.Start.Byte })
-		for _, at := range attrs {
+		for _, at := range sortedAttributes(sb) {
 			diags = diags.Append(&hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Unexpected attribute",

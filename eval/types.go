@@ -566,66 +566,55 @@ func typeCycles(c *config.Config) hcl.Diagnostics {
 	return diags
 }
 
-// constString evaluates a string that a type states (no node, no host).
-func constString(expr hcl.Expression, ctx *hcl.EvalContext, name string) (string, hcl.Diagnostics) {
+// constValue evaluates a value of type ty that a type states (no node,
+// no host): want words ty for the error ("a string").
+func constValue(expr hcl.Expression, ctx *hcl.EvalContext, ty cty.Type, name, want string) (cty.Value, hcl.Diagnostics) {
 	v, diags := expr.Value(ctx)
 	if diags.HasErrors() {
-		return "", diags
+		return cty.NilVal, diags
 	}
-	v, err := convert.Convert(v, cty.String)
-	if err != nil || v.IsNull() || !v.IsKnown() {
-		return "", diags.Append(&hcl.Diagnostic{
+	v, err := convert.Convert(v, ty)
+	if err != nil || v.IsNull() || !v.IsWhollyKnown() {
+		return cty.NilVal, diags.Append(&hcl.Diagnostic{
 			Severity: hcl.DiagError,
 			Summary:  "Invalid " + name,
-			Detail:   fmt.Sprintf("%s must be a string.", name),
+			Detail:   fmt.Sprintf("%s must be %s.", name, want),
 			Subject:  expr.Range().Ptr(),
 		})
 	}
-	v, _ = v.Unmark()
+	v, _ = v.UnmarkDeep()
+	return v, diags
+}
+
+// constString evaluates a string that a type states.
+func constString(expr hcl.Expression, ctx *hcl.EvalContext, name string) (string, hcl.Diagnostics) {
+	v, diags := constValue(expr, ctx, cty.String, name, "a string")
+	if diags.HasErrors() {
+		return "", diags
+	}
 	return v.AsString(), diags
 }
 
 // constBool evaluates a bool that a type states.
 func constBool(expr hcl.Expression, ctx *hcl.EvalContext, name string) (bool, hcl.Diagnostics) {
-	v, diags := expr.Value(ctx)
+	v, diags := constValue(expr, ctx, cty.Bool, name, "true or false")
 	if diags.HasErrors() {
 		return false, diags
 	}
-	v, err := convert.Convert(v, cty.Bool)
-	if err != nil || v.IsNull() || !v.IsKnown() {
-		return false, diags.Append(&hcl.Diagnostic{
-			Severity: hcl.DiagError,
-			Summary:  "Invalid " + name,
-			Detail:   fmt.Sprintf("%s must be true or false.", name),
-			Subject:  expr.Range().Ptr(),
-		})
-	}
-	v, _ = v.Unmark()
 	return v.True(), diags
 }
 
 // constStrings evaluates a list of strings that a type states.
 func constStrings(expr hcl.Expression, ctx *hcl.EvalContext, name string) ([]string, hcl.Diagnostics) {
-	v, diags := expr.Value(ctx)
+	v, diags := constValue(expr, ctx, cty.List(cty.String), name, "a list of strings")
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	lv, err := convert.Convert(v, cty.List(cty.String))
-	if err != nil || lv.IsNull() || !lv.IsWhollyKnown() {
-		return nil, diags.Append(&hcl.Diagnostic{
-			Severity: hcl.DiagError,
-			Summary:  "Invalid " + name,
-			Detail:   fmt.Sprintf("%s must be a list of strings.", name),
-			Subject:  expr.Range().Ptr(),
-		})
-	}
-	lv, _ = lv.UnmarkDeep()
 	var out []string
-	for _, e := range lv.AsValueSlice() {
-		if e.IsNull() {
-			continue
+	for _, e := range v.AsValueSlice() {
+		if !e.IsNull() {
+			out = append(out, e.AsString())
 		}
-		out = append(out, e.AsString())
 	}
 	return out, diags
 }
