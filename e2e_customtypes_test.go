@@ -100,6 +100,7 @@ func TestE2ECustomTypesExample(t *testing.T) {
 	if strings.Contains(out, "# web_site[blog] will") || strings.Contains(out, "runs converge_by") {
 		t.Errorf("the site itself has nothing to do:\n%s", out)
 	}
+	contains(t, "third plan", out, "# web_site[blog] changes through its child resources below")
 	if got := c.read("reload.log"); got != "reload blog\nreload blog\n" {
 		t.Errorf("reload.log %q", got)
 	}

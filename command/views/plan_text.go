@@ -122,6 +122,7 @@ func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 		}
 	} else {
 		bw.printf("toque will perform the following actions on %s%s:\n", pt.bold(hostName), policyNote(p))
+		tree := p.Tree()
 		for i, r := range p.Resources {
 			for si := 0; si < r.Steps(); si++ {
 				for _, nr := range p.RunsAtStep(i, si, true) {
@@ -131,6 +132,11 @@ func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 				if view := r.StepView(si); view.Kind != resources.NoOp && view.Kind != "" {
 					bw.printf("\n")
 					renderStep(bw, pt, p.Show(reg, view), actionLabel(r, si))
+				} else if view.Kind == resources.NoOp && tree.StepChildWork(i, si) {
+					// Nothing of its own to do, but its children change:
+					// it counts as changed (its notifications fire).
+					bw.printf("\n")
+					renderThroughChildren(bw, pt, view, actionLabel(r, si))
 				}
 				for _, nr := range p.RunsAtStep(i, si, false) {
 					bw.printf("\n")
@@ -239,6 +245,15 @@ func actionLabel(r *plan.Resource, si int) string {
 }
 
 func renderResource(bw *errWriter, pt painter, s *plan.Shown) { renderStep(bw, pt, s, "") }
+
+// renderThroughChildren renders a resource whose own step is a no-op but
+// whose child resources change (they are rendered after it).
+func renderThroughChildren(bw *errWriter, pt painter, r *plan.Resource, label string) {
+	bw.printf("  %s\n", pt.bold("# "+EscapeLine(r.Address)+EscapeLine(label)+" changes through its child resources below"))
+	for _, n := range r.Notifications {
+		bw.printf("  %s\n", pt.faint(fmt.Sprintf("#   notifies %s with %s (%s)", EscapeLine(n.Target), EscapeLine(n.Action), EscapeLine(n.Timing))))
+	}
+}
 
 // renderStep renders one resource, or one action of a resource of
 // several (label names it).
