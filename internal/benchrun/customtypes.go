@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -69,38 +71,58 @@ func benchCustomTypes(work, bin string, n, runs, par int) {
 		return d
 	}
 	batch, single := recipes(true), recipes(false)
-	median := func(f func() time.Duration) time.Duration {
-		var ds []time.Duration
+	median := func(f func() sample) sample {
+		var ss []sample
 		for r := 0; r < runs; r++ {
-			ds = append(ds, f())
+			ss = append(ss, f())
 		}
-		sortDurations(ds)
-		return ds[len(ds)/2]
+		sort.Slice(ss, func(i, j int) bool { return ss[i].wall < ss[j].wall })
+		return ss[len(ss)/2]
 	}
-	plan := func(d string) time.Duration {
-		return median(func() time.Duration {
-			return timed(env, bin, "-chdir="+d, "plan", "-parallelism="+strconv.Itoa(par)).wall
+	plan := func(d string) sample {
+		return median(func() sample {
+			return timed(env, bin, "-chdir="+d, "plan", "-parallelism="+strconv.Itoa(par))
 		})
 	}
-	floor := func(workers int) time.Duration {
-		return median(func() time.Duration { return spawnLoop(n, workers) })
+	floor := func(workers int) sample {
+		return median(func() sample { return sample{wall: spawnLoop(n, workers)} })
 	}
 
-	fmt.Printf("\ncustom types: plan of %d resources of one resource_type (all to create); median of %d runs, -parallelism=%d, %d CPUs\n", n, runs, par, numCPU())
+	fmt.Printf("\ncustom types: plan of %d resources of one resource_type (all to create); median of %d runs, -parallelism=%d, %d CPUs, load average %s\n", n, runs, par, numCPU(), loadAverage())
 	b, s := plan(batch), plan(single)
 	f1, f2 := floor(1), floor(2)
-	fmt.Printf("%-48s %10s\n", "measurement", "total")
-	fmt.Printf("%-48s %10s\n", "plan, load_current_value with batch = true", b.Round(time.Millisecond))
-	fmt.Printf("%-48s %10s\n", "plan, load_current_value per resource", s.Round(time.Millisecond))
-	fmt.Printf("%-48s %10s\n", fmt.Sprintf("floor: %d sh -c true from Go, 1 at a time", n), f1.Round(time.Millisecond))
-	fmt.Printf("%-48s %10s\n", fmt.Sprintf("floor: %d sh -c true from Go, 2 at a time", n), f2.Round(time.Millisecond))
+	fmt.Printf("%-48s %10s %10s\n", "measurement", "wall", "cpu")
+	row := func(what string, x sample) {
+		cpu := "-"
+		if x.cpu > 0 {
+			cpu = x.cpu.Round(time.Millisecond).String()
+		}
+		fmt.Printf("%-48s %10s %10s\n", what, x.wall.Round(time.Millisecond), cpu)
+	}
+	row("plan, load_current_value with batch = true", b)
+	row("plan, load_current_value per resource", s)
+	row(fmt.Sprintf("floor: %d sh -c true from Go, 1 at a time", n), f1)
+	row(fmt.Sprintf("floor: %d sh -c true from Go, 2 at a time", n), f2)
 	verdict := func(ok bool) string {
 		if ok {
 			return "met"
 		}
 		return "NOT met"
 	}
-	fmt.Printf("batch = true: %s (target under 200ms: %s)\n", b.Round(time.Millisecond), verdict(b < 200*time.Millisecond))
+	fmt.Printf("batch = true: %s wall, %s cpu (target under 200ms: %s)\n", b.wall.Round(time.Millisecond), b.cpu.Round(time.Millisecond), verdict(b.wall < 200*time.Millisecond))
 	fmt.Printf("per resource: %.2f× the 1-at-a-time floor, %.2f× the 2-at-a-time floor (target within 1.5×: %s)\n",
-		float64(s)/float64(f1), float64(s)/float64(f2), verdict(float64(s) <= 1.5*float64(f1)))
+		float64(s.wall)/float64(f1.wall), float64(s.wall)/float64(f2.wall), verdict(float64(s.wall) <= 1.5*float64(f1.wall)))
+}
+
+// loadAverage is the machine's 1-minute load average, "?" when unknown:
+// a benchmark on a busy machine measures the machine.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	if f := strings.Fields(string(b)); len(f) > 0 {
+		return f[0]
+	}
+	return "?"
 }

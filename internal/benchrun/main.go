@@ -22,6 +22,9 @@ import (
 type sample struct {
 	wall   time.Duration
 	maxRSS int64 // KiB
+	// cpu is the user and system time of toque and the processes it
+	// waited for: what a busy machine cannot inflate.
+	cpu time.Duration
 }
 
 func main() {
@@ -111,7 +114,7 @@ func timed(env []string, bin string, args ...string) sample {
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		rss = ru.Maxrss
 	}
-	return sample{wall: wall, maxRSS: rss}
+	return sample{wall: wall, maxRSS: rss, cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
 }
 
 func report(n int, phase string, s []sample) {
@@ -124,10 +127,6 @@ func report(n int, phase string, s []sample) {
 		}
 	}
 	fmt.Printf("%-8d %-22s %12s %9.1f MB\n", n, phase, med.Round(time.Millisecond), float64(peak)/1024)
-}
-
-func sortDurations(ds []time.Duration) {
-	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 }
 
 func numCPU() int {
