@@ -763,3 +763,28 @@ pipeline "p" {}
 		t.Errorf("the report does not say file[a] was done earlier:\n%s", lastReport(t, e))
 	}
 }
+
+// A guard that an earlier resource of the run flips skips the custom
+// resource right before it converges, and its children with it.
+func TestE2ECustomTypeGuardFlippedSkipsChildren(t *testing.T) {
+	e := newEnv(t)
+	e.recipe("types.hcl", typesRecipe)
+	e.recipe("main.hcl", `
+execute "stop" {
+  command = "touch ROOT/stop"
+}
+site "late" {
+  greeting = "hi"
+  not_if   = "test -f ROOT/stop"
+}
+`)
+	plan := filepath.Join(e.dir, "p")
+	contains(t, "plan", e.must(0, "plan", "-out="+plan).stdout, "# site[late].file[page] will be created")
+	r := e.must(0, "apply", "-json", plan)
+	if _, err := os.Stat(filepath.Join(e.root, "late.html")); err == nil {
+		t.Fatal("the child of a skipped resource converged")
+	}
+	rep := lastReport(t, e)
+	contains(t, "report", flat(rep), `"address": "site[late].file[page]"`, "skipped with site[late]: not_if `test -f "+e.root+"/stop` now true")
+	contains(t, "apply -json", r.stdout, `"site[late]"`)
+}
