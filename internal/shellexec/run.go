@@ -1,6 +1,7 @@
 package shellexec
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -39,12 +40,6 @@ type Spec struct {
 	// Dir is the working directory; empty means toque's own.
 	Dir string
 
-	// Stdin, when not nil, is what the process reads on standard input
-	// (a resource type's script reads its input as JSON there); nil means
-	// /dev/null. A process that exits without reading all of it is not an
-	// error.
-	Stdin []byte
-
 	// Env is what the recipe sets. It is merged over what the child
 	// inherits from BaseEnv (nil: toque's environment): all of it but
 	// TOQUE_* when the child runs as toque's own user; only the locale and
@@ -69,6 +64,13 @@ type Spec struct {
 
 	// Returns lists the allowed exit codes; empty means [0].
 	Returns []int
+
+	// Stdin, when not nil, is what the process reads on its standard
+	// input; nil means /dev/null. It is never logged: it is the way to
+	// give a process a secret (a password hash for chpasswd) without
+	// putting it on a command line, which every user of the host may read
+	// in /proc.
+	Stdin []byte
 
 	// OutputLimit is how many bytes of each stream are kept (the tail);
 	// 0 means DefaultOutputLimit.
@@ -228,18 +230,9 @@ func run(ctx context.Context, s Spec, o options) (*Result, error) {
 		outW.Close()
 		return nil, fmt.Errorf("creating output pipe: %w", err)
 	}
-	cmd.Stdout, cmd.Stderr = outW, errW // stdin stays nil (/dev/null) unless Spec.Stdin
-	var inW *os.File
+	cmd.Stdout, cmd.Stderr = outW, errW
 	if s.Stdin != nil {
-		inR, w, err := os.Pipe()
-		if err != nil {
-			outR.Close()
-			outW.Close()
-			errR.Close()
-			errW.Close()
-			return nil, fmt.Errorf("creating input pipe: %w", err)
-		}
-		cmd.Stdin, inW = inR, w
+		cmd.Stdin = bytes.NewReader(s.Stdin) // else nil: /dev/null
 	}
 
 	if s.Logger != nil {
@@ -261,28 +254,12 @@ func run(ctx context.Context, s Spec, o options) (*Result, error) {
 	}
 	outW.Close()
 	errW.Close()
-	if cmd.Stdin != nil {
-		cmd.Stdin.(*os.File).Close() // the child has its own copy
-	}
 	if err != nil {
 		outR.Close()
 		errR.Close()
-		if inW != nil {
-			inW.Close()
-		}
 		return nil, startError(what, argv[0], s.User, s.Group, id, err)
 	}
 	pgid := cmd.Process.Pid
-	if inW != nil {
-		// Written from a goroutine: input larger than the pipe's buffer
-		// waits for the child to read it. Closing inW once the child has
-		// exited ends a write the child never read (EPIPE or ErrClosed).
-		go func() {
-			_, _ = inW.Write(s.Stdin)
-			inW.Close()
-		}()
-		defer inW.Close()
-	}
 
 	outDone, errDone := make(chan struct{}), make(chan struct{})
 	go stdout.drain(outR, outDone)
