@@ -131,9 +131,10 @@ func (p *Planner) Plan(ctx context.Context, cfg *config.Config) (*plan.Plan, hcl
 		r.Source.Filename = cfg.DisplayPath(r.Source.Filename)
 	}
 	{
-		// Attributes a sensitive resource reads are as secret as it is.
+		// Attributes a sensitive resource (or its children) reads are as
+		// secret as it is.
 		read := &eval.Scope{}
-		for _, inst := range insts {
+		for _, inst := range eval.Flatten(insts) {
 			if inst.Sensitive && inst.Block != nil {
 				read.Sensitive = append(read.Sensitive, eval.NodePathsRead(inst.Block)...)
 			}
