@@ -788,3 +788,40 @@ site "late" {
 	contains(t, "report", flat(rep), `"address": "site[late].file[page]"`, "skipped with site[late]: not_if `test -f "+e.root+"/stop` now true")
 	contains(t, "apply -json", r.stdout, `"site[late]"`)
 }
+
+// A sensitive resource's children are sensitive, and so are the node
+// attributes they read.
+func TestE2ECustomTypeSensitiveChildren(t *testing.T) {
+	e := newEnv(t)
+	e.recipe("main.hcl", `
+default "conf" {
+  motd = "top-secret-motd"
+}
+resource_type "banner" {
+  action "create" {
+    file "motd" {
+      path    = "ROOT/${new_resource.name}"
+      content = node.conf.motd
+    }
+  }
+}
+banner "motd" {
+  sensitive = true
+}
+`)
+	plan := filepath.Join(e.dir, "p")
+	out := e.must(0, "plan", "-out="+plan).stdout
+	contains(t, "plan", out, "# banner[motd].file[motd] will be created", "(sensitive resource: every value is hidden)")
+	for _, show := range [][]string{{"show", plan}, {"show", "-json", plan}, {"show", "-markdown", plan}} {
+		if got := e.mustToque(0, nil, show...).stdout; strings.Contains(got, "top-secret-motd") {
+			t.Errorf("%v shows what a sensitive resource's child reads:\n%s", show, got)
+		}
+	}
+	if strings.Contains(out, "top-secret-motd") {
+		t.Errorf("plan shows it:\n%s", out)
+	}
+	e.must(0, "apply", plan)
+	if got := e.read("motd"); got != "top-secret-motd" {
+		t.Errorf("motd %q", got)
+	}
+}
