@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
@@ -321,7 +322,16 @@ type customType struct {
 
 // batchCustomType is a custom type whose load_current_value reads every
 // resource of the type in one run.
-type batchCustomType struct{ *customType }
+type batchCustomType struct {
+	*customType
+	// timedOut holds the error of a batch of several resources that ran
+	// out of time. When a batch fails, the lifecycle reads each resource
+	// alone (so that a resource the script chokes on names itself), and
+	// a script that hangs would then hang once per resource: those reads
+	// return this error instead.
+	mu       sync.Mutex
+	timedOut error
+}
 
 // NewCustomType makes the Type a definition describes. validate holds
 // further checks of property values (a property's validation conditions,
@@ -383,7 +393,7 @@ func NewCustomType(def *TypeDef, validate map[string]func(cty.Value) error) (Typ
 	}
 	t.schema = s
 	if def.Batch && def.Load != nil {
-		return &batchCustomType{t}, nil
+		return &batchCustomType{customType: t}, nil
 	}
 	return t, nil
 }

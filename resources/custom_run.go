@@ -232,7 +232,26 @@ const KeywordLoadCurrentValue = "load_current_value"
 
 // LoadAll runs the batch load_current_value once for every resource of rs.
 func (t *batchCustomType) LoadAll(ctx context.Context, rs []*Resource) ([]*State, error) {
-	return t.loadAll(ctx, rs)
+	states, err := t.loadAll(ctx, rs)
+	var te *shellexec.TimeoutError
+	if err != nil && len(rs) > 1 && errors.As(err, &te) {
+		t.mu.Lock()
+		t.timedOut = fmt.Errorf("reading every %s resource at once: %w", t.def.Name, err)
+		t.mu.Unlock()
+	}
+	return states, err
+}
+
+// Load reads one resource: a batch of one, unless a batch already ran out
+// of time.
+func (t *batchCustomType) Load(ctx context.Context, r *Resource) (*State, error) {
+	t.mu.Lock()
+	err := t.timedOut
+	t.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return t.customType.Load(ctx, r)
 }
 
 func (t *customType) loadAll(ctx context.Context, rs []*Resource) ([]*State, error) {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zclconf/go-cty/cty"
 
@@ -343,5 +344,26 @@ func TestCustomTypeDefCheck(t *testing.T) {
 				t.Fatal("accepted")
 			}
 		})
+	}
+}
+
+// A batch that runs out of time is not run again once per resource (the
+// lifecycle reads each alone after a failed batch).
+func TestCustomBatchTimeoutIsNotRepeated(t *testing.T) {
+	def := kvDef(`sleep 30`, true)
+	def.Load.Values["timeout"] = typedvalue.Value{Value: cty.NumberFloatVal(0.3)}
+	typ, err := NewCustomType(def, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	rs := []*Resource{kvResource(typ, dir, "a", nil).LoadView(), kvResource(typ, dir, "b", nil).LoadView()}
+	if _, err := typ.(BatchLoader).LoadAll(context.Background(), rs); err == nil || !strings.Contains(err.Error(), "did not finish within 300ms") {
+		t.Fatalf("batch: %v", err)
+	}
+	start := time.Now()
+	_, err = typ.Load(context.Background(), rs[0])
+	if err == nil || !strings.Contains(err.Error(), "reading every kv resource at once") || time.Since(start) > 100*time.Millisecond {
+		t.Fatalf("the single read after a timed-out batch: %v after %s", err, time.Since(start))
 	}
 }
