@@ -260,9 +260,20 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 
 	var planned []*eval.Instance
 	var ress []*plan.Resource
-	provided := map[string]bool{}
 	types := map[string]bool{}
-	for _, inst := range eval.Flatten(insts) {
+	order := eval.Flatten(insts)
+	// What each need's first provider is, for a need met too late.
+	provided, providers := map[string]bool{}, map[string]*eval.Instance{}
+	for i := len(order) - 1; i >= 0; i-- {
+		for _, st := range results[order[i]].steps {
+			if st.Kind.IsWork() {
+				for _, n := range st.Provides {
+					providers[needKey(n)] = order[i]
+				}
+			}
+		}
+	}
+	for _, inst := range order {
 		o, ok := results[inst]
 		if !ok {
 			continue // a child of a resource that takes no action
@@ -280,7 +291,7 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 			}
 		}
 		for _, st := range o.steps {
-			diags = append(diags, unmetNeeds(inst, st, provided)...)
+			diags = append(diags, unmetNeeds(inst, st, provided, providers)...)
 		}
 	}
 	if ctx.Err() == nil {
@@ -430,7 +441,8 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 		return res, nil, nil
 	}
 
-	if d := hostChecks(inst, desired); d.HasErrors() {
+	hostNeeds, d := hostChecks(inst, desired)
+	if d.HasErrors() {
 		return nil, nil, append(diags, d...)
 	}
 
@@ -468,6 +480,11 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 		})
 		steps = append(steps, st)
 	}
+	for _, st := range steps {
+		if st.Kind.IsWork() {
+			st.Needs = append(st.Needs, hostNeeds...)
+		}
+	}
 	log.Debug("planned resource", "kind", res.Kind, "reason", res.Reason, "changes", len(res.Changes), "actions", len(steps))
 	return res, steps, nil
 }
@@ -475,31 +492,60 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 // unmetNeeds checks step's needs against what earlier steps provide (and
 // records what step provides): a need nothing provides would fail at
 // apply, after earlier resources changed the host, so it fails the plan.
-func unmetNeeds(inst *eval.Instance, step *resources.Step, provided map[string]bool) hcl.Diagnostics {
+// providers are the first resource of the plan that provides each need,
+// to name one that comes too late.
+func unmetNeeds(inst *eval.Instance, step *resources.Step, provided map[string]bool, providers map[string]*eval.Instance) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	if step.Kind.IsWork() {
 		for _, n := range step.Needs {
-			if provided[n.Namespace+"\x00"+n.Value] {
+			if provided[needKey(n)] {
 				continue
 			}
-			hint := ""
-			if n.Namespace == resources.NamespacePath {
-				hint = " (with recursive = true it creates missing parents too)"
+			detail := fmt.Sprintf("%s needs the %s %s, which does not exist, and no earlier resource of the plan creates it: apply would fail there, after earlier resources changed the host. ",
+				instAddress(inst), n.What, n.Value)
+			if p := providers[needKey(n)]; p != nil && p != inst {
+				detail += fmt.Sprintf("%s creates it, but later: resources converge in the order they are declared, so declare %s before %s.",
+					instAddress(p), instAddress(p), instAddress(inst))
+			} else {
+				hint := ""
+				if n.Namespace == resources.NamespacePath {
+					hint = " (with recursive = true it creates missing parents too)"
+				}
+				detail += fmt.Sprintf("Declare a %s resource for %s before %s%s.", n.What, n.Value, instAddress(inst), hint)
 			}
 			diags = diags.Append(&hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Missing " + n.What,
-				Detail: fmt.Sprintf("%s needs the %s %s, which does not exist, and no earlier resource of the plan creates it: apply would fail there, after earlier resources changed the host. Declare a %s resource for %s before %s%s.",
-					instAddress(inst), n.What, n.Value, n.What, n.Value, instAddress(inst), hint),
-				Subject: declRange(inst),
+				Detail:   detail,
+				Subject:  needRange(inst, n),
 			})
 		}
 		for _, n := range step.Provides {
-			provided[n.Namespace+"\x00"+n.Value] = true
+			provided[needKey(n)] = true
 		}
 	}
 	return diags
 }
+
+// needRange is where inst asks for n: the attribute whose host check
+// found it missing (an owner), or the block.
+func needRange(inst *eval.Instance, n resources.Need) *hcl.Range {
+	if inst != nil && inst.Resource != nil {
+		for _, prop := range inst.Resource.Schema().Properties {
+			if prop.HostCheck == nil || !inst.Resource.IsSet(prop.Name) {
+				continue
+			}
+			var missing *resources.MissingError
+			if err := prop.HostCheck(inst.Resource.Values[prop.Name]); errors.As(err, &missing) && needKey(missing.Need) == needKey(n) {
+				return attributeRange(inst, prop.Name)
+			}
+		}
+	}
+	return declRange(inst)
+}
+
+// needKey is n's identity: its namespace and value.
+func needKey(n resources.Need) string { return n.Namespace + "\x00" + n.Value }
 
 // sensitivity names which of inst's set properties have hidden values
 // (Resource.SensitiveProperties): those the type marks sensitive, and those
@@ -595,14 +641,22 @@ func changesOf(changes []resources.Change) []plan.Change {
 // hostChecks runs the schema's plan-time host checks on the set values (an
 // owner that must exist), so a value apply could not use fails the plan
 // rather than an apply half-way. The diagnostic points at the attribute
-// when the block's body can say where it is.
-func hostChecks(inst *eval.Instance, desired *resources.Resource) hcl.Diagnostics {
+// when the block's body can say where it is. What the host lacks but an
+// earlier resource may create (a *resources.MissingError: an owner a user
+// resource creates) is returned as needs for the resource's steps instead.
+func hostChecks(inst *eval.Instance, desired *resources.Resource) ([]resources.Need, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
+	var needs []resources.Need
 	for _, prop := range desired.Schema().Properties {
 		if prop.HostCheck == nil || !desired.IsSet(prop.Name) {
 			continue
 		}
 		if err := prop.HostCheck(desired.Values[prop.Name]); err != nil {
+			var missing *resources.MissingError
+			if errors.As(err, &missing) {
+				needs = append(needs, missing.Need)
+				continue
+			}
 			diags = diags.Append(&hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Invalid value for property",
@@ -611,7 +665,7 @@ func hostChecks(inst *eval.Instance, desired *resources.Resource) hcl.Diagnostic
 			})
 		}
 	}
-	return diags
+	return needs, diags
 }
 
 // attributeRange is the range of attribute name in inst's block, or the
