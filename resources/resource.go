@@ -571,6 +571,19 @@ func NewRegistry(types ...Type) *Registry {
 	return r
 }
 
+// With returns a new registry of r's types and types (which replace r's
+// of the same name).
+func (r *Registry) With(types ...Type) *Registry {
+	out := &Registry{types: make(map[string]Type, len(r.types)+len(types))}
+	for k, v := range r.types {
+		out.types[k] = v
+	}
+	for _, t := range types {
+		out.types[t.Schema().Name] = t
+	}
+	return out
+}
+
 // Lookup returns the type called name.
 func (r *Registry) Lookup(name string) (Type, bool) {
 	t, ok := r.types[name]

@@ -105,9 +105,16 @@ func (p *Planner) Plan(ctx context.Context, cfg *config.Config) (*plan.Plan, hcl
 			Detail:   "A plan is made for one host, but no host facts were detected. This is a bug in toque.",
 		})
 	}
-	// Attribute blocks may read host.…: write them again with the facts.
-	scope, attrs, evalDiags := eval.NewScope(cfg, p.Host.Value())
-	insts, d := eval.Resources(cfg, p.Registry, scope)
+	// The resource types the recipes declare (resource_type), then the
+	// attribute blocks, which may read host.…: written again with the
+	// facts.
+	reg, evalDiags := eval.Types(cfg, p.Registry)
+	if evalDiags.HasErrors() {
+		return nil, append(diags, evalDiags...)
+	}
+	scope, attrs, d := eval.NewScope(cfg, p.Host.Value())
+	evalDiags = append(evalDiags, d...)
+	insts, d := eval.Resources(cfg, reg, scope)
 	evalDiags = append(evalDiags, d...)
 	diags = append(diags, evalDiags...)
 
@@ -124,9 +131,10 @@ func (p *Planner) Plan(ctx context.Context, cfg *config.Config) (*plan.Plan, hcl
 		r.Source.Filename = cfg.DisplayPath(r.Source.Filename)
 	}
 	{
-		// Attributes a sensitive resource reads are as secret as it is.
+		// Attributes a sensitive resource (or its children) reads are as
+		// secret as it is.
 		read := &eval.Scope{}
-		for _, inst := range insts {
+		for _, inst := range eval.Flatten(insts) {
 			if inst.Sensitive && inst.Block != nil {
 				read.Sensitive = append(read.Sensitive, eval.NodePathsRead(inst.Block)...)
 			}
@@ -233,21 +241,86 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 	if par <= 0 {
 		par = DefaultParallelism
 	}
-	type outcome struct {
-		res   *plan.Resource
-		steps []*resources.Step
-		diags hcl.Diagnostics
+	// Resources are planned level by level: the top-level ones, then the
+	// child resources of those that will take their actions (not the
+	// children of one skipped by a guard, or whose action is nothing),
+	// then theirs. Each level is read in parallel.
+	results := map[*eval.Instance]outcome{}
+	start := time.Now()
+	for level := insts; len(level) > 0; {
+		p.planLevel(ctx, logger, level, salt, par, results)
+		var next []*eval.Instance
+		for _, inst := range level {
+			if res := results[inst].res; res != nil && res.Kind != resources.Skip && res.Action != "nothing" {
+				next = append(next, inst.Children...)
+			}
+		}
+		level = next
 	}
-	results := make([]outcome, len(insts))
+
+	var planned []*eval.Instance
+	var ress []*plan.Resource
+	types := map[string]bool{}
+	order := eval.Flatten(insts)
+	// What each need's first provider is, for a need met too late.
+	provided, providers := map[string]bool{}, map[string]*eval.Instance{}
+	for i := len(order) - 1; i >= 0; i-- {
+		for _, st := range results[order[i]].steps {
+			if st.Kind.IsWork() {
+				for _, n := range st.Provides {
+					providers[needKey(n)] = order[i]
+				}
+			}
+		}
+	}
+	for _, inst := range order {
+		o, ok := results[inst]
+		if !ok {
+			continue // a child of a resource that takes no action
+		}
+		diags = append(diags, o.diags...)
+		if o.res != nil {
+			if inst.Parent != nil {
+				o.res.Parent, o.res.ParentStep = inst.Parent.Address(), inst.ParentStep
+			}
+			pl.Resources = append(pl.Resources, o.res)
+			planned, ress = append(planned, inst), append(ress, o.res)
+			if d, ok := inst.Type.(resources.Definer); ok && !types[o.res.Type] {
+				types[o.res.Type] = true
+				pl.Types = append(pl.Types, d.Def())
+			}
+		}
+		for _, st := range o.steps {
+			diags = append(diags, unmetNeeds(inst, st, provided, providers)...)
+		}
+	}
+	if ctx.Err() == nil {
+		diags = append(diags, p.planNotifications(ctx, logger, planned, ress, pl, salt)...)
+	}
+	markErrored(pl, diags)
+	logger.Debug("planned resources", "count", len(pl.Resources), "parallelism", par, "errored", pl.Errored, "duration", time.Since(start))
+	return pl, diags
+}
+
+// outcome is what planning one resource gave.
+type outcome struct {
+	res   *plan.Resource
+	steps []*resources.Step
+	diags hcl.Diagnostics
+}
+
+// planLevel plans insts in parallel (par at a time), after one batch read
+// per type that reads in batches, into results.
+func (p *Planner) planLevel(ctx context.Context, logger hclog.Logger, insts []*eval.Instance, salt string, par int, results map[*eval.Instance]outcome) {
+	out := make([]outcome, len(insts))
 	pre := p.preload(ctx, logger, insts)
 	sem := make(chan struct{}, par)
 	var wg sync.WaitGroup
-	start := time.Now()
 	for i, inst := range insts {
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
-			results[i].diags = interrupted(inst, ctx.Err())
+			out[i].diags = interrupted(inst, ctx.Err())
 			continue
 		}
 		wg.Add(1)
@@ -255,38 +328,13 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 			defer wg.Done()
 			defer func() { <-sem }()
 			res, steps, d := p.planOne(ctx, logger, inst, salt, pre[inst])
-			results[i] = outcome{res, steps, d}
+			out[i] = outcome{res, steps, d}
 		}(i, inst)
 	}
 	wg.Wait()
-
-	ress := make([]*plan.Resource, len(results))
-	provided, providers := map[string]bool{}, map[string]*eval.Instance{}
-	for i := len(results) - 1; i >= 0; i-- {
-		for _, st := range results[i].steps {
-			if st.Kind.IsWork() {
-				for _, n := range st.Provides {
-					providers[needKey(n)] = insts[i]
-				}
-			}
-		}
+	for i, inst := range insts {
+		results[inst] = out[i]
 	}
-	for i, o := range results {
-		diags = append(diags, o.diags...)
-		ress[i] = o.res
-		if o.res != nil {
-			pl.Resources = append(pl.Resources, o.res)
-		}
-		for _, st := range o.steps {
-			diags = append(diags, unmetNeeds(insts[i], st, provided, providers)...)
-		}
-	}
-	if ctx.Err() == nil {
-		diags = append(diags, p.planNotifications(ctx, logger, insts, ress, pl, salt)...)
-	}
-	markErrored(pl, diags)
-	logger.Debug("planned resources", "count", len(insts), "parallelism", par, "errored", pl.Errored, "duration", time.Since(start))
-	return pl, diags
 }
 
 func (p *Planner) logger() hclog.Logger {
@@ -321,10 +369,10 @@ func instAddress(inst *eval.Instance) string {
 	switch {
 	case inst == nil:
 		return "(nil resource)"
-	case inst.Resource != nil:
-		return inst.Resource.Address()
 	case inst.Block != nil:
 		return inst.Block.Address()
+	case inst.Resource != nil:
+		return inst.Resource.Address()
 	}
 	return "(unnamed resource)"
 }
@@ -369,7 +417,7 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 	log := logger.With("resource", addr)
 
 	res = &plan.Resource{
-		Address:       desired.Address(),
+		Address:       addr,
 		Type:          desired.Type,
 		Name:          desired.Name,
 		Action:        desired.Action,
@@ -529,7 +577,7 @@ func (p *Planner) preload(ctx context.Context, logger hclog.Logger, insts []*eva
 		if _, ok := inst.Type.(resources.BatchLoader); !ok {
 			continue
 		}
-		s := &plan.Subject{Address: inst.Resource.Address(), Type: inst.Type, Desired: inst.Resource}
+		s := &plan.Subject{Address: instAddress(inst), Type: inst.Type, Desired: inst.Resource}
 		subjects = append(subjects, s)
 		of[s] = inst
 	}
