@@ -259,7 +259,7 @@ apt_update "lists" {
 package "toque-fixture" {}
 `)
 	r := w.toqueNS(1, "plan")
-	for _, want := range []string{"Value known only at apply", "package[toque-fixture] needs a repository that offers package toque-fixture, which only apt_repository[fixtures], earlier in this plan, provides", "Apply apt_repository[fixtures] first"} {
+	for _, want := range []string{"Value known only at apply", "package[toque-fixture] needs a repository that offers package toque-fixture, which only apt_repository[fixtures], in this plan, provides", "Apply apt_repository[fixtures] first"} {
 		if !strings.Contains(strings.Join(strings.Fields(r.stderr), " "), want) {
 			t.Errorf("error lacks %q:\n%s", want, r.stderr)
 		}

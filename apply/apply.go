@@ -77,6 +77,11 @@ type run struct {
 	// lc evaluates every resource action (guards, Load, Plan), as the
 	// planner did.
 	lc *plan.Lifecycle
+	// reg holds the resource types: the Applier's, and those written in
+	// HCL that the plan carries.
+	reg *resources.Registry
+	// tree says which child resources each resource's actions declare.
+	tree *plan.Tree
 }
 
 // entry is one plan resource being applied.
@@ -133,7 +138,12 @@ func (a *Applier) Apply(ctx context.Context, p *plan.Plan) (*Report, error) {
 		r.logger = hclog.NewNullLogger()
 	}
 	r.logger = r.logger.Named("apply")
-	r.lc = &plan.Lifecycle{Registry: a.Registry, Logger: r.logger}
+	reg, err := p.TypeRegistry(a.Registry)
+	if err != nil {
+		return nil, err
+	}
+	r.reg, r.tree = reg, p.Tree()
+	r.lc = &plan.Lifecycle{Registry: reg, Logger: r.logger}
 	if r.now == nil {
 		r.now = time.Now
 	}
@@ -317,7 +327,7 @@ func (r *run) preload(ctx context.Context) {
 		if e.earlier != nil || (pr.Action == "nothing" && pr.Kind == resources.NoOp) || pr.Kind == resources.Skip {
 			continue
 		}
-		t, d, err := plan.DesiredResource(r.a.Registry, pr)
+		t, d, err := plan.DesiredResource(r.reg, pr)
 		if err != nil {
 			continue // preflightOne reports it
 		}
@@ -372,7 +382,7 @@ func (r *run) preflightOne(ctx context.Context, e *entry) preflightResult {
 	if pr.Kind == resources.Skip && !checkGuards {
 		return preflightResult{}
 	}
-	t, d, err := plan.DesiredResource(r.a.Registry, pr)
+	t, d, err := plan.DesiredResource(r.reg, pr)
 	if err != nil {
 		return preflightResult{err: &ResourceError{Address: pr.Address, Err: err}}
 	}
@@ -437,9 +447,14 @@ func inDoubt(addr string, s *pastStep) *StaleResource {
 
 // preflightActions checks a resource of several actions whose live reading
 // is not the plan's: each action is planned again from it (the later ones
-// from the state the earlier ones are predicted to leave). Each must take
-// the planned kind of step, or none (already done); all none is "already
-// done"; anything else makes the plan stale.
+// from the state the earlier ones are predicted to leave). All of them
+// taking no step is "already done". Otherwise each action is held to a
+// single action's rule: taking no step is fine (someone, or an earlier
+// apply of this plan, did it); taking the planned kind of step is fine
+// only from the state the plan showed it starting from — the whole live
+// state for the first action (unless the plan recorded no fingerprint),
+// the properties the plan predicted for the later ones; anything else
+// makes the plan stale.
 func (r *run) preflightActions(ctx context.Context, e *entry, first *plan.Reading) preflightResult {
 	pr := e.pr
 	actions := make([]string, pr.Steps())
@@ -451,25 +466,52 @@ func (r *run) preflightActions(ctx context.Context, e *entry, first *plan.Readin
 		return preflightResult{err: &ResourceError{Address: pr.Address, Err: err}}
 	}
 	allDone := true
-	for i, rd := range readings {
-		planned, now := pr.StepView(i).Kind, rd.Step.Kind
-		if now != resources.NoOp {
+	for _, rd := range readings {
+		if rd.Step.Kind != resources.NoOp {
 			allDone = false
 		}
-		if now == planned || now == resources.NoOp {
+	}
+	if allDone {
+		if pr.AnyWork() {
+			r.logger.Debug("already in the planned state", "resource", pr.Address)
+			e.alreadyDone = true
+		}
+		return preflightResult{}
+	}
+	for i, rd := range readings {
+		step, now := pr.StepView(i), rd.Step.Kind
+		if now == resources.NoOp {
 			continue
 		}
-		sr := &StaleResource{Address: fmt.Sprintf("%s (action %s)", pr.Address, actions[i]), Planned: planned, Now: now}
-		if pr.Current != nil {
-			sr.Differences = plan.CompareCurrent(pr.Current, first.Current)
+		var diffs []plan.Difference
+		switch {
+		case step.Current == nil || rd.Current == nil:
+		case i == 0:
+			diffs = plan.CompareCurrent(step.Current, rd.Current)
+			if len(diffs) == 0 && e.planned != "" {
+				diffs = []plan.Difference{{Property: "fingerprint", Then: e.planned, Now: rd.Fingerprint()}}
+			}
+		default:
+			diffs = comparePredicted(step.Current, rd.Current)
 		}
-		return preflightResult{stale: sr}
-	}
-	if allDone && pr.AnyWork() {
-		r.logger.Debug("already in the planned state", "resource", pr.Address)
-		e.alreadyDone = true
+		if now == step.Kind && len(diffs) == 0 {
+			continue
+		}
+		return preflightResult{stale: &StaleResource{Address: fmt.Sprintf("%s (action %s)", pr.Address, actions[i]), Planned: step.Kind, Now: now, Differences: diffs}}
 	}
 	return preflightResult{}
+}
+
+// comparePredicted is CompareCurrent limited to what a predicted state
+// says: whether the thing exists, and the properties it predicts.
+func comparePredicted(then, now *plan.Current) []plan.Difference {
+	var out []plan.Difference
+	for _, d := range plan.CompareCurrent(then, now) {
+		if _, predicted := then.Values[d.Property]; predicted || d.Property == "exists" {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // subject is the lifecycle subject of e, with guards (nil: not guarded).
@@ -535,11 +577,13 @@ func (r *run) converge(ctx context.Context, started time.Time, resumed bool) (*R
 		switch {
 		case e.earlier != nil:
 			continue
-		case e.pr.Kind == resources.Skip:
-			rr.Outcome = OutcomeSkipped
+		case e.pr.Parent != "":
+			// Converged by its parent, in the place its action gives it.
+			if rr.Outcome == OutcomeNotStarted {
+				r.settle(e, rr)
+			}
 			continue
-		case !e.pr.AnyWork():
-			rr.Outcome = OutcomeUnchanged
+		case r.settle(e, rr):
 			continue
 		}
 		if err := ctx.Err(); err != nil {
@@ -641,7 +685,7 @@ func (r *run) convergeResource(ctx context.Context, e *entry, rr *ResourceReport
 	if e.pr.Steps() == 1 {
 		err := nt.before(ctx, e, 0)
 		if err == nil {
-			err = r.convergeOne(ctx, e, 0, rr, true)
+			err = r.convergeOne(ctx, e, 0, rr, true, nt)
 			if err == nil {
 				err = nt.after(ctx, e, rr)
 			}
@@ -652,7 +696,7 @@ func (r *run) convergeResource(ctx context.Context, e *entry, rr *ResourceReport
 		return err
 	}
 	ref := stepRef{index: e.idx}
-	if e.alreadyDone {
+	if e.alreadyDone && !r.tree.ChildWork(e.idx) {
 		// Every action already in its planned state (pre-flight), unless an
 		// earlier resource of this run undid one: each is read again.
 		allDone := true
@@ -679,12 +723,12 @@ func (r *run) convergeResource(ctx context.Context, e *entry, rr *ResourceReport
 		case runErr != nil:
 		case view.Kind == resources.Skip:
 			srr.Outcome = OutcomeSkipped
-		case !view.Kind.IsWork():
+		case !r.tree.StepWork(e.idx, si):
 			srr.Outcome = OutcomeUnchanged
 		default:
 			runErr = nt.before(ctx, e, si)
 			if runErr == nil {
-				runErr = r.convergeOne(ctx, e, si, &srr, false)
+				runErr = r.convergeOne(ctx, e, si, &srr, false, nt)
 				if runErr == nil {
 					runErr = nt.after(ctx, e, &srr)
 				}
@@ -752,9 +796,12 @@ func (r *run) stepSubject(e *entry, si int, guards []*guard.Spec) *plan.Subject 
 // reading within what the plan showed. It fills rr and returns the
 // resource's error; record journals the resource's start and end (a
 // resource of several actions is journaled around all of them).
-func (r *run) convergeOne(ctx context.Context, e *entry, si int, rr *ResourceReport, record bool) error {
+func (r *run) convergeOne(ctx context.Context, e *entry, si int, rr *ResourceReport, record bool, nt *notifier) error {
 	if err := r.j.Err(); err != nil {
 		return err
+	}
+	if seq := r.sequence(e, si); seq != nil {
+		return r.convergeComposite(ctx, e, si, seq, rr, record, nt)
 	}
 	view := e.pr.StepView(si)
 	// The guards once more, right before converging: an earlier change of
@@ -862,6 +909,16 @@ func (r *run) convergeStep(ctx context.Context, e *entry, view *plan.Resource, p
 		rr.Reason = step.Reason
 	}
 
+	if err := r.runConverge(ctx, e, view, rd.State, step); err != nil {
+		return err
+	}
+	rr.Outcome = OutcomeChanged
+	return nil
+}
+
+// runConverge calls e's type's Converge for view's action with step,
+// from state, with a heartbeat while it runs.
+func (r *run) runConverge(ctx context.Context, e *entry, view *plan.Resource, state *resources.State, step *resources.Step) error {
 	env := &resources.Env{StateDir: r.a.StateDir, Logger: r.logger.Named(e.pr.Address), Sensitive: e.pr.Sensitive}
 	if !e.pr.Sensitive {
 		env.Output = func(stream, line string) { r.hooks.Output(view, stream, line) }
@@ -885,15 +942,11 @@ func (r *run) convergeStep(ctx context.Context, e *entry, view *plan.Resource, p
 	}()
 	desired := e.desired.WithAction(view.Action)
 	err := r.protect(e, "Converge", func() error {
-		return e.typ.Converge(ctx, env, desired, rd.State, step)
+		return e.typ.Converge(ctx, env, desired, state, step)
 	})
 	close(done)
 	wg.Wait()
-	if err != nil {
-		return err
-	}
-	rr.Outcome = OutcomeChanged
-	return nil
+	return err
 }
 
 // guardsStale compares the guards' verdict in rd with the plan's (kind

@@ -2,9 +2,10 @@ package resources
 
 // Builtin returns a registry of toque's built-in resource types: file,
 // template, directory, link, remote_file, execute and the script family
-// (script, bash, sh, csh, python, perl, powershell_script), and the host's
-// packages: package, apt_repository, apt_update. Callers add further types
-// by building their own registry; nothing registers itself.
+// (script, bash, sh, csh, python, perl, powershell_script), the host's
+// packages (package, apt_repository, apt_update), user, group, cron_d and
+// sysctl. Callers add further types by building their own registry;
+// nothing registers itself.
 func Builtin() *Registry {
 	return NewRegistry(BuiltinTypes()...)
 }
@@ -15,5 +16,6 @@ func BuiltinTypes() []Type {
 		FileType(), TemplateType(), DirectoryType(), LinkType(), RemoteFileType(),
 		PackageType(), AptRepositoryType(), AptUpdateType(),
 		ExecuteType(), ScriptType(), BashType(), ShType(), CshType(), PythonType(), PerlType(), PowerShellScriptType(),
+		UserType(), GroupType(), CronDType(), SysctlType(),
 	}
 }

@@ -24,8 +24,8 @@ import (
 type sample struct {
 	wall   time.Duration
 	maxRSS int64 // KiB
-	// cpu is user plus system time, toque's and its children's: what the
-	// run costs, whatever else the machine is busy with.
+	// cpu is the user and system time of toque and the processes it
+	// waited for: what a busy machine cannot inflate.
 	cpu time.Duration
 }
 
@@ -36,6 +36,7 @@ func main() {
 	guards := flag.Int("guards", 0, "instead: time the plan of this many execute resources with a not_if script guard (see guards.go)")
 	packages := flag.Int("packages", 0, "instead: time the plan of this many installed package resources (see packages.go)")
 	remoteFiles := flag.Int("remote-files", 0, "instead: time the plan of this many remote_file resources whose checksums match (see packages.go)")
+	custom := flag.Int("customtypes", 0, "instead: time the plan of this many resources of a type written in HCL, with and without batch (see customtypes.go)")
 	flag.Parse()
 
 	work, err := os.MkdirTemp("", "toque-bench-")
@@ -47,6 +48,10 @@ func main() {
 	check(build.Run())
 	if *guards > 0 {
 		benchGuards(work, bin, *guards, *runs, *par)
+		return
+	}
+	if *custom > 0 {
+		benchCustomTypes(work, bin, *custom, *runs, *par)
 		return
 	}
 	if *packages > 0 || *remoteFiles > 0 {

@@ -253,6 +253,19 @@ func TestStdinClosed(t *testing.T) {
 	}
 }
 
+// Spec.Stdin reaches the process, and stays out of the debug log.
+func TestStdinGiven(t *testing.T) {
+	var log bytes.Buffer
+	logger := hclog.New(&hclog.LoggerOptions{Output: &log, Level: hclog.Trace})
+	res, err := Run(context.Background(), Spec{Argv: []string{"sh", "-c", "read x; echo got ${#x}"}, Stdin: []byte("s3cret-hash\n"), Logger: logger})
+	if err != nil || res.Stdout != "got 11\n" {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if strings.Contains(log.String(), "s3cret") {
+		t.Errorf("the log shows the standard input:\n%s", log.String())
+	}
+}
+
 func TestKilledBySignal(t *testing.T) {
 	res, err := Run(context.Background(), sh("kill -9 $$"))
 	var ee *ExitError
@@ -687,4 +700,39 @@ func TestNothingOutlivesToque(t *testing.T) {
 			testutil.WaitGone(t, child)
 		})
 	}
+}
+
+func TestRunStdin(t *testing.T) {
+	ctx := context.Background()
+	big := strings.Repeat("0123456789abcdef", 1<<14) // 256 KiB: more than a pipe holds
+	for _, tc := range []struct {
+		name, script, in, want string
+	}{
+		{"read", "cat", `{"path":"/x"}`, `{"path":"/x"}`},
+		{"large", "wc -c", big, fmt.Sprint(len(big))},
+		{"ignored", "echo done", big, "done"},
+		{"empty", "wc -c", "", "0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Run(ctx, Spec{Argv: []string{"/bin/sh", "-c", tc.script}, Stdin: []byte(tc.in), OutputLimit: 1 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.TrimSpace(res.Stdout); got != tc.want {
+				t.Fatalf("stdout %q, want %q", truncateForTest(got), truncateForTest(tc.want))
+			}
+		})
+	}
+	// Without Stdin the process reads /dev/null.
+	res, err := Run(ctx, Spec{Argv: []string{"/bin/sh", "-c", "wc -c"}})
+	if err != nil || strings.TrimSpace(res.Stdout) != "0" {
+		t.Fatalf("no stdin: %v %q", err, res.Stdout)
+	}
+}
+
+func truncateForTest(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
 }
