@@ -338,7 +338,7 @@ func DesiredResource(reg *resources.Registry, r *Resource) (resources.Type, *res
 		}
 		vals[k] = v.Value
 	}
-	return t, resources.NewResource(t.Schema(), r.Name, r.Action, vals), nil
+	return t, resources.NewResource(t.Schema(), r.Name, r.Action, vals).WithSecrets(r.Sensitive, r.SensitiveProperties), nil
 }
 
 // DesiredValues is the inverse of DesiredResource: the values to store.
