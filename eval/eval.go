@@ -19,6 +19,7 @@ import (
 	"github.com/toquehq/toque/config"
 	"github.com/toquehq/toque/guard"
 	"github.com/toquehq/toque/internal/diag"
+	"github.com/toquehq/toque/internal/lazy"
 	"github.com/toquehq/toque/internal/words"
 	"github.com/toquehq/toque/resources"
 )
@@ -64,6 +65,12 @@ type Instance struct {
 	// sensitive node attribute (a template's content, when its variables
 	// or template do). In schema order.
 	SensitiveProps []string
+	// Lazy holds the values known only at apply, by property: the recipe
+	// wrote them as lazy(EXPR) (a template's content too, when its
+	// variables or inline template are lazy). Resource holds an unknown
+	// value for each; the planner evaluates those it can know at plan
+	// (Resolver), and the plan carries the others to apply.
+	Lazy map[string]*lazy.Expr
 }
 
 // EvalContext is the plan-time evaluation context: node and host, and the
@@ -294,10 +301,19 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx 
 	metaNames := []string{"action", "only_if", "not_if", "guard_interpreter", "ignore_failure", "sensitive", "notifies", "subscribes"}
 
 	errored := map[string]bool{}
+	lazies := map[string]*lazy.Expr{}
 	tt, templated := t.(resources.Templated)
 	byName := make(map[string]*hcl.Attribute, len(list))
 	for _, a := range list {
 		byName[a.Name] = a
+		call := lazyCall(a.Expr)
+		if call == nil {
+			if d := misplacedLazy(a.Expr, a.Name); d.HasErrors() {
+				diags = append(diags, d...)
+				errored[a.Name] = true
+				continue
+			}
+		}
 		if templated && a.Name == tt.TemplateProperties().Inline {
 			continue // evaluated with the template's variables (renderTemplate)
 		}
@@ -310,6 +326,43 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx 
 					s.Name, a.Name, words.DidYouMean(a.Name, append(append([]string(nil), propNames...), metaNames...)), words.Quoted(propNames), words.Quoted(metaNames)),
 				Subject: a.NameRange.Ptr(),
 			})
+			continue
+		}
+		if call != nil {
+			inner, d := lazyInner(call)
+			switch {
+			case d.HasErrors():
+			case p.Identity || p.NameProperty:
+				d = d.Append(&hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "lazy is not allowed on a property that names the resource",
+					Detail:   fmt.Sprintf("The property %q names %s: a resource's identity must be known when the plan is made (it is what the plan reads, and what other resources and notifications refer to), so it cannot be lazy. Make it known at plan, and make lazy the properties that depend on what earlier resources do.", p.Name, b.Address()),
+					Subject:  call.Range().Ptr(),
+				})
+			case templated && p.Name == tt.TemplateProperties().Source:
+				d = d.Append(&hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "lazy is not allowed on a template's source",
+					Detail:   fmt.Sprintf("The template file of %s must be known when the plan is made: the plan carries its text, so that apply renders what was reviewed. Make variables lazy instead.", b.Address()),
+					Subject:  call.Range().Ptr(),
+				})
+			}
+			if d.HasErrors() {
+				diags = append(diags, d...)
+				errored[p.Name] = true
+				continue
+			}
+			if p.Sensitive || ev.scope.ReadsSensitive(inner) || callsSensitive(inner) {
+				sensitiveProps[p.Name] = true
+			}
+			e, d := ev.lazyExpr(inner, b.Dir, source)
+			diags = append(diags, d...)
+			if d.HasErrors() {
+				errored[p.Name] = true
+				continue
+			}
+			lazies[p.Name] = e
+			values[p.Name] = p.Unknown()
 			continue
 		}
 		v, d, sens := ev.sensitiveValue(a.Expr)
@@ -358,6 +411,14 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx 
 		}
 	}
 
+	metaDiags := refuseLazy(b.Meta.Action, "action", "the plan shows what each action does")
+	metaDiags = append(metaDiags, refuseLazy(b.Meta.GuardInterpreter, "guard_interpreter", "it says how the guards run, and guards are shown as they will run")...)
+	metaDiags = append(metaDiags, refuseLazy(b.Meta.IgnoreFailure, "ignore_failure", "the plan says what a failure stops")...)
+	metaDiags = append(metaDiags, refuseLazy(b.Meta.Sensitive, "sensitive", "the plan hides a sensitive resource's values")...)
+	diags = append(diags, metaDiags...)
+	if metaDiags.HasErrors() {
+		return nil, diags, ev.templates
+	}
 	actions, d := ev.actions(b.Meta.Action, s)
 	diags = append(diags, d...)
 	action := s.DefaultAction
@@ -369,7 +430,7 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx 
 	ignore, d := ev.boolean(b.Meta.IgnoreFailure, "ignore_failure")
 	diags = append(diags, d...)
 	if templated {
-		diags = append(diags, renderTemplate(b, tt, action, byName, values, errored, ev)...)
+		diags = append(diags, renderTemplate(b, tt, action, byName, values, errored, lazies, ev, source)...)
 		props := tt.TemplateProperties()
 		if sensitiveProps[props.Variables] || ev.templateReadSensitive {
 			sensitiveProps[props.Content] = true
@@ -377,32 +438,43 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx 
 	}
 
 	res := resources.NewResource(s, b.Name, action, values)
+	onlyIf, onlyAtApply, d := guardExpr(b.Meta.OnlyIf, "only_if")
+	diags = append(diags, d...)
+	notIf, notAtApply, d := guardExpr(b.Meta.NotIf, "not_if")
+	diags = append(diags, d...)
+	if diags.HasErrors() {
+		return nil, diags, ev.templates
+	}
 	// Guards that read a sensitive attribute (or use sensitive()) hide
 	// their command, output and environment like a sensitive resource's.
-	guardsSensitive := sensitive || ev.marksOrReadsSensitive(b.Meta.OnlyIf) || ev.marksOrReadsSensitive(b.Meta.NotIf)
-	guards, d := guard.Decode(guard.Input{
-		OnlyIf:           b.Meta.OnlyIf,
-		NotIf:            b.Meta.NotIf,
+	guardsSensitive := sensitive || ev.marksOrReadsSensitive(onlyIf) || ev.marksOrReadsSensitive(notIf)
+	lazyProps := map[string]bool{}
+	for k := range lazies {
+		lazyProps[k] = true
+	}
+	in := guard.Input{
+		OnlyIf:           onlyIf,
+		NotIf:            notIf,
+		OnlyIfAtApply:    onlyAtApply,
+		NotIfAtApply:     notAtApply,
 		GuardInterpreter: b.Meta.GuardInterpreter,
 		Parent:           res,
 		Ctx:              plainCtx,
 		Registry:         reg,
 		Source:           source,
 		Sensitive:        guardsSensitive,
-	})
+		Capture:          func(e hcl.Expression) (*lazy.Expr, hcl.Diagnostics) { return ev.lazyExpr(e, b.Dir, source) },
+		LazyProps:        lazyProps,
+	}
+	guards, d := guard.Decode(in)
 	diags = append(diags, d...)
 	var notifiedGuards []*guard.Spec
 	if action == "nothing" && b.Meta.HasGuards() && !d.HasErrors() {
 		// Not guarded in place, but a notified run of it is.
-		notifiedGuards, _ = guard.Decode(guard.Input{
-			OnlyIf:           b.Meta.OnlyIf,
-			NotIf:            b.Meta.NotIf,
-			GuardInterpreter: b.Meta.GuardInterpreter,
-			Parent:           resources.NewResource(s, b.Name, s.DefaultAction, values),
-			Ctx:              plainCtx,
-			Registry:         reg,
-			Source:           source,
-		})
+		nin := in
+		nin.Parent = resources.NewResource(s, b.Name, s.DefaultAction, values)
+		nin.Sensitive = false
+		notifiedGuards, _ = guard.Decode(nin)
 	}
 
 	if sensitive || mayBeSensitive(b.Meta.Sensitive, ctx) {
@@ -419,7 +491,11 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx 
 			sensList = append(sensList, p.Name)
 		}
 	}
+	if len(lazies) == 0 {
+		lazies = nil
+	}
 	return &Instance{
+		Lazy:           lazies,
 		Actions:        actions,
 		SensitiveProps: sensList,
 		NotifiedGuards: notifiedGuards,

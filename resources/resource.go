@@ -420,6 +420,16 @@ type Property struct {
 // directory and link).
 const NamespacePath = "path"
 
+// Unknown is the property's value while it is known only at apply
+// (lazy(…)): an unknown value of its type. Load and Plan may see it (a
+// plan is made with it); Converge never does.
+func (p *Property) Unknown() cty.Value {
+	if p.Type == cty.NilType || p.Type == cty.DynamicPseudoType {
+		return cty.DynamicVal
+	}
+	return cty.UnknownVal(p.Type)
+}
+
 // IsDesiredState reports whether the property is compared and converged.
 func (p *Property) IsDesiredState() bool { return !p.NonState && !p.Identity && !p.NameProperty }
 
