@@ -32,10 +32,34 @@ const DefaultParallelism = 10
 // outcome of guard i: what ran is the guard's spec, which the plan keeps
 // beside it (Resource.GuardSpecs). The output of a sensitive guard is not
 // kept.
+//
+// A guard decided at apply records what it says now, deciding nothing; one
+// that could not run now records why (GuardResult.Error).
 func GuardResults(outs []guard.Outcome, decidedBy int) []plan.GuardResult {
 	var out []plan.GuardResult
 	for i, o := range outs {
-		if o.Err != nil || o.Spec == nil {
+		if o.Spec == nil {
+			continue
+		}
+		if o.Deferred {
+			g := plan.GuardResult{ExitCode: o.ExitCode, DurationMS: o.Duration.Milliseconds(), Output: o.Output, Passed: o.Condition, Warning: o.Warning}
+			if o.Err != nil {
+				msg := o.Err.Error()
+				for _, head := range []string{o.Spec.Describe() + " cannot run: ", o.Spec.Describe() + ": "} {
+					msg = strings.TrimPrefix(msg, head)
+				}
+				g = plan.GuardResult{Error: msg, DurationMS: o.Duration.Milliseconds()}
+			}
+			if o.Spec.Sensitive {
+				g.Output = ""
+				if g.Error != "" {
+					g.Error = "it cannot run now (its error is hidden: the resource is sensitive)"
+				}
+			}
+			out = append(out, g)
+			continue
+		}
+		if o.Err != nil {
 			continue
 		}
 		g := plan.GuardResult{
@@ -75,6 +99,10 @@ type Planner struct {
 	Guards plan.GuardFunc
 	// Rand is the source of the plan's salt; nil means crypto/rand.
 	Rand io.Reader
+	// Resolver evaluates the values known only at apply that the plan can
+	// know already, and the guards decided at apply for what they say now;
+	// nil means eval.Resolver.
+	Resolver plan.Resolver
 }
 
 // Plan compiles cfg's node attributes with the host facts, evaluates its
@@ -122,6 +150,21 @@ func (p *Planner) Plan(ctx context.Context, cfg *config.Config) (*plan.Plan, hcl
 	// this host's absolute paths are noise.
 	for _, r := range pl.Resources {
 		r.Source.Filename = cfg.DisplayPath(r.Source.Filename)
+		for _, e := range r.Lazy {
+			e.Range.Filename = cfg.DisplayPath(e.Range.Filename)
+		}
+		for _, g := range r.GuardSpecs {
+			if g != nil && g.Lazy != nil {
+				g.Lazy.Range.Filename = cfg.DisplayPath(g.Lazy.Range.Filename)
+			}
+		}
+	}
+	for _, nr := range pl.NotifiedRuns {
+		for _, g := range nr.GuardSpecs {
+			if g != nil && g.Lazy != nil {
+				g.Lazy.Range.Filename = cfg.DisplayPath(g.Lazy.Range.Filename)
+			}
+		}
 	}
 	{
 		// Attributes a sensitive resource reads are as secret as it is.
@@ -264,10 +307,28 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 	wg.Wait()
 
 	ress := make([]*plan.Resource, len(results))
+	for i, o := range results {
+		ress[i] = o.res
+	}
+	// What is deferred to apply waits only for earlier resources with
+	// work that could change what it reads: in order, each resource's
+	// values and guards no earlier one could change are settled now, and
+	// the resource planned again with them.
+	insts = append([]*eval.Instance(nil), insts...)
+	for i := range insts {
+		if ctx.Err() != nil || ress[i] == nil {
+			continue
+		}
+		inst, res, steps, d, changed := p.settle(ctx, logger, insts, ress, i, salt)
+		if !changed {
+			continue
+		}
+		insts[i], ress[i] = inst, res
+		results[i] = outcome{res, steps, append(results[i].diags, d...)}
+	}
 	provided := map[string]bool{}
 	for i, o := range results {
 		diags = append(diags, o.diags...)
-		ress[i] = o.res
 		if o.res != nil {
 			pl.Resources = append(pl.Resources, o.res)
 		}
@@ -333,7 +394,14 @@ func declRange(inst *eval.Instance) *hcl.Range {
 
 // lifecycle is the lifecycle the planner evaluates resources with.
 func (p *Planner) lifecycle(logger hclog.Logger) *plan.Lifecycle {
-	return &plan.Lifecycle{Registry: p.Registry, Logger: logger, Guards: p.Guards}
+	return &plan.Lifecycle{Registry: p.Registry, Logger: logger, Guards: p.Guards, Resolver: p.resolver()}
+}
+
+func (p *Planner) resolver() plan.Resolver {
+	if p.Resolver != nil {
+		return p.Resolver
+	}
+	return eval.Resolver{}
 }
 
 // planOne plans one resource. It never panics: a panicking type becomes an
@@ -370,6 +438,7 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 		Sensitive:     inst.Sensitive,
 		IgnoreFailure: inst.IgnoreFailure,
 		Desired:       plan.DesiredValues(desired),
+		Lazy:          inst.Lazy,
 	}
 	if res.Action == "" {
 		res.Action = schema.DefaultAction
@@ -395,7 +464,7 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 	readings, err := p.lifecycle(logger).EvaluateActions(ctx, &plan.Subject{
 		Address: addr, Type: inst.Type, Desired: desired, Guards: inst.Guards,
 		Sensitive: inst.Sensitive, SensitiveProps: res.SensitiveProperties, Salt: salt,
-		State: pre,
+		State: pre, Lazy: inst.Lazy, Deferred: plan.DeferredShow,
 	}, inst.Actions)
 	rd := readings[0]
 	if err != nil {
@@ -548,8 +617,8 @@ func changesOf(changes []resources.Change) []plan.Change {
 func hostChecks(inst *eval.Instance, desired *resources.Resource) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, prop := range desired.Schema().Properties {
-		if prop.HostCheck == nil || !desired.IsSet(prop.Name) {
-			continue
+		if prop.HostCheck == nil || !desired.IsSet(prop.Name) || !desired.Values[prop.Name].IsWhollyKnown() {
+			continue // unset, or known only at apply (checked then)
 		}
 		if err := prop.HostCheck(desired.Values[prop.Name]); err != nil {
 			diags = diags.Append(&hcl.Diagnostic{
