@@ -810,7 +810,8 @@ func (r *run) convergeOne(ctx context.Context, e *entry, si int, rr *ResourceRep
 		// A guard decided at apply, as the plan said it would be.
 		r.hooks.PreApply(view)
 		rr.Outcome = OutcomeSkipped
-		rr.Reason = "skipped: decided at apply: " + skippedNow(rd)
+		o := rd.Guards[rd.DecidedBy]
+		rr.Reason = "skipped: decided at apply: " + o.Spec.Verdict(o.Condition)
 		r.logger.Info("skipped by a guard decided at apply", "resource", e.pr.Address, "guard", rr.Reason)
 		jerr := ended(rr.Outcome)
 		r.hooks.PostApply(view, *rr)

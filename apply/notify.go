@@ -301,8 +301,8 @@ func (n *notifier) converge(ctx context.Context, nr *plan.NotifiedRun, view *pla
 		why := skippedNow(rd)
 		rr.Outcome = OutcomeSkipped
 		rr.Reason = "skipped: " + why
-		if rd.Guards[rd.DecidedBy].Spec.AtApply {
-			rr.Reason = "skipped: decided at apply: " + why
+		if o := rd.Guards[rd.DecidedBy]; o.Spec.AtApply {
+			rr.Reason = "skipped: decided at apply: " + o.Spec.Verdict(o.Condition)
 		} else {
 			rr.DiffersFromPlan = why
 		}

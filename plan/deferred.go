@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
 
 	"github.com/zclconf/go-cty/cty"
@@ -85,6 +86,10 @@ func writer(reg *resources.Registry, r *Resource, reads lazy.Reads) (Writer, boo
 	if _, ok := t.(resources.Runner); ok {
 		w.Runs = true
 		if c, ok := stringOf(desiredValue(r, "creates")); ok {
+			if !filepath.IsAbs(c) {
+				cwd, _ := stringOf(desiredValue(r, "cwd"))
+				c = filepath.Join(cwd, c)
+			}
 			for _, p := range reads.Paths {
 				if lazy.Related(p, c) {
 					w.Path, w.Via = c, "creates"

@@ -195,7 +195,7 @@ func (p *Plan) showDeferred(reg *resources.Registry, s *Shown, nr *NotifiedRun) 
 		if l.Sensitive {
 			l.Expression = Sensitive
 		}
-		l.Reads = p.lazyReads(e, l.Sensitive)
+		l.Reads = p.lazyReads(e, r.Sensitive, l.Sensitive)
 		l.After = waits(p.DeferredWhy(reg, r, nr, e.Reads()))
 		s.Lazy = append(s.Lazy, l)
 	}
@@ -228,10 +228,19 @@ func (p *Plan) showDeferred(reg *resources.Registry, s *Shown, nr *NotifiedRun) 
 const maxWaits = 5
 
 // waits words the earlier resources a deferred value or guard waits for:
-// those whose path it names first, then those that run commands, at most
-// maxWaits and how many more.
+// those that create a path it names first, then those that manage one,
+// then the others, at most maxWaits and how many more.
 func waits(ws []Writer) []string {
-	sort.SliceStable(ws, func(i, j int) bool { return ws[i].Path != "" && ws[j].Path == "" })
+	rank := func(w Writer) int {
+		switch {
+		case w.Via == "creates":
+			return 0
+		case w.Path != "":
+			return 1
+		}
+		return 2
+	}
+	sort.SliceStable(ws, func(i, j int) bool { return rank(ws[i]) < rank(ws[j]) })
 	var out []string
 	for i, w := range ws {
 		if i == maxWaits {
@@ -244,9 +253,10 @@ func waits(ws []Writer) []string {
 }
 
 // lazyReads lists what e reads that its plan carries, for display: each
-// node attribute and host fact read (hidden when sensitive), each
-// environment variable and each recipe file.
-func (p *Plan) lazyReads(e *LazyExpr, sensitive bool) []ShownValue {
+// node attribute and host fact read (hidden for a sensitive resource, or a
+// sensitive attribute), each environment variable (hidden for a sensitive
+// value too) and each recipe file (by size and digest).
+func (p *Plan) lazyReads(e *LazyExpr, sensitive, sensitiveValue bool) []ShownValue {
 	var out []ShownValue
 	hidden := map[string]bool{}
 	for _, a := range p.Attributes {
@@ -275,7 +285,7 @@ func (p *Plan) lazyReads(e *LazyExpr, sensitive bool) []ShownValue {
 		if v := e.Scope.Env[name]; v != nil {
 			shown = DisplayValue(cty.StringVal(*v))
 		}
-		if sensitive {
+		if sensitive || sensitiveValue {
 			shown = Sensitive
 		}
 		out = append(out, ShownValue{Property: "env " + name, Value: shown})

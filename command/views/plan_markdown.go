@@ -529,7 +529,11 @@ func propertyLines(kind resources.Kind, c plan.ShownChange) []string {
 		if kind == resources.Update && c.Before != "" {
 			sign = "!"
 		}
-		lines = append(lines, sign+" "+prop+" = "+plan.Sensitive+suffix)
+		after := plan.Sensitive
+		if c.KnownAtApply {
+			after = EscapeLine(c.After) // "(known at apply; sensitive)"
+		}
+		lines = append(lines, sign+" "+prop+" = "+after+suffix)
 		return lines
 	case kind == resources.Create || c.Before == "":
 		lines = append(lines, "+ "+prop+" = "+EscapeLine(c.After)+suffix)

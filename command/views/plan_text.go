@@ -388,6 +388,8 @@ func renderChange(bw *errWriter, pt painter, kind resources.Kind, c plan.ShownCh
 		for _, line := range strings.Split(strings.TrimRight(c.Diff, "\n"), "\n") {
 			bw.printf("          %s\n", diffLine(pt, Escape(line)))
 		}
+	case c.Sensitive && c.KnownAtApply:
+		bw.printf("      %s %s = %s%s\n", sym, name, EscapeLine(c.After), suffix)
 	case c.Sensitive:
 		bw.printf("      %s %s = %s%s\n", sym, name, plan.Sensitive, suffix)
 	case c.Before != "" && kind != resources.Create:

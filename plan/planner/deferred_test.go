@@ -94,7 +94,7 @@ execute "start" {
 		t.Errorf("counts %+v", c)
 	}
 	s := pl.Show(resources.Builtin(), conf)
-	if len(s.Lazy) != 1 || len(s.Lazy[0].After) != 2 || !strings.Contains(s.Lazy[0].After[1], "execute[keygen] (creates "+root+"/keys/api.key)") {
+	if len(s.Lazy) != 1 || len(s.Lazy[0].After) != 2 || !strings.Contains(s.Lazy[0].After[0], "execute[keygen] (creates "+root+"/keys/api.key)") {
 		t.Errorf("shown %+v", s.Lazy)
 	}
 	if got := s.Changes[0].After; got != `(known at apply: "key=${file("`+root+`/keys/api.key")}")` {
