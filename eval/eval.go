@@ -290,9 +290,10 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx 
 	byName := make(map[string]*hcl.Attribute, len(list))
 	for _, a := range list {
 		byName[a.Name] = a
-		call := lazyCall(a.Expr)
+		native := ev.nativeOf(a.Expr, source)
+		call := lazyCall(native)
 		if call == nil {
-			if d := misplacedLazy(a.Expr, a.Name); d.HasErrors() {
+			if d := misplacedLazy(native, a.Name); d.HasErrors() {
 				diags = append(diags, d...)
 				errored[a.Name] = true
 				continue
@@ -395,10 +396,10 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx 
 		}
 	}
 
-	metaDiags := refuseLazy(b.Meta.Action, "action", "the plan shows what each action does")
-	metaDiags = append(metaDiags, refuseLazy(b.Meta.GuardInterpreter, "guard_interpreter", "it says how the guards run, and guards are shown as they will run")...)
-	metaDiags = append(metaDiags, refuseLazy(b.Meta.IgnoreFailure, "ignore_failure", "the plan says what a failure stops")...)
-	metaDiags = append(metaDiags, refuseLazy(b.Meta.Sensitive, "sensitive", "the plan hides a sensitive resource's values")...)
+	metaDiags := refuseLazy(ev.nativeOf(b.Meta.Action, source), "action", "the plan shows what each action does")
+	metaDiags = append(metaDiags, refuseLazy(ev.nativeOf(b.Meta.GuardInterpreter, source), "guard_interpreter", "it says how the guards run, and guards are shown as they will run")...)
+	metaDiags = append(metaDiags, refuseLazy(ev.nativeOf(b.Meta.IgnoreFailure, source), "ignore_failure", "the plan says what a failure stops")...)
+	metaDiags = append(metaDiags, refuseLazy(ev.nativeOf(b.Meta.Sensitive, source), "sensitive", "the plan hides a sensitive resource's values")...)
 	diags = append(diags, metaDiags...)
 	if metaDiags.HasErrors() {
 		return nil, diags, ev.templates
@@ -422,9 +423,9 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx 
 	}
 
 	res := resources.NewResource(s, b.Name, action, values)
-	onlyIf, onlyAtApply, d := guardExpr(b.Meta.OnlyIf, "only_if")
+	onlyIf, onlyAtApply, d := guardExpr(ev.nativeOf(b.Meta.OnlyIf, source), "only_if")
 	diags = append(diags, d...)
-	notIf, notAtApply, d := guardExpr(b.Meta.NotIf, "not_if")
+	notIf, notAtApply, d := guardExpr(ev.nativeOf(b.Meta.NotIf, source), "not_if")
 	diags = append(diags, d...)
 	if diags.HasErrors() {
 		return nil, diags, ev.templates
@@ -619,6 +620,9 @@ type evaluator struct {
 	ctx       *hcl.EvalContext
 	scope     *Scope
 	templates []*TemplateError
+	// jsonStrings are the JSON-syntax strings read as native templates
+	// to find lazy(…) in them (nativeOf).
+	jsonStrings []jsonString
 	// templateReadSensitive is set when a rendered template (inline or
 	// file) reads a sensitive node attribute.
 	templateReadSensitive bool

@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -126,7 +127,10 @@ func callsSensitive(expr hcl.Expression) bool {
 // text) with what it reads that is fixed now. source returns recipe text.
 func (ev *evaluator) lazyExpr(inner hcl.Expression, dir string, source func(hcl.Range) string) (*lazy.Expr, hcl.Diagnostics) {
 	rng := inner.Range()
-	text := sourceOf(source, rng)
+	text := ev.jsonText(rng)
+	if text == "" {
+		text = sourceOf(source, rng)
+	}
 	if text == "" {
 		return nil, hcl.Diagnostics{{
 			Severity: hcl.DiagError,
@@ -384,4 +388,54 @@ func guardExpr(expr hcl.Expression, kind string) (hcl.Expression, bool, hcl.Diag
 		return nil, false, d
 	}
 	return inner, true, nil
+}
+
+// jsonString is a string of HCL's JSON syntax that nativeOf parsed as the
+// template it is: its text (unescaped) starts at byte base of filename.
+type jsonString struct {
+	filename string
+	base     int
+	text     []byte
+}
+
+// nativeOf is expr in native syntax when it is a string of HCL's JSON
+// syntax holding lazy(…) ("content": "${lazy(file(\"/k\"))}"): a JSON
+// string is a template, parsed here at the string's place (lines and
+// columns are the string's, as hcl's own JSON reading gives them), so that
+// lazy reads alike in both syntaxes. Anything else is returned as it is.
+func (ev *evaluator) nativeOf(expr hcl.Expression, source func(hcl.Range) string) hcl.Expression {
+	if expr == nil {
+		return nil
+	}
+	if _, native := expr.(hclsyntax.Expression); native {
+		return expr
+	}
+	rng := expr.Range()
+	raw := sourceOf(source, rng)
+	if !strings.HasPrefix(raw, `"`) || !strings.Contains(raw, lazyName) {
+		return expr
+	}
+	var text string
+	if err := json.Unmarshal([]byte(raw), &text); err != nil {
+		return expr
+	}
+	start := hcl.Pos{Line: rng.Start.Line, Column: rng.Start.Column + 1, Byte: rng.Start.Byte + 1}
+	t, diags := hclsyntax.ParseTemplate([]byte(text), rng.Filename, start)
+	if diags.HasErrors() || len(lazy.FindCalls(t, lazyName)) == 0 {
+		return expr
+	}
+	ev.jsonStrings = append(ev.jsonStrings, jsonString{filename: rng.Filename, base: start.Byte, text: []byte(text)})
+	return t
+}
+
+// jsonText is the text of rng inside a JSON string nativeOf parsed, "" when
+// rng is not inside one.
+func (ev *evaluator) jsonText(rng hcl.Range) string {
+	for _, js := range ev.jsonStrings {
+		lo, hi := rng.Start.Byte-js.base, rng.End.Byte-js.base
+		if rng.Filename == js.filename && lo >= 0 && lo <= hi && hi <= len(js.text) {
+			return string(js.text[lo:hi])
+		}
+	}
+	return ""
 }

@@ -318,3 +318,37 @@ file "/b" {
 		t.Errorf("got %v", err)
 	}
 }
+
+// TestLazyJSONSyntax: lazy reads alike in HCL's JSON syntax, where a
+// string is a template: "${lazy(…)}" is the whole value.
+func TestLazyJSONSyntax(t *testing.T) {
+	dir := writeDir(t, map[string]string{"a.hcl.json": `{
+  "default": {"app": {"root": "/srv/app"}},
+  "file": {
+    "/a": {
+      "content": "${lazy(file(\"${node.app.root}/key\"))}",
+      "only_if": "${lazy(\"test -f /srv/app/key\")}"
+    }
+  }
+}`})
+	_, insts, diags := plan(t, dir)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	e := insts[0].Lazy["content"]
+	if e == nil || e.Source != `file("${node.app.root}/key")` || e.Scope.Node == nil || e.Range.Start.Line != 5 {
+		t.Fatalf("lazy content %+v", e)
+	}
+	if r := e.Reads(); len(r.Paths) != 1 || r.Paths[0] != "/srv/app/key" {
+		t.Errorf("reads %+v", r)
+	}
+	if g := insts[0].Guards; len(g) != 1 || !g[0].AtApply || g[0].Source != "test -f /srv/app/key" {
+		t.Errorf("guards %+v", g)
+	}
+
+	dir = writeDir(t, map[string]string{"a.hcl.json": `{"file": {"/a": {"content": "key=${lazy(\"x\")}"}}}`})
+	_, _, diags = plan(t, dir)
+	if got := summaries(diags); len(got) != 1 || got[0] != "lazy must be the whole value" {
+		t.Errorf("errors %q", got)
+	}
+}

@@ -65,7 +65,7 @@ func renderTemplate(b *config.ResourceBlock, tt resources.Templated, action stri
 	inlineLazy := false
 	if inline != nil {
 		inlineExpr = inline.Expr
-		if call := lazyCall(inline.Expr); call != nil {
+		if call := lazyCall(ev.nativeOf(inline.Expr, source)); call != nil {
 			inner, d := lazyInner(call)
 			if d.HasErrors() {
 				return append(diags, d...)
