@@ -241,3 +241,36 @@ file "ROOT/c" {
 	}
 	contains(t, "apply", r.stdout, "execute[b]: skipped: a guard decided at apply: not_if `test -f "+e.root+"/flag` is true")
 }
+
+// TestE2ENotifiedRunDecidedAtApply: a notified target whose guard and
+// values wait for apply runs only as its guard decides then, with its
+// values evaluated then.
+func TestE2ENotifiedRunDecidedAtApply(t *testing.T) {
+	e := newEnv(t)
+	e.recipe("a.hcl", `
+file "ROOT/app.conf" {
+  content = "v1\n"
+  notifies "run" {
+    resource = "execute[reload]"
+  }
+}
+execute "reload" {
+  command     = "printf %s \"$CONF\" > ROOT/reloaded"
+  environment = lazy({ CONF = file("ROOT/app.conf") })
+  only_if     = lazy("test -f ROOT/app.conf")
+  action      = "nothing"
+  # The guard must not inherit the environment, known only at apply.
+  guard_interpreter = "default"
+}
+`)
+	r := e.must(0, "plan", "-out=plan.out")
+	contains(t, "plan", r.stdout,
+		"# execute[reload] will run, unless a guard decided at apply skips it: notified by file["+e.root+"/app.conf] (delayed)",
+		"? decided at apply: only_if `test -f "+e.root+"/app.conf` (fails now",
+		"environment = (known at apply: { CONF = file(\""+e.root+"/app.conf\") })",
+		"; 1 decided at apply, 1 with values known at apply.")
+	r = e.must(0, "apply", "plan.out")
+	if got := e.read("reloaded"); got != "v1\n" {
+		t.Errorf("reloaded %q\n%s", got, r)
+	}
+}

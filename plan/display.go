@@ -417,6 +417,11 @@ func (s *Shown) context() []ShownValue {
 		}
 		dv, ok := r.Desired[prop.Name]
 		v := dv.Value
+		if r.Lazy[prop.Name] != nil && !isID {
+			// Known at apply: showDeferred words it.
+			rest = append(rest, ShownValue{Property: prop.Name})
+			continue
+		}
 		if !ok || v == cty.NilVal || v.IsNull() {
 			continue
 		}

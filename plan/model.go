@@ -383,40 +383,56 @@ func (p *Plan) Counts() Counts {
 	for _, n := range p.NotifiedRuns {
 		c.add(n.Kind)
 	}
-	for _, r := range p.Resources {
-		if !r.AnyWork() {
-			continue
-		}
-		if r.HasGuardAtApply() {
-			c.DecidedAtApply++
-		}
-		if len(r.Lazy) > 0 {
-			c.KnownAtApply++
-		}
-	}
+	c.DecidedAtApply, c.KnownAtApply = len(p.DecidedAtApply()), len(p.KnownAtApply())
 	return c
 }
 
-// DecidedAtApply lists, in plan order, the resources with work whose
-// guards include one decided at apply.
+// DecidedAtApply lists, in plan order, the resources with work (their own,
+// or a notified run's) whose guards include one decided at apply, each
+// once.
 func (p *Plan) DecidedAtApply() []string {
+	return p.deferredWork(func(r *Resource, nr *NotifiedRun) bool {
+		if nr != nil {
+			for _, s := range nr.GuardSpecs {
+				if s != nil && s.AtApply {
+					return true
+				}
+			}
+			return false
+		}
+		return r.HasGuardAtApply()
+	})
+}
+
+// KnownAtApply lists, in plan order, the resources with work (their own,
+// or a notified run's) and values known only at apply, each once.
+func (p *Plan) KnownAtApply() []string {
+	return p.deferredWork(func(r *Resource, _ *NotifiedRun) bool { return len(r.Lazy) > 0 })
+}
+
+// deferredWork lists the addresses of resources with work, and then of
+// targets of notified runs with work, for which has holds, each once.
+func (p *Plan) deferredWork(has func(r *Resource, nr *NotifiedRun) bool) []string {
 	var out []string
+	seen := map[string]bool{}
+	byAddr := map[string]*Resource{}
 	for _, r := range p.Resources {
-		if r.AnyWork() && r.HasGuardAtApply() {
+		if r == nil {
+			continue
+		}
+		byAddr[r.Address] = r
+		if r.AnyWork() && has(r, nil) && !seen[r.Address] {
+			seen[r.Address] = true
 			out = append(out, r.Address)
 		}
 	}
-	return out
-}
-
-// KnownAtApply lists, in plan order, the resources with work and values
-// known only at apply.
-func (p *Plan) KnownAtApply() []string {
-	var out []string
-	for _, r := range p.Resources {
-		if r.AnyWork() && len(r.Lazy) > 0 {
-			out = append(out, r.Address)
+	for _, nr := range p.NotifiedRuns {
+		r := byAddr[nr.Address]
+		if nr == nil || r == nil || !nr.HasWork() || seen[nr.Address] || !has(r, nr) {
+			continue
 		}
+		seen[nr.Address] = true
+		out = append(out, nr.Address)
 	}
 	return out
 }
