@@ -347,6 +347,17 @@ type LazyError struct {
 }
 
 func (e *LazyError) Error() string {
+	return e.message(false)
+}
+
+// Redacted is the error without what the evaluation said beyond its
+// summaries (a detail may quote the values it read), for a sensitive
+// value: it still names the property and points at the expression.
+func (e *LazyError) Redacted() error {
+	return errors.New(e.message(true))
+}
+
+func (e *LazyError) message(redact bool) string {
 	where := fmt.Sprintf("%s:%d:%d", e.Range.Filename, e.Range.Start.Line, e.Range.Start.Column)
 	what := "lazy(…)"
 	if e.Property != "" {
@@ -358,7 +369,7 @@ func (e *LazyError) Error() string {
 			continue
 		}
 		m := d.Summary
-		if d.Detail != "" {
+		if d.Detail != "" && !redact {
 			m += ": " + strings.TrimSuffix(d.Detail, ".")
 		}
 		if d.Subject != nil && (d.Subject.Start.Line != e.Range.Start.Line || d.Subject.Start.Column != e.Range.Start.Column || d.Subject.Filename != e.Range.Filename) {
@@ -366,8 +377,11 @@ func (e *LazyError) Error() string {
 		}
 		msgs = append(msgs, m)
 	}
-	if e.Err != nil {
+	if e.Err != nil && !redact {
 		msgs = append(msgs, e.Err.Error())
+	}
+	if redact {
+		msgs = append(msgs, "(the rest is hidden: the value is sensitive)")
 	}
 	return fmt.Sprintf("%s: %s could not be evaluated: %s", where, what, strings.Join(msgs, "; "))
 }

@@ -352,3 +352,17 @@ func TestLazyJSONSyntax(t *testing.T) {
 		t.Errorf("errors %q", got)
 	}
 }
+
+// TestLazyErrorRedacted: the error of a sensitive value names the property
+// and its place, and nothing the evaluation said about its values.
+func TestLazyErrorRedacted(t *testing.T) {
+	le := &LazyError{Property: "content", Range: hcl.Range{Filename: "a.hcl", Start: hcl.Pos{Line: 2, Column: 3}},
+		Diags: hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid index", Detail: "The key \"hunter2\" does not exist."}}}
+	got := le.Redacted().Error()
+	if strings.Contains(got, "hunter2") || !strings.HasPrefix(got, "a.hcl:2:3: content = lazy(…) could not be evaluated: Invalid index") {
+		t.Errorf("redacted: %q", got)
+	}
+	if !strings.Contains(le.Error(), "hunter2") {
+		t.Errorf("not redacted: %q", le.Error())
+	}
+}

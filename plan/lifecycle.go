@@ -81,6 +81,21 @@ type Resolver interface {
 	Guard(ctx context.Context, e *LazyExpr) (bool, error)
 }
 
+// hidesLazy reports whether an evaluation error of s's lazy values must
+// not say more than where it is: the resource, or a lazy property of it,
+// is sensitive.
+func (s *Subject) hidesLazy() bool {
+	if s.Sensitive {
+		return true
+	}
+	for _, p := range s.SensitiveProps {
+		if s.Lazy[p] != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // Reading is what the lifecycle found for a Subject: the guards' verdict
 // and, unless a guard decided to skip, the live state and the step the
 // action would take from it.
@@ -227,6 +242,9 @@ func (l *Lifecycle) Evaluate(ctx context.Context, s *Subject) (*Reading, error) 
 		resolved, err := l.Resolver.Resolve(ctx, desired, s.Lazy)
 		if err == nil && resolved == nil {
 			err = fmt.Errorf("evaluating them gave no resource")
+		}
+		if r, ok := err.(interface{ Redacted() error }); ok && s.hidesLazy() {
+			err = r.Redacted()
 		}
 		if err != nil {
 			return fail(PhaseValues, err)

@@ -222,3 +222,31 @@ func TestLifecycleDeferred(t *testing.T) {
 }
 
 func reflectEqual(a, b []string) bool { return strings.Join(a, ",") == strings.Join(b, ",") }
+
+type redactable struct{ msg string }
+
+func (r redactable) Error() string   { return r.msg + ": hunter2" }
+func (r redactable) Redacted() error { return errors.New(r.msg) }
+
+// TestLifecycleHidesSensitiveLazyErrors: a value known at apply of a
+// sensitive resource, or a sensitive property, fails without saying what
+// its evaluation said.
+func TestLifecycleHidesSensitiveLazyErrors(t *testing.T) {
+	typ := newLCType()
+	s := lcSubject(typ, "create")
+	s.Desired.Values["content"] = cty.UnknownVal(cty.String)
+	s.Lazy = map[string]*LazyExpr{"content": {Source: `"x"`}}
+	s.Deferred = DeferredDecide
+	lc := &Lifecycle{Resolver: &fakeResolver{fail: redactable{"content failed"}}}
+	for _, c := range []struct {
+		sensitive bool
+		props     []string
+		hidden    bool
+	}{{false, nil, false}, {true, nil, true}, {false, []string{"content"}, true}, {false, []string{"other"}, false}} {
+		s.Sensitive, s.SensitiveProps = c.sensitive, c.props
+		_, err := lc.Evaluate(context.Background(), s)
+		if err == nil || strings.Contains(err.Error(), "hunter2") != !c.hidden {
+			t.Errorf("%+v: %v", c, err)
+		}
+	}
+}

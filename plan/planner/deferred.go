@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/hcl/v2"
@@ -85,13 +86,16 @@ func (p *Planner) settle(ctx context.Context, logger hclog.Logger, insts []*eval
 		d := &hcl.Diagnostic{
 			Severity: hcl.DiagError,
 			Summary:  "Value known at apply cannot be evaluated",
-			Detail:   fmt.Sprintf("%s: %s. No earlier resource of this plan could change what it reads, so it would fail at apply too.", instAddress(inst), lazyReason(err)),
 			Subject:  declRange(inst),
 		}
 		var le *eval.LazyError
 		if errors.As(err, &le) {
 			d.Subject = le.Range.Ptr()
+			if hidesLazy(inst, known) {
+				err = le.Redacted()
+			}
 		}
+		d.Detail = fmt.Sprintf("%s: %s. No earlier resource of this plan could change what it reads, so it would fail at apply too.", instAddress(inst), lazyReason(err))
 		return inst, nil, nil, diags.Append(d), true
 	}
 	c := *inst
@@ -104,11 +108,29 @@ func (p *Planner) settle(ctx context.Context, logger hclog.Logger, insts []*eval
 	return &c, res, steps, append(diags, d...), true
 }
 
+// hidesLazy reports whether an evaluation error of inst's lazy values must
+// not say more than where it is: inst, or a lazy property of it, is
+// sensitive.
+func hidesLazy(inst *eval.Instance, lazies map[string]*lazy.Expr) bool {
+	if inst.Sensitive {
+		return true
+	}
+	for _, p := range inst.SensitiveProps {
+		if lazies[p] != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // lazyReason words a failed evaluation for a diagnostic's detail.
 func lazyReason(err error) string {
 	var le *eval.LazyError
 	if errors.As(err, &le) {
 		return le.Error()
+	}
+	if strings.Contains(err.Error(), "could not be evaluated") {
+		return err.Error()
 	}
 	return "cannot be evaluated: " + err.Error()
 }
