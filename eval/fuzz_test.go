@@ -23,6 +23,8 @@ func FuzzLoadAndEvaluate(f *testing.F) {
 		{`{"file": {"/x": {"content": "${host.hostname}", "notifies": {"touch": {"resource": "file[/x]"}}}}}`, true},
 		{`{"default": {"a": {"b": [1, {"c": null}]}}, "acount": 1}`, true},
 		{`[1, 2]`, true},
+		{"file \"/l\" {\n  content = lazy(templatefile(\"t.tpl\", { a = file(\"/k\") }))\n  only_if = lazy([\"test -f /k\", fileexists(\"/k\")])\n  not_if = lazy(lazy(1))\n  mode = \"${lazy(2)}\"\n}\n", false},
+		{`{"file": {"/l": {"content": "${lazy(env(\"X\", \"y\"))}", "only_if": "${lazy(\"true\")}", "action": "${lazy(\"touch\")}"}}}`, true},
 	}
 	for _, s := range seeds {
 		f.Add(s.src, s.asJSON)

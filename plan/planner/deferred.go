@@ -27,7 +27,9 @@ import (
 // deferred.
 func (p *Planner) settle(ctx context.Context, logger hclog.Logger, insts []*eval.Instance, ress []*plan.Resource, i int, salt string) (*eval.Instance, *plan.Resource, []*resources.Step, hcl.Diagnostics, bool) {
 	inst := insts[i]
-	if inst == nil || inst.Resource == nil || inst.Resource.Action == "nothing" {
+	if inst == nil || inst.Resource == nil || inst.Resource.Action == "nothing" || ress[i].Kind == resources.Skip {
+		// A resource a plan-time guard skips never converges: its values
+		// are never evaluated, as Chef evaluates none of a skipped one's.
 		return nil, nil, nil, nil, false
 	}
 	atApply := false
@@ -82,6 +84,15 @@ func (p *Planner) settle(ctx context.Context, logger hclog.Logger, insts []*eval
 		return inst, nil, nil, diags, true
 	}
 	resolved, err := p.resolver().Resolve(ctx, inst.Resource, known)
+	if err != nil && settledGuard {
+		// The guards settled now may skip it: then its values do not
+		// matter.
+		c := *inst
+		c.Guards = guards
+		if res, steps, d := p.planOne(ctx, logger, &c, salt, nil); res != nil && res.Kind == resources.Skip {
+			return &c, res, steps, append(diags, d...), true
+		}
+	}
 	if err != nil {
 		d := &hcl.Diagnostic{
 			Severity: hcl.DiagError,

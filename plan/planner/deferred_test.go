@@ -184,3 +184,26 @@ bash "start" {
 		t.Errorf("shown %q after %v", sg.Verdict, sg.After)
 	}
 }
+
+// TestSkippedResourceValuesNotEvaluated: the values of a resource a guard
+// skips at plan are never evaluated, so one that cannot be is no error.
+func TestSkippedResourceValuesNotEvaluated(t *testing.T) {
+	pl, diags, root := planDir(t, `
+file "ROOT/a" {
+  content = lazy(file("ROOT/never"))
+  only_if = "false"
+}
+file "ROOT/b" {
+  content = lazy(file("ROOT/never"))
+  only_if = lazy("false")
+}
+`, nil)
+	if diags.HasErrors() || pl.Errored {
+		t.Fatal(diags)
+	}
+	for _, name := range []string{"a", "b"} {
+		if r := byAddr(pl, "file["+root+"/"+name+"]"); r.Kind != resources.Skip {
+			t.Errorf("%s: %s", name, r.Kind)
+		}
+	}
+}
