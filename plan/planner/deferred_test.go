@@ -9,9 +9,12 @@ import (
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/config"
+	"github.com/toquehq/toque/eval"
 	"github.com/toquehq/toque/internal/host"
+	"github.com/toquehq/toque/internal/plantest"
 	"github.com/toquehq/toque/plan"
 	"github.com/toquehq/toque/plan/planner"
 	"github.com/toquehq/toque/resources"
@@ -205,5 +208,24 @@ file "ROOT/b" {
 		if r := byAddr(pl, "file["+root+"/"+name+"]"); r.Kind != resources.Skip {
 			t.Errorf("%s: %s", name, r.Kind)
 		}
+	}
+}
+
+// TestUnknownValueWithoutExpressionRefused: a value not known at plan that
+// the plan has no expression for (computed from a lazy value) fails the
+// plan instead of being dropped.
+func TestUnknownValueWithoutExpressionRefused(t *testing.T) {
+	f := plantest.NewFakeType()
+	p := plantest.FixedPlanner(f, 1)
+	_, diags := p.PlanInstances(context.Background(), []*eval.Instance{
+		f.Inst("/a", "create", 1, map[string]cty.Value{"content": cty.UnknownVal(cty.String)}),
+		plantest.Lazy(f.Inst("/b", "create", 5, nil), "content", `"x"`, 6, cty.NilVal),
+	})
+	var sums []string
+	for _, d := range diags {
+		sums = append(sums, d.Summary)
+	}
+	if len(sums) != 1 || sums[0] != "Value not known at plan" {
+		t.Errorf("got %q", sums)
 	}
 }

@@ -453,6 +453,9 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 		return res, nil, nil
 	}
 
+	if d := unknownValues(inst, desired); d.HasErrors() {
+		return nil, nil, d
+	}
 	if d := hostChecks(inst, desired); d.HasErrors() {
 		return nil, nil, append(diags, d...)
 	}
@@ -605,6 +608,28 @@ func changesOf(changes []resources.Change) []plan.Change {
 		out[i] = plan.Change{Property: c.Property}
 	}
 	return out
+}
+
+// unknownValues refuses a value not known at plan that the plan has no
+// expression for: one computed from a value known only at apply (a child
+// resource's value read from its parent's lazy property). The plan would
+// drop it, and apply converge without it; only what is written lazy(…) is
+// carried to apply.
+func unknownValues(inst *eval.Instance, desired *resources.Resource) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, prop := range desired.Schema().Properties {
+		v, ok := desired.Values[prop.Name]
+		if !ok || v == cty.NilVal || v.IsWhollyKnown() || inst.Lazy[prop.Name] != nil {
+			continue
+		}
+		diags = diags.Append(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Value not known at plan",
+			Detail:   fmt.Sprintf("The property %q of %s is not known when the plan is made: it is computed from a value known only at apply. Write it as lazy(…) too, so that the plan carries its expression to apply.", prop.Name, desired.Address()),
+			Subject:  attributeRange(inst, prop.Name),
+		})
+	}
+	return diags
 }
 
 // hostChecks runs the schema's plan-time host checks on the set values (an
