@@ -169,11 +169,10 @@ func (ev *evaluator) capture(expr hcl.Expression, dir string) lazy.Scope {
 	if ev.scope == nil || ev.scope.Host == cty.NilVal || !ev.scope.Host.IsWhollyKnown() {
 		return sc
 	}
-	traversals := lazy.Traversals(expr)
-	if v, ok := subtree(ev.scope.Node, traversals, "node"); ok {
+	if v, ok := subtree(ev.scope.Node, rootPaths(expr, "node")); ok {
 		sc.Node = &typedvalue.Value{Value: v}
 	}
-	if v, ok := subtree(ev.scope.Host, traversals, "host"); ok {
+	if v, ok := subtree(ev.scope.Host, rootPaths(expr, "host")); ok {
 		sc.Host = &typedvalue.Value{Value: v}
 	}
 	plain := unmarkingContext(ev.ctx)
@@ -247,27 +246,10 @@ func knownString(expr hcl.Expression, ctx *hcl.EvalContext) (string, bool) {
 	return v.AsString(), true
 }
 
-// subtree is the part of root (node or host) that the traversals rooted
-// at name read: an object holding each subtree read, whole when one reads
-// root itself. ok is false when none reads it.
-func subtree(root cty.Value, traversals []hcl.Traversal, name string) (cty.Value, bool) {
-	var paths [][]string
-	for _, tr := range traversals {
-		if tr.RootName() != name {
-			continue
-		}
-		path := []string{}
-		for _, step := range tr[1:] {
-			if a, ok := step.(hcl.TraverseAttr); ok {
-				path = append(path, a.Name)
-			} else if ix, ok := step.(hcl.TraverseIndex); ok && ix.Key.Type() == cty.String && ix.Key.IsKnown() {
-				path = append(path, ix.Key.AsString())
-			} else {
-				break
-			}
-		}
-		paths = append(paths, path)
-	}
+// subtree is the part of root (node or host) that paths below it select
+// (rootPaths): an object holding each subtree read, whole when a path is
+// empty (root itself is read). ok is false when there is no path.
+func subtree(root cty.Value, paths [][]string) (cty.Value, bool) {
 	if len(paths) == 0 || root == cty.NilVal {
 		return cty.NilVal, false
 	}
