@@ -422,7 +422,18 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx 
 		}
 	}
 
-	if dv, ok := t.(resources.Deriver); ok && !diags.HasErrors() {
+	if dv, ok := t.(resources.Deriver); ok && len(lazies) > 0 {
+		// What it derives would be known only at apply, and the plan
+		// shows (and diffs) exactly what it derives.
+		for _, name := range sortedNames(lazies) {
+			diags = diags.Append(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "lazy is not allowed on " + s.Name,
+				Detail:   fmt.Sprintf("%s derives what it manages from its properties when the plan is made, so that the plan shows exactly what it writes; %q cannot be known only at apply. Make it known at plan.", b.Address(), name),
+				Subject:  byName[name].Expr.Range().Ptr(),
+			})
+		}
+	} else if ok && !diags.HasErrors() {
 		diags = append(diags, derive(dv, b, values, sensitiveProps)...)
 	}
 
@@ -495,6 +506,16 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx 
 		IgnoreFailure:  ignore,
 		Guards:         guards,
 	}, diags, ev.templates
+}
+
+// sortedNames is m's keys, sorted.
+func sortedNames[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // derive stores what a Deriver computes from the set properties in

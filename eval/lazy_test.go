@@ -77,6 +77,9 @@ file "/a" {
 		{"run-time key on a guard object", `file "/a" {
   only_if = { command = "true", at_apply = true }
 }`, "Unknown guard parameter", "a.hcl:2:33"},
+		{"a type that derives its file", `cron_d "job" {
+  command = lazy("true")
+}`, "lazy is not allowed on cron_d", "a.hcl:2:13"},
 		{"guard inheriting a lazy cwd", `execute "run" {
   cwd     = lazy("/srv")
   only_if = "true"

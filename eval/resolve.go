@@ -251,11 +251,8 @@ func (Resolver) Resolve(ctx context.Context, desired *resources.Resource, lazies
 		}
 		vals[name] = dv
 	}
-	for k, v := range vals {
-		if v != cty.NilVal && !v.IsWhollyKnown() {
-			return nil, fmt.Errorf("%s: the value of %s is still not known after evaluating its values known at apply", desired.Address(), k)
-		}
-	}
+	// Values not in lazies stay as they are: the planner resolves some of
+	// a resource's values and leaves the others to apply.
 	return resources.NewResource(s, desired.Name, desired.Action, vals), nil
 }
 

@@ -57,6 +57,9 @@ func (w Writer) String() string {
 // when toque cannot tell everything that is read (reads.Complete unset).
 // reg holds the resource types; a type it lacks could change anything.
 func Writers(reg *resources.Registry, earlier []*Resource, reads lazy.Reads) []Writer {
+	if !reads.Host {
+		return nil // it reads only what its plan carries
+	}
 	var out []Writer
 	for _, r := range earlier {
 		if r == nil || !r.AnyWork() {
@@ -145,7 +148,7 @@ func GuardReads(s *guard.Spec) lazy.Reads {
 		if s.Lazy != nil {
 			return s.Lazy.Reads()
 		}
-		return lazy.Reads{Complete: true}
+		return lazy.Reads{Complete: true} // its value is in the plan
 	}
 	cwd := ""
 	if v, ok := s.Values["cwd"]; ok {

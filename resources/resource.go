@@ -291,9 +291,15 @@ func (r *Resource) Int(name string) int {
 
 // LoadView is the seed's fresh resource: a copy holding only the identity
 // and non-state properties of r (plus any marked LoadInput). Load receives it.
+//
+// A value known only at apply (lazy(…), unknown until then) is left out:
+// Load reads as if it were not set, and is given it once it is known.
 func (r *Resource) LoadView() *Resource {
 	out := NewResource(r.schema, r.Name, r.Action, nil)
 	for k, v := range r.Values {
+		if v != cty.NilVal && !v.IsWhollyKnown() {
+			continue
+		}
 		if p := r.schema.Property(k); p != nil && (p.Identity || p.NameProperty || !p.IsDesiredState() || p.LoadInput) {
 			out.Values[k] = v
 		}

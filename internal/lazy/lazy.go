@@ -187,6 +187,11 @@ type Reads struct {
 	// Complete is set when Paths is all it reads: every file it reads is
 	// named by a path known at plan. An incomplete read may read anything.
 	Complete bool
+	// Host is set when it reads the host when it is evaluated: a file by
+	// an absolute path, or by a path not known at plan; a command always
+	// does. An expression that does not reads only what its plan carries,
+	// which nothing in the plan can change.
+	Host bool
 }
 
 // Reads lists the absolute paths e names: those its host-reading calls
@@ -197,25 +202,12 @@ type Reads struct {
 func (e *Expr) Reads() Reads {
 	expr, diags := e.Parse()
 	if diags.HasErrors() {
-		return Reads{}
+		return Reads{Host: true} // toque cannot tell: it may read anything
 	}
 	ctx := e.stringContext()
 	paths := map[string]bool{}
-	complete := true
-	for _, name := range HostReaders {
-		for _, c := range FindCalls(expr, name) {
-			if len(c.Args) == 0 {
-				continue
-			}
-			p, ok := stringValue(c.Args[0], ctx)
-			switch {
-			case !ok:
-				complete = false
-			case filepath.IsAbs(p):
-				paths[filepath.Clean(p)] = true
-			}
-		}
-	}
+	r := Reads{Complete: true}
+	e.hostReads(expr, e.Scope.Dir, ctx, paths, &r, 0)
 	// Every string: a template as a whole ("${node.app.root}/key"), a
 	// literal that is not a part of one.
 	parts := map[hclsyntax.Expression]bool{}
@@ -240,7 +232,43 @@ func (e *Expr) Reads() Reads {
 		}
 		return nil
 	})
-	return Reads{Paths: sortedSet(paths), Complete: complete}
+	r.Paths = sortedSet(paths)
+	return r
+}
+
+// hostReads notes the host-reading calls of expr: each absolute path it
+// reads (in paths, and r.Host), each path not known at plan (r.Complete
+// unset, r.Host), and, for templatefile of a recipe file the plan carries,
+// the template's own reads (depth levels deep at most; a template the
+// plan does not carry may read anything).
+func (e *Expr) hostReads(expr hclsyntax.Expression, dir string, ctx *hcl.EvalContext, paths map[string]bool, r *Reads, depth int) {
+	for _, name := range HostReaders {
+		for _, c := range FindCalls(expr, name) {
+			if len(c.Args) == 0 {
+				continue
+			}
+			p, ok := stringValue(c.Args[0], ctx)
+			switch {
+			case !ok:
+				r.Complete, r.Host = false, true
+			case filepath.IsAbs(p):
+				paths[filepath.Clean(p)] = true
+				r.Host = true
+			case name == "templatefile":
+				full := filepath.Join(dir, p)
+				f := e.Scope.Files[full]
+				if f == nil || depth > 2 {
+					r.Host = true
+					continue
+				}
+				t, d := hclsyntax.ParseTemplate(f.Content, full, hcl.Pos{Line: 1, Column: 1})
+				if d.HasErrors() {
+					continue // it fails wherever it is evaluated
+				}
+				e.hostReads(t, filepath.Dir(full), &hcl.EvalContext{}, paths, r, depth+1)
+			}
+		}
+	}
 }
 
 // stringContext evaluates strings of e with its scope and no functions.
@@ -287,7 +315,7 @@ func CommandReads(command, cwd string) Reads {
 			paths[filepath.Clean(w)] = true
 		}
 	}
-	return Reads{Paths: sortedSet(paths), Complete: len(paths) > 0}
+	return Reads{Paths: sortedSet(paths), Complete: len(paths) > 0, Host: true}
 }
 
 // Related reports whether a thing at path a and one at path b can change

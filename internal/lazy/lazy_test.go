@@ -22,23 +22,29 @@ func expr(src string, node cty.Value) *Expr {
 func TestReads(t *testing.T) {
 	node := cty.ObjectVal(map[string]cty.Value{"app": cty.ObjectVal(map[string]cty.Value{"root": cty.StringVal("/srv/app")})})
 	cases := []struct {
-		src      string
-		paths    []string
-		complete bool
+		src            string
+		paths          []string
+		complete, host bool
 	}{
-		{`file("/srv/keys/api.key")`, []string{"/srv/keys/api.key"}, true},
-		{`trimspace(file("${node.app.root}/key"))`, []string{"/srv/app/key"}, true},
-		{`templatefile("app.tpl", { key = file("/k") })`, []string{"/k"}, true},
-		{`file(trimspace(file("/where")))`, []string{"/where"}, false},
-		{`node.app.root`, []string{}, true}, // a value, not a read of the host
-		{`fileexists(node.app.root)`, []string{"/srv/app"}, true},
-		{`upper("x")`, []string{}, true},
-		{`"${node.app.root}/a/../b"`, []string{"/srv/app/b"}, true},
+		{`file("/srv/keys/api.key")`, []string{"/srv/keys/api.key"}, true, true},
+		{`trimspace(file("${node.app.root}/key"))`, []string{"/srv/app/key"}, true, true},
+		{`templatefile("app.tpl", { key = file("/k") })`, []string{"/k", "/t"}, true, true},
+		{`templatefile("app.tpl", { key = "k" })`, []string{"/t"}, true, true}, // the template reads /t
+		{`templatefile("other.tpl", {})`, []string{}, true, true},              // not carried: may read anything
+		{`file("relative.txt")`, []string{}, true, false},                      // a recipe file the plan carries
+		{`file(trimspace(file("/where")))`, []string{"/where"}, false, true},
+		{`node.app.root`, []string{}, true, false}, // a value, not a read of the host
+		{`fileexists(node.app.root)`, []string{"/srv/app"}, true, true},
+		{`upper("x")`, []string{}, true, false},
+		{`"${node.app.root}/a/../b"`, []string{"/srv/app/b"}, true, false},
 	}
 	for _, c := range cases {
-		got := expr(c.src, node).Reads()
-		if !reflect.DeepEqual(got.Paths, c.paths) || got.Complete != c.complete {
-			t.Errorf("%s: reads %+v, want %v complete=%v", c.src, got, c.paths, c.complete)
+		e := expr(c.src, node)
+		e.Scope.Dir = "/recipes"
+		e.Scope.Files = map[string]*File{"/recipes/app.tpl": {Content: []byte(`${key} ${file("/t")}`)}}
+		got := e.Reads()
+		if !reflect.DeepEqual(got.Paths, c.paths) || got.Complete != c.complete || got.Host != c.host {
+			t.Errorf("%s: reads %+v, want %v complete=%v host=%v", c.src, got, c.paths, c.complete, c.host)
 		}
 	}
 }
@@ -46,7 +52,7 @@ func TestReads(t *testing.T) {
 func TestCommandReads(t *testing.T) {
 	got := CommandReads(`test -f /srv/keys/api.key && grep -q x "/etc/app.conf"; cd rel`, "/opt/app")
 	want := []string{"/etc/app.conf", "/opt/app", "/srv/keys/api.key"}
-	if !reflect.DeepEqual(got.Paths, want) || !got.Complete {
+	if !reflect.DeepEqual(got.Paths, want) || !got.Complete || !got.Host {
 		t.Errorf("got %+v", got)
 	}
 	if got := CommandReads("systemctl is-active web", ""); got.Complete || len(got.Paths) != 0 {

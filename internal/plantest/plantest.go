@@ -290,11 +290,11 @@ func (g *FakeGuards) Evaluate(_ context.Context, s *plan.Subject) ([]guard.Outco
 	return outs, g.Skip[name], decided, nil
 }
 
-// lazyInst makes i's content known only at apply: "port=${node.web.port}",
-// as eval records lazy("port=${node.web.port}\n") at line 30.
+// lazyInst makes i's content known only at apply, as eval records
+// lazy(file("/etc/key-${node.web.port}")) at line 30.
 func lazyInst(i *eval.Instance) *eval.Instance {
 	node := cty.ObjectVal(map[string]cty.Value{"web": cty.ObjectVal(map[string]cty.Value{"port": cty.NumberIntVal(9090)})})
-	return Lazy(i, "content", `"port=${node.web.port}\n"`, 30, node)
+	return Lazy(i, "content", `file("/etc/key-${node.web.port}")`, 30, node)
 }
 
 // Lazy makes i's property prop known only at apply: the expression src, as

@@ -229,3 +229,34 @@ func TestUnknownValueWithoutExpressionRefused(t *testing.T) {
 		t.Errorf("got %q", sums)
 	}
 }
+
+// TestLazyAccounts: types whose Load reads by a property (a user's uid, a
+// group's gid) plan with that property known only at apply: Load reads as
+// if it were not set.
+func TestLazyAccounts(t *testing.T) {
+	pl, diags, _ := planDir(t, `
+execute "x" {
+  command = "true"
+}
+user "toque-lazy-test-user" {
+  uid     = lazy(tonumber(trimspace(file("/nonexistent/uid"))))
+  comment = lazy("made at apply")
+}
+group "toque-lazy-test-group" {
+  gid = lazy(tonumber(trimspace(file("/nonexistent/gid"))))
+}
+`, nil)
+	if diags.HasErrors() || pl.Errored {
+		t.Fatal(diags)
+	}
+	for _, addr := range []string{"user[toque-lazy-test-user]", "group[toque-lazy-test-group]"} {
+		r := byAddr(pl, addr)
+		if r.Kind != resources.Create || len(r.Lazy) != 1 {
+			t.Errorf("%s: %s %v", addr, r.Kind, r.Lazy)
+		}
+	}
+	// A lazy value that reads nothing of the host is known at plan.
+	if u := byAddr(pl, "user[toque-lazy-test-user]"); u.Desired["comment"].Value.AsString() != "made at apply" {
+		t.Errorf("comment %v", u.Desired["comment"])
+	}
+}
