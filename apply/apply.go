@@ -80,6 +80,11 @@ type run struct {
 	// lc evaluates every resource action (guards, Load, Plan), as the
 	// planner did.
 	lc *plan.Lifecycle
+	// reg holds the resource types: the Applier's, and those written in
+	// HCL that the plan carries.
+	reg *resources.Registry
+	// tree says which child resources each resource's actions declare.
+	tree *plan.Tree
 }
 
 // entry is one plan resource being applied.
@@ -136,7 +141,12 @@ func (a *Applier) Apply(ctx context.Context, p *plan.Plan) (*Report, error) {
 		r.logger = hclog.NewNullLogger()
 	}
 	r.logger = r.logger.Named("apply")
-	r.lc = &plan.Lifecycle{Registry: a.Registry, Logger: r.logger, Resolver: a.Resolver}
+	reg, err := p.TypeRegistry(a.Registry)
+	if err != nil {
+		return nil, err
+	}
+	r.reg, r.tree = reg, p.Tree()
+	r.lc = &plan.Lifecycle{Registry: reg, Logger: r.logger, Resolver: a.Resolver}
 	if r.now == nil {
 		r.now = time.Now
 	}
@@ -320,7 +330,7 @@ func (r *run) preload(ctx context.Context) {
 		if e.earlier != nil || (pr.Action == "nothing" && pr.Kind == resources.NoOp) || pr.Kind == resources.Skip {
 			continue
 		}
-		t, d, err := plan.DesiredResource(r.a.Registry, pr)
+		t, d, err := plan.DesiredResource(r.reg, pr)
 		if err != nil {
 			continue // preflightOne reports it
 		}
@@ -375,7 +385,7 @@ func (r *run) preflightOne(ctx context.Context, e *entry) preflightResult {
 	if pr.Kind == resources.Skip && !checkGuards {
 		return preflightResult{}
 	}
-	t, d, err := plan.DesiredResource(r.a.Registry, pr)
+	t, d, err := plan.DesiredResource(r.reg, pr)
 	if err != nil {
 		return preflightResult{err: &ResourceError{Address: pr.Address, Err: err}}
 	}
@@ -591,11 +601,13 @@ func (r *run) converge(ctx context.Context, started time.Time, resumed bool) (*R
 		switch {
 		case e.earlier != nil:
 			continue
-		case e.pr.Kind == resources.Skip:
-			rr.Outcome = OutcomeSkipped
+		case e.pr.Parent != "":
+			// Converged by its parent, in the place its action gives it.
+			if rr.Outcome == OutcomeNotStarted {
+				r.settle(e, rr)
+			}
 			continue
-		case !e.pr.AnyWork():
-			rr.Outcome = OutcomeUnchanged
+		case r.settle(e, rr):
 			continue
 		}
 		if err := ctx.Err(); err != nil {
@@ -697,7 +709,7 @@ func (r *run) convergeResource(ctx context.Context, e *entry, rr *ResourceReport
 	if e.pr.Steps() == 1 {
 		err := nt.before(ctx, e, 0)
 		if err == nil {
-			err = r.convergeOne(ctx, e, 0, rr, true)
+			err = r.convergeOne(ctx, e, 0, rr, true, nt)
 			if err == nil {
 				err = nt.after(ctx, e, rr)
 			}
@@ -708,7 +720,7 @@ func (r *run) convergeResource(ctx context.Context, e *entry, rr *ResourceReport
 		return err
 	}
 	ref := stepRef{index: e.idx}
-	if e.alreadyDone {
+	if e.alreadyDone && !r.tree.ChildWork(e.idx) {
 		// Every action already in its planned state (pre-flight), unless an
 		// earlier resource of this run undid one: each is read again.
 		allDone := true
@@ -735,12 +747,12 @@ func (r *run) convergeResource(ctx context.Context, e *entry, rr *ResourceReport
 		case runErr != nil:
 		case view.Kind == resources.Skip:
 			srr.Outcome = OutcomeSkipped
-		case !view.Kind.IsWork():
+		case !r.tree.StepWork(e.idx, si):
 			srr.Outcome = OutcomeUnchanged
 		default:
 			runErr = nt.before(ctx, e, si)
 			if runErr == nil {
-				runErr = r.convergeOne(ctx, e, si, &srr, false)
+				runErr = r.convergeOne(ctx, e, si, &srr, false, nt)
 				if runErr == nil {
 					runErr = nt.after(ctx, e, &srr)
 				}
@@ -812,9 +824,12 @@ func (r *run) stepSubject(e *entry, si int, guards []*guard.Spec) *plan.Subject 
 // reading within what the plan showed. It fills rr and returns the
 // resource's error; record journals the resource's start and end (a
 // resource of several actions is journaled around all of them).
-func (r *run) convergeOne(ctx context.Context, e *entry, si int, rr *ResourceReport, record bool) error {
+func (r *run) convergeOne(ctx context.Context, e *entry, si int, rr *ResourceReport, record bool, nt *notifier) error {
 	if err := r.j.Err(); err != nil {
 		return err
+	}
+	if seq := r.sequence(e, si); seq != nil {
+		return r.convergeComposite(ctx, e, si, seq, rr, record, nt)
 	}
 	view := e.pr.StepView(si)
 	// The guards once more, right before converging: an earlier change of
@@ -935,6 +950,18 @@ func (r *run) convergeStep(ctx context.Context, e *entry, view *plan.Resource, p
 		rr.Reason = step.Reason
 	}
 
+	if err := r.runConverge(ctx, e, view, rd, rd.State, step); err != nil {
+		return err
+	}
+	rr.Outcome = OutcomeChanged
+	return nil
+}
+
+// runConverge calls e's type's Converge for view's action with step,
+// from state, with a heartbeat while it runs. rd is the reading step was
+// planned from: Converge gets its resource, with the values known only at
+// apply evaluated.
+func (r *run) runConverge(ctx context.Context, e *entry, view *plan.Resource, rd *plan.Reading, state *resources.State, step *resources.Step) error {
 	env := &resources.Env{StateDir: r.a.StateDir, Logger: r.logger.Named(e.pr.Address), Sensitive: e.pr.Sensitive}
 	if !e.pr.Sensitive {
 		env.Output = func(stream, line string) { r.hooks.Output(view, stream, line) }
@@ -961,15 +988,11 @@ func (r *run) convergeStep(ctx context.Context, e *entry, view *plan.Resource, p
 		desired = rd.Desired.WithAction(view.Action) // with its values known at apply
 	}
 	err := r.protect(e, "Converge", func() error {
-		return e.typ.Converge(ctx, env, desired, rd.State, step)
+		return e.typ.Converge(ctx, env, desired, state, step)
 	})
 	close(done)
 	wg.Wait()
-	if err != nil {
-		return err
-	}
-	rr.Outcome = OutcomeChanged
-	return nil
+	return err
 }
 
 // guardsStale compares the guards' verdict in rd with the plan's (kind

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -58,6 +59,10 @@ type Shown struct {
 	// Lazy are the values known only at apply, in schema order: what
 	// apply evaluates, what it reads, and why it waits.
 	Lazy []ShownLazy
+	// Steps are, for a resource of a type written in HCL, the
+	// converge_if_changed and converge_by steps its action will run
+	// (Resource.Groups), in order, each with where the type declares it.
+	Steps []ShownStep
 
 	schema    *resources.Schema
 	sensitive map[string]bool
@@ -89,6 +94,14 @@ func (l ShownLazy) KnownAtApply() string {
 		return "(known at apply; sensitive)"
 	}
 	return "(known at apply: " + l.Expression + ")"
+}
+
+// ShownStep is one script step a resource of a type written in HCL will
+// run: its label (converge_if_changed (mode), converge_by "reload") and
+// where its script is (FILE:LINE:COL).
+type ShownStep struct {
+	Label  string
+	Source string
 }
 
 // ShownValue is a property and its display form.
@@ -348,7 +361,36 @@ func show(reg *resources.Registry, r *Resource, why string) *Shown {
 	for i, g := range r.Guards {
 		s.Guards = append(s.Guards, showGuard(specAt(r.GuardSpecs, i), g, r.Sensitive))
 	}
+	s.Steps = showSteps(reg, r)
 	return s
+}
+
+// showSteps lists the script steps of r's action that its groups run,
+// for a type written in HCL.
+func showSteps(reg *resources.Registry, r *Resource) []ShownStep {
+	if reg == nil || len(r.Groups) == 0 || !r.Kind.IsWork() {
+		return nil
+	}
+	t, ok := reg.Lookup(r.Type)
+	if !ok {
+		return nil
+	}
+	d, ok := t.(resources.Definer)
+	if !ok {
+		return nil
+	}
+	a := d.Def().Action(r.Action)
+	if a == nil {
+		return nil
+	}
+	groups := a.Groups()
+	var out []ShownStep
+	for i, g := range groups {
+		if g != "" && slices.Contains(r.Groups, g) {
+			out = append(out, ShownStep{Label: g, Source: a.Steps[i].Source.String()})
+		}
+	}
+	return out
 }
 
 func isSet(desired map[string]Value, name string) bool {
@@ -389,8 +431,11 @@ func (s *Shown) desired(name string, v cty.Value) string {
 
 // context lists Shown.Context: with the type's schema, identity and name
 // properties whose value is not the block label, then, for a type with no
-// desired-state property, every other property set, in schema order; for a
-// type this build does not know, every desired value.
+// desired-state property, every other property set, in schema order, and
+// for a create or a delete, the settings set (desired_state = false
+// properties: how it acts, such as a user's system or manage_home), which
+// say how the thing is made or removed; for a type this build does not
+// know, every desired value.
 func (s *Shown) context() []ShownValue {
 	r := s.Resource
 	if s.schema == nil {
@@ -409,10 +454,11 @@ func (s *Shown) context() []ShownValue {
 			break
 		}
 	}
+	working := r.Kind == resources.Create || r.Kind == resources.Delete
 	var ids, rest []ShownValue
 	for _, prop := range s.schema.Properties {
 		isID := prop.Identity || prop.NameProperty
-		if !isID && !acting {
+		if !isID && !acting && !(working && prop.NonState) {
 			continue
 		}
 		dv, ok := r.Desired[prop.Name]
