@@ -274,3 +274,42 @@ execute "reload" {
 		t.Errorf("reloaded %q\n%s", got, r)
 	}
 }
+
+// TestE2ELazyOnTypeWrittenInHCL: lazy(…) and run-time guards work for a
+// resource type written in HCL as for a built-in one: its scripts get the
+// value evaluated at apply.
+func TestE2ELazyOnTypeWrittenInHCL(t *testing.T) {
+	e := newEnv(t)
+	b, err := os.ReadFile(filepath.Join("examples", "custom-types", "types.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := string(b)
+	start := strings.Index(src, `resource_type "ini_setting"`)
+	end := strings.Index(src[start:], "\n}\n")
+	if start < 0 || end < 0 {
+		t.Fatal("no ini_setting type in examples/custom-types/types.hcl")
+	}
+	e.recipe("types.hcl", src[start:start+end+3])
+	e.recipe("main.hcl", `
+execute "keygen" {
+  command = "printf s3cret > ROOT/key"
+  creates = "ROOT/key"
+}
+ini_setting "api_key" {
+  path    = "ROOT/app.ini"
+  value   = lazy(file("ROOT/key"))
+  only_if = lazy("test -f ROOT/key")
+}
+`)
+	r := e.must(0, "plan", "-out=plan.out")
+	contains(t, "plan", r.stdout,
+		"+ value = (known at apply: file(\""+e.root+"/key\"))",
+		"? decided at apply: only_if `test -f "+e.root+"/key` (fails now")
+	e.must(0, "apply", "plan.out")
+	if got := e.read("app.ini"); !strings.Contains(got, "api_key = s3cret") {
+		t.Errorf("app.ini %q", got)
+	}
+	r = e.must(0, "plan", "-detailed-exitcode")
+	contains(t, "second plan", r.stdout, "No changes.")
+}
