@@ -738,7 +738,7 @@ func unknownValues(inst *eval.Instance, desired *resources.Resource) hcl.Diagnos
 		diags = diags.Append(&hcl.Diagnostic{
 			Severity: hcl.DiagError,
 			Summary:  "Value not known at plan",
-			Detail:   fmt.Sprintf("The property %q of %s is not known when the plan is made: it is computed from a value known only at apply. Write it as lazy(…) too, so that the plan carries its expression to apply.", prop.Name, desired.Address()),
+			Detail:   fmt.Sprintf("The property %q of %s is not known when the plan is made: it is computed from a value known only at apply (a parent's lazy(…) property, read by its child resource). A value known only at apply belongs to its own resource and is not passed on: make what this is computed from known at plan.", prop.Name, desired.Address()),
 			Subject:  attributeRange(inst, prop.Name),
 		})
 	}
