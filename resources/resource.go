@@ -353,6 +353,12 @@ type Schema struct {
 	DefaultAction string
 	// Description is one line for docs and errors.
 	Description string
+	// Identified says that the identity and name properties together name
+	// one thing on the host (a custom type's identity, as in Chef): two
+	// resources of the type with the same values manage the same thing,
+	// which the recipe check refuses as it refuses one path managed twice
+	// (Property.Namespace).
+	Identified bool
 
 	indexOnce sync.Once
 	index     map[string]*Property
