@@ -249,7 +249,9 @@ func (l *Lifecycle) Evaluate(ctx context.Context, s *Subject) (*Reading, error) 
 		if err != nil {
 			return fail(PhaseValues, err)
 		}
-		desired = resolved
+		// Converge gets the secrets the subject has, as a resource the
+		// plan holds does (DesiredResource).
+		desired = resolved.WithSecrets(s.Sensitive, s.SensitiveProps)
 		for k := range s.Lazy {
 			rd.Resolved = append(rd.Resolved, k)
 		}
@@ -269,7 +271,7 @@ func (l *Lifecycle) Evaluate(ctx context.Context, s *Subject) (*Reading, error) 
 	t0 := time.Now()
 	st, err := s.State, error(nil)
 	if st == nil {
-		st, err = protect(log, func() (*resources.State, error) { return s.Type.Load(ctx, desired.LoadView()) })
+		st, err = protect(log, func() (*resources.State, error) { return s.Type.Load(ctx, s.loadView(desired)) })
 	}
 	if err == nil && st == nil {
 		err = fmt.Errorf("the resource type returned no state")
@@ -398,7 +400,7 @@ func (l *Lifecycle) Preload(ctx context.Context, subjects []*Subject) map[*Subje
 		subs := byType[bl]
 		views := make([]*resources.Resource, len(subs))
 		for i, s := range subs {
-			views[i] = s.Desired.LoadView()
+			views[i] = s.loadView(s.Desired)
 		}
 		log := l.logger().With("type", bl.Schema().Name, "resources", len(subs))
 		t0 := time.Now()
@@ -418,4 +420,11 @@ func (l *Lifecycle) Preload(ctx context.Context, subjects []*Subject) map[*Subje
 		log.Debug("read in one batch", "duration", time.Since(t0))
 	}
 	return out
+}
+
+// loadView is what Load gets of s's resource desired (its own, or it with
+// its values known at apply evaluated): the seed's fresh resource, knowing
+// which of its values are secrets.
+func (s *Subject) loadView(desired *resources.Resource) *resources.Resource {
+	return desired.WithSecrets(s.Sensitive, s.SensitiveProps).LoadView()
 }
