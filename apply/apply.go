@@ -56,6 +56,11 @@ type Applier struct {
 	// key of the plan's journal, recorded in the lock file and the report.
 	// "" computes it from the plan.
 	PlanDigest string
+	// Resolver evaluates what the plan defers to apply (values known only
+	// at apply, guards decided at apply by an expression) right before
+	// their resource converges. package apply does not evaluate
+	// expressions: command hands it eval's. nil fails such a resource.
+	Resolver plan.Resolver
 }
 
 // run is one Apply call's state.
@@ -141,7 +146,7 @@ func (a *Applier) Apply(ctx context.Context, p *plan.Plan) (*Report, error) {
 		return nil, err
 	}
 	r.reg, r.tree = reg, p.Tree()
-	r.lc = &plan.Lifecycle{Registry: reg, Logger: r.logger}
+	r.lc = &plan.Lifecycle{Registry: reg, Logger: r.logger, Resolver: a.Resolver}
 	if r.now == nil {
 		r.now = time.Now
 	}
@@ -513,11 +518,32 @@ func comparePredicted(then, now *plan.Current) []plan.Difference {
 }
 
 // subject is the lifecycle subject of e, with guards (nil: not guarded).
+// Its values known at apply stay unknown, and its guards decided at apply
+// are not run, unless it is made to decide (decide).
 func (r *run) subject(e *entry, guards []*guard.Spec) *plan.Subject {
 	return &plan.Subject{
 		Address: e.pr.Address, Type: e.typ, Desired: e.desired, Guards: guards,
 		Sensitive: e.pr.Sensitive, SensitiveProps: e.pr.SensitiveProperties, Salt: r.p.Salt,
+		Lazy: e.pr.Lazy,
 	}
+}
+
+// decide makes s the evaluation right before its resource converges: its
+// values known at apply are evaluated, its guards decided at apply decide.
+func decide(s *plan.Subject) *plan.Subject {
+	s.Deferred = plan.DeferredDecide
+	return s
+}
+
+// decidedAtApply words the verdicts of rd's guards decided at apply.
+func decidedAtApply(rd *plan.Reading) []string {
+	var out []string
+	for _, o := range rd.Guards {
+		if o.Spec != nil && o.Spec.AtApply && o.Err == nil && !o.Deferred {
+			out = append(out, o.Spec.Verdict(o.Condition))
+		}
+	}
+	return out
 }
 
 // guardsFailed reports whether err is a guard that could not run (there is
@@ -734,6 +760,10 @@ func (r *run) convergeResource(ctx context.Context, e *entry, rr *ResourceReport
 		}
 		rr.Actions = append(rr.Actions, ActionReport{Action: view.Action, Kind: srr.Kind, Outcome: srr.Outcome, Reason: srr.Reason, DiffersFromPlan: srr.DiffersFromPlan, Error: srr.Error, DurationMS: srr.DurationMS})
 		rr.DurationMS += srr.DurationMS
+		if len(srr.KnownAtApply) > 0 {
+			rr.KnownAtApply = srr.KnownAtApply
+		}
+		rr.DecidedAtApply = append(rr.DecidedAtApply, srr.DecidedAtApply...)
 	}
 	rr.Outcome, rr.DiffersFromPlan, rr.Error = summarizeActions(rr.Actions)
 	recorded := rr.Outcome
@@ -818,8 +848,21 @@ func (r *run) convergeOne(ctx context.Context, e *entry, si int, rr *ResourceRep
 		}
 		return r.j.ended(ref, e.pr.Address, e.pr.Kind, outcome, nil)
 	}
-	rd, err := r.lc.Evaluate(ctx, r.stepSubject(e, si, e.pr.GuardSpecs))
+	rd, err := r.lc.Evaluate(ctx, decide(r.stepSubject(e, si, e.pr.GuardSpecs)))
+	if rd != nil {
+		rr.DecidedAtApply = append(rr.DecidedAtApply, decidedAtApply(rd)...)
+	}
 	switch {
+	case err == nil && rd.Skip && rd.Guards[rd.DecidedBy].Spec.AtApply:
+		// A guard decided at apply, as the plan said it would be.
+		r.hooks.PreApply(view)
+		rr.Outcome = OutcomeSkipped
+		o := rd.Guards[rd.DecidedBy]
+		rr.Reason = "skipped: decided at apply: " + o.Spec.Verdict(o.Condition)
+		r.logger.Info("skipped by a guard decided at apply", "resource", e.pr.Address, "guard", rr.Reason)
+		jerr := ended(rr.Outcome)
+		r.hooks.PostApply(view, *rr)
+		return jerr
 	case err == nil && rd.Skip:
 		r.hooks.PreApply(view)
 		why := skippedNow(rd)
@@ -884,6 +927,9 @@ func failedOutcome(ctx context.Context, outcome string) string {
 // is the fingerprint the plan read, "" for a later action (its state was
 // predicted).
 func (r *run) convergeStep(ctx context.Context, e *entry, view *plan.Resource, planned string, rr *ResourceReport, rd *plan.Reading) error {
+	if len(rd.Resolved) > 0 {
+		rr.KnownAtApply = rd.Resolved
+	}
 	if planned != "" && rd.Fingerprint() != planned {
 		rr.DiffersFromPlan = describeDifferences(e.pr.Current, rd.Current)
 		r.logger.Info("live state differs from the plan because of an earlier change in this run", "resource", e.pr.Address, "differences", rr.DiffersFromPlan)
@@ -904,7 +950,7 @@ func (r *run) convergeStep(ctx context.Context, e *entry, view *plan.Resource, p
 		rr.Reason = step.Reason
 	}
 
-	if err := r.runConverge(ctx, e, view, rd.State, step); err != nil {
+	if err := r.runConverge(ctx, e, view, rd, rd.State, step); err != nil {
 		return err
 	}
 	rr.Outcome = OutcomeChanged
@@ -912,8 +958,10 @@ func (r *run) convergeStep(ctx context.Context, e *entry, view *plan.Resource, p
 }
 
 // runConverge calls e's type's Converge for view's action with step,
-// from state, with a heartbeat while it runs.
-func (r *run) runConverge(ctx context.Context, e *entry, view *plan.Resource, state *resources.State, step *resources.Step) error {
+// from state, with a heartbeat while it runs. rd is the reading step was
+// planned from: Converge gets its resource, with the values known only at
+// apply evaluated.
+func (r *run) runConverge(ctx context.Context, e *entry, view *plan.Resource, rd *plan.Reading, state *resources.State, step *resources.Step) error {
 	env := &resources.Env{StateDir: r.a.StateDir, Logger: r.logger.Named(e.pr.Address), Sensitive: e.pr.Sensitive}
 	if !e.pr.Sensitive {
 		env.Output = func(stream, line string) { r.hooks.Output(view, stream, line) }
@@ -936,6 +984,9 @@ func (r *run) runConverge(ctx context.Context, e *entry, view *plan.Resource, st
 		}
 	}()
 	desired := e.desired.WithAction(view.Action)
+	if rd.Desired != nil {
+		desired = rd.Desired.WithAction(view.Action) // with its values known at apply
+	}
 	err := r.protect(e, "Converge", func() error {
 		return e.typ.Converge(ctx, env, desired, state, step)
 	})
@@ -957,6 +1008,9 @@ func guardsStale(pr *plan.Resource, planned []plan.GuardResult, rd *plan.Reading
 		sr.Now = resources.Skip
 	}
 	for i, o := range rd.Guards {
+		if o.Deferred || (o.Spec != nil && o.Spec.AtApply) {
+			continue // decided at apply, not at plan
+		}
 		then := "not evaluated"
 		if i < len(planned) {
 			if planned[i].Passed == o.Condition {

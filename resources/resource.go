@@ -331,10 +331,16 @@ func (r *Resource) IsSecret(name string) bool {
 
 // LoadView is the seed's fresh resource: a copy holding only the identity
 // and non-state properties of r (plus any marked LoadInput). Load receives it.
+//
+// A value known only at apply (lazy(…), unknown until then) is left out:
+// Load reads as if it were not set, and is given it once it is known.
 func (r *Resource) LoadView() *Resource {
 	out := NewResource(r.schema, r.Name, r.Action, nil)
 	out.secretAll, out.secret = r.secretAll, r.secret
 	for k, v := range r.Values {
+		if v != cty.NilVal && !v.IsWhollyKnown() {
+			continue
+		}
 		if p := r.schema.Property(k); p != nil && (p.Identity || p.NameProperty || !p.IsDesiredState() || p.LoadInput) {
 			out.Values[k] = v
 		}
@@ -468,6 +474,16 @@ type Property struct {
 // NamespacePath is the namespace of file-system paths (file, template,
 // directory and link).
 const NamespacePath = "path"
+
+// Unknown is the property's value while it is known only at apply
+// (lazy(…)): an unknown value of its type. Load and Plan may see it (a
+// plan is made with it); Converge never does.
+func (p *Property) Unknown() cty.Value {
+	if p.Type == cty.NilType || p.Type == cty.DynamicPseudoType {
+		return cty.DynamicVal
+	}
+	return cty.UnknownVal(p.Type)
+}
 
 // NamespaceUser and NamespaceGroup are the namespaces of user and group
 // names in the host's account databases: a user resource's name, a step
