@@ -75,6 +75,10 @@ type run struct {
 	// lc evaluates every resource action (guards, Load, Plan), as the
 	// planner did.
 	lc *plan.Lifecycle
+	// later holds the work types defer within this apply (a daemon-reload
+	// after unit files changed): done before a resource it does not batch
+	// with is read to converge, and at the end (settle, finishLater).
+	later *resources.Later
 }
 
 // entry is one plan resource being applied.
@@ -132,6 +136,7 @@ func (a *Applier) Apply(ctx context.Context, p *plan.Plan) (*Report, error) {
 	}
 	r.logger = r.logger.Named("apply")
 	r.lc = &plan.Lifecycle{Registry: a.Registry, Logger: r.logger}
+	r.later = resources.NewLater()
 	if r.now == nil {
 		r.now = time.Now
 	}
@@ -582,6 +587,9 @@ func (r *run) converge(ctx context.Context, started time.Time, resumed bool) (*R
 		}
 	}
 	nt.notFired(rep, interrupted)
+	if err := r.finishLater(ctx); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
 	if interrupted {
 		rep.Interrupted = true
 		for i, e := range r.entries {
@@ -771,7 +779,11 @@ func (r *run) convergeOne(ctx context.Context, e *entry, si int, rr *ResourceRep
 		}
 		return r.j.ended(ref, e.pr.Address, e.pr.Kind, outcome, nil)
 	}
-	rd, err := r.lc.Evaluate(ctx, r.stepSubject(e, si, e.pr.GuardSpecs))
+	var rd *plan.Reading
+	err := r.settle(ctx, e.desired.WithAction(view.Action))
+	if err == nil {
+		rd, err = r.lc.Evaluate(ctx, r.stepSubject(e, si, e.pr.GuardSpecs))
+	}
 	switch {
 	case err == nil && rd.Skip:
 		r.hooks.PreApply(view)
@@ -857,7 +869,7 @@ func (r *run) convergeStep(ctx context.Context, e *entry, view *plan.Resource, p
 		rr.Reason = step.Reason
 	}
 
-	env := &resources.Env{StateDir: r.a.StateDir, Logger: r.logger.Named(e.pr.Address), Sensitive: e.pr.Sensitive}
+	env := &resources.Env{StateDir: r.a.StateDir, Logger: r.logger.Named(e.pr.Address), Sensitive: e.pr.Sensitive, Later: r.later}
 	if !e.pr.Sensitive {
 		env.Output = func(stream, line string) { r.hooks.Output(view, stream, line) }
 	}
@@ -888,6 +900,36 @@ func (r *run) convergeStep(ctx context.Context, e *entry, view *plan.Resource, p
 		return err
 	}
 	rr.Outcome = OutcomeChanged
+	return nil
+}
+
+// settle does the deferred work (resources.Later) that may not wait until
+// after desired converges, before it is read for that: a service is read
+// after the daemon-reload that unit files changed before it need. A
+// failure is the resource's: it is not converged.
+func (r *run) settle(ctx context.Context, desired *resources.Resource) error {
+	if len(r.later.Pending()) == 0 {
+		return nil
+	}
+	r.logger.Debug("doing deferred work before the next resource", "resource", desired.Address(), "pending", strings.Join(r.later.Pending(), ", "))
+	if err := r.later.Before(ctx, desired); err != nil {
+		return fmt.Errorf("before converging, toque did the work earlier resources of this apply left for later, and it failed: %w", err)
+	}
+	return nil
+}
+
+// finishLater does the deferred work still pending at the end of the
+// apply — also after a failure, since the resources that deferred it did
+// change the host — but not once the apply is aborted.
+func (r *run) finishLater(ctx context.Context) error {
+	pending := r.later.Pending()
+	if len(pending) == 0 || ctx.Err() != nil {
+		return nil
+	}
+	r.logger.Debug("doing deferred work at the end of the apply", "pending", strings.Join(pending, ", "))
+	if err := r.later.Flush(ctx); err != nil {
+		return fmt.Errorf("at the end of the apply, toque did the work earlier resources left for later, and it failed: %w", err)
+	}
 	return nil
 }
 

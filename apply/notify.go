@@ -293,7 +293,11 @@ func (n *notifier) converge(ctx context.Context, nr *plan.NotifiedRun, view *pla
 	}
 	e := &entry{pr: view, typ: t, desired: d, planned: nr.Fingerprint}
 	start := time.Now()
-	rd, err := r.lc.Evaluate(ctx, r.subject(e, nr.GuardSpecs))
+	var rd *plan.Reading
+	err = r.settle(ctx, d)
+	if err == nil {
+		rd, err = r.lc.Evaluate(ctx, r.subject(e, nr.GuardSpecs))
+	}
 	if err == nil && rd.Skip {
 		why := skippedNow(rd)
 		rr.Outcome = OutcomeSkipped

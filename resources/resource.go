@@ -60,6 +60,10 @@ type Env struct {
 	// Converge's, while Converge runs; they should return quickly. When
 	// Output is nil, live_stream logs the lines at info level instead.
 	Output func(stream, line string)
+	// Later holds work to do once after a batch of converges (a
+	// daemon-reload after unit files changed); see Later. It is shared by
+	// every resource of one apply. nil runs deferred work at once.
+	Later *Later
 }
 
 // Kind is what a planned step does to the host.
