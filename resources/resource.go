@@ -116,6 +116,11 @@ type Need struct {
 	Value     string
 	// What words it for a reviewer: "directory".
 	What string
+	// Missing, when set, is what the plan says when no earlier step
+	// provides the need, in place of the planner's wording for a missing
+	// directory ("package nginx is not available from any configured
+	// repository…").
+	Missing string
 }
 
 // Change is one property that will change.

@@ -439,12 +439,16 @@ func unmetNeeds(inst *eval.Instance, step *resources.Step, provided map[string]b
 			if provided[n.Namespace+"\x00"+n.Value] {
 				continue
 			}
+			detail := n.Missing
+			if detail == "" {
+				detail = fmt.Sprintf("%s needs the %s %s, which does not exist, and no earlier resource of the plan creates it: apply would fail there, after earlier resources changed the host. Declare a %s resource for %s before %s (with recursive = true it creates missing parents too).",
+					instAddress(inst), n.What, n.Value, n.What, n.Value, instAddress(inst))
+			}
 			diags = diags.Append(&hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Missing " + n.What,
-				Detail: fmt.Sprintf("%s needs the %s %s, which does not exist, and no earlier resource of the plan creates it: apply would fail there, after earlier resources changed the host. Declare a %s resource for %s before %s (with recursive = true it creates missing parents too).",
-					instAddress(inst), n.What, n.Value, n.What, n.Value, instAddress(inst)),
-				Subject: declRange(inst),
+				Detail:   detail,
+				Subject:  declRange(inst),
 			})
 		}
 		for _, n := range step.Provides {
