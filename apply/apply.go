@@ -455,15 +455,25 @@ func (r *run) preflightActions(ctx context.Context, e *entry, first *plan.Readin
 	}
 	allDone := true
 	for i, rd := range readings {
-		planned, now := pr.StepView(i).Kind, rd.Step.Kind
+		view := pr.StepView(i)
+		planned, now := view.Kind, rd.Step.Kind
 		if now != resources.NoOp {
 			allDone = false
 		}
-		if now == planned || now == resources.NoOp {
+		var diffs []plan.Difference
+		if i == 0 && now == planned && now.IsWork() && view.Current != nil && rd.Current != nil {
+			// The same work, but from another reading than the reviewer
+			// saw (content someone else changed): stale, as for a
+			// resource of one action. (Later actions start from
+			// predicted states, which say less than a reading: their
+			// kind of step is what is compared.)
+			diffs = plan.CompareCurrent(view.Current, rd.Current)
+		}
+		if (now == planned || now == resources.NoOp) && len(diffs) == 0 {
 			continue
 		}
-		sr := &StaleResource{Address: fmt.Sprintf("%s (action %s)", pr.Address, actions[i]), Planned: planned, Now: now}
-		if pr.Current != nil {
+		sr := &StaleResource{Address: fmt.Sprintf("%s (action %s)", pr.Address, actions[i]), Planned: planned, Now: now, Differences: diffs}
+		if pr.Current != nil && len(diffs) == 0 {
 			sr.Differences = plan.CompareCurrent(pr.Current, first.Current)
 		}
 		return preflightResult{stale: sr}

@@ -3,11 +3,13 @@ package apply
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/toquehq/toque/plan"
 	"github.com/toquehq/toque/resources"
 )
 
@@ -122,5 +124,26 @@ func TestApplyDeferredWorkFails(t *testing.T) {
 	}
 	if rep == nil || rep.PlanFinished {
 		t.Errorf("report %+v: the plan did not finish cleanly", rep)
+	}
+}
+
+// A resource of several actions goes stale, as one of one action does,
+// when its first action would do the same kind of work from another
+// reading than the plan's: the reviewer saw a diff from other content.
+func TestApplyStaleSeveralActions(t *testing.T) {
+	reg := testRegistry()
+	a, _ := newApplier(t, reg)
+	path := filepath.Join(t.TempDir(), "f")
+	writeFile(t, path, "old\n")
+	p := makePlan(t, reg, tfile(path, "new\n"))
+	p.Resources[0].Then = []*plan.ActionStep{{Action: "create", Kind: resources.NoOp, Reason: "already in the desired state", StepReason: "already in the desired state"}}
+	writeFile(t, path, "someone else's\n")
+	_, err := a.Apply(context.Background(), p)
+	var se *StaleError
+	if !errors.As(err, &se) || len(se.Resources) != 1 || !strings.Contains(fmt.Sprint(se.Resources[0].Differences), "content") {
+		t.Fatalf("want a stale plan naming content, got %v", err)
+	}
+	if got := readFile(t, path); got != "someone else's\n" {
+		t.Errorf("a stale plan changed the file: %q", got)
 	}
 }
