@@ -342,22 +342,35 @@ const (
 // `systemctl list-unit-files` (and, for instances of templates,
 // `systemctl is-enabled`) when it does not.
 func (s *systemd) Status(ctx context.Context, names []string) ([]unitStatus, error) {
-	var out []unitStatus
+	// Each unit once: two resources may name one unit.
+	var unique []string
+	at := map[string]int{}
+	for _, n := range names {
+		if _, ok := at[n]; !ok {
+			at[n] = len(unique)
+			unique = append(unique, n)
+		}
+	}
+	var got []unitStatus
 	if why := s.offline(); why != "" {
 		var err error
-		if out, err = s.statusOffline(ctx, names, why); err != nil {
+		if got, err = s.statusOffline(ctx, unique, why); err != nil {
 			return nil, err
 		}
 	} else {
-		for rest := names; len(rest) > 0; {
+		for rest := unique; len(rest) > 0; {
 			n := min(len(rest), showBatch)
-			got, err := s.show(ctx, rest[:n])
+			part, err := s.show(ctx, rest[:n])
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, got...)
+			got = append(got, part...)
 			rest = rest[n:]
 		}
+	}
+	out := make([]unitStatus, len(names))
+	for i, n := range names {
+		out[i] = got[at[n]]
 	}
 	notRoot := ""
 	if uid := effectiveUID(); uid != 0 && s.root == "" {
@@ -385,7 +398,12 @@ func (s *systemd) show(ctx context.Context, names []string) ([]unitStatus, error
 	if err != nil {
 		return nil, err
 	}
-	blocks := strings.Split(strings.TrimSpace(res.Stdout), "\n\n")
+	return parseShow(res.Stdout, names)
+}
+
+// parseShow reads systemctl show's blocks, one per unit of names.
+func parseShow(stdout string, names []string) ([]unitStatus, error) {
+	blocks := strings.Split(strings.TrimSpace(stdout), "\n\n")
 	if len(blocks) != len(names) {
 		return nil, fmt.Errorf("systemctl show printed %d units for the %d asked for", len(blocks), len(names))
 	}
@@ -429,8 +447,12 @@ func (s *systemd) statusOffline(ctx context.Context, names []string, why string)
 		}
 	}
 	files := map[string]string{}
-	// Exit 1 when no file matches.
-	res, err := s.run(ctx, nil, readTimeout, append(s.systemctl("list-unit-files", "--no-legend", "--no-pager", "--full", "--"), patterns...), 0, 1)
+	// Exit 1, saying nothing, when no file matches.
+	argv := append(s.systemctl("list-unit-files", "--no-legend", "--no-pager", "--full", "--"), patterns...)
+	res, err := s.run(ctx, nil, readTimeout, argv, 0, 1)
+	if err == nil && res.ExitCode == 1 && strings.TrimSpace(res.Stderr) != "" {
+		err = fmt.Errorf("`%s` failed: %s", strings.Join(argv, " "), lastLines(res.Stderr, 5))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -462,7 +484,7 @@ func (s *systemd) statusOffline(ctx context.Context, names []string, why string)
 	if len(instances) == 0 {
 		return out, nil
 	}
-	argv := s.systemctl("is-enabled", "--")
+	argv = s.systemctl("is-enabled", "--")
 	for _, i := range instances {
 		argv = append(argv, names[i])
 	}

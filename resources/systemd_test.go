@@ -366,6 +366,7 @@ func TestServiceOffline(t *testing.T) {
 		buildRes(t, typ, "static.service", "enable", nil),
 		buildRes(t, typ, "missing.service", "enable", nil),
 		buildRes(t, typ, "getty@tty1.service", "enable", nil),
+		buildRes(t, typ, "cron.service", "start", nil), // a unit named twice
 	}
 	views := make([]*Resource, len(rs))
 	for i, r := range rs {
@@ -378,7 +379,7 @@ func TestServiceOffline(t *testing.T) {
 	if n := calls(); n != 2 {
 		t.Errorf("%d systemctl processes, want 2: list-unit-files for all, is-enabled for the instance", n)
 	}
-	want := []string{"loaded disabled", "loaded static", "not-found ", "loaded disabled"}
+	want := []string{"loaded disabled", "loaded static", "not-found ", "loaded disabled", "loaded disabled"}
 	for i, st := range sts {
 		if got := st.Extra[extraLoadState] + " " + st.Extra[extraFileState]; got != want[i] {
 			t.Errorf("%s: %q, want %q", rs[i].Address(), got, want[i])
@@ -417,5 +418,54 @@ func countCalls(t *testing.T, name string) func() int {
 		n := strings.Count(string(b), "x\n")
 		os.Remove(log)
 		return n
+	}
+}
+
+// systemctl show's output, as systemd 252 prints it for a running unit, a
+// unit it does not find and one it cannot load.
+func TestParseShow(t *testing.T) {
+	out := `Id=web.service
+LoadState=loaded
+ActiveState=active
+SubState=running
+UnitFileState=enabled
+CanReload=yes
+NeedDaemonReload=yes
+LoadError=
+
+Id=nope.service
+LoadState=not-found
+ActiveState=inactive
+SubState=dead
+UnitFileState=
+CanReload=no
+NeedDaemonReload=no
+LoadError=org.freedesktop.systemd1.NoSuchUnit "Unit nope.service not found."
+
+Id=bad.service
+LoadState=bad-setting
+ActiveState=inactive
+SubState=dead
+UnitFileState=disabled
+CanReload=no
+NeedDaemonReload=no
+LoadError=org.freedesktop.systemd1.BadUnitSetting "Unit bad.service has a bad unit file setting."
+`
+	got, err := parseShow(out, []string{"web.service", "nope.service", "bad.service"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []unitStatus{
+		{Load: "loaded", Active: "active", Sub: "running", File: "enabled", CanReload: "yes", NeedReload: true},
+		{Load: "not-found", Active: "inactive", Sub: "dead", CanReload: "no"},
+		{Load: "bad-setting", Active: "inactive", Sub: "dead", File: "disabled", CanReload: "no", LoadError: `org.freedesktop.systemd1.BadUnitSetting "Unit bad.service has a bad unit file setting."`},
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("%d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if _, err := parseShow(out, []string{"web.service"}); err == nil {
+		t.Error("three blocks for one unit: want an error")
 	}
 }
