@@ -170,7 +170,7 @@ func planUnitStep(action, name string, current *State) (*Step, error) {
 	if u.Load == "masked" || u.File == "masked" || u.File == "masked-runtime" {
 		switch action {
 		case "enable", "start", "restart", "reload":
-			return nil, fmt.Errorf("%s is masked (%s), so %s would fail: add unmask before %s in its actions", name, u.maskedWhere(), pastTense(action), action)
+			return nil, fmt.Errorf("%s is masked (%s), so %s it would fail: add unmask before %s in its actions", name, u.maskedWhere(), gerund(action), action)
 		}
 	}
 	if (u.Load == "error" || u.Load == "bad-setting") && live && action != "stop" {
@@ -296,6 +296,17 @@ func orWord(s, or string) string {
 		return or
 	}
 	return s
+}
+
+// gerund words an action being done: "enabling", "starting".
+func gerund(action string) string {
+	switch action {
+	case "stop":
+		return "stopping"
+	case "enable", "disable", "mask", "unmask":
+		return strings.TrimSuffix(action, "e") + "ing"
+	}
+	return action + "ing"
 }
 
 // pastTense words an action done: "enabled", "started".

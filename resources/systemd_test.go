@@ -178,7 +178,7 @@ func TestPlanUnitAction(t *testing.T) {
 		{"enable", running, NoOp, "already enabled", false},
 		{"enable", on("loaded", "inactive", "dead", "static"), NoOp, "static: its unit file has no [Install] section", false},
 		{"enable", missing, Update, "not on the host yet (an earlier resource of this plan creates it)", true},
-		{"enable", on("masked", "inactive", "dead", "masked"), "", "is masked (linked to /dev/null), so enabled would fail: add unmask before enable", false},
+		{"enable", on("masked", "inactive", "dead", "masked"), "", "is masked (linked to /dev/null), so enabling it would fail: add unmask before enable", false},
 		{"enable", offline, Update, "disabled: enable enables it", false},
 		{"disable", running, Update, "enabled: disable disables it", false},
 		{"disable", stopped, NoOp, "already disabled", false},
