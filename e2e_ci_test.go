@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/toquehq/toque/internal/testenv"
 )
 
 // fakeGH stands in for the GitHub CLI in the CI example's tests: a shell
@@ -81,9 +83,8 @@ type ciEnv struct {
 
 func newCIEnv(t *testing.T) *ciEnv {
 	t.Helper()
-	if _, err := exec.LookPath("jq"); err != nil {
-		t.Skip("jq is not installed: the fake gh needs it to evaluate --jq filters (Debian: apt-get install jq)")
-	}
+	// The scripts are bash; the fake gh needs jq to evaluate --jq filters.
+	testenv.MustHave(t, testenv.Bash, testenv.Jq)
 	e := newEnv(t)
 	base := filepath.Dir(e.dir)
 	c := &ciEnv{env: e, bin: filepath.Join(base, "bin"), gh: filepath.Join(base, "gh"), out: filepath.Join(base, "out")}
@@ -121,7 +122,7 @@ func (c *ciEnv) script(name string, extra []string, args ...string) result {
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.Env = append(os.Environ(),
 		"PATH="+c.bin+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"TOQUE_STATE_DIR="+c.state, "NO_COLOR=1",
+		"TOQUE_STATE_DIR="+c.state, "TOQUE_HOST_LOCK="+c.hostLock, "NO_COLOR=1",
 		"TOQUE_DIR="+c.dir, "CI_SCRATCH="+c.root,
 		"FAKE_GH="+c.gh, "GH_REPO=acme/infra", "PR_NUMBER=7", "APPLY_EVENTS="+filepath.Join(c.out, "apply.jsonl"))
 	cmd.Env = append(cmd.Env, extra...)
@@ -199,6 +200,7 @@ func (c *ciEnv) readOut(name string) string {
 }
 
 func TestE2ECIPlanCommentsOnceThenUpdates(t *testing.T) {
+	t.Parallel()
 	c := newCIEnv(t)
 	// Someone else's comment, quoting the marker, must be left alone.
 	if err := os.MkdirAll(filepath.Join(c.gh, "comments"), 0o755); err != nil {
@@ -292,6 +294,7 @@ func (e *env) readRecipe(name string) string {
 }
 
 func TestE2ECIApplyOnlyTheReviewedPlan(t *testing.T) {
+	t.Parallel()
 	c := newCIEnv(t)
 	c.mustScript(0, "plan.sh", nil, c.out)
 	c.mustScript(0, "comment.sh", nil, filepath.Join(c.out, "plan.md"))

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toquehq/toque/internal/testenv"
 )
 
 // End-to-end tests of how commands and guards run: their environment,
@@ -58,9 +60,7 @@ func parseEnv(s string) map[string]string {
 // as another user they get a clean login environment. Each child dumps its
 // environment: commands into files, a guard into the plan.
 func TestE2EChildEnvironment(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run commands as nobody")
-	}
+	testenv.MustHave(t, testenv.Root, testenv.Nobody) // commands run as nobody
 	e := newEnv(t)
 	shared := writableByAll(t)
 	e.recipe("main.hcl", `

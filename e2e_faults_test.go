@@ -20,7 +20,8 @@ func TestE2EPlanIntoAClosedPipe(t *testing.T) {
 	e := newEnv(t)
 	var src strings.Builder
 	for i := 0; i < 400; i++ {
-		fmt.Fprintf(&src, "file \"ROOT/f%03d\" { content = \"%d\\n\" }\n", i, i)
+		// Long enough that the plan outgrows the pipe's buffer.
+		fmt.Fprintf(&src, "file \"ROOT/f%03d\" { content = \"%d %s\\n\" }\n", i, i, strings.Repeat("x", 300))
 	}
 	e.recipe("many.hcl", src.String())
 	planPath := filepath.Join(e.dir, "p")
@@ -28,7 +29,27 @@ func TestE2EPlanIntoAClosedPipe(t *testing.T) {
 	old, _ := os.ReadFile(planPath)
 	e.write("f000", "changed since\n", 0o644) // the new plan differs
 
-	cmd := exec.Command(toqueBin, "-chdir="+e.dir, "plan", "-out=p")
+	if stderr := readSomeThenClose(t, e, "plan", "-out=p"); strings.Contains(stderr, "broken pipe") {
+		t.Errorf("a closed stdout is reported as an error:\n%s", stderr)
+	}
+	now, err := os.ReadFile(planPath)
+	if err != nil || bytes.Equal(now, old) {
+		t.Fatalf("the plan file was not replaced by the new plan (%v)", err)
+	}
+	// show, like plan, ends normally when its reader has seen enough.
+	for _, args := range [][]string{{"show", "p"}, {"show", "-markdown", "p"}} {
+		if stderr := readSomeThenClose(t, e, args...); strings.Contains(stderr, "broken pipe") {
+			t.Errorf("toque %s: a closed stdout is reported as an error:\n%s", strings.Join(args, " "), stderr)
+		}
+	}
+}
+
+// readSomeThenClose runs the toque binary with args, reads ten bytes of
+// its stdout and closes it, as head does, and wants exit 0. It returns
+// what toque wrote on stderr.
+func readSomeThenClose(t *testing.T, e *env, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(toqueBin, append([]string{"-chdir=" + e.dir}, args...)...)
 	cmd.Env = append(os.Environ(), "TOQUE_STATE_DIR="+e.state, "NO_COLOR=1")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -43,17 +64,11 @@ func TestE2EPlanIntoAClosedPipe(t *testing.T) {
 	if _, err := io.ReadFull(out, buf); err != nil {
 		t.Fatal(err)
 	}
-	out.Close() // as head does after its lines
+	out.Close()
 	if err := cmd.Wait(); err != nil {
-		t.Fatalf("toque plan into a closed pipe: %v (want exit 0)\n%s", err, stderr.String())
+		t.Fatalf("toque %s into a closed pipe: %v (want exit 0)\n%s", strings.Join(args, " "), err, stderr.String())
 	}
-	now, err := os.ReadFile(planPath)
-	if err != nil || bytes.Equal(now, old) {
-		t.Fatalf("the plan file was not replaced by the new plan (%v)", err)
-	}
-	if strings.Contains(stderr.String(), "broken pipe") {
-		t.Errorf("a closed stdout is reported as an error:\n%s", stderr.String())
-	}
+	return stderr.String()
 }
 
 // A plan that fails leaves no plan at -out: the older one is removed

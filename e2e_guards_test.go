@@ -3,11 +3,13 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toquehq/toque/internal/testenv"
+	"github.com/toquehq/toque/internal/testutil"
 )
 
 // guardsEnv runs toque on one of examples/guards with GUARDS_ROOT in a
@@ -80,6 +82,8 @@ func (g *guardsEnv) jsonGuards(planFile string) map[string][]map[string]any {
 }
 
 func TestE2EGuardsBashInterpreter(t *testing.T) {
+	// dash has no [[: exit 127 under /bin/sh.
+	testenv.MustHave(t, testenv.Bash, testenv.DashSh)
 	g := newGuardsEnv(t, "bash-interpreter")
 	r, planFile := g.plan(2)
 	contains(t, "plan", r.stdout,
@@ -104,16 +108,8 @@ func TestE2EGuardsBashInterpreter(t *testing.T) {
 	}
 }
 
-func needDirs(t *testing.T, dirs ...string) {
-	for _, d := range dirs {
-		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
-			t.Skipf("the RFC's example needs %s, which this host lacks", d)
-		}
-	}
-}
-
 func TestE2EGuardsInheritCwd(t *testing.T) {
-	needDirs(t, "/opt")
+	testenv.MustHave(t, testenv.Bash, testenv.FHSDirs)
 	g := newGuardsEnv(t, "inherit-cwd")
 	r, planFile := g.plan(2)
 	contains(t, "plan", r.stdout,
@@ -140,7 +136,7 @@ func reflectContains(v any, s string) bool {
 }
 
 func TestE2EGuardsParameterOverridesCwd(t *testing.T) {
-	needDirs(t, "/opt", "/var")
+	testenv.MustHave(t, testenv.Bash, testenv.FHSDirs)
 	g := newGuardsEnv(t, "override-cwd")
 	r, planFile := g.plan(2)
 	contains(t, "plan", r.stdout,
@@ -158,9 +154,7 @@ func TestE2EGuardsParameterOverridesCwd(t *testing.T) {
 }
 
 func TestE2EGuardsJavatoolingCshInheritsEnvironment(t *testing.T) {
-	if _, err := exec.LookPath("csh"); err != nil {
-		t.Skip("csh is not installed (scripts/test-deps installs it: apt-get install csh)")
-	}
+	testenv.MustHave(t, testenv.Csh)
 	g := newGuardsEnv(t, "javatooling")
 	r, planFile := g.plan(2)
 	contains(t, "plan", r.stdout,
@@ -192,6 +186,8 @@ func TestE2EGuardsJavatoolingCshInheritsEnvironment(t *testing.T) {
 }
 
 func TestE2EGuardsUserRoot(t *testing.T) {
+	// dash's [ knows = but not ==: "unexpected operator", exit 2.
+	testenv.MustHave(t, testenv.Bash, testenv.DashSh)
 	cases := []struct {
 		user        string
 		bashVerdict string
@@ -223,12 +219,12 @@ func TestE2EGuardsUserRoot(t *testing.T) {
 
 func TestE2EGuardsPowerShell(t *testing.T) {
 	g := newGuardsEnv(t, "powershell")
-	if _, err := exec.LookPath("pwsh"); err != nil {
+	if ok, _ := testenv.Has(testenv.Pwsh); !ok {
 		// The guards run in PowerShell, never silently in sh: without
-		// pwsh the plan fails and says why.
+		// pwsh the plan fails and says why. Then the live examples skip.
 		r := g.mustToque(1, "-chdir="+g.example, "plan")
 		contains(t, "plan without pwsh", r.stderr, "Guard cannot run", `"pwsh" not found`)
-		t.Skip("pwsh is not installed: the live PowerShell guard examples are skipped (the plan was checked to fail clearly without it)")
+		testenv.MustHave(t, testenv.Pwsh)
 	}
 	r, planFile := g.plan(2)
 	contains(t, "plan", r.stdout,
@@ -241,6 +237,7 @@ func TestE2EGuardsPowerShell(t *testing.T) {
 }
 
 func TestE2EGuardFlippedByAnEarlierResourceDiffersFromPlan(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("main.hcl", `
 file "ROOT/flag" {
@@ -271,6 +268,7 @@ file "ROOT/other" {
 }
 
 func TestE2EStaleGuardRefusesTheApply(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("gate", "", 0o644)
 	e.write("gate2", "", 0o644)
@@ -297,6 +295,7 @@ file "ROOT/b" {
 }
 
 func TestE2EGuardBadInput(t *testing.T) {
+	t.Parallel()
 	testBadInput(t, []badInput{
 		{"unknown guard_interpreter", "file \"/x\" {\n  guard_interpreter = \"zsh\"\n  only_if = \"true\"\n}\n", "bad.hcl:2"},
 		{"null guard", "file \"/x\" {\n  content = \"a\"\n  only_if = null\n}\n", "bad.hcl:3"},
@@ -309,12 +308,13 @@ func TestE2EGuardBadInput(t *testing.T) {
 }
 
 func TestE2EHangingGuardIsKilledAtItsTimeout(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("main.hcl", `
 file "ROOT/a" {
   content = "x"
   only_if = {
-    command = "(sleep 2; touch ROOT/survived) & sleep 60"
+    command = "(sleep 2; touch ROOT/survived) & echo $! > ROOT/pid; sleep 60"
     timeout = 1
   }
 }
@@ -325,7 +325,9 @@ file "ROOT/a" {
 		t.Errorf("plan took %s", d)
 	}
 	contains(t, "plan", strings.Join(strings.Fields(r.stderr), " "), "Guard cannot run", "timed out after 1s", "process group was killed", "main.hcl:4")
-	time.Sleep(2500 * time.Millisecond)
+	// Killed, the background subshell is gone at once; spared, it is gone
+	// after touching the marker.
+	testutil.WaitGone(t, testutil.ReadPid(t, filepath.Join(e.root, "pid")))
 	if _, err := os.Stat(filepath.Join(e.root, "survived")); err == nil {
 		t.Error("a process the guard started outlived its timeout")
 	}

@@ -33,7 +33,7 @@ execute "step-4" { command = "echo 4 >> ROOT/runs.log" }
 func (e *env) killApplyAt(marker string) {
 	e.t.Helper()
 	cmd := exec.Command(toqueBin, "-chdir="+e.dir, "apply", "plan.out")
-	cmd.Env = append(os.Environ(), "TOQUE_STATE_DIR="+e.state, "NO_COLOR=1")
+	cmd.Env = append(os.Environ(), e.defaults()...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		e.t.Fatal(err)
@@ -56,6 +56,34 @@ func (e *env) killApplyAt(marker string) {
 	err = cmd.Wait()
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		e.t.Fatalf("apply was not killed at %q (%v); it printed:\n%s", marker, err, strings.Join(seen, "\n"))
+	}
+	e.waitUnlocked()
+}
+
+// waitUnlocked polls until the state directory's apply lock is free. A
+// command toque was starting when it was killed holds a copy of the lock's
+// descriptor until it has exec'd or died: a few milliseconds on a busy
+// machine, in which the next apply would find the lock held.
+func (e *env) waitUnlocked() {
+	e.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		f, err := os.Open(filepath.Join(e.state, "apply.lock"))
+		if os.IsNotExist(err) {
+			return
+		}
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		f.Close() // releases the lock we took, if we took it
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("the killed apply's lock is still held after 5 s: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

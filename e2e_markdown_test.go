@@ -25,6 +25,7 @@ func (e *env) planDigest(file string) string {
 }
 
 func TestE2EMarkdownPlanAndShow(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("old.txt", "old\n", 0o644)
 	e.write("same.txt", "same\n", 0o644)
@@ -89,6 +90,7 @@ file "ROOT/secret.conf" {
 }
 
 func TestE2EMarkdownBadInput(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("site.hcl", `file "ROOT/a" { content = "a\n" }`)
 	e.must(0, "plan", "-out=plan.out")
@@ -123,6 +125,7 @@ func TestE2EMarkdownBadInput(t *testing.T) {
 }
 
 func TestE2EApplyExpectDigest(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("site.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
 	e.must(0, "plan", "-out=plan.out")
@@ -198,6 +201,7 @@ func types(evs []map[string]any) string {
 }
 
 func TestE2EApplyJSON(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("b.conf", "b-old\n", 0o644)
 	e.recipe("site.hcl", `

@@ -169,6 +169,7 @@ func readState(t *testing.T, e *env, rel string) string {
 // A notifier already in its planned state (an earlier run did the work)
 // fires nothing, and the report says so.
 func TestE2ENotifierAlreadyDoneFiresNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("a.hcl", `
 template "ROOT/app.conf" {
@@ -199,6 +200,7 @@ execute "reload" {
 // Delayed notifications run even when a later resource fails; the failure
 // is reported after them.
 func TestE2EDelayedNotificationAfterFailure(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("a.hcl", `
 file "ROOT/app.conf" {
@@ -227,6 +229,7 @@ execute "reload" {
 }
 
 func TestE2ENotificationBadInput(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		files map[string]string

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toquehq/toque/internal/testenv"
 	"github.com/toquehq/toque/internal/testutil"
 	"github.com/toquehq/toque/policy"
 )
@@ -23,17 +24,13 @@ import (
 // skips the test, saying why, where such a namespace cannot be made.
 func withoutMachineID(t *testing.T, args ...string) []string {
 	t.Helper()
-	if _, err := exec.LookPath("unshare"); err != nil {
-		t.Skip("unshare is not installed: cannot hide the machine id")
-	}
-	if _, err := os.Stat("/etc/machine-id"); err != nil {
-		t.Skip("this host has no /etc/machine-id to hide")
-	}
+	// A mount namespace of a user namespace of its own, as any user.
+	testenv.MustHave(t, testenv.UserNS, testenv.MachineID)
 	script := `mount --bind /dev/null /etc/machine-id || exit 97
 if [ -e /var/lib/dbus/machine-id ]; then mount --bind /dev/null /var/lib/dbus/machine-id || exit 97; fi
 exec "$@"`
-	if err := exec.Command("unshare", "--mount", "--map-root-user", "sh", "-c", script, "sh", "true").Run(); err != nil {
-		t.Skipf("cannot hide the machine id in a mount namespace here (%v)", err)
+	if out, err := exec.Command("unshare", "--mount", "--map-root-user", "sh", "-c", script, "sh", "true").CombinedOutput(); err != nil {
+		t.Fatalf("cannot hide the machine id in a mount namespace: %v\n%s", err, out)
 	}
 	return append([]string{"unshare", "--mount", "--map-root-user", "sh", "-c", script, "sh", toqueBin}, args...)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -47,7 +46,7 @@ default_attributes = { base = { motd = "managed by toque" } }
 }
 `,
 	})
-	r := e.runCmd(exec.Command(toqueBin, "-chdir="+filepath.Join(work, "base"), "install"))
+	r := e.toque(nil, "-chdir="+filepath.Join(work, "base"), "install")
 	if r.code != 0 {
 		t.Fatalf("base install: %s", r)
 	}

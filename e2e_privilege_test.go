@@ -7,15 +7,15 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/toquehq/toque/internal/testenv"
 )
 
 // As a user other than root, the plan refuses what apply could not do:
 // writing a directory that user may not write, giving a file to another
 // owner, running a command as another user. Nothing reaches apply.
 func TestE2EPlanAsNonRootRefusesWhatNeedsRoot(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root, to run toque as nobody")
-	}
+	testenv.MustHave(t, testenv.Root, testenv.Nobody) // to run toque as nobody
 	e := newEnv(t)
 	// The binary, the recipes and a state directory reachable by nobody.
 	os.Chmod(filepath.Dir(toqueBin), 0o755)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toquehq/toque/internal/testenv"
 	"github.com/toquehq/toque/internal/testutil"
 )
 
@@ -76,6 +77,7 @@ func TestE2EHostLockExcludesApplyWithAnotherStateDir(t *testing.T) {
 	cmd, out, firstErr := first.startLongApply()
 
 	second := newEnv(t)
+	second.hostLock = first.hostLock // one host
 	second.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
 	second.must(0, "plan", "-out=plan.out")
 	r := second.run("apply", "plan.out")
@@ -88,7 +90,7 @@ func TestE2EHostLockExcludesApplyWithAnotherStateDir(t *testing.T) {
 	if r.code != 4 {
 		t.Fatalf("an apply with another state directory ran beside the first: want exit 4, got %s", r)
 	}
-	for _, want := range []string{"host-wide lock", fmt.Sprintf("pid %d", cmd.Process.Pid), first.state, os.Getenv("TOQUE_HOST_LOCK")} {
+	for _, want := range []string{"host-wide lock", fmt.Sprintf("pid %d", cmd.Process.Pid), first.state, first.hostLock} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("the refusal does not name %q:\n%s", want, r.stderr)
 		}
@@ -121,12 +123,10 @@ func lastEvent(t *testing.T, stdout string) map[string]any {
 // runs as root, as only root can give a directory to another user.
 func nobodyIDs(t *testing.T) (int, int) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: only root can make a directory owned by another user")
-	}
+	testenv.MustHave(t, testenv.Root, testenv.Nobody)
 	u, err := user.Lookup("nobody")
 	if err != nil {
-		t.Skipf("this host has no user nobody to own the hostile directory: %v", err)
+		t.Fatal(err)
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)

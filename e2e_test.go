@@ -8,12 +8,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toquehq/toque/command"
+	"github.com/toquehq/toque/internal/testenv"
 )
 
-// toqueBin is the binary built once for every end-to-end test.
+// toqueBin is the binary built once for every end-to-end test, or the
+// one TOQUE_TEST_BINARY names (make test-nonroot builds it beforehand: the
+// user it runs the tests as cannot use the caller's Go caches).
 var toqueBin string
 
 func TestMain(m *testing.M) {
@@ -22,15 +28,25 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	toqueBin = filepath.Join(dir, "toque")
 	// Every apply takes the host-wide lock: keep it in the scratch dir, never
-	// the machine's /run/toque.
+	// the machine's /run/toque. (The harness gives each test a lock of its
+	// own, so that parallel tests do not wait for each other; this one is
+	// for the commands a test starts with the process's environment.)
 	os.Setenv("TOQUE_HOST_LOCK", filepath.Join(dir, "run", "apply.lock"))
-	cmd := exec.Command("go", "build", "-o", toqueBin, ".")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building toque:", err)
-		os.Exit(1)
+	if bin := os.Getenv("TOQUE_TEST_BINARY"); bin != "" {
+		if !filepath.IsAbs(bin) {
+			fmt.Fprintf(os.Stderr, "TOQUE_TEST_BINARY=%s: want an absolute path\n", bin)
+			os.Exit(1)
+		}
+		toqueBin = bin
+	} else {
+		toqueBin = filepath.Join(dir, "toque")
+		cmd := exec.Command("go", "build", "-o", toqueBin, ".")
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building toque:", err)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -40,10 +56,11 @@ func TestMain(m *testing.M) {
 // env is one end-to-end scenario: a recipe dir, a scratch root the recipes
 // write under, and a state dir.
 type env struct {
-	t     *testing.T
-	dir   string // recipes
-	root  string // where the recipes' resources live
-	state string
+	t        *testing.T
+	dir      string // recipes
+	root     string // where the recipes' resources live
+	state    string
+	hostLock string // the host-wide apply lock, this test's own
 }
 
 func newEnv(t *testing.T) *env {
@@ -56,7 +73,8 @@ func newEnv(t *testing.T) *env {
 			t.Fatal(err)
 		}
 	}
-	e := &env{t: t, dir: filepath.Join(base, "recipes"), root: filepath.Join(base, "root"), state: filepath.Join(base, "state")}
+	e := &env{t: t, dir: filepath.Join(base, "recipes"), root: filepath.Join(base, "root"), state: filepath.Join(base, "state"),
+		hostLock: filepath.Join(base, "run", "apply.lock")}
 	for _, d := range []string{e.dir, e.root} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -83,12 +101,87 @@ func (r result) String() string {
 	return fmt.Sprintf("exit %d\n--- stdout\n%s--- stderr\n%s", r.code, r.stdout, r.stderr)
 }
 
-// run runs toque with -chdir set to the recipe dir.
+// Most tests run toque in-process: command.Run, as main calls it, with the
+// test's own streams and toque's settings (TOQUE_STATE_DIR, NO_COLOR…)
+// injected, so such tests can run side by side. What only a process can
+// show — signals, a closed stdout, exit statuses, TOQUE_LOG on the real
+// stderr, a terminal, the README's commands — runs the built binary (bin,
+// runCmd).
+
+// run runs toque in-process with -chdir set to the recipe dir.
 func (e *env) run(args ...string) result {
+	e.t.Helper()
+	return e.inProcess(nil, nil, append([]string{"-chdir=" + e.dir}, args...)...)
+}
+
+// toque runs toque in-process with args as given (no -chdir) and extra
+// environment variables (NAME=VALUE), which win over the harness's
+// defaults. Recipes' env() and the commands toque starts read the
+// process's environment, so the variables toque itself does not read
+// (anything but TOQUE_* and NO_COLOR) are set with t.Setenv: a test that
+// passes them cannot be parallel.
+func (e *env) toque(extra []string, args ...string) result {
+	e.t.Helper()
+	return e.inProcess(nil, extra, args...)
+}
+
+// inProcess is command.Run with stdin (empty when nil), extra variables as
+// for toque, and buffers for stdout and stderr.
+func (e *env) inProcess(stdin io.Reader, extra []string, args ...string) (r result) {
+	e.t.Helper()
+	vars := map[string]string{"TOQUE_STATE_DIR": e.state, "TOQUE_HOST_LOCK": e.hostLock, "NO_COLOR": "1"}
+	for _, kv := range extra {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+		if !strings.HasPrefix(k, "TOQUE_") && k != "NO_COLOR" {
+			e.t.Setenv(k, v)
+		}
+	}
+	lookup := func(k string) (string, bool) {
+		if v, ok := vars[k]; ok {
+			return v, true
+		}
+		return os.LookupEnv(k)
+	}
+	if stdin == nil {
+		stdin = strings.NewReader("")
+	}
+	var out, errb bytes.Buffer
+	defer func() {
+		if p := recover(); p != nil {
+			e.t.Fatalf("toque %s panicked: %v\n%s", strings.Join(args, " "), p, debug.Stack())
+		}
+	}()
+	code := command.Run(e.t.Context(), make(chan struct{}), args, command.Streams{
+		Stdin: stdin, Stdout: &out, Stderr: &errb,
+		Env: command.Env{LookupEnv: lookup},
+	})
+	return result{code, out.String(), errb.String()}
+}
+
+// bin runs the built binary with -chdir set to the recipe dir.
+func (e *env) bin(args ...string) result {
 	e.t.Helper()
 	return e.runCmd(exec.Command(toqueBin, append([]string{"-chdir=" + e.dir}, args...)...))
 }
 
+// mustBin is bin, failing the test unless the exit status is want.
+func (e *env) mustBin(want int, args ...string) result {
+	e.t.Helper()
+	r := e.bin(args...)
+	if r.code != want {
+		e.t.Fatalf("toque (binary) %s: want exit %d, got %s", strings.Join(args, " "), want, r)
+	}
+	return r
+}
+
+// defaults are the harness's settings for toque, as NAME=VALUE.
+func (e *env) defaults() []string {
+	return []string{"TOQUE_STATE_DIR=" + e.state, "TOQUE_HOST_LOCK=" + e.hostLock, "NO_COLOR=1"}
+}
+
+// runCmd runs cmd (the binary, or a command that runs it) with the
+// harness's defaults in its environment.
 func (e *env) runCmd(cmd *exec.Cmd) result {
 	e.t.Helper()
 	var out, errb bytes.Buffer
@@ -100,7 +193,7 @@ func (e *env) runCmd(cmd *exec.Cmd) result {
 	for _, kv := range env {
 		inherited[kv] = true
 	}
-	env = append(env, "TOQUE_STATE_DIR="+e.state, "NO_COLOR=1")
+	env = append(env, e.defaults()...)
 	for _, kv := range cmd.Env {
 		if !inherited[kv] {
 			env = append(env, kv)
@@ -117,15 +210,6 @@ func (e *env) runCmd(cmd *exec.Cmd) result {
 		code = ee.ExitCode()
 	}
 	return result{code, out.String(), errb.String()}
-}
-
-// toque runs toque with args as given (no -chdir) and extra environment
-// variables, which win over the harness's defaults.
-func (e *env) toque(extra []string, args ...string) result {
-	e.t.Helper()
-	cmd := exec.Command(toqueBin, args...)
-	cmd.Env = append(os.Environ(), extra...)
-	return e.runCmd(cmd)
 }
 
 // mustToque is toque, failing the test unless the exit status is want.
@@ -229,11 +313,13 @@ link "ROOT/current" {
 }
 `
 
+// The README's workflow, on the binary: its exit statuses as a process.
 func TestE2ECreateFromNothingThenNoChanges(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("site.hcl", siteRecipe)
 
-	r := e.must(2, "plan", "-detailed-exitcode", "-out=plan.out")
+	r := e.mustBin(2, "plan", "-detailed-exitcode", "-out=plan.out")
 	for _, want := range []string{
 		`+ directory "www"`,
 		`+ file "` + e.root + `/www/index.html"`,
@@ -256,8 +342,8 @@ func TestE2ECreateFromNothingThenNoChanges(t *testing.T) {
 		t.Fatal("plan changed the host")
 	}
 
-	e.must(0, "show", "plan.out")
-	r = e.must(0, "apply", "plan.out")
+	e.mustBin(0, "show", "plan.out")
+	r = e.mustBin(0, "apply", "plan.out")
 	if !strings.Contains(r.stdout, "Apply complete!") {
 		t.Errorf("apply output:\n%s", r.stdout)
 	}
@@ -275,13 +361,14 @@ func TestE2ECreateFromNothingThenNoChanges(t *testing.T) {
 		t.Error("apply wrote no report in the state directory")
 	}
 
-	r = e.must(0, "plan", "-detailed-exitcode")
+	r = e.mustBin(0, "plan", "-detailed-exitcode")
 	if !strings.Contains(r.stdout, "No changes.") {
 		t.Errorf("second plan:\n%s", r.stdout)
 	}
 }
 
 func TestE2EUnsetModeIsLeftAlone(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("motd", "old\n", 0o604) // readable by others: the diff is shown
 	e.recipe("motd.hcl", `file "ROOT/motd" { content = "new\n" }`)
@@ -306,6 +393,7 @@ func TestE2EUnsetModeIsLeftAlone(t *testing.T) {
 }
 
 func TestE2EStalePlanIsRefusedAndChangesNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("a.conf", "a-old\n", 0o644)
 	e.write("b.conf", "b-old\n", 0o644)
@@ -326,6 +414,7 @@ file "ROOT/c.conf" { content = "c\n" }
 }
 
 func TestE2EResourceAlreadyInPlannedStateCountsAsDone(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("conf.hcl", `
 file "ROOT/a.conf" { content = "a\n" }
@@ -344,6 +433,7 @@ file "ROOT/b.conf" { content = "b\n" }
 }
 
 func TestE2EEditedPlanIsRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
 	e.must(0, "plan", "-out=plan.out")
@@ -373,17 +463,21 @@ func TestE2EEditedPlanIsRefused(t *testing.T) {
 }
 
 func TestE2EPlanFromAnotherHostIsRefused(t *testing.T) {
-	if _, err := exec.LookPath("unshare"); err != nil {
-		t.Skip("unshare is not installed: cannot fake another hostname")
-	}
-	if err := exec.Command("unshare", "--uts", "true").Run(); err != nil {
-		t.Skipf("unshare --uts does not work here (%v): cannot fake another hostname", err)
+	t.Parallel()
+	// Another hostname is a UTS namespace away: root makes one, anyone
+	// else in a user namespace of their own.
+	unshare := []string{"unshare", "--uts"}
+	if ok, _ := testenv.Has(testenv.Root); ok {
+		testenv.MustHave(t, testenv.Unshare)
+	} else {
+		testenv.MustHave(t, testenv.UserNS)
+		unshare = append(unshare, "--user", "--map-root-user")
 	}
 	e := newEnv(t)
 	e.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
 	e.must(0, "plan", "-out=plan.out")
-	cmd := exec.Command("unshare", "--uts", "sh", "-c", `hostname toque-elsewhere && exec "$@"`, "sh",
-		toqueBin, "-chdir="+e.dir, "apply", "plan.out")
+	cmd := exec.Command(unshare[0], append(unshare[1:], "sh", "-c", `hostname toque-elsewhere && exec "$@"`, "sh",
+		toqueBin, "-chdir="+e.dir, "apply", "plan.out")...)
 	r := e.runCmd(cmd)
 	if r.code != 1 || !strings.Contains(r.stderr, "toque-elsewhere") {
 		t.Fatalf("want the other host refused by name, got %s", r)
@@ -419,6 +513,7 @@ func testBadInput(t *testing.T, cases []badInput) {
 }
 
 func TestE2EBadInput(t *testing.T) {
+	t.Parallel()
 	testBadInput(t, []badInput{
 		{"syntax", "file \"/x\" {\n  content = \n}\n", "bad.hcl:2:"},
 		{"unknown type", "fiel \"/x\" {}\n", "bad.hcl:1:"},
@@ -431,6 +526,7 @@ func TestE2EBadInput(t *testing.T) {
 }
 
 func TestE2EFmtCheck(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("ugly.hcl", "file \"/x\" {\ncontent=\"a\"\n    mode = \"0644\"\n}\n")
 	r := e.must(3, "fmt", "-check")
@@ -442,6 +538,7 @@ func TestE2EFmtCheck(t *testing.T) {
 }
 
 func TestE2ESecondConcurrentApplyFailsNamingTheHolder(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	first, out, firstErr := e.startLongApply()
 	second := e.run("apply", "plan.out")
@@ -469,7 +566,7 @@ func (e *env) startLongApply() (*exec.Cmd, io.Reader, *bytes.Buffer) {
 	e.must(0, "plan", "-out=plan.out")
 
 	cmd := exec.Command(toqueBin, "-chdir="+e.dir, "apply", "plan.out")
-	cmd.Env = append(os.Environ(), "TOQUE_STATE_DIR="+e.state, "NO_COLOR=1")
+	cmd.Env = append(os.Environ(), e.defaults()...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		e.t.Fatal(err)
@@ -492,6 +589,7 @@ func (e *env) startLongApply() (*exec.Cmd, io.Reader, *bytes.Buffer) {
 }
 
 func TestE2EFirstInterruptFinishesTheResourceThenStops(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cmd, out, stderr := e.startLongApply()
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
@@ -537,6 +635,7 @@ func TestE2EFirstInterruptFinishesTheResourceThenStops(t *testing.T) {
 // earlier resources changed the host. A directory declared before it, or a
 // recursive one, makes the plan good.
 func TestE2EMissingParentFailsThePlan(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("conf.hcl", `
 file "ROOT/a.conf" { content = "a\n" }
@@ -572,6 +671,7 @@ link "ROOT/none/l" { to = "ROOT/a.conf" }
 }
 
 func TestE2EMissingOrForeignPlanFile(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
 	r := e.must(1, "apply", "nope.out")
@@ -587,12 +687,11 @@ func TestE2EMissingOrForeignPlanFile(t *testing.T) {
 }
 
 func TestE2EApplyWithoutPlanFileAsksForYes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
 
-	no := exec.Command(toqueBin, "-chdir="+e.dir, "apply")
-	no.Stdin = strings.NewReader("no\n")
-	r := e.runCmd(no)
+	r := e.inProcess(strings.NewReader("no\n"), nil, "-chdir="+e.dir, "apply")
 	if r.code != 1 || !strings.Contains(r.stdout, "Apply cancelled.") {
 		t.Fatalf("answering no: %s", r)
 	}
@@ -600,9 +699,7 @@ func TestE2EApplyWithoutPlanFileAsksForYes(t *testing.T) {
 		t.Fatal("a cancelled apply changed the host")
 	}
 
-	yes := exec.Command(toqueBin, "-chdir="+e.dir, "apply")
-	yes.Stdin = strings.NewReader("yes\n")
-	r = e.runCmd(yes)
+	r = e.inProcess(strings.NewReader("yes\n"), nil, "-chdir="+e.dir, "apply")
 	if r.code != 0 || !strings.Contains(r.stdout, "Only 'yes' will be accepted") || e.read("a.conf") != "a\n" {
 		t.Fatalf("answering yes: %s", r)
 	}
@@ -619,6 +716,7 @@ func TestE2EApplyWithoutPlanFileAsksForYes(t *testing.T) {
 }
 
 func TestE2ELogging(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
 	cmd := exec.Command(toqueBin, "-chdir="+e.dir, "plan")
@@ -644,9 +742,8 @@ func TestE2ELogging(t *testing.T) {
 
 // Colour is used only on a terminal, and never with -no-color or NO_COLOR.
 func TestE2EColourOnlyOnATerminal(t *testing.T) {
-	if _, err := exec.LookPath("script"); err != nil {
-		t.Skip("script(1) is not installed: cannot give toque a terminal")
-	}
+	t.Parallel()
+	testenv.MustHave(t, testenv.Script)
 	e := newEnv(t)
 	e.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
 	const esc = "\x1b["
@@ -686,6 +783,7 @@ func shellQuoteAll(args []string) string {
 // Planning only reads, so the first interrupt stops it at once — here in
 // the middle of a guard that would take a minute — and no plan is saved.
 func TestE2EInterruptStopsAPlanAtOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("slow.hcl", `
 file "ROOT/a.conf" {
@@ -732,6 +830,7 @@ file "ROOT/a.conf" {
 // their output — appear in no output and no log; only the plan file holds
 // them.
 func TestE2ESensitiveValuesNeverShow(t *testing.T) {
+	t.Parallel()
 	const secret = "HUNTER2SECRET"
 	e := newEnv(t)
 	e.recipe("secret.hcl", `
@@ -752,9 +851,7 @@ bash "guarded" {
 `)
 	logPath := filepath.Join(t.TempDir(), "trace.log")
 	run := func(args ...string) string {
-		cmd := exec.Command(toqueBin, append([]string{"-chdir=" + e.dir}, args...)...)
-		cmd.Env = append(os.Environ(), "TOQUE_LOG=trace", "TOQUE_LOG_PATH="+logPath)
-		r := e.runCmd(cmd)
+		r := e.toque([]string{"TOQUE_LOG=trace", "TOQUE_LOG_PATH=" + logPath}, append([]string{"-chdir=" + e.dir}, args...)...)
 		if r.code != 0 {
 			t.Fatalf("toque %v: %s", args, r)
 		}
@@ -790,6 +887,7 @@ bash "guarded" {
 // plan, not the apply half-way; validate, which never reads the host, lets
 // it pass.
 func TestE2EUnknownOwnerFailsThePlan(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("own.hcl", `
 file "ROOT/a.conf" { content = "a\n" }
@@ -817,17 +915,18 @@ execute "as-nobody-group" {
 }
 
 func TestE2EHelpAndUnknownCommands(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
-	r := e.runCmd(exec.Command(toqueBin, "-help"))
+	r := e.toque(nil, "-help")
 	if r.code != 0 || !strings.Contains(r.stdout, "-chdir=DIR") || !strings.Contains(r.stdout, "plan ") {
 		t.Errorf("toque -help: %s", r)
 	}
-	r = e.runCmd(exec.Command(toqueBin, "plna"))
+	r = e.toque(nil, "plna")
 	if r.code != 1 || !strings.Contains(r.stderr, `Did you mean "plan"?`) {
 		t.Errorf("a mistyped command: %s", r)
 	}
 	for _, cmd := range []string{"plan", "apply", "show", "validate", "fmt", "version", "graph", "install", "update", "export"} {
-		r := e.runCmd(exec.Command(toqueBin, cmd, "-help"))
+		r := e.toque(nil, cmd, "-help")
 		if r.code != 0 || !strings.Contains(r.stdout, "Usage: toque") {
 			t.Errorf("toque %s -help: %s", cmd, r)
 		}
@@ -838,6 +937,7 @@ func TestE2EHelpAndUnknownCommands(t *testing.T) {
 // different verdict means the host changed since the plan, so the plan is
 // stale and nothing is applied.
 func TestE2ENotifiedRunGuardFlippedBeforeApplyIsStale(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("reload.hcl", `
 file "ROOT/app.conf" {
@@ -864,5 +964,34 @@ execute "reload" {
 	}
 	if _, err := os.Stat(filepath.Join(e.root, "app.conf")); !os.IsNotExist(err) {
 		t.Error("a stale plan changed the host")
+	}
+}
+
+// command.Run resolves what it is given — no -chdir, relative paths,
+// relative settings — against Streams.Env.Dir, not the process's working
+// directory: the in-process tests depend on it.
+func TestE2EInProcessWorkingDirectory(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
+	vars := map[string]string{"TOQUE_STATE_DIR": "state", "TOQUE_LOG": "debug", "TOQUE_LOG_PATH": "toque.log"}
+	lookup := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
+	for _, args := range [][]string{{"plan", "-out=plan.out"}, {"apply", "plan.out"}} {
+		var out, errb bytes.Buffer
+		code := command.Run(t.Context(), make(chan struct{}), args, command.Streams{
+			Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb,
+			Env: command.Env{LookupEnv: lookup, Dir: e.dir},
+		})
+		if code != 0 {
+			t.Fatalf("toque %v: exit %d\n%s%s", args, code, out.String(), errb.String())
+		}
+	}
+	if e.read("a.conf") != "a\n" {
+		t.Error("a.conf not written")
+	}
+	for _, p := range []string{"plan.out", "toque.log", "state/reports/last.json"} {
+		if _, err := os.Stat(filepath.Join(e.dir, p)); err != nil {
+			t.Errorf("%s is not under Env.Dir: %v", p, err)
+		}
 	}
 }

@@ -11,6 +11,7 @@ require (
 	github.com/hashicorp/hcl/v2 v2.25.0
 	github.com/mattn/go-isatty v0.0.24
 	github.com/mitchellh/go-wordwrap v1.0.1
+	github.com/posener/complete v1.2.3
 	github.com/zclconf/go-cty v1.19.0
 	golang.org/x/sys v0.49.0
 )
@@ -32,7 +33,6 @@ require (
 	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/mitchellh/copystructure v1.0.0 // indirect
 	github.com/mitchellh/reflectwalk v1.0.0 // indirect
-	github.com/posener/complete v1.2.3 // indirect
 	github.com/shopspring/decimal v1.2.0 // indirect
 	github.com/spf13/cast v1.3.1 // indirect
 	golang.org/x/crypto v0.32.0 // indirect

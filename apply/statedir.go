@@ -76,7 +76,7 @@ func OpenStateDir(path string) (*StateDir, error) {
 	if err := checkAncestors(parent); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(parent, 0o755); err != nil {
+	if err := mkdirParents(parent); err != nil {
 		return nil, fmt.Errorf("create %s: %w", parent, err)
 	}
 	if err := checkAncestors(parent); err != nil {
@@ -335,6 +335,38 @@ func openDirError(path string, err error, lstat func(*unix.Stat_t) error) error 
 // toque's user (owned by one of them, and writable by group or others only
 // with the sticky bit, or by root's or toque's own group). Missing
 // directories are skipped: they will be created by toque.
+// mkdirParents is os.MkdirAll(dir, 0755), except that each directory it
+// creates is left writable and searchable by its owner whatever the umask:
+// under umask 0277 MkdirAll's first directory would be 0500, and a user
+// other than root could not create the next one in it.
+func mkdirParents(dir string) error {
+	if fi, err := os.Stat(dir); err == nil {
+		if !fi.IsDir() {
+			return &fs.PathError{Op: "mkdir", Path: dir, Err: unix.ENOTDIR}
+		}
+		return nil
+	}
+	if parent := filepath.Dir(dir); parent != dir {
+		if err := mkdirParents(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil
+		}
+		return err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if perm := fi.Mode().Perm(); perm&0o700 != 0o700 {
+		return os.Chmod(dir, perm|0o700)
+	}
+	return nil
+}
+
 func checkAncestors(dir string) error {
 	seen := map[string]bool{}
 	check := func(p string) error {

@@ -10,18 +10,18 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/toquehq/toque/internal/testenv"
 )
 
 // nobody returns the uid and gid of the user nobody, skipping the test
 // unless it runs as root (only root can give a file to another user).
 func nobody(t *testing.T) (int, int) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: only root can make a directory owned by another user")
-	}
+	testenv.MustHave(t, testenv.Root, testenv.Nobody)
 	u, err := user.Lookup("nobody")
 	if err != nil {
-		t.Skipf("this host has no user nobody to own the hostile directory: %v", err)
+		t.Fatal(err)
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)

@@ -24,10 +24,12 @@ type applyArgs struct {
 	lockTimeout time.Duration
 	parallelism int
 	color       colorFlags
-	// expectDigest, verifyKey and json only apply with a plan file.
+	// expectDigest, verifyKey and json only apply with a plan file;
+	// attrs only without one.
 	expectDigest string
 	verifyKey    string
 	json         bool
+	attrs        attrFlags
 }
 
 func (c *ApplyCommand) Synopsis() string {
@@ -74,6 +76,10 @@ Options:
   -json                Print progress as JSON events, one object per line
                        (docs/apply-json.md), instead of text. Needs PLANFILE.
 
+  Only without PLANFILE (a saved plan records the attributes it was made
+  with):
+
+` + attrHelp + `
   A saved plan is applied once: its journal, in the state directory, makes
   a second apply of a finished plan fail, and an apply of a plan whose
   apply was interrupted or failed resume it, never repeating what was done.
@@ -96,6 +102,7 @@ func (c *ApplyCommand) Run(args []string) int {
 	fs.StringVar(&a.verifyKey, "verify-key", "", "")
 	fs.BoolVar(&a.json, "json", false, "")
 	a.color.register(fs)
+	a.attrs.register(fs)
 	if st := c.parseFlags(fs, args, c.Help); st >= 0 {
 		return st
 	}
@@ -113,7 +120,7 @@ func (c *ApplyCommand) Run(args []string) int {
 		return finish()
 	}
 
-	verify, err := pickKey("verify-key", set["verify-key"], a.verifyKey, envVerifyKey)
+	verify, err := pickKey(c.Env, "verify-key", set["verify-key"], a.verifyKey, envVerifyKey)
 	if err != nil {
 		return usage("%s", err)
 	}
@@ -150,6 +157,11 @@ func (c *ApplyCommand) Run(args []string) int {
 				return usage("apply PLANFILE takes no planning flags (-%s): the plan file is applied exactly as it was reviewed", name)
 			}
 		}
+		for _, name := range []string{"attr", "attr-file"} {
+			if set[name] {
+				return usage("apply PLANFILE takes no -%s: the plan was made with its attributes, and is applied exactly as it was reviewed. Give -%s to 'toque plan'", name, name)
+			}
+		}
 		var d diag.Diagnostics
 		p, digest, d = c.readVerifiedPlan(c.path(fs.Arg(0)), verify)
 		if d.HasErrors() {
@@ -180,8 +192,8 @@ func (c *ApplyCommand) Run(args []string) int {
 	}()
 	applier := &apply.Applier{
 		Registry:    c.Registry,
-		StateDir:    stateDir(a.stateDir),
-		HostLock:    hostLock(),
+		StateDir:    stateDir(c.Env, a.stateDir),
+		HostLock:    hostLock(c.Env),
 		Logger:      c.Logger.Named("apply"),
 		Hooks:       view,
 		LockTimeout: a.lockTimeout,
@@ -223,7 +235,7 @@ func (b *Base) readVerifiedPlan(path string, verify keyOption) (*plan.Plan, stri
 // planAndConfirm plans, shows the plan and asks for "yes". It returns the
 // plan to apply, or nil and the status to exit with.
 func (c *ApplyCommand) planAndConfirm(a applyArgs) (*plan.Plan, int) {
-	p, diags := c.makePlan(a.parallelism)
+	p, diags := c.makePlan(a.parallelism, &a.attrs)
 	if p != nil && (p.Errored || diags.HasErrors()) {
 		p = nil
 	}

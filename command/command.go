@@ -26,11 +26,51 @@ import (
 // -ldflags "-X github.com/toquehq/toque/command.Version=…".
 var Version = "0.1.0-dev"
 
-// Streams are the process's standard streams.
+// Streams are what Run reads and writes of its process: the standard
+// streams, and the environment and working directory.
 type Streams struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
+	// Env is the environment and working directory; the zero Env is the
+	// process's own. Tests that run toque in-process set it, so that runs
+	// side by side do not share them.
+	Env Env
+}
+
+// Env is the environment toque's own settings are read from (TOQUE_*,
+// NO_COLOR, TERM, XDG_STATE_HOME, XDG_RUNTIME_DIR, HOME) and the directory
+// relative paths resolve against. Recipes' env() and the commands toque
+// starts still see the process's environment.
+type Env struct {
+	// LookupEnv is os.LookupEnv when nil.
+	LookupEnv func(key string) (string, bool)
+	// Dir is the working directory, an absolute path; empty for the
+	// process's own.
+	Dir string
+}
+
+// withDefaults fills what e leaves unset from the process.
+func (e Env) withDefaults() Env {
+	if e.LookupEnv == nil {
+		e.LookupEnv = os.LookupEnv
+	}
+	return e
+}
+
+// Getenv is the value of key, "" when unset.
+func (e Env) Getenv(key string) string {
+	v, _ := e.LookupEnv(key)
+	return v
+}
+
+// abs resolves p against the working directory: a relative p is left
+// as it is for the process's own.
+func (e Env) abs(p string) string {
+	if p == "" || filepath.IsAbs(p) || e.Dir == "" {
+		return p
+	}
+	return filepath.Join(e.Dir, p)
 }
 
 // Base is what every command gets: streams, a logger, a cancellable context
@@ -47,12 +87,17 @@ type Base struct {
 	Streams  Streams
 	Logger   hclog.Logger
 	Registry *resources.Registry
+	// Env is where settings are read from, with the working directory.
+	Env Env
 	// Chdir is the directory given with the global -chdir option ("" for
 	// the working directory); commands resolve their inputs against it.
 	Chdir string
 	// files are the parsed recipe and policy files, for the snippets of
 	// diagnostics; loadConfig adds to it, views read it.
 	files map[string]*hcl.File
+	// probe, when set, is given each command's flag set by parseFlags,
+	// which then ends the command (see completion).
+	probe func(*flag.FlagSet)
 }
 
 // ui builds a cli.Ui over the streams.
@@ -63,7 +108,8 @@ func (b *Base) ui() cli.Ui {
 // Run is toque's entry point after signal set-up: it parses global options,
 // picks the command and returns the exit status.
 func Run(ctx context.Context, stop <-chan struct{}, args []string, streams Streams) int {
-	logger, closeLog, err := newLogger(streams.Stderr)
+	env := streams.Env.withDefaults()
+	logger, closeLog, err := newLogger(env, streams.Stderr)
 	if err != nil {
 		fmt.Fprintf(streams.Stderr, "Error: %s\n", err)
 		return ExitError
@@ -79,11 +125,21 @@ func Run(ctx context.Context, stop <-chan struct{}, args []string, streams Strea
 		case <-readCtx.Done():
 		}
 	}()
-	base := &Base{Ctx: ctx, ReadCtx: readCtx, Stop: stop, Streams: streams, Logger: logger, Registry: resources.Builtin(), files: map[string]*hcl.File{}}
+	base := &Base{Ctx: ctx, ReadCtx: readCtx, Stop: stop, Streams: streams, Logger: logger, Registry: resources.Builtin(), Env: env, files: map[string]*hcl.File{}}
+
+	// A shell asking for completions (bash's complete -C, and what
+	// -install-autocomplete sets up for zsh and fish) sets COMP_LINE.
+	if env.Getenv(compLineEnv) != "" {
+		return base.completeLine()
+	}
 
 	// Global options come before the subcommand, as in Terraform.
 	for len(args) > 0 && strings.HasPrefix(args[0], "-chdir") {
 		dir := strings.TrimPrefix(strings.TrimPrefix(args[0], "-chdir"), "=")
+		if args[0] == "-chdir" && len(args) > 1 {
+			// -chdir DIR, as Go's flags (and completion) write it.
+			dir, args = args[1], args[1:]
+		}
 		if dir == "" {
 			fmt.Fprintln(streams.Stderr, "Error: -chdir needs a directory: toque -chdir=DIR COMMAND")
 			return ExitError
@@ -101,26 +157,18 @@ func Run(ctx context.Context, stop <-chan struct{}, args []string, streams Strea
 		args[0] = "version"
 	}
 
+	if len(args) > 0 && isAutocompleteFlag(args[0]) {
+		return base.autocomplete(args)
+	}
+
 	c := &cli.CLI{
 		Name:        "toque",
 		Version:     Version,
 		Args:        args,
 		HelpWriter:  streams.Stdout,
 		ErrorWriter: streams.Stderr,
-		Commands: map[string]cli.CommandFactory{
-			"plan":     func() (cli.Command, error) { return &PlanCommand{Base: base}, nil },
-			"apply":    func() (cli.Command, error) { return &ApplyCommand{Base: base}, nil },
-			"show":     func() (cli.Command, error) { return &ShowCommand{Base: base}, nil },
-			"validate": func() (cli.Command, error) { return &ValidateCommand{Base: base}, nil },
-			"fmt":      func() (cli.Command, error) { return &FmtCommand{Base: base}, nil },
-			"version":  func() (cli.Command, error) { return &VersionCommand{Base: base}, nil },
-			"install":  func() (cli.Command, error) { return &InstallCommand{Base: base}, nil },
-			"update":   func() (cli.Command, error) { return &UpdateCommand{Base: base}, nil },
-			"export":   func() (cli.Command, error) { return &ExportCommand{Base: base}, nil },
-			"graph":    func() (cli.Command, error) { return &GraphCommand{Base: base}, nil },
-			"keygen":   func() (cli.Command, error) { return &KeygenCommand{Base: base}, nil },
-		},
-		HelpFunc: helpFunc,
+		Commands:    commands(base),
+		HelpFunc:    helpFunc,
 	}
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		if _, ok := c.Commands[args[0]]; !ok {
@@ -144,11 +192,29 @@ func Run(ctx context.Context, stop <-chan struct{}, args []string, streams Strea
 	return status
 }
 
+// commands lists toque's commands, made over base.
+func commands(base *Base) map[string]cli.CommandFactory {
+	return map[string]cli.CommandFactory{
+		"plan":     func() (cli.Command, error) { return &PlanCommand{Base: base}, nil },
+		"apply":    func() (cli.Command, error) { return &ApplyCommand{Base: base}, nil },
+		"show":     func() (cli.Command, error) { return &ShowCommand{Base: base}, nil },
+		"validate": func() (cli.Command, error) { return &ValidateCommand{Base: base}, nil },
+		"fmt":      func() (cli.Command, error) { return &FmtCommand{Base: base}, nil },
+		"version":  func() (cli.Command, error) { return &VersionCommand{Base: base}, nil },
+		"install":  func() (cli.Command, error) { return &InstallCommand{Base: base}, nil },
+		"update":   func() (cli.Command, error) { return &UpdateCommand{Base: base}, nil },
+		"export":   func() (cli.Command, error) { return &ExportCommand{Base: base}, nil },
+		"graph":    func() (cli.Command, error) { return &GraphCommand{Base: base}, nil },
+		"console":  func() (cli.Command, error) { return &ConsoleCommand{Base: base}, nil },
+		"keygen":   func() (cli.Command, error) { return &KeygenCommand{Base: base}, nil },
+	}
+}
+
 // newLogger builds the hclog logger from TOQUE_LOG and TOQUE_LOG_PATH. With
 // neither set, logging is off.
-func newLogger(stderr io.Writer) (hclog.Logger, func(), error) {
-	levelName := os.Getenv("TOQUE_LOG")
-	path := os.Getenv("TOQUE_LOG_PATH")
+func newLogger(env Env, stderr io.Writer) (hclog.Logger, func(), error) {
+	levelName := env.Getenv("TOQUE_LOG")
+	path := env.Getenv("TOQUE_LOG_PATH")
 	if levelName == "" && path == "" {
 		return hclog.NewNullLogger(), func() {}, nil
 	}
@@ -162,7 +228,7 @@ func newLogger(stderr io.Writer) (hclog.Logger, func(), error) {
 	out := stderr
 	closeFn := func() {}
 	if path != "" {
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		f, err := os.OpenFile(env.abs(path), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
 			return nil, nil, fmt.Errorf("TOQUE_LOG_PATH: %w", err)
 		}
@@ -192,7 +258,15 @@ func (b *Base) newFlagSet(name string, help func() string) *flag.FlagSet {
 
 // parseFlags parses args; it returns a status to exit with when parsing
 // ended the command (help or a bad flag), or -1 to go on.
+//
+// Every command calls it, with every flag it takes defined, before it does
+// anything else: shell completion learns a command's flags by running it
+// on a base whose probe gets the flag set, which ends the command here.
 func (b *Base) parseFlags(fs *flag.FlagSet, args []string, help func() string) int {
+	if b.probe != nil {
+		b.probe(fs)
+		return ExitOK
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(b.Streams.Stdout, strings.TrimSpace(help()))
@@ -252,10 +326,10 @@ func flagError(fs *flag.FlagSet, err error) string {
 	return msg + "."
 }
 
-// path resolves p against -chdir.
+// path resolves p against -chdir, else the working directory.
 func (b *Base) path(p string) string {
 	if p == "" || filepath.IsAbs(p) || b.Chdir == "" {
-		return p
+		return b.Env.abs(p)
 	}
 	return filepath.Join(b.Chdir, p)
 }
@@ -264,6 +338,9 @@ func (b *Base) path(p string) string {
 func (b *Base) workDir() string {
 	if b.Chdir != "" {
 		return b.Chdir
+	}
+	if b.Env.Dir != "" {
+		return b.Env.Dir
 	}
 	wd, err := os.Getwd()
 	if err != nil {
@@ -276,7 +353,7 @@ func (b *Base) workDir() string {
 // unless noColor (or NO_COLOR, TERM=dumb), paths relative to the working
 // directory, snippets from the parsed files.
 func (b *Base) view(noColor bool) *views.View {
-	v := views.NewView(views.Streams{Stdout: b.Streams.Stdout, Stderr: b.Streams.Stderr}, noColor, nil)
+	v := views.NewView(views.Streams{Stdout: b.Streams.Stdout, Stderr: b.Streams.Stderr}, noColor, b.Env.Getenv)
 	v.Workdir = b.workDir()
 	v.Files = b.files
 	v.Registry = b.Registry
@@ -293,20 +370,20 @@ func (b *Base) fail(noColor bool, format string, args ...any) int {
 
 // stateDir picks the state directory: -state-dir, else TOQUE_STATE_DIR,
 // else /var/lib/toque as root, else the XDG state directory.
-func stateDir(flagValue string) string {
+func stateDir(env Env, flagValue string) string {
 	if flagValue != "" {
-		return flagValue
+		return env.abs(flagValue)
 	}
-	if v := os.Getenv("TOQUE_STATE_DIR"); v != "" {
-		return v
+	if v := env.Getenv("TOQUE_STATE_DIR"); v != "" {
+		return env.abs(v)
 	}
 	if os.Geteuid() == 0 {
 		return "/var/lib/toque"
 	}
-	if v := os.Getenv("XDG_STATE_HOME"); v != "" {
-		return filepath.Join(v, "toque")
+	if v := env.Getenv("XDG_STATE_HOME"); v != "" {
+		return filepath.Join(env.abs(v), "toque")
 	}
-	if home, err := os.UserHomeDir(); err == nil {
+	if home := env.Getenv("HOME"); home != "" {
 		return filepath.Join(home, ".local", "state", "toque")
 	}
 	return filepath.Join(os.TempDir(), "toque-state")
@@ -321,15 +398,15 @@ const HostLockEnv = "TOQUE_HOST_LOCK"
 // runtime directory ($XDG_RUNTIME_DIR), else toque-UID/apply.lock in the
 // temporary directory. A normal user's applies exclude each other, not
 // root's: they cannot change what root's change.
-func hostLock() string {
-	if v := os.Getenv(HostLockEnv); v != "" {
-		return v
+func hostLock(env Env) string {
+	if v := env.Getenv(HostLockEnv); v != "" {
+		return env.abs(v)
 	}
 	uid := os.Geteuid()
 	if uid == 0 {
 		return "/run/toque/apply.lock"
 	}
-	if v := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(v) {
+	if v := env.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(v) {
 		return filepath.Join(v, "toque", "apply.lock")
 	}
 	return filepath.Join(os.TempDir(), fmt.Sprintf("toque-%d", uid), "apply.lock")
@@ -353,9 +430,15 @@ toque converges this host to the state its HCL recipes describe:
 carries out exactly that plan.
 
 Global options (before the command):
-  -chdir=DIR   Read recipes from DIR and resolve every path against it.
-  -version     Print the version (also 'toque version').
-  -help        Show this help; 'toque COMMAND -help' shows a command's.
+  -chdir=DIR                Read recipes from DIR and resolve every path
+                            against it.
+  -version                  Print the version (also 'toque version').
+  -help                     Show this help; 'toque COMMAND -help' shows a
+                            command's.
+  -install-autocomplete     Install completion of toque's commands, options
+                            and files for bash, zsh and fish (whichever
+                            have a configuration file in your home).
+  -uninstall-autocomplete   Remove it.
 
 Commands:
 `)

@@ -2,6 +2,7 @@ package command
 
 import (
 	"errors"
+	"syscall"
 
 	"github.com/toquehq/toque/apply"
 	"github.com/toquehq/toque/internal/diag"
@@ -53,4 +54,11 @@ func exitStatus(diags diag.Diagnostics) int {
 		return ExitError
 	}
 	return ExitOK
+}
+
+// readerGone reports whether err is stdout's reader having closed it (toque
+// show plan.out | head): the reader has seen enough, which is a normal end,
+// not an error to report.
+func readerGone(err error) bool {
+	return errors.Is(err, syscall.EPIPE)
 }

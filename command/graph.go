@@ -33,14 +33,16 @@ Usage: toque [-chdir=DIR] graph [options]
 
 Options:
 
-  -no-color   No colour in error messages (also NO_COLOR=1).
-`
+  -no-color            No colour in error messages (also NO_COLOR=1).
+` + attrHelp
 }
 
 func (c *GraphCommand) Run(args []string) int {
 	var col colorFlags
+	var attrs attrFlags
 	fs := c.newFlagSet("graph", c.Help)
 	col.register(fs)
+	attrs.register(fs)
 	if st := c.parseFlags(fs, args, c.Help); st >= 0 {
 		return st
 	}
@@ -48,7 +50,7 @@ func (c *GraphCommand) Run(args []string) int {
 		return c.fail(col.noColor, "graph takes no arguments; use -chdir=DIR to graph another directory")
 	}
 	v := c.view(col.noColor)
-	cfg, pol, diags := c.loadConfig()
+	cfg, pol, diags := c.loadConfig(&attrs)
 	var edges []*eval.Notification
 	if cfg != nil && !diags.HasErrors() {
 		var d hcl.Diagnostics
@@ -56,7 +58,7 @@ func (c *GraphCommand) Run(args []string) int {
 		diags = diags.Append(d)
 	}
 	if cfg != nil && !diags.HasErrors() {
-		if err := views.WriteDOT(c.Streams.Stdout, cfg, edges); err != nil {
+		if err := views.WriteDOT(c.Streams.Stdout, cfg, edges); err != nil && !readerGone(err) {
 			diags = diags.Append(diag.Errorf("writing the graph: %w", err))
 		}
 	}

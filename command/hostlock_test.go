@@ -9,7 +9,8 @@ import (
 
 func TestHostLockPath(t *testing.T) {
 	t.Setenv(HostLockEnv, "/tmp/x/apply.lock")
-	if got := hostLock(); got != "/tmp/x/apply.lock" {
+	env := Env{}.withDefaults() // the process's, which t.Setenv sets
+	if got := hostLock(env); got != "/tmp/x/apply.lock" {
 		t.Errorf("with %s set: %q", HostLockEnv, got)
 	}
 	t.Setenv(HostLockEnv, "")
@@ -18,12 +19,12 @@ func TestHostLockPath(t *testing.T) {
 	if os.Geteuid() == 0 {
 		want = "/run/toque/apply.lock"
 	}
-	if got := hostLock(); got != want {
+	if got := hostLock(env); got != want {
 		t.Errorf("default: %q, want %q", got, want)
 	}
 	if os.Geteuid() != 0 {
 		t.Setenv("XDG_RUNTIME_DIR", "relative")
-		if got, want := hostLock(), filepath.Join(os.TempDir(), fmt.Sprintf("toque-%d", os.Geteuid()), "apply.lock"); got != want {
+		if got, want := hostLock(env), filepath.Join(os.TempDir(), fmt.Sprintf("toque-%d", os.Geteuid()), "apply.lock"); got != want {
 			t.Errorf("without a usable runtime directory: %q, want %q", got, want)
 		}
 	}

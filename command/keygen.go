@@ -129,16 +129,16 @@ func isSet(fs *flag.FlagSet, name string) bool {
 }
 
 // pickKey resolves a key option: the flag when given (it must name a
-// file), else the environment variable when set and not empty.
-func pickKey(flagName string, set bool, value, env string) (keyOption, error) {
+// file), else the variable name of env when set and not empty.
+func pickKey(env Env, flagName string, set bool, value, name string) (keyOption, error) {
 	if set {
 		if value == "" {
 			return keyOption{}, fmt.Errorf("-%s needs a key file", flagName)
 		}
 		return keyOption{path: value, from: "-" + flagName}, nil
 	}
-	if v := os.Getenv(env); v != "" {
-		return keyOption{path: v, from: env}, nil
+	if v := env.Getenv(name); v != "" {
+		return keyOption{path: v, from: name}, nil
 	}
 	return keyOption{}, nil
 }

@@ -2,10 +2,8 @@ package command
 
 import (
 	"crypto/ed25519"
-	"errors"
 	"flag"
 	"strings"
-	"syscall"
 
 	"github.com/toquehq/toque/command/views"
 	"github.com/toquehq/toque/internal/diag"
@@ -28,6 +26,7 @@ type planArgs struct {
 	signKey          string
 	color            colorFlags
 	md               markdownFlags
+	attrs            attrFlags
 }
 
 func (a *planArgs) register(fs *flag.FlagSet) {
@@ -38,6 +37,7 @@ func (a *planArgs) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.signKey, "sign-key", "", "Sign the saved plan with this private key file.")
 	a.color.register(fs)
 	a.md.register(fs)
+	a.attrs.register(fs)
 }
 
 func (c *PlanCommand) Synopsis() string { return "Show what toque would change, and save it for apply" }
@@ -70,6 +70,9 @@ Options:
                        TOQUE_SIGN_KEY when set (ignored without -out).
   -no-color            No colour (also NO_COLOR=1). Colour is only used on a
                        terminal.
+` + attrHelp + `
+  The plan records every attribute with where it came from, so
+  'toque apply FILE' needs none of them again.
 `
 }
 
@@ -92,7 +95,7 @@ func (c *PlanCommand) Run(args []string) int {
 	// The signing key is read before planning, so a bad key fails at once.
 	var signKey ed25519.PrivateKey
 	if a.out != "" || isSet(fs, "sign-key") {
-		sign, err := pickKey("sign-key", isSet(fs, "sign-key"), a.signKey, envSignKey)
+		sign, err := pickKey(c.Env, "sign-key", isSet(fs, "sign-key"), a.signKey, envSignKey)
 		if err != nil {
 			return c.fail(a.color.noColor, "%s", err)
 		}
@@ -114,7 +117,7 @@ func (c *PlanCommand) Run(args []string) int {
 		}
 	}
 
-	p, diags := c.makePlan(a.parallelism)
+	p, diags := c.makePlan(a.parallelism, &a.attrs)
 	var enc *plan.Encoded
 	if p != nil {
 		var err error
@@ -147,7 +150,7 @@ func (c *PlanCommand) Run(args []string) int {
 			}
 		}
 	}
-	if err := view.Show(p, diags, o); err != nil && !errors.Is(err, syscall.EPIPE) {
+	if err := view.Show(p, diags, o); err != nil && !readerGone(err) {
 		// The plan could not be printed (Markdown over its size limit):
 		// nothing reached stdout; say why on stderr. (A closed stdout, as
 		// in toque plan | head, is the reader having seen enough: the plan
@@ -164,11 +167,12 @@ func (c *PlanCommand) Run(args []string) int {
 	return ExitOK
 }
 
-// makePlan loads the recipes and plans them against this host. It returns
-// the plan (nil when nothing could be planned) and the diagnostics; a
-// signal that stopped planning is an errInterrupted diagnostic.
-func (b *Base) makePlan(parallelism int) (*plan.Plan, diag.Diagnostics) {
-	cfg, pol, diags := b.loadConfig() // policy mode when policy.hcl is present
+// makePlan loads the recipes (with the command line's attributes) and
+// plans them against this host. It returns the plan (nil when nothing
+// could be planned) and the diagnostics; a signal that stopped planning is
+// an errInterrupted diagnostic.
+func (b *Base) makePlan(parallelism int, attrs *attrFlags) (*plan.Plan, diag.Diagnostics) {
+	cfg, pol, diags := b.loadConfig(attrs) // policy mode when policy.hcl is present
 	if diags.HasErrors() || cfg == nil {
 		return nil, diags
 	}

@@ -1,8 +1,6 @@
 package command
 
 import (
-	"os"
-
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/toquehq/toque/apply"
@@ -21,11 +19,11 @@ const CacheDirEnv = "TOQUE_CACHE_DIR"
 // TOQUE_CACHE_DIR, else STATE_DIR/cache. The state directory and its
 // cache/ are created and checked as apply checks them (apply.OpenStateDir):
 // cookbooks planted there by another user would run as root.
-func cacheDir(stateFlag string) (string, error) {
-	if v := os.Getenv(CacheDirEnv); v != "" {
-		return v, nil
+func cacheDir(env Env, stateFlag string) (string, error) {
+	if v := env.Getenv(CacheDirEnv); v != "" {
+		return env.abs(v), nil
 	}
-	state, err := apply.OpenStateDir(stateDir(stateFlag))
+	state, err := apply.OpenStateDir(stateDir(env, stateFlag))
 	if err != nil {
 		return "", err
 	}
@@ -40,13 +38,13 @@ func cacheDir(stateFlag string) (string, error) {
 
 // workspace is the policy workflow for the working directory.
 func (b *Base) workspace(stateFlag string) (*policy.Workspace, error) {
-	dir, err := cacheDir(stateFlag)
+	dir, err := cacheDir(b.Env, stateFlag)
 	if err != nil {
 		return nil, err
 	}
 	return policy.NewWorkspace(b.workDir(), policy.Options{
 		CacheDir: dir,
-		Token:    os.Getenv(policy.TokenEnv),
+		Token:    b.Env.Getenv(policy.TokenEnv),
 		Logger:   b.Logger.Named("policy"),
 	}), nil
 }
@@ -71,12 +69,35 @@ func (l *loaded) stamp(p *plan.Plan) {
 
 // loadConfig loads the working directory: in policy mode (policy.hcl is
 // present) from policy.lock.json — refusing a missing or stale lock — and
-// its cookbooks, else every recipe file of the directory.
+// its cookbooks, else every recipe file of the directory; attrs are the
+// command line's -attr and -attr-file, checked first (nil: none).
 //
 // The node attributes are written once without the host, so that errors
 // in attribute blocks stop every command before the host is read.
-func (b *Base) loadConfig() (*config.Config, *loaded, diag.Diagnostics) {
+func (b *Base) loadConfig(attrs *attrFlags) (*config.Config, *loaded, diag.Diagnostics) {
 	l := &loaded{}
+	cli, cliDiags := b.commandLine(attrs)
+	if cliDiags.HasErrors() {
+		return nil, l, cliDiags
+	}
+	cfg, l, diags := b.loadRecipes(l)
+	if cfg != nil {
+		cfg.CommandLine = cli
+	}
+	if cfg != nil && !diags.HasErrors() {
+		scope, _, d := eval.NewScope(cfg, host.Unknown())
+		diags = diags.Append(d)
+		if !d.HasErrors() {
+			diags = diags.Append(eval.UnreadAttributes(cfg, b.Registry, scope))
+		}
+		l.scope = scope
+	}
+	return cfg, l, cliDiags.Append(diags)
+}
+
+// loadRecipes is loadConfig's loading: the recipes, or the policy lock
+// and its cookbooks.
+func (b *Base) loadRecipes(l *loaded) (*config.Config, *loaded, diag.Diagnostics) {
 	var cfg *config.Config
 	var diags hcl.Diagnostics
 	if !policy.Exists(b.workDir()) {
@@ -98,11 +119,6 @@ func (b *Base) loadConfig() (*config.Config, *loaded, diag.Diagnostics) {
 	}
 	if cfg != nil && cfg.Parser != nil {
 		b.addFiles(cfg.Parser.Files())
-	}
-	if cfg != nil && !diags.HasErrors() {
-		scope, _, d := eval.NewScope(cfg, host.Unknown())
-		diags = append(diags, d...)
-		l.scope = scope
 	}
 	return cfg, l, diag.Diagnostics{}.Append(diags)
 }

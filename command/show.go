@@ -61,7 +61,7 @@ func (c *ShowCommand) Run(args []string) int {
 	if fs.NArg() != 1 {
 		return c.fail(col.noColor, "show needs exactly one argument, the plan file: toque show PLANFILE")
 	}
-	verify, err := pickKey("verify-key", isSet(fs, "verify-key"), verifyKey, envVerifyKey)
+	verify, err := pickKey(c.Env, "verify-key", isSet(fs, "verify-key"), verifyKey, envVerifyKey)
 	if err != nil {
 		return c.fail(col.noColor, "%s", err)
 	}
@@ -72,7 +72,7 @@ func (c *ShowCommand) Run(args []string) int {
 		p, o.Digest, o.Signature = f.Plan, f.Digest, signatureInfo(f)
 	}
 	view := views.NewPlan(c.view(col.noColor), asJSON, md.markdown)
-	if err := view.Show(p, diags, o); err != nil {
+	if err := view.Show(p, diags, o); err != nil && !readerGone(err) {
 		diags = diags.Append(err)
 		c.view(col.noColor).Diagnostics(diag.Diagnostics{}.Append(err))
 	}

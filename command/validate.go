@@ -23,25 +23,27 @@ Usage: toque [-chdir=DIR] validate [options]
 
 Options:
 
-  -json       Print the result as JSON: {"valid": …, "error_count": …,
-              "warning_count": …, "diagnostics": […]}.
-  -no-color   No colour (also NO_COLOR=1).
-`
+  -json                Print the result as JSON: {"valid": …, "error_count": …,
+                       "warning_count": …, "diagnostics": […]}.
+  -no-color            No colour (also NO_COLOR=1).
+` + attrHelp
 }
 
 func (c *ValidateCommand) Run(args []string) int {
 	var asJSON bool
 	var col colorFlags
+	var attrs attrFlags
 	fs := c.newFlagSet("validate", c.Help)
 	fs.BoolVar(&asJSON, "json", false, "")
 	col.register(fs)
+	attrs.register(fs)
 	if st := c.parseFlags(fs, args, c.Help); st >= 0 {
 		return st
 	}
 	if fs.NArg() > 0 {
 		return c.fail(col.noColor, "validate takes no arguments; use -chdir=DIR to validate another directory")
 	}
-	cfg, pol, diags := c.loadConfig() // policy mode when policy.hcl is present
+	cfg, pol, diags := c.loadConfig(&attrs) // policy mode when policy.hcl is present
 	if cfg != nil && !diags.HasErrors() {
 		_, ediags := eval.Resources(cfg, c.Registry, pol.scope)
 		diags = diags.Append(ediags)

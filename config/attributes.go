@@ -12,11 +12,17 @@ import (
 )
 
 // levels lists the attribute levels in increasing precedence.
-var levels = []string{LevelDefault, LevelOverride}
+var levels = []string{LevelDefault, LevelNormal, LevelOverride}
 
 // Attributes holds node attribute writes, one tree per level and
 // component. Writes are made at compile time and read (Node, Leaves) at
 // plan time.
+//
+// The levels are default, normal and override (see levels). Recipes and
+// policies write default and override; normal holds what the command line
+// gives (-attr, -attr-file), so it beats every default and yields to every
+// override, as Chef's normal level (where chef-client -j puts its JSON)
+// does.
 //
 // Each level has two components, as Chef's has several: the cookbooks'
 // (Write: attribute blocks; Chef's default and override) and the
@@ -58,7 +64,8 @@ type attrNode struct {
 type Leaf struct {
 	Path  []string
 	Value cty.Value
-	// Level is the level whose write won: "default" or "override".
+	// Level is the level whose write won: "default", "normal" or
+	// "override".
 	Level string
 	// Range is where the winning value was written.
 	Range hcl.Range
@@ -66,7 +73,8 @@ type Leaf struct {
 	// than a recipe file, such as an included policy lock:
 	// `include_policy "base" (revision 1a2b3c4d5e)`; Range is then the
 	// place in policy.hcl that brought it in. For a merged list (see
-	// MergedFrom) it names the cookbook's write as well.
+	// MergedFrom) it names the cookbook's write as well. A value from the
+	// command line has OriginAttr or OriginAttrFile (see Source).
 	Origin string
 	// Sensitive is set when the winning write marked the value sensitive
 	// (sensitive() in an attribute block): it is kept out of every output.
@@ -75,6 +83,43 @@ type Leaf struct {
 	// the policy's at one level, is where the cookbook's list (whose
 	// elements come first) was written; Range is the policy's.
 	MergedFrom []hcl.Range
+}
+
+// Origins of the values the command line gives (Leaf.Origin). A value from
+// an attribute file has OriginAttrFile and a Range in that file, named as
+// the command line named it; a value from -attr has OriginAttr and a
+// Range in a one-line source named "-attr PATH" holding the argument.
+const (
+	OriginAttr     = "-attr"
+	OriginAttrFile = "-attr-file"
+)
+
+// Source says where the leaf's value was written, in the one form toque
+// uses wherever it says so (the plan's attribute sources, show -json, the
+// console): FILE:LINE, the file named by name (Config.DisplayPath; nil
+// names it as it is), after the value's origin when it has one.
+//
+//	default.hcl:7                                                 a recipe
+//	include_policy "base" (revision 1a2b3c4d5e) at policy.hcl:12  an included policy
+//	-attr-file prod.json:3                                        an attribute file
+//	-attr web.port                                                an -attr
+//
+// An attribute file is named as the command line named it.
+func (l Leaf) Source(name func(file string) string) string {
+	file := l.Range.Filename
+	switch {
+	case l.Origin == OriginAttr:
+		return file
+	case l.Origin == OriginAttrFile:
+		return fmt.Sprintf("%s %s:%d", l.Origin, file, l.Range.Start.Line)
+	case name != nil:
+		file = name(file)
+	}
+	at := fmt.Sprintf("%s:%d", file, l.Range.Start.Line)
+	if l.Origin == "" {
+		return at
+	}
+	return l.Origin + " at " + at
 }
 
 // NewAttributes returns empty attributes.
@@ -92,8 +137,8 @@ func isMapLike(v cty.Value) bool {
 	return t.IsObjectType() || t.IsMapType()
 }
 
-// Write sets path to v at level ("default" or "override"; other levels
-// are ignored) as written at rng. Object and map values are merged key by
+// Write sets path to v at level ("default", "normal" or "override";
+// other levels are ignored) as written at rng. Object and map values are merged key by
 // key into what is there.
 func (a *Attributes) Write(level string, path []string, v cty.Value, rng hcl.Range) {
 	a.WriteFrom(level, path, v, rng, "")
@@ -371,6 +416,11 @@ func (n *attrNode) toValue() cty.Value {
 // Leaves lists every leaf of Node, sorted by path, with the level and
 // range of the write that won.
 func (a *Attributes) Leaves() []Leaf {
+	return leavesOf(a.merged())
+}
+
+// leavesOf lists the leaves below map node root, sorted by path.
+func leavesOf(root *attrNode) []Leaf {
 	var out []Leaf
 	var walk func(n *attrNode, path []string)
 	walk = func(n *attrNode, path []string) {
@@ -389,7 +439,51 @@ func (a *Attributes) Leaves() []Leaf {
 			out = append(out, Leaf{Path: p, Value: c.value, Level: c.level, Range: c.rng, Origin: c.origin, Sensitive: c.sensitive, MergedFrom: c.mergedFrom})
 		}
 	}
-	walk(a.merged(), nil)
+	walk(root, nil)
+	return out
+}
+
+// Writes lists every write still held at path or below it, level by level
+// in increasing precedence (within a level, the cookbooks' component
+// before the policy's), each sorted by path: what each level says, as
+// Chef's debug_value does. The leaf of the merged attributes (Leaves) is
+// the last one of each path, except for a list the policy's component
+// merged with a cookbook's. Earlier writes of a path within one component
+// are not kept: the last writer replaced them.
+func (a *Attributes) Writes(path []string) []Leaf {
+	var out []Leaf
+	if a == nil {
+		return out
+	}
+	for _, l := range levels {
+		for _, tree := range []map[string]*attrNode{a.trees, a.policy} {
+			n := tree[l]
+			for _, k := range path {
+				if n == nil || n.children == nil {
+					n = nil
+					break
+				}
+				n = n.children[k]
+			}
+			if n == nil {
+				continue
+			}
+			root := newMapNode()
+			if len(path) == 0 {
+				root = n
+			} else {
+				// Wrap n so that the walk names it by its full path.
+				p := root
+				for _, k := range path[:len(path)-1] {
+					c := newMapNode()
+					p.children[k] = c
+					p = c
+				}
+				p.children[path[len(path)-1]] = n
+			}
+			out = append(out, leavesOf(root)...)
+		}
+	}
 	return out
 }
 

@@ -122,8 +122,22 @@ func TestAttributesMerge(t *testing.T) {
 			want:   obj(map[string]cty.Value{"web": cty.EmptyObjectVal}),
 		},
 		{
+			name: "normal beats default and yields to override, whatever the order",
+			writes: []write{
+				{"override", "web.port", cty.NumberIntVal(9090), 1},
+				{"normal", "web.port", cty.NumberIntVal(8080), 2},
+				{"normal", "web.root", cty.StringVal("/cli"), 3},
+				{"default", "web.root", cty.StringVal("/srv"), 4},
+				{"default", "web.user", cty.StringVal("www"), 5},
+			},
+			want: obj(map[string]cty.Value{"web": obj(map[string]cty.Value{
+				"port": cty.NumberIntVal(9090), "root": cty.StringVal("/cli"), "user": cty.StringVal("www"),
+			})}),
+			leaves: map[string]string{"web.port": "override@1", "web.root": "normal@3", "web.user": "default@5"},
+		},
+		{
 			name:   "unknown level ignored",
-			writes: []write{{"normal", "web.port", cty.NumberIntVal(1), 1}},
+			writes: []write{{"automatic", "web.port", cty.NumberIntVal(1), 1}},
 			want:   cty.EmptyObjectVal,
 		},
 	}
@@ -178,5 +192,66 @@ func TestCompactIntegersKeepsValues(t *testing.T) {
 	}
 	if got := compactIntegers(lit(`42`)); got.AsBigFloat().Prec() > 64 {
 		t.Errorf("42 kept precision %d", got.AsBigFloat().Prec())
+	}
+}
+
+// Writes lists what every level says about a path, in precedence order:
+// what the console shows for :source.
+func TestAttributesWrites(t *testing.T) {
+	a := NewAttributes()
+	at := func(line int) hcl.Range { return hcl.Range{Filename: "r.hcl", Start: hcl.Pos{Line: line}} }
+	a.Write(LevelOverride, []string{"web", "port"}, cty.NumberIntVal(9090), at(1))
+	a.Write(LevelDefault, []string{"web"}, cty.ObjectVal(map[string]cty.Value{"port": cty.NumberIntVal(80), "root": cty.StringVal("/srv")}), at(2))
+	a.WriteFrom(LevelNormal, []string{"web", "port"}, cty.NumberIntVal(8080), hcl.Range{Filename: "prod.json", Start: hcl.Pos{Line: 3}}, OriginAttrFile)
+	a.WritePolicy(LevelDefault, []string{"web", "port"}, cty.NumberIntVal(81), at(4), "")
+	a.Write(LevelDefault, []string{"db", "host"}, cty.StringVal("x"), at(5))
+
+	cases := []struct {
+		path string
+		want []string // level source value
+	}{
+		{"web.port", []string{"default r.hcl:2 80", "default r.hcl:4 81", "normal -attr-file prod.json:3 8080", "override r.hcl:1 9090"}},
+		{"web", []string{"default r.hcl:2 80", "default r.hcl:2 /srv", "default r.hcl:4 81", "normal -attr-file prod.json:3 8080", "override r.hcl:1 9090"}},
+		{"web.port.x", nil},
+		{"nope", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.path, func(t *testing.T) {
+			var got []string
+			for _, l := range a.Writes(strings.Split(tc.path, ".")) {
+				v := l.Value.GoString()
+				if l.Value.Type() == cty.String {
+					v = l.Value.AsString()
+				} else if l.Value.Type() == cty.Number {
+					v = l.Value.AsBigFloat().String()
+				}
+				got = append(got, l.Level+" "+l.Source(nil)+" "+v)
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("Writes(%s):\n%s\nwant:\n%s", tc.path, strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
+
+// Source is the one way toque says where a value came from.
+func TestLeafSource(t *testing.T) {
+	rng := func(file string, line int) hcl.Range { return hcl.Range{Filename: file, Start: hcl.Pos{Line: line}} }
+	cfg := &Config{Dir: "/r"}
+	cases := []struct {
+		leaf Leaf
+		want string
+	}{
+		{Leaf{Range: rng("/r/default.hcl", 7)}, "default.hcl:7"},
+		{Leaf{Range: rng("/elsewhere/default.hcl", 7)}, "/elsewhere/default.hcl:7"},
+		{Leaf{Range: rng("/r/policy.hcl", 12), Origin: `include_policy "base" (revision 1a2b3c4d5e)`}, `include_policy "base" (revision 1a2b3c4d5e) at policy.hcl:12`},
+		{Leaf{Range: rng("prod.json", 3), Origin: OriginAttrFile}, "-attr-file prod.json:3"},
+		{Leaf{Range: rng("../envs/prod.attrs", 2), Origin: OriginAttrFile}, "-attr-file ../envs/prod.attrs:2"},
+		{Leaf{Range: rng("-attr web.port", 1), Origin: OriginAttr}, "-attr web.port"},
+	}
+	for _, tc := range cases {
+		if got := tc.leaf.Source(cfg.DisplayPath); got != tc.want {
+			t.Errorf("Source = %q, want %q", got, tc.want)
+		}
 	}
 }

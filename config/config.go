@@ -30,6 +30,10 @@ type Config struct {
 	// PolicyWrites are written after AttributeBlocks (policy attributes in
 	// policy mode; see LoadPolicy).
 	PolicyWrites []AttributeWrite
+	// CommandLine are the values -attr and -attr-file give, evaluated
+	// already (package eval), at LevelNormal, in command-line order: the
+	// command sets them after loading.
+	CommandLine []AttributeWrite
 	// CookbookDirs names, in policy mode, each cookbook by its directory,
 	// for DisplayPath.
 	CookbookDirs map[string]string

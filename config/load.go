@@ -18,9 +18,12 @@ import (
 	"github.com/toquehq/toque/resources"
 )
 
-// Attribute levels, in increasing precedence.
+// Attribute levels, in increasing precedence. Recipes write default and
+// override; normal is the command line's (-attr, -attr-file), as Chef's
+// normal level is where chef-client -j puts its JSON.
 const (
 	LevelDefault  = "default"
+	LevelNormal   = "normal"
 	LevelOverride = "override"
 )
 

@@ -12,15 +12,19 @@ import (
 )
 
 // AttributeWrite is one node attribute write made outside any recipe: a
-// policy's default_attributes or override_attributes leaf, with where it
-// came from.
+// policy's default_attributes or override_attributes leaf, or a value the
+// command line gives (-attr, -attr-file), with where it came from.
 type AttributeWrite struct {
 	Level string
 	Path  []string
 	Value cty.Value
 	Range hcl.Range
-	// Origin names an included policy the value came from (Leaf.Origin).
+	// Origin names an included policy the value came from, or the flag
+	// that gave it (Leaf.Origin).
 	Origin string
+	// Sensitive marks a value written with sensitive(): it is kept out of
+	// every output.
+	Sensitive bool
 }
 
 // PolicyInput is what policy mode loads: cookbooks and a run list resolved

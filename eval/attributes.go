@@ -12,8 +12,8 @@ import (
 )
 
 // Attributes evaluates cfg's attribute blocks in load order and writes
-// them, then the policy's writes: the merged node attributes with
-// provenance. Expressions see host (cty.DynamicVal, or host.Unknown(), when
+// them, then the policy's writes, then the command line's: the merged node
+// attributes with provenance. Expressions see host (cty.DynamicVal, or host.Unknown(), when
 // the host must not be read: validate) and the function library, not node.
 func Attributes(cfg *config.Config, host cty.Value) (*config.Attributes, hcl.Diagnostics) {
 	attrs, diags := compileAttributes(cfg.AttributeBlocks, host)
@@ -28,6 +28,14 @@ func Attributes(cfg *config.Config, host cty.Value) (*config.Attributes, hcl.Dia
 			continue
 		}
 		attrs.WritePolicy(w.Level, w.Path, w.Value, w.Range, w.Origin)
+	}
+	// The command line's values (CommandLineAttributes made them, checked
+	// already), at their own level.
+	for _, w := range cfg.CommandLine {
+		attrs.WriteFrom(w.Level, w.Path, w.Value, w.Range, w.Origin)
+		if w.Sensitive {
+			attrs.MarkSensitive(w.Level, w.Path)
+		}
 	}
 	return attrs, diags
 }

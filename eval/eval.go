@@ -162,24 +162,8 @@ func NodePathsRead(b *config.ResourceBlock) [][]string {
 	}
 	var out [][]string
 	for _, e := range exprs {
-		if e == nil {
-			continue
-		}
-		for _, tr := range e.Variables() {
-			if tr.RootName() != "node" {
-				continue
-			}
-			path := []string{}
-			for _, step := range tr[1:] {
-				if a, ok := step.(hcl.TraverseAttr); ok {
-					path = append(path, a.Name)
-				} else if ix, ok := step.(hcl.TraverseIndex); ok && ix.Key.Type() == cty.String && ix.Key.IsKnown() {
-					path = append(path, ix.Key.AsString())
-				} else {
-					break
-				}
-			}
-			out = append(out, path)
+		if e != nil {
+			out = append(out, nodePaths(e)...)
 		}
 	}
 	return out

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/toquehq/toque/internal/testenv"
 	"github.com/toquehq/toque/resources"
 )
 
@@ -74,8 +75,8 @@ func TestArgvGuardParameters(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if c.root && os.Geteuid() != 0 {
-				t.Skip("needs root to run a guard as another user or group")
+			if c.root {
+				testenv.MustHave(t, testenv.Root, testenv.Nobody) // a guard as another user or group
 			}
 			_, o := runReal(t, "file", nil, c.src)
 			if o.Err != nil {

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/toquehq/toque/internal/testenv"
 )
 
 // A guard's process gets the environment every child gets (issue 11.4):
@@ -35,8 +37,8 @@ func TestGuardChildEnvironment(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if c.root && os.Geteuid() != 0 {
-				t.Skip("needs root to run a guard as another user")
+			if c.root {
+				testenv.MustHave(t, testenv.Root, testenv.Nobody) // a guard as another user
 			}
 			specs := mustDecode(t, c.parentType, nil, c.src)
 			o := Run(context.Background(), testRegistry(), specs[0], hclog.NewNullLogger())

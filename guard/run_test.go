@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +11,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/toquehq/toque/internal/testenv"
+	"github.com/toquehq/toque/internal/testutil"
 )
 
 func mustDecode(t *testing.T, parentType string, parent map[string]cty.Value, src string) []*Spec {
@@ -114,13 +116,15 @@ func TestRunCannotRun(t *testing.T) {
 
 func TestRunTimeoutKillsTheProcessGroup(t *testing.T) {
 	dir := t.TempDir()
-	marker := filepath.Join(dir, "survived")
-	specs := mustDecode(t, "file", nil, `only_if = { command = "(sleep 1; touch `+marker+`) & sleep 30", timeout = 0.2 }`)
+	marker, pidfile := filepath.Join(dir, "survived"), filepath.Join(dir, "pid")
+	specs := mustDecode(t, "file", nil, `only_if = { command = "(sleep 1; touch `+marker+`) & echo $! > `+pidfile+`; sleep 30", timeout = 0.2 }`)
 	o := Run(context.Background(), testRegistry(), specs[0], nil)
 	if o.Err == nil {
 		t.Fatal("no timeout error")
 	}
-	time.Sleep(1500 * time.Millisecond)
+	// Killed, the background subshell is gone at once; spared, it is gone
+	// after touching the marker.
+	testutil.WaitGone(t, testutil.ReadPid(t, pidfile))
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("a process of the guard outlived its timeout")
 	}
@@ -209,20 +213,16 @@ func TestTrimOutput(t *testing.T) {
 }
 
 // The RFC's point: `[[` is bash, not POSIX sh. Under the default
-// interpreter (/bin/sh) the guard is false; this documents what sh does.
+// interpreter (/bin/sh, dash) the guard is false.
 func TestDefaultInterpreterIsPOSIXSh(t *testing.T) {
-	out, _ := exec.Command("/bin/sh", "-c", "[[ 1 == 1 ]]").CombinedOutput()
+	testenv.MustHave(t, testenv.DashSh)
 	specs := mustDecode(t, "file", nil, `only_if = "[[ 1 == 1 ]]"`)
 	o := Run(context.Background(), testRegistry(), specs[0], nil)
 	if o.Err != nil {
 		t.Fatal(o.Err)
 	}
-	link, _ := filepath.EvalSymlinks("/bin/sh")
-	if strings.HasSuffix(link, "bash") {
-		t.Skipf("/bin/sh is bash here (%s), which accepts [[", link)
-	}
-	if o.Condition {
-		t.Fatalf("[[ passed under /bin/sh (%s): %s", link, out)
+	if o.Condition || o.ExitCode == nil || *o.ExitCode != 127 {
+		t.Fatalf("[[ under /bin/sh: condition %v, exit %v; want false, 127", o.Condition, o.ExitCode)
 	}
 }
 

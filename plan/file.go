@@ -265,7 +265,7 @@ func WriteEncoded(path string, enc *Encoded) error {
 type File struct {
 	Plan *Plan
 	// Digest is the plan's digest: the checksum verified over the file's
-	// own bytes, which is what Plan.Digest would compute again.
+	// own bytes (what Plan.Digest computes again when toque wrote them).
 	Digest string
 	// Signer is the key that signed the plan, nil when it is not signed.
 	// Its signature over Digest was verified.
@@ -299,8 +299,10 @@ func Read(path string) (*Plan, error) {
 }
 
 // ReadWithDigest is Read that also returns the plan's digest: the checksum
-// it verified over the file's own bytes, which is what Digest would compute
-// again by encoding the whole plan.
+// it verified over the file's own bytes. For a file toque wrote, that is
+// what Digest computes again by encoding the plan; a file re-serialised by
+// hand (and re-checksummed) has a digest of its own, and it is that digest
+// a signature, -expect-digest and the apply journal are about.
 func ReadWithDigest(path string) (*Plan, string, error) {
 	f, err := ReadFile(context.Background(), path, ReadOptions{})
 	if err != nil {

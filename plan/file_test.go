@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -240,14 +241,42 @@ func FuzzRead(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		got, err := Read(path)
+		got, digest, err := ReadWithDigest(path)
 		if err != nil {
 			return
 		}
-		// Anything Read accepts can be digested (command/views fuzzes
-		// the renderings).
-		_ = got.Digest()
+		checkAccepted(t, got, digest)
 	})
+}
+
+var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// checkAccepted asserts what holds for any plan Read accepts (digest is the
+// checksum it verified; command/views fuzzes the renderings):
+//
+//  1. It can be digested: Digest is a real sha256, not the "unencodable"
+//     stand-in.
+//  2. Its digest survives writing it back: the file Write makes reads back
+//     with the digest Digest computed, and so does the plan read from it.
+//     (The verified checksum itself equals Digest only for the canonical
+//     bytes toque writes: FuzzReadPlanMember checks that case.)
+func checkAccepted(t *testing.T, got *Plan, digest string) {
+	t.Helper()
+	d := got.Digest()
+	if !digestRE.MatchString(d) || !digestRE.MatchString(digest) {
+		t.Fatalf("an accepted plan has no real digest: Digest %q, checksum %q", d, digest)
+	}
+	path := filepath.Join(t.TempDir(), "again.plan")
+	if err := Write(path, got); err != nil {
+		t.Fatalf("an accepted plan cannot be written back: %v", err)
+	}
+	again, againDigest, err := ReadWithDigest(path)
+	if err != nil {
+		t.Fatalf("the plan written back is refused: %v", err)
+	}
+	if againDigest != d || again.Digest() != d {
+		t.Fatalf("the digest changed on the way back: Digest %s, file %s, read back %s", d, againDigest, again.Digest())
+	}
 }
 
 // FuzzReadPlanMember wraps the fuzz bytes in a valid envelope (with the
@@ -271,11 +300,14 @@ func FuzzReadPlanMember(f *testing.F) {
 		if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		got, err := Read(path)
+		got, digest, err := ReadWithDigest(path)
 		if err != nil {
 			return
 		}
-		_ = got.Digest()
+		checkAccepted(t, got, digest)
+		if canon, err := got.canonical(); err == nil && bytes.Equal(canon, body) && digest != got.Digest() {
+			t.Fatalf("canonical bytes: the verified checksum %s is not the Digest %s", digest, got.Digest())
+		}
 		_ = got.Counts()
 		for _, r := range got.Resources {
 			if r.Current != nil {
@@ -302,5 +334,20 @@ func TestReadWithDigestIsDigest(t *testing.T) {
 	}
 	if digest != pl.Digest() || digest != got.Digest() {
 		t.Errorf("ReadWithDigest gave %s; Digest gives %s before and %s after", digest, pl.Digest(), got.Digest())
+	}
+}
+
+func TestLooksLikePlanFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "plan.out")
+	if err := Write(p, &Plan{FormatVersion: FormatVersion}); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(other, []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !LooksLikePlanFile(p) || LooksLikePlanFile(other) || LooksLikePlanFile(dir) || LooksLikePlanFile(filepath.Join(dir, "nope")) {
+		t.Errorf("LooksLikePlanFile: plan %v, text %v, dir %v, missing %v", LooksLikePlanFile(p), LooksLikePlanFile(other), LooksLikePlanFile(dir), LooksLikePlanFile(filepath.Join(dir, "nope")))
 	}
 }

@@ -62,9 +62,12 @@ type Attribute struct {
 	// Path is the dotted path below node: "web.port".
 	Path  string          `json:"path"`
 	Value json.RawMessage `json:"value"`
-	// Level is "default" or "override": the level the winning value came from.
+	// Level is "default", "normal" (the command line: -attr, -attr-file)
+	// or "override": the level the winning value came from.
 	Level string `json:"level"`
-	// Source is FILE:LINE of the winning write.
+	// Source is where the winning value was written (config.Leaf.Source):
+	// FILE:LINE, after an origin when there is one ("-attr-file
+	// prod.json:3", "-attr web.port").
 	Source string `json:"source"`
 	// Sensitive is set for an attribute written with sensitive(), or read
 	// by a sensitive resource: its Value is null, in the file and in every

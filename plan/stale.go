@@ -44,3 +44,20 @@ func RemoveStale(path string) error {
 	}
 	return nil
 }
+
+// LooksLikePlanFile reports whether path is a regular file that starts
+// like a plan file (its first bytes hold the envelope's key), without
+// reading the rest: what shell completion offers to apply and show.
+func LooksLikePlanFile(path string) bool {
+	f, err := os.OpenFile(path, os.O_RDONLY|noFollow, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	head := make([]byte, 64)
+	n, _ := io.ReadFull(f, head)
+	return looksLikePlan(head[:n])
+}

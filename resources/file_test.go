@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/toquehq/toque/internal/testenv"
 )
 
 func TestFileLoad(t *testing.T) {
@@ -38,8 +40,9 @@ func TestFileLoad(t *testing.T) {
 				t.Errorf("%s = %#v, want %#v", k, st.Values[k], v)
 			}
 		}
-		if os.Geteuid() == 0 && (st.Values["owner"].AsString() != "root" || st.Values["group"].AsString() != "root") {
-			t.Errorf("owner/group = %#v/%#v, want root/root", st.Values["owner"], st.Values["group"])
+		me, _, myGroup, _ := whoami(t)
+		if st.Values["owner"].AsString() != me || st.Values["group"].AsString() != myGroup {
+			t.Errorf("owner/group = %#v/%#v, want %s/%s", st.Values["owner"], st.Values["group"], me, myGroup)
 		}
 	})
 	t.Run("load view hides desired state", func(t *testing.T) {
@@ -76,7 +79,6 @@ func TestFilePlan(t *testing.T) {
 		{"mode 384 equals 0600", existing, "create", map[string]any{"mode": 384}, NoOp, nil, nil, ""},
 		{"mode differs", existing, "create", map[string]any{"mode": "0644"}, Update, []string{"mode"}, []string{"mode"}, "mode differs"},
 		{"owner by id equals its name", existing, "create", map[string]any{"owner": myUID, "group": myGroup}, NoOp, nil, nil, ""},
-		{"owner differs", existing, "create", map[string]any{"owner": someoneElse()}, Update, []string{"owner"}, []string{"owner"}, ""},
 		{"content and mode", existing, "create", map[string]any{"content": "n", "mode": "0644"}, Update, []string{"content", "mode"}, []string{"content", "mode"}, "content and mode differ"},
 		{"create_if_missing exists", existing, "create_if_missing", map[string]any{"content": "other"}, NoOp, nil, nil, "exists; create_if_missing leaves it as it is"},
 		{"create_if_missing absent", filepath.Join(dir, "new"), "create_if_missing", map[string]any{}, Create, []string{"mode"}, []string{"mode"}, ""},
@@ -105,6 +107,19 @@ func TestFilePlan(t *testing.T) {
 		})
 	}
 
+	// Root gives the file away at apply; anyone else could not, so the
+	// plan refuses it.
+	t.Run("owner differs", func(t *testing.T) {
+		r := newRes(t, ft, "create", map[string]any{"path": existing, "owner": someoneElse()})
+		if root, _ := testenv.Has(testenv.Root); !root {
+			planErr(t, ft, r, "needs root")
+			return
+		}
+		_, step := plan(t, ft, r)
+		if step.Kind != Update || !slices.Equal(changedProps(step), []string{"owner"}) || !slices.Equal(step.Groups, []string{"owner"}) {
+			t.Fatalf("got %s %v %v (%s), want update [owner]", step.Kind, changedProps(step), step.Groups, step.Reason)
+		}
+	})
 	t.Run("create marks the default mode", func(t *testing.T) {
 		_, step := plan(t, ft, newRes(t, ft, "", map[string]any{"path": filepath.Join(dir, "new")}))
 		c := step.Change("mode")

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/toquehq/toque/internal/testenv"
 )
 
 // smallTmpfs mounts a tmpfs of size bytes on a new directory and returns
@@ -21,9 +23,7 @@ import (
 // test, saying why, where that is not possible (not root, no namespaces).
 func smallTmpfs(t *testing.T, size int) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount a small tmpfs in a mount namespace (a full disk)")
-	}
+	testenv.MustHave(t, testenv.Root, testenv.Unshare) // a tmpfs in a mount namespace
 	dir := filepath.Join(t.TempDir(), "fs")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -32,13 +32,13 @@ func smallTmpfs(t *testing.T, size int) string {
 	// the process's, ends with the test.
 	runtime.LockOSThread()
 	if err := syscall.Unshare(syscall.CLONE_NEWNS); err != nil {
-		t.Skipf("cannot make a mount namespace here (%v): no full-disk test", err)
+		t.Fatalf("cannot make a mount namespace: %v", err)
 	}
 	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
-		t.Skipf("cannot make mounts private in the new namespace (%v): no full-disk test", err)
+		t.Fatalf("cannot make mounts private in the new namespace: %v", err)
 	}
 	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+strconv.Itoa(size)+",mode=0755"); err != nil {
-		t.Skipf("cannot mount a tmpfs (%v): no full-disk test", err)
+		t.Fatalf("cannot mount a tmpfs: %v", err)
 	}
 	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
 	return dir

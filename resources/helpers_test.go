@@ -12,6 +12,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/toquehq/toque/internal/testenv"
 )
 
 // newRes builds a resource the way the config loader would (buildRes);
@@ -246,11 +248,10 @@ func someoneElse() string {
 	return "65534"
 }
 
+// requireRoot is for tests that give files to another user.
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to own files as another user")
-	}
+	testenv.MustHave(t, testenv.Root)
 }
 
 func noTempFiles(t *testing.T, dir string) {

@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/toquehq/toque/internal/shellexec"
+	"github.com/toquehq/toque/internal/testenv"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -218,9 +218,7 @@ func TestPowerShellInterpreterChoice(t *testing.T) {
 
 // TestPowerShellLive runs the wrapper in a real pwsh.
 func TestPowerShellLive(t *testing.T) {
-	if _, err := exec.LookPath("pwsh"); err != nil {
-		t.Skip("pwsh is not installed: PowerShell live tests skipped")
-	}
+	testenv.MustHave(t, testenv.Pwsh)
 	cases := []struct {
 		name    string
 		code    string

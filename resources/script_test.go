@@ -10,39 +10,50 @@ import (
 	"time"
 
 	"github.com/toquehq/toque/internal/shellexec"
+	"github.com/toquehq/toque/internal/testenv"
 	"github.com/zclconf/go-cty/cty"
 )
 
-func requireProgram(t *testing.T, name string) {
+// interpreterNeeds is what each script type's interpreter is to testenv;
+// sh (POSIX /bin/sh) is always there.
+var interpreterNeeds = map[string]testenv.Requirement{
+	"bash":   testenv.Bash,
+	"csh":    testenv.Csh,
+	"python": testenv.Python3,
+	"perl":   testenv.Perl,
+}
+
+// requireInterpreter skips (or fails, in a strict tier) a test of a script
+// type whose interpreter this machine lacks.
+func requireInterpreter(t *testing.T, typeName string) {
 	t.Helper()
-	if _, err := exec.LookPath(name); err != nil {
-		t.Skipf("%s is not installed: its live tests skipped (scripts/test-deps installs what CI needs)", name)
+	if r, ok := interpreterNeeds[typeName]; ok {
+		testenv.MustHave(t, r)
 	}
 }
 
 // TestScriptInterpreters runs a small program in each fixed interpreter.
 func TestScriptInterpreters(t *testing.T) {
 	cases := []struct {
-		name    string
-		typ     func() Type
-		program string
-		code    string
-		want    string
+		name string
+		typ  func() Type
+		code string
+		want string
 	}{
-		{"bash", BashType, "bash", `a=(x y); echo "${#a[@]} ${BASH_VERSION%%.*}" | cut -c1-2`, "2 \n"},
-		{"sh", ShType, "sh", `set -- a b c; echo $#`, "3\n"},
-		{"csh one line", CshType, "csh", `if ( 1 == 1 ) echo yes`, "yes\n"},
-		{"csh several lines", CshType, "csh", "foreach i (1 2 3)\necho $i\nend\n", "1\n2\n3\n"},
-		{"csh variables", CshType, "csh", "set v = (a b)\necho $#v $v[2]", "2 b\n"},
-		{"python", PythonType, "python3", "import sys\nprint(sys.version_info[0], sum(range(4)))", "3 6\n"},
-		{"python __file__", PythonType, "python3", "import os\nprint(os.path.basename(__file__).startswith('toque-script-'))", "True\n"},
-		{"perl", PerlType, "perl", `my @a = (1, 2, 3); print scalar(@a), " ", join("+", @a), "\n";`, "3 1+2+3\n"},
-		{"perl __DATA__", PerlType, "perl", "print <DATA>;\n__DATA__\nfrom data\n", "from data\n"},
+		{"bash", BashType, `a=(x y); echo "${#a[@]} ${BASH_VERSION%%.*}" | cut -c1-2`, "2 \n"},
+		{"sh", ShType, `set -- a b c; echo $#`, "3\n"},
+		{"csh one line", CshType, `if ( 1 == 1 ) echo yes`, "yes\n"},
+		{"csh several lines", CshType, "foreach i (1 2 3)\necho $i\nend\n", "1\n2\n3\n"},
+		{"csh variables", CshType, "set v = (a b)\necho $#v $v[2]", "2 b\n"},
+		{"python", PythonType, "import sys\nprint(sys.version_info[0], sum(range(4)))", "3 6\n"},
+		{"python __file__", PythonType, "import os\nprint(os.path.basename(__file__).startswith('toque-script-'))", "True\n"},
+		{"perl", PerlType, `my @a = (1, 2, 3); print scalar(@a), " ", join("+", @a), "\n";`, "3 1+2+3\n"},
+		{"perl __DATA__", PerlType, "print <DATA>;\n__DATA__\nfrom data\n", "from data\n"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			requireProgram(t, c.program)
 			typ := c.typ()
+			requireInterpreter(t, typ.Schema().Name)
 			r := runRes(t, typ, c.name, map[string]any{"code": c.code})
 			if got := stdout(t, typ, r); got != c.want {
 				t.Fatalf("stdout = %q, want %q", got, c.want)
@@ -55,14 +66,12 @@ func TestScriptInterpreters(t *testing.T) {
 // sh (dash) fails it.
 func TestBashAndShGuardShape(t *testing.T) {
 	code := "[[ 1 == 1 ]]"
+	testenv.MustHave(t, testenv.Bash, testenv.DashSh)
 	bash := BashType()
 	if _, err := runSpec(t, bash, runRes(t, bash, "b", map[string]any{"code": code})); err != nil {
 		t.Fatalf("bash: %v", err)
 	}
 	sh := ShType()
-	if out, err := exec.Command("sh", "-c", "[[ 1 == 1 ]]").CombinedOutput(); err == nil {
-		t.Skipf("this host's sh accepts [[ ]] (%s): not dash", out)
-	}
 	res, err := runSpec(t, sh, runRes(t, sh, "s", map[string]any{"code": code}))
 	var ee *shellexec.ExitError
 	if !errors.As(err, &ee) || res.ExitCode == 0 {
@@ -90,12 +99,7 @@ func TestScriptProperties(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			typ := c.typ()
-			for _, p := range []string{typ.Schema().Name} {
-				if p == "python" {
-					p = "python3"
-				}
-				requireProgram(t, p)
-			}
+			requireInterpreter(t, typ.Schema().Name)
 			r := runRes(t, typ, c.name, c.vals)
 			got := stdout(t, typ, r)
 			if c.name == "shebang code in a file" {
@@ -366,14 +370,12 @@ func TestPrivateSpecMovesInlineCodeIntoTheScriptFile(t *testing.T) {
 		want string
 	}{
 		{"sh", shellexec.Spec{Argv: []string{"/bin/sh", "-c", "echo private"}}, "private\n"},
-		{"bash with flags", shellexec.Spec{Argv: []string{"bash", "-e", "-c", "echo private"}}, "private\n"},
+		{"bash", shellexec.Spec{Argv: []string{"bash", "-e", "-c", "echo private"}}, "private\n"},
 		{"perl", shellexec.Spec{Argv: []string{"perl", "-e", `print "private\n"`}}, "private\n"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if _, err := exec.LookPath(c.spec.Argv[0]); err != nil {
-				t.Skipf("%s is not installed", c.spec.Argv[0])
-			}
+			requireInterpreter(t, c.name)
 			got := PrivateSpec(c.spec)
 			if len(got.Argv) != 0 || got.Script == "" {
 				t.Fatalf("code still inline: %+v", got)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -38,8 +40,16 @@ func FuzzRenderPlan(f *testing.F) {
 		if err != nil {
 			return
 		}
-		RenderText(&bytes.Buffer{}, got, RenderOptions{Color: true, Digest: digest})
-		_, _ = JSONView(got, JSONOptions{Digest: digest})
-		_ = RenderMarkdown(&bytes.Buffer{}, got, MarkdownOptions{MaxBytes: 4000, Digest: digest})
+		// Whatever plan.Read accepts can be rendered and viewed.
+		var text bytes.Buffer
+		if err := RenderText(&text, got, RenderOptions{Color: true, Digest: digest}); err != nil || text.Len() == 0 {
+			t.Fatalf("RenderText: %v, %d bytes", err, text.Len())
+		}
+		if js, err := JSONView(got, JSONOptions{Digest: digest}); err != nil || !json.Valid(js) {
+			t.Fatalf("JSONView: %v\n%.300s", err, js)
+		}
+		if err := RenderMarkdown(&bytes.Buffer{}, got, MarkdownOptions{MaxBytes: 4000, Digest: digest}); err != nil && !errors.Is(err, ErrMarkdownTooSmall) {
+			t.Fatalf("RenderMarkdown: %v", err)
+		}
 	})
 }

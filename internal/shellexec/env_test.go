@@ -7,15 +7,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/toquehq/toque/internal/testenv"
 )
 
 // needRoot skips a test that switches users when toque's tests do not run
 // as root.
 func needRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run a child as another user")
-	}
+	testenv.MustHave(t, testenv.Root, testenv.Nobody)
 }
 
 // childEnvOf runs `env` as s describes and returns what the child really

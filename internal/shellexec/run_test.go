@@ -16,6 +16,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/toquehq/toque/internal/testenv"
+	"github.com/toquehq/toque/internal/testutil"
 )
 
 func sh(script string) Spec { return Spec{Interpreter: []string{"/bin/sh"}, Script: script} }
@@ -36,18 +39,22 @@ func TestInterpreters(t *testing.T) {
 	bashism := "[[ 1 == 1 ]]"
 	cases := []struct {
 		name    string
+		needs   testenv.Requirement
 		spec    Spec
 		wantErr bool
 		stdout  string
 	}{
-		{"bash runs bash syntax", Spec{Interpreter: []string{"bash"}, Script: bashism}, false, ""},
-		{"sh (dash) rejects bash syntax", Spec{Interpreter: []string{"/bin/sh"}, Script: bashism}, true, ""},
-		{"flags come before the script", Spec{Interpreter: []string{"bash"}, Flags: []string{"-e"}, Script: "false\necho not reached"}, true, ""},
-		{"interpreter argv is kept", Spec{Interpreter: []string{"bash", "--noprofile"}, Script: "echo $BASH_VERSION | cut -c1"}, false, ""},
-		{"multi-line script", sh("x=1\nif [ $x = 1 ]; then echo one; fi"), false, "one\n"},
+		{"bash runs bash syntax", testenv.Bash, Spec{Interpreter: []string{"bash"}, Script: bashism}, false, ""},
+		{"sh (dash) rejects bash syntax", testenv.DashSh, Spec{Interpreter: []string{"/bin/sh"}, Script: bashism}, true, ""},
+		{"flags come before the script", testenv.Bash, Spec{Interpreter: []string{"bash"}, Flags: []string{"-e"}, Script: "false\necho not reached"}, true, ""},
+		{"interpreter argv is kept", testenv.Bash, Spec{Interpreter: []string{"bash", "--noprofile"}, Script: "echo $BASH_VERSION | cut -c1"}, false, ""},
+		{"multi-line script", "", sh("x=1\nif [ $x = 1 ]; then echo one; fi"), false, "one\n"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			if c.needs != "" {
+				testenv.MustHave(t, c.needs)
+			}
 			res, err := Run(context.Background(), c.spec)
 			if res == nil {
 				t.Fatalf("no result: %v", err)
@@ -347,9 +354,7 @@ func TestUmask(t *testing.T) {
 }
 
 func TestUmaskWithUser(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	testenv.MustHave(t, testenv.Root)
 	// t.TempDir's parent is 0700: the user could not enter it.
 	dir, err := os.MkdirTemp("", "shellexec-")
 	if err != nil {
@@ -364,44 +369,6 @@ func TestUmaskWithUser(t *testing.T) {
 	if err != nil || res.Stdout != "0027\nnobody\n" {
 		t.Fatalf("%v %+v", err, res)
 	}
-}
-
-// gone reports whether pid has exited (a zombie counts: it runs no more).
-func gone(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	_, rest, _ := strings.Cut(string(b), ") ")
-	return strings.HasPrefix(rest, "Z")
-}
-
-func waitGone(t *testing.T, pid int) {
-	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for !gone(pid) {
-		if time.Now().After(deadline) {
-			syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("process %d outlived the run", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func readPid(t *testing.T, file string) int {
-	t.Helper()
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pid
 }
 
 func TestTimeoutKillsProcessGroup(t *testing.T) {
@@ -431,7 +398,7 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 			if res.Stdout != "started\n" || res.Signal == "" || res.ExitCode != -1 {
 				t.Fatalf("result %+v", res)
 			}
-			waitGone(t, readPid(t, pidfile))
+			testutil.WaitGone(t, testutil.ReadPid(t, pidfile))
 		})
 	}
 }
@@ -446,7 +413,7 @@ func TestGrandchildHoldingOutputIsKilled(t *testing.T) {
 	if d := time.Since(start); d > 3*time.Second {
 		t.Fatalf("Run hung for %s on a background process holding stdout", d)
 	}
-	waitGone(t, readPid(t, pidfile))
+	testutil.WaitGone(t, testutil.ReadPid(t, pidfile))
 }
 
 func TestDetachedBackgroundSurvives(t *testing.T) {
@@ -461,7 +428,7 @@ func TestDetachedBackgroundSurvives(t *testing.T) {
 	}
 	defer syscall.Kill(pid, syscall.SIGKILL)
 	time.Sleep(100 * time.Millisecond)
-	if gone(pid) {
+	if testutil.Gone(pid) {
 		t.Fatal("detached background process was killed")
 	}
 }
@@ -483,9 +450,7 @@ func TestContextCancel(t *testing.T) {
 }
 
 func TestUser(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	testenv.MustHave(t, testenv.Root)
 	cases := []struct {
 		name   string
 		spec   Spec
@@ -712,14 +677,14 @@ func TestNothingOutlivesToque(t *testing.T) {
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
-			child := readPid(t, pidfile)
+			child := testutil.ReadPid(t, pidfile)
 			time.Sleep(100 * time.Millisecond)
-			if gone(child) {
+			if testutil.Gone(child) {
 				t.Fatal("child died while toque was alive")
 			}
 			helper.Process.Kill()
 			helper.Wait()
-			waitGone(t, child)
+			testutil.WaitGone(t, child)
 		})
 	}
 }

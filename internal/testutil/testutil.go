@@ -1,13 +1,22 @@
 // Package testutil holds helpers toque's tests share across packages:
-// writing file trees and running git in isolation. Only tests import it.
+// writing file trees, running git in isolation, and waiting for a process
+// to be gone. Only tests import it. Whether a test can run here at all is
+// internal/testenv's business.
 package testutil
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/toquehq/toque/internal/testenv"
 )
 
 // WriteFiles writes files (path relative to dir → content) under dir,
@@ -28,9 +37,10 @@ func WriteFiles(t testing.TB, dir string, files map[string]string) {
 // IsolateGit gives git — the test's and any process it starts — a
 // temporary HOME, no system or global configuration, a fixed identity and
 // fixed dates, so tests never depend on the machine's git set-up. It
-// returns the temporary HOME.
+// returns the temporary HOME. Without git the test skips (testenv).
 func IsolateGit(t testing.TB) string {
 	t.Helper()
+	testenv.MustHave(t, testenv.Git)
 	home := t.TempDir()
 	for k, v := range map[string]string{
 		"HOME":                home,
@@ -54,6 +64,7 @@ func IsolateGit(t testing.TB) string {
 // the test when git fails.
 func Git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
+	testenv.MustHave(t, testenv.Git)
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
@@ -61,4 +72,48 @@ func Git(t testing.TB, dir string, args ...string) string {
 		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// Gone reports whether process pid has exited; a zombie counts, since it
+// runs no more.
+func Gone(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return strings.HasPrefix(rest, "Z")
+}
+
+// WaitGone polls until process pid is gone, and fails the test (killing
+// the process) if it is still running after a few seconds. Tests use it
+// rather than a fixed sleep: to prove that a process was killed before it
+// could leave a marker, wait for the process, then look for the marker.
+func WaitGone(t testing.TB, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for !Gone(pid) {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("process %d is still running", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// ReadPid reads the process id a test's script wrote to file.
+func ReadPid(t testing.TB, file string) int {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("the script wrote no pid: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
 }

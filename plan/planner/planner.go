@@ -179,11 +179,8 @@ func attributesOf(leaves []config.Leaf, cfg *config.Config, readBySensitive *eva
 		a := plan.Attribute{
 			Path:      strings.Join(l.Path, "."),
 			Level:     l.Level,
-			Source:    fmt.Sprintf("%s:%d", cfg.DisplayPath(l.Range.Filename), l.Range.Start.Line),
+			Source:    l.Source(cfg.DisplayPath),
 			Sensitive: l.Sensitive || readBySensitive.Covers(l.Path),
-		}
-		if l.Origin != "" {
-			a.Source = l.Origin + " at " + a.Source
 		}
 		if l.Value == cty.NilVal || a.Sensitive {
 			a.Value = []byte(`null`)
