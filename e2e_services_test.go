@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toquehq/toque/internal/testenv"
 )
 
 // The service types against the real systemd, in three tiers (see
@@ -30,27 +32,10 @@ import (
 //     container over this host's /usr and /etc (an overlay): start, stop,
 //     restart, reload, daemon-reload and idempotence.
 //
-// None of them starts, stops or enables anything on the host itself:
-// each checks that the host's /etc/systemd/system is unchanged.
-
-// strictRoot reports whether CI's strict root tier is on
-// (TOQUE_TEST_STRICT): a tier this machine should run may not skip.
-func strictRoot() bool {
-	switch os.Getenv("TOQUE_TEST_STRICT") {
-	case "1", "root":
-		return true
-	}
-	return false
-}
-
-// skipOrFail skips the test with why, or fails it in the strict root tier.
-func skipOrFail(t *testing.T, why string) {
-	t.Helper()
-	if strictRoot() {
-		t.Fatal(why + " (TOQUE_TEST_STRICT is set: CI's root tier must run this)")
-	}
-	t.Skip(why)
-}
+// None of them starts, stops or enables anything on the host itself: the
+// last two check that the host's /etc/systemd/system is unchanged. Each
+// runs where the machine can (internal/testenv: it skips, saying why, or
+// fails in CI's strict tier).
 
 // unitTreeDigest is a digest of everything under /etc/systemd/system of
 // the host: names, modes, link targets and contents.
@@ -92,6 +77,7 @@ func hostUntouched(t *testing.T) {
 // Bad input: a unit named by its path, or content systemd could not read
 // as a unit file, is refused with the file, line and column.
 func TestE2EServicesBadInput(t *testing.T) {
+	t.Parallel()
 	testBadInput(t, []badInput{
 		{"a service named by its path", `
 service "/etc/systemd/system/web.service" {
@@ -143,32 +129,33 @@ func offlineToque(e *env, upper string, args ...string) result {
 // Tier B: this host's systemd is installed but not running (PID 1 is not
 // systemd), as in a container or an image build. toque runs its real
 // systemctl command lines in an /etc overlay: a unit file is created,
-// enabled, changed, disabled and deleted; a vendor unit is disabled; a
-// second plan does nothing; starting is a plan error that says why; and
-// a plan goes stale when someone else changes the unit file.
+// enabled, changed, disabled and deleted; a unit enabled by someone else
+// is disabled; a second plan does nothing; starting is a plan error that
+// says why; and a plan goes stale when someone else changes the unit file.
 func TestE2EServicesOffline(t *testing.T) {
-	if os.Geteuid() != 0 {
-		skipOrFail(t, "needs root, to mount an overlay on /etc in a mount namespace")
-	}
-	for _, tool := range []string{"unshare", "systemctl", "systemd-analyze"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			skipOrFail(t, tool+" is not installed (scripts/test-deps installs what CI needs)")
-		}
-	}
+	t.Parallel()
+	testenv.MustHave(t, testenv.Root, testenv.Unshare, testenv.Overlay, testenv.Systemctl)
 	if fi, err := os.Stat("/run/systemd/system"); err == nil && fi.IsDir() {
 		t.Skip("systemd runs on this host: the offline tier is for hosts where it does not (TestE2EServicesSystemd covers a running one)")
-	}
-	if _, err := os.Stat("/lib/systemd/system/fstrim.timer"); err != nil {
-		skipOrFail(t, "this host has no fstrim.timer (util-linux) to disable")
 	}
 	hostUntouched(t)
 	e := newEnv(t)
 	upper := t.TempDir()
-	for _, d := range []string{"upper", "work"} {
-		os.Mkdir(filepath.Join(upper, d), 0o755)
+	// In the overlay, a unit someone else installed and enabled.
+	units := filepath.Join(upper, "upper/systemd/system")
+	for _, d := range []string{"work", "upper/systemd/system/multi-user.target.wants"} {
+		if err := os.MkdirAll(filepath.Join(upper, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(units, "toque-e2e-other.service"), []byte("[Service]\nExecStart=/bin/sleep 1000\n[Install]\nWantedBy=multi-user.target\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/systemd/system/toque-e2e-other.service", filepath.Join(units, "multi-user.target.wants/toque-e2e-other.service")); err != nil {
+		t.Fatal(err)
 	}
 	if r := offlineToque(e, upper, "version"); r.code != 0 {
-		skipOrFail(t, "cannot mount an overlay on /etc in a mount namespace here: "+r.String())
+		t.Fatalf("cannot mount an overlay on /etc in a mount namespace here: %s", r)
 	}
 	unit := func(actions, exec string) {
 		e.recipe("a.hcl", fmt.Sprintf(`
@@ -180,7 +167,7 @@ systemd_unit "toque-e2e-offline.service" {
   action = %s
 }
 
-service "fstrim.timer" {
+service "toque-e2e-other" {
   action = "disable"
 }
 `, exec, actions))
@@ -191,7 +178,7 @@ service "fstrim.timer" {
 		"# systemd_unit[toque-e2e-offline.service] (action create, 1 of 2) will be created",
 		"+ExecStart=/bin/sleep 1000",
 		"(action enable, 2 of 2) will be updated in place: disabled: enable enables it",
-		"# service[fstrim.timer] will be updated in place: enabled: disable disables it",
+		"# service[toque-e2e-other] will be updated in place: enabled: disable disables it",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("plan lacks %q:\n%s", want, r)
@@ -271,17 +258,12 @@ type box struct {
 // /tmp, which systemd mounts a tmpfs over).
 const boxDir = "/toque-e2e"
 
-// bootBox boots the container, or skips the test (fails it under CI's
-// strict root tier) when this machine cannot. It halts it when the test
+// bootBox boots the container, unless this machine cannot (testenv: a
+// skip, or a failure in CI's strict root tier). It halts it when the test
 // ends.
 func bootBox(t *testing.T) *box {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		skipOrFail(t, "needs root, to boot systemd in a systemd-nspawn container")
-	}
-	if _, err := exec.LookPath("systemd-nspawn"); err != nil {
-		skipOrFail(t, "systemd-nspawn is not installed (Debian: apt-get install systemd-container; scripts/test-deps installs it)")
-	}
+	testenv.MustHave(t, testenv.Root, testenv.Nspawn)
 	b := &box{t: t, top: t, dir: t.TempDir(), name: fmt.Sprintf("toque-e2e-%d-%d", os.Getpid(), time.Now().UnixNano()%1e6), done: make(chan struct{}), log: &bytes.Buffer{}}
 	os.Chmod(b.dir, 0o755)
 	copyFile(t, toqueBin, filepath.Join(b.dir, "toque"), 0o755)
@@ -309,14 +291,14 @@ func bootBox(t *testing.T) *box {
 	start := time.Now()
 	if err := b.nspawn.Start(); err != nil {
 		b.removeGroups()
-		skipOrFail(t, "cannot start systemd-nspawn: "+err.Error())
+		t.Fatalf("cannot start systemd-nspawn: %v", err)
 	}
 	go func() { b.nspawn.Wait(); close(b.done) }()
 	t.Cleanup(b.halt)
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		select {
 		case <-b.done:
-			skipOrFail(t, "systemd-nspawn cannot boot systemd here: "+b.log.String())
+			t.Fatalf("systemd-nspawn cannot boot systemd here: %s", b.log.String())
 		default:
 		}
 		// The container's init is nspawn's child once it has become
@@ -335,7 +317,7 @@ func bootBox(t *testing.T) *box {
 				out, _ := b.exec("systemctl", "list-jobs", "--no-pager").CombinedOutput()
 				jobs = string(out)
 			}
-			skipOrFail(t, fmt.Sprintf("systemd did not finish booting in the container in 60 s (init %d, state %q; jobs: %s): %s", b.leader, state, jobs, b.log.String()))
+			t.Fatalf("systemd did not finish booting in the container in 60 s (init %d, state %q; jobs: %s): %s", b.leader, state, jobs, b.log.String())
 		}
 	}
 	t.Logf("booted systemd in a container in %v", time.Since(start).Round(time.Millisecond))
@@ -518,6 +500,7 @@ func copyFile(t *testing.T, from, to string, mode os.FileMode) {
 // Tier C: start, stop, restart, reload, daemon-reload and idempotence on
 // a real systemd, and the service example.
 func TestE2EServicesSystemd(t *testing.T) {
+	t.Parallel()
 	hostUntouched(t)
 	b := bootBox(t)
 	if out := b.sh("test -d /run/systemd/system && systemctl is-system-running"); out != "running" && out != "degraded" {

@@ -10,30 +10,16 @@ import (
 	"testing"
 
 	"github.com/zclconf/go-cty/cty"
-)
 
-// requireTool lets the test go on when name is installed. Otherwise it
-// skips, saying what to install — or fails under TOQUE_TEST_STRICT, CI's
-// promise that scripts/test-deps installed it.
-func requireTool(t *testing.T, name, pkg string) {
-	t.Helper()
-	if _, err := exec.LookPath(name); err == nil {
-		return
-	}
-	msg := fmt.Sprintf("needs %s, which is not installed (Debian: apt-get install %s; scripts/test-deps installs it)", name, pkg)
-	if s := os.Getenv("TOQUE_TEST_STRICT"); s != "" && s != "0" {
-		t.Fatal(msg + "; TOQUE_TEST_STRICT is set")
-	}
-	t.Skip(msg)
-}
+	"github.com/toquehq/toque/internal/testenv"
+)
 
 // offlineRoot is a root directory for systemctl --root (tier A: the real
 // systemctl and systemd-analyze, on unit files in a temp dir; nothing
 // runs): /etc/systemd/system and /usr/lib/systemd/system, empty.
 func offlineRoot(t *testing.T) *systemd {
 	t.Helper()
-	requireTool(t, "systemctl", "systemd")
-	requireTool(t, "systemd-analyze", "systemd")
+	testenv.MustHave(t, testenv.Systemctl)
 	root := t.TempDir()
 	for _, d := range []string{"etc/systemd/system", "usr/lib/systemd/system"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {

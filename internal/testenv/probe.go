@@ -61,6 +61,8 @@ func probe(r Requirement) result {
 		return result{known: true, err: overlay(), hint: "needs root (or user namespaces on Linux 5.11 or later) and overlayfs in the kernel"}
 	case Nspawn:
 		return nspawn()
+	case Systemctl:
+		return program("systemctl and systemd-analyze", debianHint("systemd"), "sh", "-c", "systemctl --version >/dev/null && systemd-analyze --version >/dev/null && echo ok")
 	case Nobody:
 		if _, err := user.Lookup("nobody"); err != nil {
 			return result{known: true, err: fmt.Errorf("no user nobody: %w", err), hint: "Debian has one (uid 65534)"}
