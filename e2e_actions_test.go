@@ -114,3 +114,25 @@ file "ROOT/g" {
 	e.write("g", "someone else's\n", 0o644)
 	e.must(3, "apply", "plan.out")
 }
+
+// Pre-flight holds each action to a single action's rule: the same kinds
+// of step from another live state is stale, as one action's would be.
+func TestE2ESeveralActionsSameKindsOtherState(t *testing.T) {
+	e := newEnv(t)
+	e.write("f", "old\n", 0o644)
+	e.recipe("a.hcl", `
+file "ROOT/f" {
+  content = "x\n"
+  action  = ["create", "touch"]
+}
+`)
+	e.must(0, "plan", "-out=plan.out")
+	e.write("f", "someone else's\n", 0o644) // create still updates, from another content
+	r := e.must(3, "apply", "plan.out")
+	if !strings.Contains(r.stderr, "content") {
+		t.Errorf("the stale plan does not say what changed:\n%s", r)
+	}
+	if got := e.read("f"); got != "someone else's\n" {
+		t.Errorf("a stale plan changed the file: %q", got)
+	}
+}

@@ -263,7 +263,7 @@ const boxDir = "/toque-e2e"
 // ends.
 func bootBox(t *testing.T) *box {
 	t.Helper()
-	testenv.MustHave(t, testenv.Root, testenv.Nspawn)
+	testenv.MustHave(t, testenv.Root, testenv.Nspawn, testenv.Nsenter)
 	b := &box{t: t, top: t, dir: t.TempDir(), name: fmt.Sprintf("toque-e2e-%d-%d", os.Getpid(), time.Now().UnixNano()%1e6), done: make(chan struct{}), log: &bytes.Buffer{}}
 	os.Chmod(b.dir, 0o755)
 	copyFile(t, toqueBin, filepath.Join(b.dir, "toque"), 0o755)

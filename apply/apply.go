@@ -440,9 +440,14 @@ func inDoubt(addr string, s *pastStep) *StaleResource {
 
 // preflightActions checks a resource of several actions whose live reading
 // is not the plan's: each action is planned again from it (the later ones
-// from the state the earlier ones are predicted to leave). Each must take
-// the planned kind of step, or none (already done); all none is "already
-// done"; anything else makes the plan stale.
+// from the state the earlier ones are predicted to leave). All of them
+// taking no step is "already done". Otherwise each action is held to a
+// single action's rule: taking no step is fine (someone, or an earlier
+// apply of this plan, did it); taking the planned kind of step is fine
+// only from the state the plan showed it starting from — the whole live
+// state for the first action (unless the plan recorded no fingerprint),
+// the properties the plan predicted for the later ones; anything else
+// makes the plan stale.
 func (r *run) preflightActions(ctx context.Context, e *entry, first *plan.Reading) preflightResult {
 	pr := e.pr
 	actions := make([]string, pr.Steps())
@@ -454,35 +459,52 @@ func (r *run) preflightActions(ctx context.Context, e *entry, first *plan.Readin
 		return preflightResult{err: &ResourceError{Address: pr.Address, Err: err}}
 	}
 	allDone := true
-	for i, rd := range readings {
-		view := pr.StepView(i)
-		planned, now := view.Kind, rd.Step.Kind
-		if now != resources.NoOp {
+	for _, rd := range readings {
+		if rd.Step.Kind != resources.NoOp {
 			allDone = false
 		}
-		var diffs []plan.Difference
-		if i == 0 && now == planned && now.IsWork() && view.Current != nil && rd.Current != nil {
-			// The same work, but from another reading than the reviewer
-			// saw (content someone else changed): stale, as for a
-			// resource of one action. (Later actions start from
-			// predicted states, which say less than a reading: their
-			// kind of step is what is compared.)
-			diffs = plan.CompareCurrent(view.Current, rd.Current)
+	}
+	if allDone {
+		if pr.AnyWork() {
+			r.logger.Debug("already in the planned state", "resource", pr.Address)
+			e.alreadyDone = true
 		}
-		if (now == planned || now == resources.NoOp) && len(diffs) == 0 {
+		return preflightResult{}
+	}
+	for i, rd := range readings {
+		step, now := pr.StepView(i), rd.Step.Kind
+		if now == resources.NoOp {
 			continue
 		}
-		sr := &StaleResource{Address: fmt.Sprintf("%s (action %s)", pr.Address, actions[i]), Planned: planned, Now: now, Differences: diffs}
-		if pr.Current != nil && len(diffs) == 0 {
-			sr.Differences = plan.CompareCurrent(pr.Current, first.Current)
+		var diffs []plan.Difference
+		switch {
+		case step.Current == nil || rd.Current == nil:
+		case i == 0:
+			diffs = plan.CompareCurrent(step.Current, rd.Current)
+			if len(diffs) == 0 && e.planned != "" {
+				diffs = []plan.Difference{{Property: "fingerprint", Then: e.planned, Now: rd.Fingerprint()}}
+			}
+		default:
+			diffs = comparePredicted(step.Current, rd.Current)
 		}
-		return preflightResult{stale: sr}
-	}
-	if allDone && pr.AnyWork() {
-		r.logger.Debug("already in the planned state", "resource", pr.Address)
-		e.alreadyDone = true
+		if now == step.Kind && len(diffs) == 0 {
+			continue
+		}
+		return preflightResult{stale: &StaleResource{Address: fmt.Sprintf("%s (action %s)", pr.Address, actions[i]), Planned: step.Kind, Now: now, Differences: diffs}}
 	}
 	return preflightResult{}
+}
+
+// comparePredicted is CompareCurrent limited to what a predicted state
+// says: whether the thing exists, and the properties it predicts.
+func comparePredicted(then, now *plan.Current) []plan.Difference {
+	var out []plan.Difference
+	for _, d := range plan.CompareCurrent(then, now) {
+		if _, predicted := then.Values[d.Property]; predicted || d.Property == "exists" {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // subject is the lifecycle subject of e, with guards (nil: not guarded).

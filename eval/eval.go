@@ -361,6 +361,10 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx 
 		}
 	}
 
+	if dv, ok := t.(resources.Deriver); ok && !diags.HasErrors() {
+		diags = append(diags, derive(dv, b, values, sensitiveProps)...)
+	}
+
 	res := resources.NewResource(s, b.Name, action, values)
 	// Guards that read a sensitive attribute (or use sensitive()) hide
 	// their command, output and environment like a sensitive resource's.
@@ -415,6 +419,33 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx 
 		IgnoreFailure:  ignore,
 		Guards:         guards,
 	}, diags, ev.templates
+}
+
+// derive stores what a Deriver computes from the set properties in
+// values; the derived values are sensitive when any set property is.
+func derive(dv resources.Deriver, b *config.ResourceBlock, values map[string]cty.Value, sensitiveProps map[string]bool) hcl.Diagnostics {
+	var derived map[string]cty.Value
+	_, err := safeCall(func() (cty.Value, error) {
+		var err error
+		derived, err = dv.Derive(values)
+		return cty.NilVal, err
+	})
+	if err != nil {
+		return hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid resource",
+			Detail:   fmt.Sprintf("%s: %s.", b.Address(), err),
+			Subject:  b.DeclRange.Ptr(),
+		}}
+	}
+	anySensitive := len(sensitiveProps) > 0
+	for k, v := range derived {
+		values[k] = v
+		if anySensitive {
+			sensitiveProps[k] = true
+		}
+	}
+	return nil
 }
 
 // duplicates reports resources that manage the same thing (their identity

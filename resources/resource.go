@@ -429,6 +429,26 @@ type Property struct {
 // directory and link).
 const NamespacePath = "path"
 
+// NamespaceUser and NamespaceGroup are the namespaces of user and group
+// names in the host's account databases: a user resource's name, a step
+// that needs a user to exist (a group member, a cron file's user) or a
+// group (a user's primary group, by name or id).
+const (
+	NamespaceUser  = "user"
+	NamespaceGroup = "group"
+)
+
+// PropertyError is a Plan error caused by one property's value on this
+// host (a uid another user has): the planner points its diagnostic at
+// that property's attribute rather than at the whole block.
+type PropertyError struct {
+	Property string
+	Err      error
+}
+
+func (e *PropertyError) Error() string { return e.Err.Error() }
+func (e *PropertyError) Unwrap() error { return e.Err }
+
 // IsDesiredState reports whether the property is compared and converged.
 func (p *Property) IsDesiredState() bool { return !p.NonState && !p.Identity && !p.NameProperty }
 

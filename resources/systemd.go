@@ -302,8 +302,8 @@ func (s *systemd) run(ctx context.Context, env *Env, timeout time.Duration, argv
 			return res, fmt.Errorf("%s is not installed: toque's service types manage systemd, and need systemctl and systemd-analyze: %w", argv[0], err)
 		}
 		msg := ""
-		if res != nil {
-			msg = lastLines(strings.TrimSpace(res.Stderr+"\n"+res.Stdout), 10)
+		if res != nil && strings.TrimSpace(res.Stderr+res.Stdout) != "" {
+			msg = lastLines(res.Stderr+"\n"+res.Stdout, 10)
 		}
 		if msg != "" {
 			return res, fmt.Errorf("`%s` failed: %w: %s", strings.Join(argv, " "), err, msg)
@@ -311,21 +311,6 @@ func (s *systemd) run(ctx context.Context, env *Env, timeout time.Duration, argv
 		return res, fmt.Errorf("`%s` failed: %w", strings.Join(argv, " "), err)
 	}
 	return res, nil
-}
-
-// lastLines is the last n lines of s, joined by "; ".
-func lastLines(s string, n int) string {
-	lines := strings.Split(s, "\n")
-	var out []string
-	for _, l := range lines {
-		if l = strings.TrimSpace(l); l != "" {
-			out = append(out, l)
-		}
-	}
-	if len(out) > n {
-		out = out[len(out)-n:]
-	}
-	return strings.Join(out, "; ")
 }
 
 // readTimeout bounds a reading; actTimeout a start or stop (systemd has

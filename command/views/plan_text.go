@@ -254,6 +254,11 @@ func renderStep(bw *errWriter, pt painter, s *plan.Shown, label string) {
 		bw.printf("  %s\n", pt.faint(fmt.Sprintf("#   (type %s is not a resource type of this build of toque: apply refuses this plan)", EscapeLine(strconv.Quote(r.Type)))))
 	}
 	why := EscapeLine(s.Why)
+	if r.Kind == resources.Update && len(s.Changes) == 0 && why != "" && len(s.Guards) == 0 {
+		// No property changes to show (a lock, a touch): the reason is
+		// what the update does.
+		bw.printf("  %s\n", pt.faint("#   "+why))
+	}
 	for _, g := range s.Guards {
 		verdict, details := guardLine(g)
 		if strings.Contains(why, verdict) && (len(s.Guards) == 1 || (r.Kind == resources.Skip && g.Decided)) {

@@ -348,3 +348,19 @@ func TestRenderShowsMultilineContextAsHeredoc(t *testing.T) {
 		t.Errorf("rendered:\n%s\nwant to contain:\n%s", b.String(), want)
 	}
 }
+
+// An update with no property to show (a user's lock) shows the type's
+// reason, which is then all a reviewer has to go on.
+func TestRenderShowsTheReasonOfAnUpdateWithoutChanges(t *testing.T) {
+	p := &plan.Plan{Host: plan.Host{Hostname: "h"}, Resources: []*plan.Resource{{
+		Address: "user[toq]", Type: "user", Name: "toq", Action: "lock", Kind: resources.Update,
+		StepReason: "the password is not locked; lock puts \"!\" in front of its hash",
+		Desired:    map[string]plan.Value{"username": {Value: cty.StringVal("toq")}},
+	}}}
+	var b bytes.Buffer
+	RenderText(&b, p, RenderOptions{})
+	want := "  # user[toq] will be updated in place\n  #   the password is not locked; lock puts \"!\" in front of its hash\n  ~ user \"toq\"\n"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("rendered:\n%s\nwant to contain:\n%s", b.String(), want)
+	}
+}

@@ -9,7 +9,7 @@
 // environment (see below; Path directories go in front of PATH), the user
 // and group (set in the child with setuid/setgid), the umask
 // (child only), a timeout, and the allowed exit codes. Standard input is
-// /dev/null; standard output and error are captured up to a size cap (the
+// /dev/null, or the bytes Spec.Stdin holds (never logged); standard output and error are captured up to a size cap (the
 // tail is kept) and passed on line by line, as they come, to the logger at
 // debug level and to Spec.Output (live_stream), except for a sensitive Spec.
 //

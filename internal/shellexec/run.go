@@ -1,6 +1,7 @@
 package shellexec
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -63,6 +64,13 @@ type Spec struct {
 
 	// Returns lists the allowed exit codes; empty means [0].
 	Returns []int
+
+	// Stdin, when not nil, is what the process reads on its standard
+	// input; nil means /dev/null. It is never logged: it is the way to
+	// give a process a secret (a password hash for chpasswd) without
+	// putting it on a command line, which every user of the host may read
+	// in /proc.
+	Stdin []byte
 
 	// OutputLimit is how many bytes of each stream are kept (the tail);
 	// 0 means DefaultOutputLimit.
@@ -222,7 +230,10 @@ func run(ctx context.Context, s Spec, o options) (*Result, error) {
 		outW.Close()
 		return nil, fmt.Errorf("creating output pipe: %w", err)
 	}
-	cmd.Stdout, cmd.Stderr = outW, errW // stdin stays nil: /dev/null
+	cmd.Stdout, cmd.Stderr = outW, errW
+	if s.Stdin != nil {
+		cmd.Stdin = bytes.NewReader(s.Stdin) // else nil: /dev/null
+	}
 
 	if s.Logger != nil {
 		s.Logger.Debug("starting process", "argv", loggedArgv, "dir", s.Dir, "user", s.User, "group", s.Group)

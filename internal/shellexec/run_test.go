@@ -253,6 +253,19 @@ func TestStdinClosed(t *testing.T) {
 	}
 }
 
+// Spec.Stdin reaches the process, and stays out of the debug log.
+func TestStdinGiven(t *testing.T) {
+	var log bytes.Buffer
+	logger := hclog.New(&hclog.LoggerOptions{Output: &log, Level: hclog.Trace})
+	res, err := Run(context.Background(), Spec{Argv: []string{"sh", "-c", "read x; echo got ${#x}"}, Stdin: []byte("s3cret-hash\n"), Logger: logger})
+	if err != nil || res.Stdout != "got 11\n" {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if strings.Contains(log.String(), "s3cret") {
+		t.Errorf("the log shows the standard input:\n%s", log.String())
+	}
+}
+
 func TestKilledBySignal(t *testing.T) {
 	res, err := Run(context.Background(), sh("kill -9 $$"))
 	var ee *ExitError

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -63,6 +64,20 @@ func probe(r Requirement) result {
 		return nspawn()
 	case Systemctl:
 		return program("systemctl and systemd-analyze", debianHint("systemd"), "sh", "-c", "systemctl --version >/dev/null && systemd-analyze --version >/dev/null && echo ok")
+	case Nsenter:
+		return program("nsenter", "needs root and util-linux ("+debianHint("util-linux")+")", "nsenter", "-t", strconv.Itoa(os.Getpid()), "-m", "echo", "ok")
+	case Shadow:
+		for _, tool := range []string{"useradd", "usermod", "userdel", "groupadd", "groupmod", "groupdel", "gpasswd", "chpasswd"} {
+			if !inSbin(tool) {
+				return result{known: true, err: fmt.Errorf("%s is not installed", tool), hint: debianHint("passwd")}
+			}
+		}
+		return result{known: true}
+	case Cron:
+		if !inSbin("cron") {
+			return result{known: true, err: errors.New("cron is not installed"), hint: debianHint("cron") + " (scripts/test-deps keeps it from starting on this machine)"}
+		}
+		return result{known: true}
 	case Nobody:
 		if _, err := user.Lookup("nobody"); err != nil {
 			return result{known: true, err: fmt.Errorf("no user nobody: %w", err), hint: "Debian has one (uid 65534)"}
@@ -87,6 +102,20 @@ func probe(r Requirement) result {
 		return result{known: true}
 	}
 	return result{err: fmt.Errorf("testenv knows no requirement %q", string(r))}
+}
+
+// inSbin reports whether the program name is installed, in PATH or in
+// the sbin directories a non-root PATH may lack.
+func inSbin(name string) bool {
+	if _, err := exec.LookPath(name); err == nil {
+		return true
+	}
+	for _, d := range []string{"/usr/sbin", "/sbin", "/usr/bin", "/bin"} {
+		if fi, err := os.Stat(filepath.Join(d, name)); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // program runs argv and expects "ok" on its standard output.

@@ -19,7 +19,7 @@
 //
 //	bash, dash-sh, csh, python3, perl, git, jq, script, userns, overlay,
 //	fhs-dirs, nobody, dev-full, machine-id, systemctl: both tiers
-//	root, unshare, systemd-nspawn: the root tier
+//	root, unshare, nsenter, shadow-tools, cron, systemd-nspawn: the root tier
 //	non-root: the nonroot tier
 //	pwsh: neither — it stays a skip, with its message
 //
@@ -67,6 +67,9 @@ const (
 	Nobody    Requirement = "nobody"         // the user nobody and the group nogroup exist (tests run children as them)
 	DevFull   Requirement = "dev-full"       // /dev/full: every write fails with ENOSPC
 	MachineID Requirement = "machine-id"     // /etc/machine-id exists (tests hide it)
+	Nsenter   Requirement = "nsenter"        // nsenter(1) joins another process's namespaces (needs root)
+	Shadow    Requirement = "shadow-tools"   // useradd, usermod, userdel, groupadd, groupmod, groupdel, gpasswd, chpasswd (root runs them)
+	Cron      Requirement = "cron"           // Debian's cron daemon (tests run it in a namespace, never on the host)
 )
 
 // StrictEnv is the variable that makes unmet promised requirements fail.
@@ -103,6 +106,9 @@ var promised = map[Requirement][]tier{
 	Systemctl: {rootT, nonroot},
 	Unshare:   {rootT},
 	Nspawn:    {rootT},
+	Nsenter:   {rootT},
+	Shadow:    {rootT},
+	Cron:      {rootT},
 }
 
 // MustHave lets the test go on when the machine meets every requirement.

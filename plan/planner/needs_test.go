@@ -2,9 +2,12 @@ package planner_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/config"
@@ -15,15 +18,19 @@ import (
 
 // needyType creates things; its steps need and provide what its
 // properties say.
-type needyType struct{ s *resources.Schema }
+type needyType struct {
+	s               *resources.Schema
+	namespace, what string
+}
 
 func newNeedy() *needyType {
-	return &needyType{s: &resources.Schema{
+	return &needyType{namespace: resources.NamespacePath, what: "directory", s: &resources.Schema{
 		Name: "needy",
 		Properties: []*resources.Property{
 			{Name: "name", Type: cty.String, NameProperty: true},
 			{Name: "needs", Type: cty.List(cty.String), NonState: true},
 			{Name: "provides", Type: cty.List(cty.String), NonState: true},
+			{Name: "blame", Type: cty.String},
 		},
 		Actions: []string{"create"}, DefaultAction: "create",
 	}}
@@ -34,12 +41,15 @@ func (t *needyType) Load(context.Context, *resources.Resource) (*resources.State
 	return resources.Absent(), nil
 }
 func (t *needyType) Plan(d *resources.Resource, _ *resources.State) (*resources.Step, error) {
+	if d.IsSet("blame") {
+		return nil, &resources.PropertyError{Property: "blame", Err: errors.New(d.String("blame"))}
+	}
 	step := &resources.Step{Kind: resources.Create, Reason: "does not exist"}
 	list := func(name string) []resources.Need {
 		var out []resources.Need
 		if v := d.Get(name); !v.IsNull() {
 			for _, e := range v.AsValueSlice() {
-				out = append(out, resources.Need{Namespace: resources.NamespacePath, Value: e.AsString(), What: "directory"})
+				out = append(out, resources.Need{Namespace: t.namespace, Value: e.AsString(), What: t.what})
 			}
 		}
 		return out
@@ -76,6 +86,41 @@ func TestPlanRefusesUnmetNeeds(t *testing.T) {
 		inst("other", 4, []string{"/opt"}, nil),      // nothing makes /opt
 	})
 	if len(diags) != 2 || diags[0].Summary != "Missing directory" || diags[0].Subject.Start.Line != 1 || diags[1].Subject.Start.Line != 4 || !pl.Errored {
+		t.Fatalf("diagnostics %v", diags)
+	}
+}
+
+// A need outside the file system is worded for what it is: no hint about
+// recursive directories.
+func TestUnmetNeedOfAGroup(t *testing.T) {
+	typ := newNeedy()
+	typ.namespace, typ.what = resources.NamespaceGroup, "group"
+	vals := map[string]cty.Value{"name": cty.StringVal("u"), "needs": cty.ListVal([]cty.Value{cty.StringVal("staff")})}
+	inst := &eval.Instance{Block: &config.ResourceBlock{Type: "needy", Name: "u", DeclRange: hcl.Range{Filename: "a.hcl", Start: hcl.Pos{Line: 1, Column: 1}}}, Type: typ, Resource: resources.NewResource(typ.s, "u", "create", vals)}
+	p := plantest.FixedPlanner(plantest.NewFakeType(), 1)
+	p.Registry = resources.NewRegistry(typ)
+	_, diags := p.PlanInstances(context.Background(), []*eval.Instance{inst})
+	if len(diags) != 1 || diags[0].Summary != "Missing group" || !strings.Contains(diags[0].Detail, "Declare a group resource for staff before needy[u].") || strings.Contains(diags[0].Detail, "recursive") {
+		t.Fatalf("diagnostics %v", diags)
+	}
+}
+
+// A Plan error that names a property (resources.PropertyError) points at
+// that property's attribute.
+func TestPropertyErrorPointsAtAttribute(t *testing.T) {
+	typ := newNeedy()
+	src := "needy \"u\" {\n  needs = []\n  blame = \"taken\"\n}\n"
+	f, d := hclsyntax.ParseConfig([]byte(src), "a.hcl", hcl.Pos{Line: 1, Column: 1})
+	if d.HasErrors() {
+		t.Fatal(d)
+	}
+	body := f.Body.(*hclsyntax.Body).Blocks[0].Body
+	vals := map[string]cty.Value{"name": cty.StringVal("u"), "blame": cty.StringVal("uid 5 is taken")}
+	inst := &eval.Instance{Block: &config.ResourceBlock{Type: "needy", Name: "u", Body: body, DeclRange: hcl.Range{Filename: "a.hcl", Start: hcl.Pos{Line: 1, Column: 1}}}, Type: typ, Resource: resources.NewResource(typ.s, "u", "create", vals)}
+	p := plantest.FixedPlanner(plantest.NewFakeType(), 1)
+	p.Registry = resources.NewRegistry(typ)
+	_, diags := p.PlanInstances(context.Background(), []*eval.Instance{inst})
+	if len(diags) != 1 || diags[0].Subject == nil || diags[0].Subject.Start.Line != 3 || !strings.Contains(diags[0].Detail, "uid 5 is taken") {
 		t.Fatalf("diagnostics %v", diags)
 	}
 }

@@ -438,8 +438,12 @@ func unmetNeeds(inst *eval.Instance, step *resources.Step, provided map[string]b
 			}
 			detail := n.Missing
 			if detail == "" {
-				detail = fmt.Sprintf("%s needs the %s %s, which does not exist, and no earlier resource of the plan creates it: apply would fail there, after earlier resources changed the host. Declare a %s resource for %s before %s (with recursive = true it creates missing parents too).",
-					instAddress(inst), n.What, n.Value, n.What, n.Value, instAddress(inst))
+				hint := ""
+				if n.Namespace == resources.NamespacePath {
+					hint = " (with recursive = true it creates missing parents too)"
+				}
+				detail = fmt.Sprintf("%s needs the %s %s, which does not exist, and no earlier resource of the plan creates it: apply would fail there, after earlier resources changed the host. Declare a %s resource for %s before %s%s.",
+					instAddress(inst), n.What, n.Value, n.What, n.Value, instAddress(inst), hint)
 			}
 			diags = diags.Append(&hcl.Diagnostic{
 				Severity: hcl.DiagError,
@@ -520,6 +524,10 @@ func lifecycleDiags(inst *eval.Instance, rd *plan.Reading, err error) hcl.Diagno
 		case le.Phase == plan.PhaseLoad:
 			summary = "Cannot read " + addr
 		}
+	}
+	// A type that blames one property's value has it pointed at.
+	if pe := (*resources.PropertyError)(nil); errors.As(err, &pe) && inst.Resource != nil && inst.Resource.IsSet(pe.Property) {
+		subject = attributeRange(inst, pe.Property)
 	}
 	return hcl.Diagnostics{{
 		Severity: hcl.DiagError,

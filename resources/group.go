@@ -1,0 +1,241 @@
+package resources
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/zclconf/go-cty/cty"
+)
+
+// groupType is the built-in "group" type: a local group in /etc/group
+// (and /etc/gshadow), converged with groupadd, groupmod, groupdel and
+// gpasswd.
+type groupType struct {
+	schema *Schema
+	tools  hostTools
+}
+
+// GroupType returns the built-in "group" resource type.
+func GroupType() Type { return newGroupType("") }
+
+// newGroupType is the group type for the databases under root ("" is the
+// host's; tests use a throwaway root).
+func newGroupType(root string) *groupType {
+	return &groupType{tools: hostTools{root: root}, schema: &Schema{
+		Name:        "group",
+		Description: "Manages a local group: its gid and members.",
+		Properties: []*Property{
+			{Name: "group_name", Type: cty.String, NameProperty: true, Identity: true, Required: true,
+				Validate: validateAccountName("group"), Namespace: NamespaceGroup,
+				Description: "The group's name; defaults to the block label."},
+			{Name: "gid", Type: cty.Number, LoadInput: true, Validate: validateID("gid"),
+				Description: "Numeric group id; unset lets groupadd choose one on create and leaves it as it is after. Another group having it is a plan error."},
+			{Name: "members", Type: cty.List(cty.String), LoadInput: true, Normalize: normalizeNameList, Validate: validateMembers,
+				Description: "Users in the group (besides those whose primary group it is): exactly these, or with append = true at least these. Each must exist, or be created by a user resource earlier in the plan."},
+			{Name: "append", Type: cty.Bool, NonState: true, Default: cty.False,
+				Description: "Add members to the group and keep the others (true), or make the members exactly the list (false)."},
+			{Name: "system", Type: cty.Bool, NonState: true, Default: cty.False,
+				Description: "Create a system group (groupadd --system: a gid below GID_MIN). Used only on create."},
+		},
+		Actions:       []string{"create", "remove", "modify", "manage"},
+		DefaultAction: "create",
+	}}
+}
+
+func (t *groupType) Schema() *Schema { return t.schema }
+
+// Load reads the group r names (LoadAll for one).
+func (t *groupType) Load(ctx context.Context, r *Resource) (*State, error) {
+	sts, err := t.LoadAll(ctx, []*Resource{r})
+	if err != nil {
+		return nil, err
+	}
+	return sts[0], nil
+}
+
+// LoadAll reads /etc/group and /etc/passwd once, and every group of rs
+// from them.
+func (t *groupType) LoadAll(ctx context.Context, rs []*Resource) ([]*State, error) {
+	if err := ctxErr(ctx, "reading the group database"); err != nil {
+		return nil, err
+	}
+	db, err := readAccounts(t.tools.root, dbPasswd|dbGroup)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*State, len(rs))
+	for i, r := range rs {
+		out[i] = groupState(db, r)
+	}
+	return out, nil
+}
+
+// groupState is the state of the group r names in db. members are the
+// group's members, sorted; with append = true, only those of r's members
+// the group has (the others are not r's to manage, so they are neither
+// shown as live values nor make a plan stale when they change). Extra
+// records what the host says of r's gid and members (LoadInput):
+// "gid_taken_by" another group, "missing_members" that are no user.
+func groupState(db *accountsDB, r *Resource) *State {
+	name := r.String("group_name")
+	st := Absent()
+	st.Extra = map[string]string{}
+	if r.IsSet("gid") {
+		if other := db.otherGroup(idValue(r.Get("gid")), name); other != "" {
+			st.Extra["gid_taken_by"] = other
+		}
+	}
+	want := stringsOf(r.Get("members"))
+	if missing := db.missingUsers(want); len(missing) > 0 {
+		st.Extra["missing_members"] = strings.Join(missing, ",")
+	}
+	g := db.groups[name]
+	if g == nil {
+		return st
+	}
+	st.Exists = true
+	members := g.members
+	if r.Bool("append") && r.IsSet("members") {
+		members = nil
+		for _, m := range want {
+			if slices.Contains(g.members, m) {
+				members = append(members, m)
+			}
+		}
+	}
+	st.Values = map[string]cty.Value{
+		"gid":     cty.NumberUIntVal(uint64(g.gid)),
+		"members": nameList(slices.Clone(members)),
+	}
+	return st
+}
+
+// Plan decides what the group's action does. It never does I/O.
+func (t *groupType) Plan(desired *Resource, current *State) (*Step, error) {
+	action := effectiveAction(desired)
+	name := desired.String("group_name")
+	var step *Step
+	switch action {
+	case "nothing":
+		return nothingStep(), nil
+	case "create", "modify", "manage":
+		if !current.Exists && action == "modify" {
+			return nil, fmt.Errorf("group %s does not exist: modify changes an existing group (create creates it, manage leaves a missing one alone)", name)
+		}
+		if !current.Exists && action == "manage" {
+			return &Step{Kind: NoOp, Reason: "does not exist; manage changes an existing group only"}, nil
+		}
+		step = ConvergeIfChanged(desired, current)
+		if step.Kind == NoOp {
+			return step, nil
+		}
+		if step.Change("gid") != nil {
+			if other := current.Extra["gid_taken_by"]; other != "" {
+				return nil, &PropertyError{Property: "gid", Err: fmt.Errorf("gid %s is taken by group %s; choose another gid", desired.Get("gid").AsBigFloat().Text('f', 0), other)}
+			}
+		}
+		if c := step.Change("members"); c != nil && current.Extra["missing_members"] != "" {
+			// gpasswd refuses a member that is no user; with append, only
+			// the members it adds are given to it.
+			adding := added(desired, current)
+			for _, m := range strings.Split(current.Extra["missing_members"], ",") {
+				if !desired.Bool("append") || !current.Exists || slices.Contains(adding, m) {
+					step.Needs = append(step.Needs, Need{Namespace: NamespaceUser, Value: m, What: "user"})
+				}
+			}
+		}
+		if step.Change("members") != nil && desired.Bool("append") && current.Exists {
+			step.Reason += fmt.Sprintf(" (append = true adds %s and keeps the other members)", strings.Join(added(desired, current), ", "))
+		}
+		if step.Kind == Create {
+			step.Provides = append(step.Provides, Need{Namespace: NamespaceGroup, Value: name, What: "group"})
+			if desired.IsSet("gid") {
+				step.Provides = append(step.Provides, Need{Namespace: NamespaceGroup, Value: desired.Get("gid").AsBigFloat().Text('f', 0), What: "group"})
+			}
+		}
+	case "remove":
+		step = &Step{Kind: NoOp, Reason: "does not exist"}
+		if current.Exists {
+			step = &Step{Kind: Delete, Reason: "exists; remove deletes it"}
+		}
+	default:
+		return nil, unknownAction(t.schema, action)
+	}
+	if step.Kind.IsWork() && effectiveUID() != 0 {
+		return nil, needsRoot(fmt.Sprintf("changing the group database (%s group %s)", action, name))
+	}
+	return step, nil
+}
+
+// added are desired's members that current lacks.
+func added(desired *Resource, current *State) []string {
+	have := stringsOf(current.Values["members"])
+	var out []string
+	for _, m := range stringsOf(desired.Get("members")) {
+		if !slices.Contains(have, m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Converge carries out step. Members are set with gpasswd, which keeps
+// /etc/gshadow in step (groupadd and groupmod --users change only
+// /etc/group): exactly (--members), or one added user at a time (--add)
+// with append = true, so that members someone else adds meanwhile stay.
+// A create whose members cannot be set is undone (groupdel).
+func (t *groupType) Converge(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error {
+	name := desired.String("group_name")
+	if err := ctxErr(ctx, "converging group "+name); err != nil {
+		return err
+	}
+	switch step.Kind {
+	case NoOp, Skip:
+		return nil
+	case Delete:
+		return t.tools.run(ctx, env, "groupdel", []string{name}, nil, "")
+	case Create:
+		args := []string{}
+		if desired.Bool("system") {
+			args = append(args, "--system")
+		}
+		if step.Change("gid") != nil {
+			args = append(args, "--gid", desired.Get("gid").AsBigFloat().Text('f', 0))
+		}
+		if err := t.tools.run(ctx, env, "groupadd", append(args, name), nil, ""); err != nil {
+			return err
+		}
+		members := stringsOf(desired.Get("members"))
+		if step.Change("members") == nil || len(members) == 0 {
+			return nil
+		}
+		if err := t.tools.run(ctx, env, "gpasswd", []string{"--members", strings.Join(members, ","), name}, nil, ""); err != nil {
+			if uerr := t.tools.run(context.WithoutCancel(ctx), env, "groupdel", []string{name}, nil, ""); uerr != nil {
+				return fmt.Errorf("%w; and removing the half-made group %s failed too: %v", err, name, uerr)
+			}
+			return fmt.Errorf("%w; the group %s was removed again, so nothing was changed", err, name)
+		}
+		return nil
+	case Update:
+		if step.Change("gid") != nil {
+			if err := t.tools.run(ctx, env, "groupmod", []string{"--gid", desired.Get("gid").AsBigFloat().Text('f', 0), name}, nil, ""); err != nil {
+				return err
+			}
+		}
+		if step.Change("members") == nil {
+			return nil
+		}
+		if desired.Bool("append") {
+			for _, m := range added(desired, current) {
+				if err := t.tools.run(ctx, env, "gpasswd", []string{"--add", m, name}, nil, ""); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		return t.tools.run(ctx, env, "gpasswd", []string{"--members", strings.Join(stringsOf(desired.Get("members")), ","), name}, nil, "")
+	}
+	return fmt.Errorf("group %s: cannot carry out a %s step", name, step.Kind)
+}

@@ -1,0 +1,105 @@
+package resources
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/toquehq/toque/internal/testenv"
+)
+
+// Keys and values as sysctl reads them: dotted or as a path, one line.
+func TestSysctlKeyAndValue(t *testing.T) {
+	for in, want := range map[string]string{
+		"net.ipv4.ip_forward":              "net.ipv4.ip_forward",
+		"net/ipv4/ip_forward":              "net.ipv4.ip_forward",
+		"/net/ipv4/conf/eth0.1/forwarding": "net.ipv4.conf.eth0/1.forwarding",
+		" kernel.shmmni ":                  "kernel.shmmni",
+		"net..x":                           "error",
+		"net.ipv4.x=1":                     "error",
+		"net ipv4":                         "error",
+		"..":                               "error",
+	} {
+		v, err := normalizeSysctlKey(cty.StringVal(in))
+		got := "error"
+		if err == nil {
+			got = v.AsString()
+		}
+		if got != want {
+			t.Errorf("key %q: %q (%v), want %q", in, got, err, want)
+		}
+	}
+	typ := newSysctlType("/proc/sys", "/etc/sysctl.d")
+	if got := typ.procPath("net.ipv4.conf.eth0/1.forwarding"); got != "/proc/sys/net/ipv4/conf/eth0.1/forwarding" {
+		t.Errorf("proc path %s", got)
+	}
+	for in, want := range map[string]string{"1": "1", " 32768\t 60999 ": "32768 60999", "a\nb": "error", "  ": "error"} {
+		v, err := normalizeSysctlValue(cty.StringVal(in))
+		got := "error"
+		if err == nil {
+			got = v.AsString()
+		}
+		if got != want {
+			t.Errorf("value %q: %q (%v), want %q", in, got, err, want)
+		}
+	}
+}
+
+// Plan reads /proc/sys (a file read, no process) and refuses what the
+// kernel would: a key it does not have, a read-only one.
+func TestSysctlPlanReadsTheKernel(t *testing.T) {
+	// As root, whoever runs the tests: this is what root's plan says.
+	defer func(f func() int) { effectiveUID = f }(effectiveUID)
+	effectiveUID = func() int { return 0 }
+	typ := newSysctlType("/proc/sys", t.TempDir())
+	planErr(t, typ, newRes(t, typ, "apply", map[string]any{"key": "net.ipv4.no_such_key", "value": "1"}), "this kernel has no parameter net.ipv4.no_such_key")
+	planErr(t, typ, newRes(t, typ, "apply", map[string]any{"key": "kernel.ostype", "value": "BSD"}), "kernel.ostype is read-only")
+	planErr(t, typ, newRes(t, typ, "apply", map[string]any{"key": "net.ipv4", "value": "1"}), "is a group of parameters")
+	live := strings.TrimSpace(readFile(t, "/proc/sys/net/ipv4/ip_local_port_range"))
+	st, step := plan(t, typ, newRes(t, typ, "apply", map[string]any{"key": "net.ipv4.ip_local_port_range", "value": live}))
+	if got := st.Values["value"].AsString(); got != strings.Join(strings.Fields(live), " ") {
+		t.Errorf("live value %q", got)
+	}
+	// The same value, tabs or not, is no change; only the file is missing.
+	if step.Kind != Update || len(step.Changes) != 0 || strings.Join(step.Groups, ",") != "persist" {
+		t.Errorf("step %s %v %v: %s", step.Kind, step.Changes, step.Groups, step.Reason)
+	}
+	_, step = plan(t, typ, newRes(t, typ, "apply", map[string]any{"key": "net.ipv4.ip_local_port_range", "value": "1024 65000"}))
+	if strings.Join(changedProps(step), ",") != "value" || strings.Join(step.Groups, ",") != "value,persist" {
+		t.Errorf("step %s %v %v: %s", step.Kind, step.Changes, step.Groups, step.Reason)
+	}
+}
+
+// Persisting a value the kernel already has writes 99-toque-KEY.conf and
+// nothing else; remove deletes it. (Setting values is tested inside a
+// network namespace, end to end.)
+func TestSysctlPersists(t *testing.T) {
+	testenv.MustHave(t, testenv.Root) // the file is root's
+	dir := t.TempDir()
+	typ := newSysctlType("/proc/sys", dir)
+	env := testEnv(t)
+	live := strings.TrimSpace(readFile(t, "/proc/sys/net/ipv4/ip_forward"))
+	r := newRes(t, typ, "apply", map[string]any{"key": "net/ipv4/ip_forward", "value": live})
+	apply(t, typ, env, r, Update)
+	path := filepath.Join(dir, "99-toque-net.ipv4.ip_forward.conf")
+	if got := readFile(t, path); !strings.HasSuffix(got, "\nnet.ipv4.ip_forward = "+live+"\n") || permOf(t, path) != 0o644 {
+		t.Errorf("persisted %q mode %04o", got, permOf(t, path))
+	}
+	// Someone else's edit of the file is undone.
+	writeFile(t, path, "net.ipv4.ip_forward = 7\n", 0o644)
+	_, step := plan(t, typ, r)
+	if !strings.Contains(step.Reason, "holds another value or text") {
+		t.Errorf("reason %q", step.Reason)
+	}
+	apply(t, typ, env, r, Update)
+	apply(t, typ, env, newRes(t, typ, "remove", map[string]any{"key": "net.ipv4.ip_forward"}), Delete)
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("not removed: %v", err)
+	}
+	if _, s := plan(t, typ, newRes(t, typ, "remove", map[string]any{"key": "net.ipv4.ip_forward"})); s.Kind != NoOp {
+		t.Errorf("remove again: %s", s.Kind)
+	}
+}
