@@ -177,8 +177,8 @@ service "toque-e2e-other" {
 	for _, want := range []string{
 		"# systemd_unit[toque-e2e-offline.service] (action create, 1 of 2) will be created",
 		"+ExecStart=/bin/sleep 1000",
-		"(action enable, 2 of 2) will be updated in place: disabled: enable enables it",
-		"# service[toque-e2e-other] will be updated in place: enabled: disable disables it",
+		"(action enable, 2 of 2) will be updated in place\n  #   disabled: enable enables it",
+		"# service[toque-e2e-other] will be updated in place\n  #   enabled: disable disables it",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("plan lacks %q:\n%s", want, r)
@@ -556,7 +556,7 @@ service "toque-e2e" {
 	for _, want := range []string{
 		"# systemd_unit[toque-e2e.service] will be created",
 		"+ExecStart=/bin/sleep 1000",
-		"# service[toque-e2e] (action enable, 1 of 2) will be updated in place: not on the host yet",
+		"# service[toque-e2e] (action enable, 1 of 2) will be updated in place\n  #   not on the host yet",
 		"# service[toque-e2e] (action start, 2 of 2) will be updated in place",
 		"# service[toque-e2e] will run: notified by file[/etc/toque-e2e.conf] and systemd_unit[toque-e2e.service] (delayed)",
 	} {

@@ -204,11 +204,6 @@ func headline(r *plan.Resource, why string) string {
 	case resources.Create:
 		return addr + " will be created"
 	case resources.Update:
-		if len(r.Changes) == 0 && why != "" {
-			// No property to show (a service started, a file touched):
-			// the reason says what changes.
-			return addr + " will be updated in place: " + why
-		}
 		return addr + " will be updated in place"
 	case resources.Delete:
 		return addr + " will be deleted"
