@@ -57,11 +57,13 @@ func TestE2EUsersAndGroups(t *testing.T) {
 	for _, want := range []string{
 		`+ group "toqgrp"`, `+ gid = 4300`,
 		`# user[toq] (action create, 1 of 2) will be created`, `+ password = (sensitive)`,
+		`+ manage_home = true`, // a setting: how the user is made
 		`# user[toq] (action lock, 2 of 2) will be updated in place`,
 		`+ members = ["daemon", "toq"]`,
 		"Plan: 3 to create, 1 to update",
 	} {
-		if !strings.Contains(r.stdout, want) {
+		// Values are aligned in columns: compare with single spaces.
+		if !strings.Contains(strings.Join(strings.Fields(r.stdout), " "), want) {
 			t.Errorf("plan lacks %q:\n%s", want, r.stdout)
 		}
 	}
@@ -113,8 +115,6 @@ func TestE2EUsersAndGroups(t *testing.T) {
 	}
 
 	// Stale: someone changes the comment the plan is about to change.
-	// (With one action: a resource of several is stale only when an
-	// action would take another kind of step.)
 	e.recipe("accounts.hcl", accountsRecipeActions("/bin/bash", "Toque Two", `"create"`))
 	ns.must(0, "plan", "-out=plan.out")
 	ns.sh("usermod -c 'Someone Else' toq")
@@ -279,5 +279,43 @@ group "toq-nobody-group" {}
 	}
 	if after := hostFingerprint(t); after != before {
 		t.Errorf("the host changed:\n%s\n%s", before, after)
+	}
+}
+
+// A user created earlier in the plan can own a file and run a command of
+// the same plan: the plan records the need instead of refusing an owner
+// the host does not have yet, and one apply converges it all. Declared in
+// the wrong order, the plan says which resource to move.
+func TestE2EUserOfThePlanOwnsAndRuns(t *testing.T) {
+	e := newEnv(t)
+	ns := newHostNS(t, e, nsOptions{})
+	e.recipe("a.hcl", `file "ROOT/owned" {
+  content = "x\n"
+  owner   = "toqown"
+}
+user "toqown" {
+  uid = 4343
+}
+`)
+	r := ns.must(1, "plan")
+	if !strings.Contains(r.stderr, "user[toqown] creates it, but later") {
+		t.Errorf("a user declared after its file:\n%s", r)
+	}
+	e.recipe("a.hcl", `user "toqown" {
+  uid = 4343
+}
+file "ROOT/owned" {
+  content = "x\n"
+  owner   = "toqown"
+}
+execute "as-toqown" {
+  command = "test \"$(id -un)\" = toqown"
+  user    = "toqown"
+}
+`)
+	ns.must(0, "plan", "-out=plan.out")
+	ns.must(0, "apply", "plan.out")
+	if fi, err := os.Stat(filepath.Join(e.root, "owned")); err != nil || fi.Sys().(*syscall.Stat_t).Uid != 4343 {
+		t.Errorf("owned: %v %v", fi, err)
 	}
 }

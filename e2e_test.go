@@ -902,7 +902,7 @@ execute "as-nobody-group" {
 `)
 	r := e.must(1, "plan", "-out=plan.out")
 	flat := strings.Join(strings.Fields(r.stderr), " ") // the detail is word-wrapped
-	for _, want := range []string{"own.hcl:5:", `user "no-such-user-toque" does not exist`, "own.hcl:9:", `group "no-such-group-toque" does not exist`} {
+	for _, want := range []string{"own.hcl:5:", "needs the user no-such-user-toque, which does not exist", "own.hcl:9:", "needs the group no-such-group-toque, which does not exist"} {
 		if !strings.Contains(flat, want) {
 			t.Errorf("plan stderr lacks %q:\n%s", want, r.stderr)
 		}

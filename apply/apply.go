@@ -75,9 +75,14 @@ type run struct {
 	// lc evaluates every resource action (guards, Load, Plan), as the
 	// planner did.
 	lc *plan.Lifecycle
+	// reg holds the resource types: the Applier's, and those written in
+	// HCL that the plan carries.
+	reg *resources.Registry
+	// tree says which child resources each resource's actions declare.
+	tree *plan.Tree
 	// later holds the work types defer within this apply (a daemon-reload
 	// after unit files changed): done before a resource it does not batch
-	// with is read to converge, and at the end (settle, finishLater).
+	// with is read to converge, and at the end (doLater, finishLater).
 	later *resources.Later
 }
 
@@ -135,7 +140,12 @@ func (a *Applier) Apply(ctx context.Context, p *plan.Plan) (*Report, error) {
 		r.logger = hclog.NewNullLogger()
 	}
 	r.logger = r.logger.Named("apply")
-	r.lc = &plan.Lifecycle{Registry: a.Registry, Logger: r.logger}
+	reg, err := p.TypeRegistry(a.Registry)
+	if err != nil {
+		return nil, err
+	}
+	r.reg, r.tree = reg, p.Tree()
+	r.lc = &plan.Lifecycle{Registry: reg, Logger: r.logger}
 	r.later = resources.NewLater()
 	if r.now == nil {
 		r.now = time.Now
@@ -320,7 +330,7 @@ func (r *run) preload(ctx context.Context) {
 		if e.earlier != nil || (pr.Action == "nothing" && pr.Kind == resources.NoOp) || pr.Kind == resources.Skip {
 			continue
 		}
-		t, d, err := plan.DesiredResource(r.a.Registry, pr)
+		t, d, err := plan.DesiredResource(r.reg, pr)
 		if err != nil {
 			continue // preflightOne reports it
 		}
@@ -375,7 +385,7 @@ func (r *run) preflightOne(ctx context.Context, e *entry) preflightResult {
 	if pr.Kind == resources.Skip && !checkGuards {
 		return preflightResult{}
 	}
-	t, d, err := plan.DesiredResource(r.a.Registry, pr)
+	t, d, err := plan.DesiredResource(r.reg, pr)
 	if err != nil {
 		return preflightResult{err: &ResourceError{Address: pr.Address, Err: err}}
 	}
@@ -570,11 +580,13 @@ func (r *run) converge(ctx context.Context, started time.Time, resumed bool) (*R
 		switch {
 		case e.earlier != nil:
 			continue
-		case e.pr.Kind == resources.Skip:
-			rr.Outcome = OutcomeSkipped
+		case e.pr.Parent != "":
+			// Converged by its parent, in the place its action gives it.
+			if rr.Outcome == OutcomeNotStarted {
+				r.settle(e, rr)
+			}
 			continue
-		case !e.pr.AnyWork():
-			rr.Outcome = OutcomeUnchanged
+		case r.settle(e, rr):
 			continue
 		}
 		if err := ctx.Err(); err != nil {
@@ -679,7 +691,7 @@ func (r *run) convergeResource(ctx context.Context, e *entry, rr *ResourceReport
 	if e.pr.Steps() == 1 {
 		err := nt.before(ctx, e, 0)
 		if err == nil {
-			err = r.convergeOne(ctx, e, 0, rr, true)
+			err = r.convergeOne(ctx, e, 0, rr, true, nt)
 			if err == nil {
 				err = nt.after(ctx, e, rr)
 			}
@@ -690,7 +702,7 @@ func (r *run) convergeResource(ctx context.Context, e *entry, rr *ResourceReport
 		return err
 	}
 	ref := stepRef{index: e.idx}
-	if e.alreadyDone {
+	if e.alreadyDone && !r.tree.ChildWork(e.idx) {
 		// Every action already in its planned state (pre-flight), unless an
 		// earlier resource of this run undid one: each is read again.
 		allDone := true
@@ -717,12 +729,12 @@ func (r *run) convergeResource(ctx context.Context, e *entry, rr *ResourceReport
 		case runErr != nil:
 		case view.Kind == resources.Skip:
 			srr.Outcome = OutcomeSkipped
-		case !view.Kind.IsWork():
+		case !r.tree.StepWork(e.idx, si):
 			srr.Outcome = OutcomeUnchanged
 		default:
 			runErr = nt.before(ctx, e, si)
 			if runErr == nil {
-				runErr = r.convergeOne(ctx, e, si, &srr, false)
+				runErr = r.convergeOne(ctx, e, si, &srr, false, nt)
 				if runErr == nil {
 					runErr = nt.after(ctx, e, &srr)
 				}
@@ -790,9 +802,12 @@ func (r *run) stepSubject(e *entry, si int, guards []*guard.Spec) *plan.Subject 
 // reading within what the plan showed. It fills rr and returns the
 // resource's error; record journals the resource's start and end (a
 // resource of several actions is journaled around all of them).
-func (r *run) convergeOne(ctx context.Context, e *entry, si int, rr *ResourceReport, record bool) error {
+func (r *run) convergeOne(ctx context.Context, e *entry, si int, rr *ResourceReport, record bool, nt *notifier) error {
 	if err := r.j.Err(); err != nil {
 		return err
+	}
+	if seq := r.sequence(e, si); seq != nil {
+		return r.convergeComposite(ctx, e, si, seq, rr, record, nt)
 	}
 	view := e.pr.StepView(si)
 	// The guards once more, right before converging: an earlier change of
@@ -812,7 +827,7 @@ func (r *run) convergeOne(ctx context.Context, e *entry, si int, rr *ResourceRep
 		return r.j.ended(ref, e.pr.Address, e.pr.Kind, outcome, nil)
 	}
 	var rd *plan.Reading
-	err := r.settle(ctx, e.desired.WithAction(view.Action))
+	err := r.doLater(ctx, e.desired.WithAction(view.Action))
 	if err == nil {
 		rd, err = r.lc.Evaluate(ctx, r.stepSubject(e, si, e.pr.GuardSpecs))
 	}
@@ -901,6 +916,16 @@ func (r *run) convergeStep(ctx context.Context, e *entry, view *plan.Resource, p
 		rr.Reason = step.Reason
 	}
 
+	if err := r.runConverge(ctx, e, view, rd.State, step); err != nil {
+		return err
+	}
+	rr.Outcome = OutcomeChanged
+	return nil
+}
+
+// runConverge calls e's type's Converge for view's action with step,
+// from state, with a heartbeat while it runs.
+func (r *run) runConverge(ctx context.Context, e *entry, view *plan.Resource, state *resources.State, step *resources.Step) error {
 	env := &resources.Env{StateDir: r.a.StateDir, Logger: r.logger.Named(e.pr.Address), Sensitive: e.pr.Sensitive, Later: r.later}
 	if !e.pr.Sensitive {
 		env.Output = func(stream, line string) { r.hooks.Output(view, stream, line) }
@@ -924,22 +949,18 @@ func (r *run) convergeStep(ctx context.Context, e *entry, view *plan.Resource, p
 	}()
 	desired := e.desired.WithAction(view.Action)
 	err := r.protect(e, "Converge", func() error {
-		return e.typ.Converge(ctx, env, desired, rd.State, step)
+		return e.typ.Converge(ctx, env, desired, state, step)
 	})
 	close(done)
 	wg.Wait()
-	if err != nil {
-		return err
-	}
-	rr.Outcome = OutcomeChanged
-	return nil
+	return err
 }
 
-// settle does the deferred work (resources.Later) that may not wait until
+// doLater does the deferred work (resources.Later) that may not wait until
 // after desired converges, before it is read for that: a service is read
 // after the daemon-reload that unit files changed before it need. A
 // failure is the resource's: it is not converged.
-func (r *run) settle(ctx context.Context, desired *resources.Resource) error {
+func (r *run) doLater(ctx context.Context, desired *resources.Resource) error {
 	if len(r.later.Pending()) == 0 {
 		return nil
 	}

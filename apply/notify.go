@@ -113,8 +113,7 @@ func (n *notifier) before(ctx context.Context, e *entry, si int) error {
 	if !n.has(e.pr.Address, plan.TimingBefore) || e.typ == nil {
 		return nil
 	}
-	rd, err := r.lc.Evaluate(ctx, r.stepSubject(e, si, e.pr.GuardSpecs))
-	if err != nil || rd.Skip || rd.Step.Kind == resources.NoOp {
+	if !r.aboutToChange(ctx, e, si) {
 		return nil // convergeOne evaluates again and reports
 	}
 	return n.fire(ctx, e.pr.Address, plan.TimingBefore)
@@ -286,7 +285,7 @@ func (n *notifier) converge(ctx context.Context, nr *plan.NotifiedRun, view *pla
 		rr.Reason = "skipped: " + nr.Reason
 		return r.j.ended(ref, nr.Address, nr.Kind, rr.Outcome, from)
 	}
-	t, d, err := plan.DesiredResource(r.a.Registry, view)
+	t, d, err := plan.DesiredResource(r.reg, view)
 	if err != nil {
 		r.hooks.PreApply(view)
 		return n.failed(ctx, ref, from, view, rr, err)
@@ -294,7 +293,7 @@ func (n *notifier) converge(ctx context.Context, nr *plan.NotifiedRun, view *pla
 	e := &entry{pr: view, typ: t, desired: d, planned: nr.Fingerprint}
 	start := time.Now()
 	var rd *plan.Reading
-	err = r.settle(ctx, d)
+	err = r.doLater(ctx, d)
 	if err == nil {
 		rd, err = r.lc.Evaluate(ctx, r.subject(e, nr.GuardSpecs))
 	}
@@ -446,7 +445,7 @@ func (r *run) preflightNotified(ctx context.Context) ([]StaleResource, []error) 
 		}
 		view := r.p.NotifiedView(nr)
 		label := nr.Address + " (notified " + nr.Action + ")"
-		t, d, err := plan.DesiredResource(r.a.Registry, view)
+		t, d, err := plan.DesiredResource(r.reg, view)
 		if err != nil {
 			errs = append(errs, &ResourceError{Address: nr.Address, Err: err})
 			continue

@@ -3,6 +3,7 @@ package eval
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"sort"
@@ -64,6 +65,14 @@ type Instance struct {
 	// sensitive node attribute (a template's content, when its variables
 	// or template do). In schema order.
 	SensitiveProps []string
+	// Parent is the resource whose action declares this one, a child
+	// resource of a custom type (nil at the top level); ParentStep is the
+	// index of that action in the parent's Actions.
+	Parent     *Instance
+	ParentStep int
+	// Children are the child resources the actions of a resource of a
+	// custom type declare, in the order they converge.
+	Children []*Instance
 }
 
 // EvalContext is the plan-time evaluation context: node and host, and the
@@ -93,7 +102,13 @@ func unmarkingContext(ctx *hcl.EvalContext) *hcl.EvalContext {
 		fs[k] = v
 	}
 	fs["sensitive"] = identityFunc
-	return &hcl.EvalContext{Variables: ctx.Variables, Functions: fs}
+	vars := ctx.Variables
+	if nr, ok := vars[NewResourceVar]; ok && nr.ContainsMarked() {
+		// A child resource's view of its parent marks sensitive values.
+		vars = maps.Clone(vars)
+		vars[NewResourceVar], _ = nr.UnmarkDeep()
+	}
+	return &hcl.EvalContext{Variables: vars, Functions: fs}
 }
 
 var identityFunc = function.New(&function.Spec{
@@ -182,10 +197,12 @@ func (s *Scope) prefixOfSensitive(path []string) bool {
 }
 
 // Resources decodes every resource block of c, in collection order,
-// against its type's schema, in scope, and resolves the notification
-// edges between them. It keeps going to report every error; the instances
-// returned are those that evaluated without error, so callers must check
-// the diagnostics before using them.
+// against its type's schema, in scope, expands the child resources of
+// resources of custom types (Instance.Children; Flatten lists them all),
+// and resolves the notification edges between them all. reg must hold
+// c's resource types (Types). It keeps going to report every error; the
+// instances returned are those that evaluated without error, so callers
+// must check the diagnostics before using them.
 func Resources(c *config.Config, reg *resources.Registry, scope *Scope) ([]*Instance, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	var out []*Instance
@@ -215,32 +232,59 @@ func Resources(c *config.Config, reg *resources.Registry, scope *Scope) ([]*Inst
 	})
 	for _, r := range results {
 		diags = append(diags, r.diags...)
-		for _, te := range r.templates {
-			// Let the diagnostic writer show snippets of the template.
-			if c.Parser != nil {
-				if _, ok := c.Parser.Files()[te.Filename]; !ok {
-					c.Parser.AddFile(te.Filename, &hcl.File{Body: hcl.EmptyBody(), Bytes: te.Src})
-				}
-			}
-		}
+		addTemplates(c, r.templates)
 		if r.inst != nil {
 			out = append(out, r.inst)
 		}
 	}
-	diags = append(diags, duplicates(out)...)
-	edges, d := notifications(c, reg, func(dir string) *hcl.EvalContext {
-		ctx := ctxs[dir]
-		if ctx == nil {
-			ctx = scope.EvalContext(dir)
-			ctxs[dir] = ctx
+	// Child resources of custom types, expanded per resource.
+	x := &expansion{c: c, reg: reg, scope: scope, source: c.SourceText, ctxs: map[*config.ResourceBlock]*hcl.EvalContext{}}
+	if len(c.Types) > 0 {
+		for _, inst := range out {
+			diags = append(diags, x.expand(inst, 0)...)
 		}
-		return ctx
-	})
-	diags = append(diags, d...)
-	if !d.HasErrors() {
-		attachNotifications(out, edges)
+		addTemplates(c, x.templates)
+	}
+	all := Flatten(out)
+	diags = append(diags, duplicates(all)...)
+	blocks := make([]*config.ResourceBlock, 0, len(all))
+	for _, inst := range all {
+		blocks = append(blocks, inst.Block)
+	}
+	if !diags.HasErrors() || len(x.ctxs) == 0 {
+		// (Children that failed to evaluate are missing: their references
+		// would be reported as unknown.)
+		edges, d := notificationsOf(blocks, reg, func(b *config.ResourceBlock) *hcl.EvalContext {
+			if ctx := x.ctxs[b]; ctx != nil {
+				return ctx
+			}
+			ctx := ctxs[b.Dir]
+			if ctx == nil {
+				ctx = scope.EvalContext(b.Dir)
+				ctxs[b.Dir] = ctx
+			}
+			return ctx
+		})
+		diags = append(diags, d...)
+		diags = append(diags, notifiedComposites(c, edges)...)
+		if !d.HasErrors() {
+			attachNotifications(all, edges)
+		}
 	}
 	return out, diags
+}
+
+// addTemplates lets the diagnostic writer show snippets of templates that
+// failed.
+func addTemplates(c *config.Config, templates []*TemplateError) {
+	if c.Parser == nil {
+		return
+	}
+	for _, te := range templates {
+		if _, ok := c.Parser.Files()[te.Filename]; !ok {
+			c.Parser.AddFile(te.Filename, &hcl.File{Body: hcl.EmptyBody(), Bytes: te.Src})
+		}
+	}
 }
 
 // Block decodes b's body against t's schema in scope. It returns nil and
@@ -461,7 +505,7 @@ func duplicates(insts []*Instance) hcl.Diagnostics {
 	}
 	first := map[string]claim{}
 	for _, inst := range insts {
-		if inst.Block == nil || inst.Block.Meta.HasGuards() || inst.Resource.Action == "nothing" {
+		if inst.Block == nil || alternative(inst) {
 			continue
 		}
 		for _, p := range inst.Resource.Schema().Properties {
@@ -482,12 +526,24 @@ func duplicates(insts []*Instance) hcl.Diagnostics {
 				Severity: hcl.DiagError,
 				Summary:  "Two resources manage the same " + p.Namespace,
 				Detail: fmt.Sprintf("%s and %s (declared at %s:%d) both manage %s %q: they would undo each other on every apply. Keep one of them, or make them alternatives with only_if / not_if.",
-					inst.Resource.Address(), c.inst.Resource.Address(), c.inst.Block.DeclRange.Filename, c.inst.Block.DeclRange.Start.Line, p.Namespace, v.AsString()),
+					inst.Address(), c.inst.Address(), c.inst.Block.DeclRange.Filename, c.inst.Block.DeclRange.Start.Line, p.Namespace, v.AsString()),
 				Subject: inst.Block.DeclRange.Ptr(),
 			})
 		}
 	}
 	return diags
+}
+
+// alternative reports whether inst runs only when something decides so:
+// it, or a resource whose action declares it, is guarded or runs only
+// when notified.
+func alternative(inst *Instance) bool {
+	for i := inst; i != nil; i = i.Parent {
+		if i.Block == nil || i.Block.Meta.HasGuards() || i.Resource.Action == "nothing" {
+			return true
+		}
+	}
+	return false
 }
 
 // mayBeSensitive reports whether a sensitive meta-argument is set to

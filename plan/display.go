@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -51,9 +52,21 @@ type Shown struct {
 	Guards []ShownGuard
 	// Current are the live values read, by property name, sorted.
 	Current []ShownValue
+	// Steps are, for a resource of a type written in HCL, the
+	// converge_if_changed and converge_by steps its action will run
+	// (Resource.Groups), in order, each with where the type declares it.
+	Steps []ShownStep
 
 	schema    *resources.Schema
 	sensitive map[string]bool
+}
+
+// ShownStep is one script step a resource of a type written in HCL will
+// run: its label (converge_if_changed (mode), converge_by "reload") and
+// where its script is (FILE:LINE:COL).
+type ShownStep struct {
+	Label  string
+	Source string
 }
 
 // ShownValue is a property and its display form.
@@ -165,7 +178,36 @@ func show(reg *resources.Registry, r *Resource, why string) *Shown {
 	for i, g := range r.Guards {
 		s.Guards = append(s.Guards, showGuard(specAt(r.GuardSpecs, i), g, r.Sensitive))
 	}
+	s.Steps = showSteps(reg, r)
 	return s
+}
+
+// showSteps lists the script steps of r's action that its groups run,
+// for a type written in HCL.
+func showSteps(reg *resources.Registry, r *Resource) []ShownStep {
+	if reg == nil || len(r.Groups) == 0 || !r.Kind.IsWork() {
+		return nil
+	}
+	t, ok := reg.Lookup(r.Type)
+	if !ok {
+		return nil
+	}
+	d, ok := t.(resources.Definer)
+	if !ok {
+		return nil
+	}
+	a := d.Def().Action(r.Action)
+	if a == nil {
+		return nil
+	}
+	groups := a.Groups()
+	var out []ShownStep
+	for i, g := range groups {
+		if g != "" && slices.Contains(r.Groups, g) {
+			out = append(out, ShownStep{Label: g, Source: a.Steps[i].Source.String()})
+		}
+	}
+	return out
 }
 
 func isSet(desired map[string]Value, name string) bool {
@@ -206,8 +248,11 @@ func (s *Shown) desired(name string, v cty.Value) string {
 
 // context lists Shown.Context: with the type's schema, identity and name
 // properties whose value is not the block label, then, for a type with no
-// desired-state property, every other property set, in schema order; for a
-// type this build does not know, every desired value.
+// desired-state property, every other property set, in schema order, and
+// for a create or a delete, the settings set (desired_state = false
+// properties: how it acts, such as a user's system or manage_home), which
+// say how the thing is made or removed; for a type this build does not
+// know, every desired value.
 func (s *Shown) context() []ShownValue {
 	r := s.Resource
 	if s.schema == nil {
@@ -226,10 +271,11 @@ func (s *Shown) context() []ShownValue {
 			break
 		}
 	}
+	working := r.Kind == resources.Create || r.Kind == resources.Delete
 	var ids, rest []ShownValue
 	for _, prop := range s.schema.Properties {
 		isID := prop.Identity || prop.NameProperty
-		if !isID && !acting {
+		if !isID && !acting && !(working && prop.NonState) {
 			continue
 		}
 		dv, ok := r.Desired[prop.Name]

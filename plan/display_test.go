@@ -57,18 +57,24 @@ func TestShowContext(t *testing.T) {
 		name string
 		r    *Resource
 		want string
+		kind resources.Kind
 	}{
-		{"label is the name", &Resource{Type: "state_thing", Name: "/x", Desired: desired("path", "/x", "content", "a")}, ""},
-		{"name differs from label", &Resource{Type: "state_thing", Name: "www", Desired: map[string]Value{"path": {Value: cty.StringVal("/srv/www")}, "backup": {Value: cty.NumberIntVal(2)}}}, `path="/srv/www"`},
-		{"acting type shows what runs", &Resource{Type: "run_thing", Name: "reload", Desired: desired("command", "kill -HUP 1", "cwd", "/opt", "secret", "s3")}, `command="kill -HUP 1" cwd="/opt" secret=(sensitive)`},
-		{"sensitive resource", &Resource{Type: "run_thing", Name: "reload", Sensitive: true, Desired: desired("command", "kill -HUP 1")}, `command=(sensitive)`},
-		{"a value the type does not have", &Resource{Type: "run_thing", Name: "x", Desired: desired("command", "x", "shell", "zsh")}, `shell="zsh" (not a property of run_thing: apply refuses this plan)`},
-		{"unknown type shows every value", &Resource{Type: "mystery", Name: "m", Desired: desired("b", "2", "a", "1")}, `a="1" b="2"`},
+		{"label is the name", &Resource{Type: "state_thing", Name: "/x", Desired: desired("path", "/x", "content", "a")}, "", ""},
+		{"name differs from label", &Resource{Type: "state_thing", Name: "www", Desired: map[string]Value{"path": {Value: cty.StringVal("/srv/www")}, "backup": {Value: cty.NumberIntVal(2)}}}, `path="/srv/www"`, ""},
+		{"acting type shows what runs", &Resource{Type: "run_thing", Name: "reload", Desired: desired("command", "kill -HUP 1", "cwd", "/opt", "secret", "s3")}, `command="kill -HUP 1" cwd="/opt" secret=(sensitive)`, ""},
+		{"sensitive resource", &Resource{Type: "run_thing", Name: "reload", Sensitive: true, Desired: desired("command", "kill -HUP 1")}, `command=(sensitive)`, ""},
+		{"a value the type does not have", &Resource{Type: "run_thing", Name: "x", Desired: desired("command", "x", "shell", "zsh")}, `shell="zsh" (not a property of run_thing: apply refuses this plan)`, ""},
+		{"unknown type shows every value", &Resource{Type: "mystery", Name: "m", Desired: desired("b", "2", "a", "1")}, `a="1" b="2"`, ""},
+		{"a create shows its settings", &Resource{Type: "state_thing", Name: "www", Desired: map[string]Value{"path": {Value: cty.StringVal("/srv/www")}, "backup": {Value: cty.NumberIntVal(2)}}}, `path="/srv/www" backup=2`, resources.Create},
+		{"an update does not", &Resource{Type: "state_thing", Name: "www", Desired: map[string]Value{"path": {Value: cty.StringVal("/srv/www")}, "backup": {Value: cty.NumberIntVal(2)}}}, `path="/srv/www"`, resources.Update},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			c.r.Address = resources.Address(c.r.Type, c.r.Name)
 			c.r.Kind = resources.Run
+			if c.kind != "" {
+				c.r.Kind = c.kind
+			}
 			s := (&Plan{}).Show(showRegistry(), c.r)
 			var got []string
 			for _, v := range s.Context {

@@ -291,6 +291,9 @@ func FuzzReadPlanMember(f *testing.F) {
 	f.Add(body)
 	f.Add([]byte(`{"format_version":2,"resources":[{"desired":{"x":{"value":1,"type":"number"}},"current":{"exists":true,"values":{"a":{"value":{"value":"x","type":["list","string"]}}}}}]}`))
 	f.Add([]byte(`{"format_version":2,"attributes":[{"path":"a","value":{"value":[1],"type":["tuple",["number"]]}}]}`))
+	if tb, err := sitePlanFor(f).canonical(); err == nil {
+		f.Add(tb) // a type written in HCL and a child resource
+	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var buf bytes.Buffer
 		buf.WriteString(`{"toque_plan":2,"checksum":"` + digestOf(body) + `","plan":`)

@@ -44,6 +44,11 @@ type Plan struct {
 	// provenance.
 	Attributes []Attribute `json:"attributes"`
 	Resources  []*Resource `json:"resources"`
+	// Types are the definitions of the resource types written in HCL
+	// (resource_type) that the plan's resources use, so that apply and
+	// show rebuild them from the plan alone (TypeRegistry): the scripts
+	// apply runs are the ones reviewed.
+	Types []*resources.TypeDef `json:"types,omitempty"`
 	// NotifiedRuns are the runs of notification targets the plan expects,
 	// in the order they will run: those whose notifier is planned to
 	// change. Apply runs a notified action only when it is listed here and
@@ -88,10 +93,19 @@ type Range struct {
 // Desired, GuardSpecs and Current with Plan.Show, so a plan cannot show one
 // thing and run another.
 type Resource struct {
-	Address string `json:"address"` // TYPE[NAME]; Read refuses any other
+	// Address is TYPE[NAME], or PARENT.TYPE[NAME] for a child resource;
+	// Read refuses any other.
+	Address string `json:"address"`
 	Type    string `json:"type"`
 	Name    string `json:"name"`
-	Source  Range  `json:"source"`
+	// Parent is, for a child resource (declared in an action of a
+	// resource type written in HCL), the address of the resource whose
+	// action declares it; ParentStep is the index of that action among
+	// the parent's steps. A child follows its parent in Resources, and is
+	// converged by it, where the parent's action puts it.
+	Parent     string `json:"parent,omitempty"`
+	ParentStep int    `json:"parent_step,omitempty"`
+	Source     Range  `json:"source"`
 	// Action is the action the recipe asked for ("create").
 	Action string `json:"action"`
 	// Kind is what will happen.
@@ -341,15 +355,17 @@ type Counts struct {
 
 // Counts tallies p's resources by kind. A notified run counts as the work
 // it does; an action-nothing resource with such a run is not also counted
-// as unchanged.
+// as unchanged, nor is a resource whose own step is a no-op but whose
+// child resources change (they are counted).
 func (p *Plan) Counts() Counts {
 	var c Counts
-	for _, r := range p.Resources {
+	tree := p.Tree()
+	for i, r := range p.Resources {
 		if !c.add(r.Kind) {
 			if r.Action == "nothing" && p.notifiedWork(r.Address) {
 				continue // counted by its notified run
 			}
-			if !r.AnyWork() {
+			if !r.AnyWork() && !tree.ChildWork(i) {
 				c.NoOp++
 			}
 		}
@@ -405,4 +421,72 @@ func (n *NotifiedRun) HasWork() bool { return n.Kind.IsWork() }
 func (p *Plan) HasChanges() bool {
 	c := p.Counts()
 	return c.Create+c.Update+c.Delete+c.Run > 0
+}
+
+// Tree is how a plan's resources nest: which child resources each
+// resource's actions declare.
+type Tree struct {
+	p *Plan
+	// children[i] are the indices of resource i's direct children, in
+	// plan order.
+	children [][]int
+}
+
+// Tree indexes p's child resources.
+func (p *Plan) Tree() *Tree {
+	t := &Tree{p: p, children: make([][]int, len(p.Resources))}
+	at := make(map[string]int, len(p.Resources))
+	for i, r := range p.Resources {
+		if r == nil {
+			continue
+		}
+		at[r.Address] = i
+		if r.Parent == "" {
+			continue
+		}
+		if pi, ok := at[r.Parent]; ok {
+			t.children[pi] = append(t.children[pi], i)
+		}
+	}
+	return t
+}
+
+// Children are the indices of resource i's direct children declared by
+// its step si (every step when si < 0), in plan order.
+func (t *Tree) Children(i, si int) []int {
+	if i < 0 || i >= len(t.children) {
+		return nil
+	}
+	if si < 0 {
+		return t.children[i]
+	}
+	var out []int
+	for _, c := range t.children[i] {
+		if t.p.Resources[c].ParentStep == si {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// ChildWork reports whether a child resource of resource i (or one of
+// theirs) changes the host, for any of i's steps.
+func (t *Tree) ChildWork(i int) bool { return t.StepChildWork(i, -1) }
+
+// StepChildWork reports whether a child resource that resource i's step
+// si declares (or one of its own children) changes the host: a changed
+// child marks its parent changed, as Chef's resources inside actions do.
+func (t *Tree) StepChildWork(i, si int) bool {
+	for _, c := range t.Children(i, si) {
+		if t.p.Resources[c].AnyWork() || t.ChildWork(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// StepWork reports whether resource i's step si changes the host, itself
+// or through its child resources.
+func (t *Tree) StepWork(i, si int) bool {
+	return t.p.Resources[i].StepView(si).Kind.IsWork() || t.StepChildWork(i, si)
 }

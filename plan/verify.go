@@ -26,14 +26,27 @@ var ErrInconsistent = errors.New("the plan contradicts itself")
 // does not (cannot) check the plan against the host: apply does, and
 // refuses a reading that no longer matches.
 func (p *Plan) check() error {
+	reg, err := p.TypeRegistry(resources.Builtin())
+	if err != nil {
+		return err
+	}
 	addrs := make(map[string]bool, len(p.Resources))
+	at := make(map[string]int, len(p.Resources))
 	for i, r := range p.Resources {
 		if r == nil {
 			return fmt.Errorf("resource %d is null", i)
 		}
-		if want := resources.Address(r.Type, r.Name); r.Address != want {
+		want := resources.Address(r.Type, r.Name)
+		if r.Parent != "" {
+			want = r.Parent + "." + want
+		}
+		if r.Address != want {
 			return fmt.Errorf("resource %d is named %q, but its type and name make %q", i, r.Address, want)
 		}
+		if err := p.checkParent(reg, r, at); err != nil {
+			return err
+		}
+		at[r.Address] = i
 		if addrs[r.Address] {
 			return fmt.Errorf("%s is planned twice", r.Address)
 		}
@@ -78,6 +91,41 @@ func (p *Plan) check() error {
 		}
 	}
 	return nil
+}
+
+// checkParent checks a child resource against its parent, which comes
+// before it: the parent's step exists, and its action declares the child.
+func (p *Plan) checkParent(reg *resources.Registry, r *Resource, at map[string]int) error {
+	if r.Parent == "" {
+		if r.ParentStep != 0 {
+			return fmt.Errorf("%s: a parent step without a parent", r.Address)
+		}
+		return nil
+	}
+	pi, ok := at[r.Parent]
+	if !ok {
+		return fmt.Errorf("%s: its parent %s is not planned before it", r.Address, r.Parent)
+	}
+	parent := p.Resources[pi]
+	if r.ParentStep < 0 || r.ParentStep >= parent.Steps() {
+		return fmt.Errorf("%s: its parent %s has no step %d", r.Address, r.Parent, r.ParentStep)
+	}
+	t, ok := reg.Lookup(parent.Type)
+	if !ok {
+		return fmt.Errorf("%s: its parent %s is of type %q, which the plan does not define", r.Address, r.Parent, parent.Type)
+	}
+	comp, ok := t.(resources.Composite)
+	if !ok {
+		return fmt.Errorf("%s: its parent %s is of type %q, which declares no child resources", r.Address, r.Parent, parent.Type)
+	}
+	action := parent.StepView(r.ParentStep).Action
+	local := resources.Address(r.Type, r.Name)
+	for _, it := range comp.Sequence(action) {
+		if it.Child == local {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: the action %s of %s declares no %s", r.Address, action, parent.Type, local)
 }
 
 // checkStep checks one step's reading and guards. needsReading is whether

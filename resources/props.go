@@ -195,7 +195,7 @@ func equalIDs(a, b cty.Value, lookup func(string) (int, error)) bool {
 }
 
 // LookupUID resolves a user name or numeric id to a uid. An unknown name is
-// an error that names it; a numeric id is accepted as it is.
+// a *MissingError that names it; a numeric id is accepted as it is.
 func LookupUID(s string) (int, error) {
 	s = strings.TrimSpace(s)
 	if id, err := strconv.Atoi(s); err == nil && id >= 0 {
@@ -205,7 +205,7 @@ func LookupUID(s string) (int, error) {
 	if err != nil {
 		var unknown user.UnknownUserError
 		if errors.As(err, &unknown) {
-			return 0, fmt.Errorf("user %q does not exist on this host", s)
+			return 0, &MissingError{Need: Need{Namespace: NamespaceUser, Value: s, What: "user"}}
 		}
 		return 0, fmt.Errorf("looking up user %q: %w", s, err)
 	}
@@ -217,7 +217,7 @@ func LookupUID(s string) (int, error) {
 }
 
 // LookupGID resolves a group name or numeric id to a gid. An unknown name is
-// an error that names it; a numeric id is accepted as it is.
+// a *MissingError that names it; a numeric id is accepted as it is.
 func LookupGID(s string) (int, error) {
 	s = strings.TrimSpace(s)
 	if id, err := strconv.Atoi(s); err == nil && id >= 0 {
@@ -227,7 +227,7 @@ func LookupGID(s string) (int, error) {
 	if err != nil {
 		var unknown user.UnknownGroupError
 		if errors.As(err, &unknown) {
-			return 0, fmt.Errorf("group %q does not exist on this host", s)
+			return 0, &MissingError{Need: Need{Namespace: NamespaceGroup, Value: s, What: "group"}}
 		}
 		return 0, fmt.Errorf("looking up group %q: %w", s, err)
 	}
@@ -487,8 +487,10 @@ func effectiveAction(r *Resource) string {
 	return r.Schema().DefaultAction
 }
 
-// CheckUser is a HostCheck: the user, by name or id, must exist here. A
-// numeric id is accepted as it is (files may belong to ids with no name).
+// CheckUser is a HostCheck: the user, by name or id, must exist here, or
+// be created by an earlier resource of the plan (a *MissingError, which
+// the planner makes a need of the step). A numeric id is accepted as it is
+// (files may belong to ids with no name).
 func CheckUser(v cty.Value) error {
 	if !v.IsKnown() || v.IsNull() || v.Type() != cty.String {
 		return nil
@@ -497,7 +499,8 @@ func CheckUser(v cty.Value) error {
 	return err
 }
 
-// CheckGroup is a HostCheck: the group, by name or id, must exist here.
+// CheckGroup is a HostCheck: the group, by name or id, must exist here, or
+// be created by an earlier resource of the plan (a *MissingError).
 func CheckGroup(v cty.Value) error {
 	if !v.IsKnown() || v.IsNull() || v.Type() != cty.String {
 		return nil

@@ -251,13 +251,13 @@ func TestBuiltinDocs(t *testing.T) {
 	for _, typ := range BuiltinTypes() {
 		s := typ.Schema()
 		t.Run(s.Name, func(t *testing.T) {
-			start := strings.Index(doc, "\n### "+s.Name+"\n")
+			start := strings.Index(doc, "\n## "+s.Name+"\n")
 			if start < 0 {
 				t.Fatalf("no section for %s", s.Name)
 			}
 			section := doc[start+1:]
-			if end := strings.Index(section[4:], "\n### "); end >= 0 {
-				section = section[:end+4]
+			if end := strings.Index(section[3:], "\n## "); end >= 0 {
+				section = section[:end+3]
 			}
 			for _, p := range s.Properties {
 				if !strings.Contains(section, "| `"+p.Name+"` |") {

@@ -123,6 +123,17 @@ type Need struct {
 	Missing string
 }
 
+// MissingError says the host lacks something a value names (a user or a
+// group by name) that an earlier resource of the plan may create. A
+// HostCheck returns it so that the planner makes it a need of the step
+// (Step.Needs) rather than an error: the plan fails only when no earlier
+// step provides it.
+type MissingError struct{ Need Need }
+
+func (e *MissingError) Error() string {
+	return fmt.Sprintf("%s %q does not exist on this host", e.Need.What, e.Need.Value)
+}
+
 // Change is one property that will change.
 type Change struct {
 	Property string
@@ -400,7 +411,9 @@ type Property struct {
 	// HostCheck checks a set value against the host at plan time, reading
 	// only (an owner that must exist). The planner calls it before Load, so
 	// a value apply could not use fails the plan instead of half an apply.
-	// validate does not call it: it never reads the host.
+	// A *MissingError is not a failure but a need of the resource's steps
+	// (a user an earlier user resource creates). validate does not call
+	// it: it never reads the host.
 	HostCheck func(cty.Value) error
 	// LoadInput marks a desired-state property that Load also receives in
 	// LoadView, because the live state can only be read relative to it (the
@@ -565,6 +578,19 @@ func NewRegistry(types ...Type) *Registry {
 		r.types[t.Schema().Name] = t
 	}
 	return r
+}
+
+// With returns a new registry of r's types and types (which replace r's
+// of the same name).
+func (r *Registry) With(types ...Type) *Registry {
+	out := &Registry{types: make(map[string]Type, len(r.types)+len(types))}
+	for k, v := range r.types {
+		out.types[k] = v
+	}
+	for _, t := range types {
+		out.types[t.Schema().Name] = t
+	}
+	return out
 }
 
 // Lookup returns the type called name.

@@ -86,7 +86,7 @@ func RenderMarkdown(w io.Writer, p *plan.Plan, o MarkdownOptions) error {
 	if o.Digest == "" {
 		o.Digest = p.Digest()
 	}
-	o.Registry = registryOr(o.Registry)
+	o.Registry = registryFor(p, o.Registry)
 	head := markdownHead(p, o)
 	sections := markdownSections(p, o)
 
@@ -396,6 +396,9 @@ func markdownResource(s *plan.Shown) string {
 	}
 	if r.Sensitive {
 		b.WriteString("_Sensitive resource: every value is hidden._\n\n")
+	}
+	for _, st := range s.Steps {
+		fmt.Fprintf(&b, "Runs %s (%s).\n\n", mdCode(st.Label), mdCode(st.Source))
 	}
 	if s.UnknownType {
 		fmt.Fprintf(&b, "_Type %s is not a resource type of this build of toque: apply refuses this plan._\n\n", mdCode(r.Type))

@@ -86,7 +86,7 @@ func (pt painter) symbol(k resources.Kind) string {
 func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 	pt := newPainter(o.Color)
 	bw := &errWriter{w: w}
-	reg := registryOr(o.Registry)
+	reg := registryFor(p, o.Registry)
 	hostName := EscapeLine(p.Host.Hostname)
 	if hostName == "" {
 		hostName = "this host"
@@ -122,6 +122,7 @@ func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 		}
 	} else {
 		bw.printf("toque will perform the following actions on %s%s:\n", pt.bold(hostName), policyNote(p))
+		tree := p.Tree()
 		for i, r := range p.Resources {
 			for si := 0; si < r.Steps(); si++ {
 				for _, nr := range p.RunsAtStep(i, si, true) {
@@ -131,6 +132,11 @@ func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 				if view := r.StepView(si); view.Kind != resources.NoOp && view.Kind != "" {
 					bw.printf("\n")
 					renderStep(bw, pt, p.Show(reg, view), actionLabel(r, si))
+				} else if view.Kind == resources.NoOp && tree.StepChildWork(i, si) {
+					// Nothing of its own to do, but its children change:
+					// it counts as changed (its notifications fire).
+					bw.printf("\n")
+					renderThroughChildren(bw, pt, view, actionLabel(r, si))
 				}
 				for _, nr := range p.RunsAtStep(i, si, false) {
 					bw.printf("\n")
@@ -166,10 +172,18 @@ func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 	return bw.err
 }
 
-// registryOr is reg, or this build's built-in resource types.
-func registryOr(reg *resources.Registry) *resources.Registry {
+// registryFor is reg (nil: this build's built-in resource types) with
+// the resource types written in HCL that p carries. A plan whose types
+// cannot be rebuilt was refused when it was read; its resources of those
+// types are then shown as of an unknown type.
+func registryFor(p *plan.Plan, reg *resources.Registry) *resources.Registry {
 	if reg == nil {
-		return resources.Builtin()
+		reg = resources.Builtin()
+	}
+	if p != nil {
+		if withTypes, err := p.TypeRegistry(reg); err == nil {
+			return withTypes
+		}
 	}
 	return reg
 }
@@ -232,6 +246,15 @@ func actionLabel(r *plan.Resource, si int) string {
 
 func renderResource(bw *errWriter, pt painter, s *plan.Shown) { renderStep(bw, pt, s, "") }
 
+// renderThroughChildren renders a resource whose own step is a no-op but
+// whose child resources change (they are rendered after it).
+func renderThroughChildren(bw *errWriter, pt painter, r *plan.Resource, label string) {
+	bw.printf("  %s\n", pt.bold("# "+EscapeLine(r.Address)+EscapeLine(label)+" changes through its child resources below"))
+	for _, n := range r.Notifications {
+		bw.printf("  %s\n", pt.faint(fmt.Sprintf("#   notifies %s with %s (%s)", EscapeLine(n.Target), EscapeLine(n.Action), EscapeLine(n.Timing))))
+	}
+}
+
 // renderStep renders one resource, or one action of a resource of
 // several (label names it).
 func renderStep(bw *errWriter, pt painter, s *plan.Shown, label string) {
@@ -267,6 +290,9 @@ func renderStep(bw *errWriter, pt painter, s *plan.Shown, label string) {
 			verdict += " " + details
 		}
 		bw.printf("  %s\n", pt.faint("#   "+verdict))
+	}
+	for _, st := range s.Steps {
+		bw.printf("  %s\n", pt.faint(fmt.Sprintf("#   runs %s (%s)", EscapeLine(st.Label), EscapeLine(st.Source))))
 	}
 	for _, n := range r.Notifications {
 		verb := "notifies"

@@ -22,6 +22,9 @@ import (
 type sample struct {
 	wall   time.Duration
 	maxRSS int64 // KiB
+	// cpu is the user and system time of toque and the processes it
+	// waited for: what a busy machine cannot inflate.
+	cpu time.Duration
 }
 
 func main() {
@@ -29,6 +32,7 @@ func main() {
 	runs := flag.Int("runs", 5, "runs per measurement (the median is reported)")
 	par := flag.Int("parallelism", 10, "toque -parallelism")
 	guards := flag.Int("guards", 0, "instead: time the plan of this many execute resources with a not_if script guard (see guards.go)")
+	custom := flag.Int("customtypes", 0, "instead: time the plan of this many resources of a type written in HCL, with and without batch (see customtypes.go)")
 	flag.Parse()
 
 	work, err := os.MkdirTemp("", "toque-bench-")
@@ -40,6 +44,10 @@ func main() {
 	check(build.Run())
 	if *guards > 0 {
 		benchGuards(work, bin, *guards, *runs, *par)
+		return
+	}
+	if *custom > 0 {
+		benchCustomTypes(work, bin, *custom, *runs, *par)
 		return
 	}
 
@@ -106,7 +114,7 @@ func timed(env []string, bin string, args ...string) sample {
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		rss = ru.Maxrss
 	}
-	return sample{wall: wall, maxRSS: rss}
+	return sample{wall: wall, maxRSS: rss, cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
 }
 
 func report(n int, phase string, s []sample) {

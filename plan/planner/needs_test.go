@@ -31,6 +31,7 @@ func newNeedy() *needyType {
 			{Name: "needs", Type: cty.List(cty.String), NonState: true},
 			{Name: "provides", Type: cty.List(cty.String), NonState: true},
 			{Name: "blame", Type: cty.String},
+			{Name: "owner", Type: cty.String, NonState: true, HostCheck: resources.CheckUser},
 		},
 		Actions: []string{"create"}, DefaultAction: "create",
 	}}
@@ -122,5 +123,39 @@ func TestPropertyErrorPointsAtAttribute(t *testing.T) {
 	_, diags := p.PlanInstances(context.Background(), []*eval.Instance{inst})
 	if len(diags) != 1 || diags[0].Subject == nil || diags[0].Subject.Start.Line != 3 || !strings.Contains(diags[0].Detail, "uid 5 is taken") {
 		t.Fatalf("diagnostics %v", diags)
+	}
+}
+
+// An owner the host lacks is a need, not an error: an earlier resource
+// that creates the user meets it; one declared later is named, with the
+// order to write; none at all asks for one.
+func TestMissingOwnerIsANeed(t *testing.T) {
+	typ := newNeedy()
+	typ.namespace, typ.what = resources.NamespaceUser, "user"
+	const ghost = "toque-test-no-such-user"
+	inst := func(name string, line int, vals map[string]cty.Value) *eval.Instance {
+		vals["name"] = cty.StringVal(name)
+		return &eval.Instance{Block: &config.ResourceBlock{Type: "needy", Name: name, DeclRange: hcl.Range{Filename: "a.hcl", Start: hcl.Pos{Line: line, Column: 1}}}, Type: typ, Resource: resources.NewResource(typ.s, name, "create", vals)}
+	}
+	owned := func(name string, line int, owner string) *eval.Instance {
+		return inst(name, line, map[string]cty.Value{"owner": cty.StringVal(owner)})
+	}
+	p := plantest.FixedPlanner(plantest.NewFakeType(), 4)
+	p.Registry = resources.NewRegistry(typ)
+	pl, diags := p.PlanInstances(context.Background(), []*eval.Instance{
+		owned("early", 1, ghost),
+		inst("maker", 2, map[string]cty.Value{"provides": cty.ListVal([]cty.Value{cty.StringVal(ghost)})}),
+		owned("after", 3, ghost),
+		owned("orphan", 4, ghost+"-2"),
+	})
+	if len(diags) != 2 || !pl.Errored {
+		t.Fatalf("diagnostics %v", diags)
+	}
+	if d := diags[0]; d.Summary != "Missing user" || d.Subject.Start.Line != 1 ||
+		!strings.Contains(d.Detail, "needy[maker] creates it, but later") || !strings.Contains(d.Detail, "declare needy[maker] before needy[early]") {
+		t.Errorf("a user created later: %v", d)
+	}
+	if d := diags[1]; d.Summary != "Missing user" || d.Subject.Start.Line != 4 || !strings.Contains(d.Detail, "Declare a user resource for "+ghost+"-2 before needy[orphan].") {
+		t.Errorf("a user nothing creates: %v", d)
 	}
 }

@@ -145,9 +145,11 @@ func (p *Planner) planNotifications(ctx context.Context, logger hclog.Logger, in
 	// Edges fire for each action that changes something, as Chef's
 	// run_all_actions does: a resource whose two actions both change
 	// runs an immediately target twice (delayed ones still once).
+	// A resource whose child resources change is changed too.
+	tree := pl.Tree()
 	for i, r := range pl.Resources {
 		for si := 0; si < r.Steps(); si++ {
-			if !r.StepView(si).Kind.IsWork() {
+			if !tree.StepWork(i, si) {
 				continue
 			}
 			fire(r.Address, plan.TimingBefore, at{i, si, true})

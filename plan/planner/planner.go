@@ -105,9 +105,16 @@ func (p *Planner) Plan(ctx context.Context, cfg *config.Config) (*plan.Plan, hcl
 			Detail:   "A plan is made for one host, but no host facts were detected. This is a bug in toque.",
 		})
 	}
-	// Attribute blocks may read host.…: write them again with the facts.
-	scope, attrs, evalDiags := eval.NewScope(cfg, p.Host.Value())
-	insts, d := eval.Resources(cfg, p.Registry, scope)
+	// The resource types the recipes declare (resource_type), then the
+	// attribute blocks, which may read host.…: written again with the
+	// facts.
+	reg, evalDiags := eval.Types(cfg, p.Registry)
+	if evalDiags.HasErrors() {
+		return nil, append(diags, evalDiags...)
+	}
+	scope, attrs, d := eval.NewScope(cfg, p.Host.Value())
+	evalDiags = append(evalDiags, d...)
+	insts, d := eval.Resources(cfg, reg, scope)
 	evalDiags = append(evalDiags, d...)
 	diags = append(diags, evalDiags...)
 
@@ -124,9 +131,10 @@ func (p *Planner) Plan(ctx context.Context, cfg *config.Config) (*plan.Plan, hcl
 		r.Source.Filename = cfg.DisplayPath(r.Source.Filename)
 	}
 	{
-		// Attributes a sensitive resource reads are as secret as it is.
+		// Attributes a sensitive resource (or its children) reads are as
+		// secret as it is.
 		read := &eval.Scope{}
-		for _, inst := range insts {
+		for _, inst := range eval.Flatten(insts) {
 			if inst.Sensitive && inst.Block != nil {
 				read.Sensitive = append(read.Sensitive, eval.NodePathsRead(inst.Block)...)
 			}
@@ -233,21 +241,86 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 	if par <= 0 {
 		par = DefaultParallelism
 	}
-	type outcome struct {
-		res   *plan.Resource
-		steps []*resources.Step
-		diags hcl.Diagnostics
+	// Resources are planned level by level: the top-level ones, then the
+	// child resources of those that will take their actions (not the
+	// children of one skipped by a guard, or whose action is nothing),
+	// then theirs. Each level is read in parallel.
+	results := map[*eval.Instance]outcome{}
+	start := time.Now()
+	for level := insts; len(level) > 0; {
+		p.planLevel(ctx, logger, level, salt, par, results)
+		var next []*eval.Instance
+		for _, inst := range level {
+			if res := results[inst].res; res != nil && res.Kind != resources.Skip && res.Action != "nothing" {
+				next = append(next, inst.Children...)
+			}
+		}
+		level = next
 	}
-	results := make([]outcome, len(insts))
+
+	var planned []*eval.Instance
+	var ress []*plan.Resource
+	types := map[string]bool{}
+	order := eval.Flatten(insts)
+	// What each need's first provider is, for a need met too late.
+	provided, providers := map[string]bool{}, map[string]*eval.Instance{}
+	for i := len(order) - 1; i >= 0; i-- {
+		for _, st := range results[order[i]].steps {
+			if st.Kind.IsWork() {
+				for _, n := range st.Provides {
+					providers[needKey(n)] = order[i]
+				}
+			}
+		}
+	}
+	for _, inst := range order {
+		o, ok := results[inst]
+		if !ok {
+			continue // a child of a resource that takes no action
+		}
+		diags = append(diags, o.diags...)
+		if o.res != nil {
+			if inst.Parent != nil {
+				o.res.Parent, o.res.ParentStep = inst.Parent.Address(), inst.ParentStep
+			}
+			pl.Resources = append(pl.Resources, o.res)
+			planned, ress = append(planned, inst), append(ress, o.res)
+			if d, ok := inst.Type.(resources.Definer); ok && !types[o.res.Type] {
+				types[o.res.Type] = true
+				pl.Types = append(pl.Types, d.Def())
+			}
+		}
+		for _, st := range o.steps {
+			diags = append(diags, unmetNeeds(inst, st, provided, providers)...)
+		}
+	}
+	if ctx.Err() == nil {
+		diags = append(diags, p.planNotifications(ctx, logger, planned, ress, pl, salt)...)
+	}
+	markErrored(pl, diags)
+	logger.Debug("planned resources", "count", len(pl.Resources), "parallelism", par, "errored", pl.Errored, "duration", time.Since(start))
+	return pl, diags
+}
+
+// outcome is what planning one resource gave.
+type outcome struct {
+	res   *plan.Resource
+	steps []*resources.Step
+	diags hcl.Diagnostics
+}
+
+// planLevel plans insts in parallel (par at a time), after one batch read
+// per type that reads in batches, into results.
+func (p *Planner) planLevel(ctx context.Context, logger hclog.Logger, insts []*eval.Instance, salt string, par int, results map[*eval.Instance]outcome) {
+	out := make([]outcome, len(insts))
 	pre := p.preload(ctx, logger, insts)
 	sem := make(chan struct{}, par)
 	var wg sync.WaitGroup
-	start := time.Now()
 	for i, inst := range insts {
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
-			results[i].diags = interrupted(inst, ctx.Err())
+			out[i].diags = interrupted(inst, ctx.Err())
 			continue
 		}
 		wg.Add(1)
@@ -255,29 +328,13 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 			defer wg.Done()
 			defer func() { <-sem }()
 			res, steps, d := p.planOne(ctx, logger, inst, salt, pre[inst])
-			results[i] = outcome{res, steps, d}
+			out[i] = outcome{res, steps, d}
 		}(i, inst)
 	}
 	wg.Wait()
-
-	ress := make([]*plan.Resource, len(results))
-	provided := map[string]bool{}
-	for i, o := range results {
-		diags = append(diags, o.diags...)
-		ress[i] = o.res
-		if o.res != nil {
-			pl.Resources = append(pl.Resources, o.res)
-		}
-		for _, st := range o.steps {
-			diags = append(diags, unmetNeeds(insts[i], st, provided)...)
-		}
+	for i, inst := range insts {
+		results[inst] = out[i]
 	}
-	if ctx.Err() == nil {
-		diags = append(diags, p.planNotifications(ctx, logger, insts, ress, pl, salt)...)
-	}
-	markErrored(pl, diags)
-	logger.Debug("planned resources", "count", len(insts), "parallelism", par, "errored", pl.Errored, "duration", time.Since(start))
-	return pl, diags
 }
 
 func (p *Planner) logger() hclog.Logger {
@@ -312,10 +369,10 @@ func instAddress(inst *eval.Instance) string {
 	switch {
 	case inst == nil:
 		return "(nil resource)"
-	case inst.Resource != nil:
-		return inst.Resource.Address()
 	case inst.Block != nil:
 		return inst.Block.Address()
+	case inst.Resource != nil:
+		return inst.Resource.Address()
 	}
 	return "(unnamed resource)"
 }
@@ -360,7 +417,7 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 	log := logger.With("resource", addr)
 
 	res = &plan.Resource{
-		Address:       desired.Address(),
+		Address:       addr,
 		Type:          desired.Type,
 		Name:          desired.Name,
 		Action:        desired.Action,
@@ -384,7 +441,8 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 		return res, nil, nil
 	}
 
-	if d := hostChecks(inst, desired); d.HasErrors() {
+	hostNeeds, d := hostChecks(inst, desired)
+	if d.HasErrors() {
 		return nil, nil, append(diags, d...)
 	}
 
@@ -422,6 +480,11 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 		})
 		steps = append(steps, st)
 	}
+	for _, st := range steps {
+		if st.Kind.IsWork() {
+			st.Needs = append(st.Needs, hostNeeds...)
+		}
+	}
 	log.Debug("planned resource", "kind", res.Kind, "reason", res.Reason, "changes", len(res.Changes), "actions", len(steps))
 	return res, steps, nil
 }
@@ -429,35 +492,62 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 // unmetNeeds checks step's needs against what earlier steps provide (and
 // records what step provides): a need nothing provides would fail at
 // apply, after earlier resources changed the host, so it fails the plan.
-func unmetNeeds(inst *eval.Instance, step *resources.Step, provided map[string]bool) hcl.Diagnostics {
+// providers are the first resource of the plan that provides each need,
+// to name one that comes too late.
+func unmetNeeds(inst *eval.Instance, step *resources.Step, provided map[string]bool, providers map[string]*eval.Instance) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	if step.Kind.IsWork() {
 		for _, n := range step.Needs {
-			if provided[n.Namespace+"\x00"+n.Value] {
+			if provided[needKey(n)] {
 				continue
 			}
-			detail := n.Missing
-			if detail == "" {
+			detail := fmt.Sprintf("%s needs the %s %s, which does not exist, and no earlier resource of the plan creates it: apply would fail there, after earlier resources changed the host. ",
+				instAddress(inst), n.What, n.Value)
+			if p := providers[needKey(n)]; p != nil && p != inst {
+				detail += fmt.Sprintf("%s creates it, but later: resources converge in the order they are declared, so declare %s before %s.",
+					instAddress(p), instAddress(p), instAddress(inst))
+			} else if n.Missing != "" {
+				detail = n.Missing
+			} else {
 				hint := ""
 				if n.Namespace == resources.NamespacePath {
 					hint = " (with recursive = true it creates missing parents too)"
 				}
-				detail = fmt.Sprintf("%s needs the %s %s, which does not exist, and no earlier resource of the plan creates it: apply would fail there, after earlier resources changed the host. Declare a %s resource for %s before %s%s.",
-					instAddress(inst), n.What, n.Value, n.What, n.Value, instAddress(inst), hint)
+				detail += fmt.Sprintf("Declare a %s resource for %s before %s%s.", n.What, n.Value, instAddress(inst), hint)
 			}
 			diags = diags.Append(&hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Missing " + n.What,
 				Detail:   detail,
-				Subject:  declRange(inst),
+				Subject:  needRange(inst, n),
 			})
 		}
 		for _, n := range step.Provides {
-			provided[n.Namespace+"\x00"+n.Value] = true
+			provided[needKey(n)] = true
 		}
 	}
 	return diags
 }
+
+// needRange is where inst asks for n: the attribute whose host check
+// found it missing (an owner), or the block.
+func needRange(inst *eval.Instance, n resources.Need) *hcl.Range {
+	if inst != nil && inst.Resource != nil {
+		for _, prop := range inst.Resource.Schema().Properties {
+			if prop.HostCheck == nil || !inst.Resource.IsSet(prop.Name) {
+				continue
+			}
+			var missing *resources.MissingError
+			if err := prop.HostCheck(inst.Resource.Values[prop.Name]); errors.As(err, &missing) && needKey(missing.Need) == needKey(n) {
+				return attributeRange(inst, prop.Name)
+			}
+		}
+	}
+	return declRange(inst)
+}
+
+// needKey is n's identity: its namespace and value.
+func needKey(n resources.Need) string { return n.Namespace + "\x00" + n.Value }
 
 // sensitivity names which of inst's set properties have hidden values
 // (Resource.SensitiveProperties): those the type marks sensitive, and those
@@ -489,7 +579,7 @@ func (p *Planner) preload(ctx context.Context, logger hclog.Logger, insts []*eva
 		if _, ok := inst.Type.(resources.BatchLoader); !ok {
 			continue
 		}
-		s := &plan.Subject{Address: inst.Resource.Address(), Type: inst.Type, Desired: inst.Resource}
+		s := &plan.Subject{Address: instAddress(inst), Type: inst.Type, Desired: inst.Resource}
 		subjects = append(subjects, s)
 		of[s] = inst
 	}
@@ -553,14 +643,22 @@ func changesOf(changes []resources.Change) []plan.Change {
 // hostChecks runs the schema's plan-time host checks on the set values (an
 // owner that must exist), so a value apply could not use fails the plan
 // rather than an apply half-way. The diagnostic points at the attribute
-// when the block's body can say where it is.
-func hostChecks(inst *eval.Instance, desired *resources.Resource) hcl.Diagnostics {
+// when the block's body can say where it is. What the host lacks but an
+// earlier resource may create (a *resources.MissingError: an owner a user
+// resource creates) is returned as needs for the resource's steps instead.
+func hostChecks(inst *eval.Instance, desired *resources.Resource) ([]resources.Need, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
+	var needs []resources.Need
 	for _, prop := range desired.Schema().Properties {
 		if prop.HostCheck == nil || !desired.IsSet(prop.Name) {
 			continue
 		}
 		if err := prop.HostCheck(desired.Values[prop.Name]); err != nil {
+			var missing *resources.MissingError
+			if errors.As(err, &missing) {
+				needs = append(needs, missing.Need)
+				continue
+			}
 			diags = diags.Append(&hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Invalid value for property",
@@ -569,7 +667,7 @@ func hostChecks(inst *eval.Instance, desired *resources.Resource) hcl.Diagnostic
 			})
 		}
 	}
-	return diags
+	return needs, diags
 }
 
 // attributeRange is the range of attribute name in inst's block, or the
