@@ -16,6 +16,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 	"github.com/zclconf/go-cty/cty/function"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/toquehq/toque/config"
 	"github.com/toquehq/toque/guard"
@@ -494,9 +495,11 @@ func derive(dv resources.Deriver, b *config.ResourceBlock, values map[string]cty
 
 // duplicates reports resources that manage the same thing (their identity
 // properties of one namespace hold the same value: a file and a template
-// at one path), which would fight on every apply. Alternatives are allowed:
-// a pair where one is guarded (only_if / not_if) or runs only when
-// notified does not both converge in one run by itself.
+// at one path; or, for a type whose identity names the thing, the same
+// identity values: two ini_setting of one file and key), which would
+// fight on every apply. Alternatives are allowed: a pair where one is
+// guarded (only_if / not_if) or runs only when notified does not both
+// converge in one run by itself.
 func duplicates(insts []*Instance) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	type claim struct {
@@ -507,6 +510,20 @@ func duplicates(insts []*Instance) hcl.Diagnostics {
 	for _, inst := range insts {
 		if inst.Block == nil || alternative(inst) {
 			continue
+		}
+		if schema := inst.Resource.Schema(); schema.Identified {
+			key, what := identityKey(inst.Resource)
+			if c, dup := first[key]; dup {
+				diags = diags.Append(&hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Two resources manage the same " + schema.Name,
+					Detail: fmt.Sprintf("%s and %s (declared at %s:%d) both manage the %s of %s: they would undo each other on every apply. Keep one of them, or make them alternatives with only_if / not_if.",
+						inst.Address(), c.inst.Address(), c.inst.Block.DeclRange.Filename, c.inst.Block.DeclRange.Start.Line, schema.Name, what),
+					Subject: inst.Block.DeclRange.Ptr(),
+				})
+			} else {
+				first[key] = claim{inst, ""}
+			}
 		}
 		for _, p := range inst.Resource.Schema().Properties {
 			if p.Namespace == "" {
@@ -532,6 +549,32 @@ func duplicates(insts []*Instance) hcl.Diagnostics {
 		}
 	}
 	return diags
+}
+
+// identityKey is the identity of r, a resource of an Identified type: its
+// type and the values of its identity and name properties, and those
+// values worded for a diagnostic.
+func identityKey(r *resources.Resource) (key, what string) {
+	var parts, words []string
+	for _, p := range r.Schema().Properties {
+		if !p.Identity && !p.NameProperty {
+			continue
+		}
+		shown := "null"
+		if v := r.Get(p.Name); v != cty.NilVal && v.IsWhollyKnown() {
+			if b, err := ctyjson.Marshal(v, v.Type()); err == nil {
+				shown = string(b)
+			}
+		}
+		parts = append(parts, p.Name+"="+shown)
+		words = append(words, p.Name+" = "+shown)
+	}
+	if r.Schema().NameProperty() == nil {
+		// No property holds the name: the name is part of the identity.
+		parts = append(parts, "name="+r.Name)
+		words = append(words, fmt.Sprintf("name %q", r.Name))
+	}
+	return "type:" + r.Type + "\x00" + strings.Join(parts, "\x00"), strings.Join(words, ", ")
 }
 
 // alternative reports whether inst runs only when something decides so:

@@ -172,7 +172,7 @@ func (l *Lifecycle) Evaluate(ctx context.Context, s *Subject) (*Reading, error) 
 	t0 := time.Now()
 	st, err := s.State, error(nil)
 	if st == nil {
-		st, err = protect(log, func() (*resources.State, error) { return s.Type.Load(ctx, s.Desired.LoadView()) })
+		st, err = protect(log, func() (*resources.State, error) { return s.Type.Load(ctx, s.loadView()) })
 	}
 	if err == nil && st == nil {
 		err = fmt.Errorf("the resource type returned no state")
@@ -286,7 +286,7 @@ func (l *Lifecycle) Preload(ctx context.Context, subjects []*Subject) map[*Subje
 		subs := byType[bl]
 		views := make([]*resources.Resource, len(subs))
 		for i, s := range subs {
-			views[i] = s.Desired.LoadView()
+			views[i] = s.loadView()
 		}
 		log := l.logger().With("type", bl.Schema().Name, "resources", len(subs))
 		t0 := time.Now()
@@ -306,4 +306,10 @@ func (l *Lifecycle) Preload(ctx context.Context, subjects []*Subject) map[*Subje
 		log.Debug("read in one batch", "duration", time.Since(t0))
 	}
 	return out
+}
+
+// loadView is what Load gets of s: the seed's fresh resource, knowing
+// which of its values are secrets.
+func (s *Subject) loadView() *resources.Resource {
+	return s.Desired.WithSecrets(s.Sensitive, s.SensitiveProps).LoadView()
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
@@ -39,6 +40,42 @@ func DisplayValue(v cty.Value) string {
 	}
 	if v.IsNull() {
 		return "null"
+	}
+	return inlineValue(v)
+}
+
+// inlineValue writes v in HCL syntax on one line: a plan shows a value
+// after "name = ", so a map is { a = 1, b = "x" }, not hclwrite's block.
+func inlineValue(v cty.Value) string {
+	switch {
+	case !v.IsKnown():
+		return "(known after apply)"
+	case v.IsNull():
+		return "null"
+	}
+	ty := v.Type()
+	switch {
+	case ty.IsListType() || ty.IsSetType() || ty.IsTupleType():
+		parts := make([]string, 0, v.LengthInt())
+		for it := v.ElementIterator(); it.Next(); {
+			_, e := it.Element()
+			parts = append(parts, inlineValue(e))
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	case ty.IsMapType() || ty.IsObjectType():
+		if v.LengthInt() == 0 {
+			return "{}"
+		}
+		parts := make([]string, 0, v.LengthInt())
+		for it := v.ElementIterator(); it.Next(); {
+			k, e := it.Element()
+			key := k.AsString()
+			if !hclsyntax.ValidIdentifier(key) {
+				key = strings.TrimSpace(string(hclwrite.TokensForValue(k).Bytes()))
+			}
+			parts = append(parts, key+" = "+inlineValue(e))
+		}
+		return "{ " + strings.Join(parts, ", ") + " }"
 	}
 	return strings.TrimSpace(string(hclwrite.TokensForValue(v).Bytes()))
 }
@@ -301,7 +338,7 @@ func DesiredResource(reg *resources.Registry, r *Resource) (resources.Type, *res
 		}
 		vals[k] = v.Value
 	}
-	return t, resources.NewResource(t.Schema(), r.Name, r.Action, vals), nil
+	return t, resources.NewResource(t.Schema(), r.Name, r.Action, vals).WithSecrets(r.Sensitive, r.SensitiveProperties), nil
 }
 
 // DesiredValues is the inverse of DesiredResource: the values to store.

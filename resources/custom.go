@@ -367,7 +367,7 @@ func NewCustomType(def *TypeDef, validate map[string]func(cty.Value) error) (Typ
 			}
 		}
 	}
-	s := &Schema{Name: def.Name, Description: def.Description, DefaultAction: def.DefaultAction}
+	s := &Schema{Name: def.Name, Description: def.Description, DefaultAction: def.DefaultAction, Identified: true}
 	for _, a := range def.Actions {
 		s.Actions = append(s.Actions, a.Name)
 		t.groups[a.Name] = a.Groups()

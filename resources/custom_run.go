@@ -26,7 +26,7 @@ import (
 // and "name", the resource's name, unless a property has that name — as
 // one JSON object on standard input and as environment variables
 // PROP_<NAME> (upper case; a string as it is, anything else as JSON;
-// sensitive values on standard input only). It prints one JSON object:
+// secrets — Resource.IsSecret — on standard input only). It prints one JSON object:
 // the desired-state properties it read, or {"exists": false} when the
 // thing does not exist (Chef's current_value_does_not_exist!). With batch
 // = true it gets a JSON array of such objects and prints an array of as
@@ -64,7 +64,7 @@ func (t *customType) loadInput(r *Resource) (map[string]cty.Value, map[string]st
 			continue
 		}
 		in[p.Name] = v
-		if !p.Sensitive {
+		if !r.IsSecret(p.Name) {
 			if s, err := envValue(v); err == nil {
 				env[PropEnv(p.Name)] = s
 			}
@@ -456,7 +456,8 @@ func (t *customType) Converge(ctx context.Context, env *Env, desired *Resource, 
 
 // convergeInput is what a converge script of step s gets: its JSON input
 // and its environment variables (none of the values of a sensitive
-// resource, or of a sensitive property: those are on standard input only).
+// resource, or of a secret value (Resource.IsSecret): those are on
+// standard input only).
 func (t *customType) convergeInput(desired *Resource, current *State, step *Step, s *StepDef, sensitive bool) ([]byte, map[string]string, error) {
 	covered := t.covered(s)
 	var changed []string
@@ -490,7 +491,7 @@ func (t *customType) convergeInput(desired *Resource, current *State, step *Step
 			continue
 		}
 		values[p.Name] = v
-		if !p.Sensitive && !sensitive {
+		if !desired.IsSecret(p.Name) && !sensitive {
 			if s, err := envValue(v); err == nil {
 				env[PropEnv(p.Name)] = s
 			}

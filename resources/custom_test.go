@@ -367,3 +367,43 @@ func TestCustomBatchTimeoutIsNotRepeated(t *testing.T) {
 		t.Fatalf("the single read after a timed-out batch: %v after %s", err, time.Since(start))
 	}
 }
+
+// A value that carries a secret — any value of a sensitive resource, or
+// one the recipe made sensitive — reaches load_current_value on standard
+// input only, never in its environment (which ps e and /proc show).
+func TestCustomLoadKeepsSecretsOutOfTheEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "env")
+	typ := newKV(t, `env > "`+out+`"; cat > "`+out+`.stdin"; echo '{"exists": false}'`, false)
+	for _, c := range []struct {
+		name   string
+		r      func(*Resource) *Resource
+		hidden []string
+		shown  []string
+	}{
+		{"sensitive resource", func(r *Resource) *Resource { return r.WithSecrets(true, nil) }, []string{"PROP_DIR=", "PROP_NOTE=", "PROP_KEY="}, nil},
+		{"sensitive value", func(r *Resource) *Resource { return r.WithSecrets(false, []string{"note"}) }, []string{"PROP_NOTE="}, []string{"PROP_DIR=", "PROP_KEY="}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := c.r(kvResource(typ, dir, "k", map[string]cty.Value{"note": cty.StringVal("s3cr3t")}))
+			if _, err := typ.Load(context.Background(), r.LoadView()); err != nil {
+				t.Fatal(err)
+			}
+			env, _ := os.ReadFile(out)
+			stdin, _ := os.ReadFile(out + ".stdin")
+			for _, h := range c.hidden {
+				if strings.Contains("\n"+string(env), "\n"+h) {
+					t.Errorf("%s is in the environment:\n%s", h, env)
+				}
+			}
+			for _, s := range c.shown {
+				if !strings.Contains("\n"+string(env), "\n"+s) {
+					t.Errorf("%s is not in the environment:\n%s", s, env)
+				}
+			}
+			if !strings.Contains(string(stdin), "s3cr3t") {
+				t.Errorf("standard input lacks the value: %s", stdin)
+			}
+		})
+	}
+}

@@ -3,13 +3,15 @@ package resources
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/toquehq/toque/internal/shellexec"
 	"github.com/toquehq/toque/internal/words"
-	"github.com/zclconf/go-cty/cty"
 )
 
 // Type is one resource type. Built-in types are Go code; custom types declared
@@ -234,6 +236,13 @@ type Resource struct {
 	// the block label.
 	Values map[string]cty.Value
 	schema *Schema
+	// secretAll and secret say which values carry secrets beyond the
+	// schema's sensitive properties: every value (a sensitive resource),
+	// or those the recipe made sensitive. Set with WithSecrets; a type
+	// that hands values to a process keeps them off its command line and
+	// out of its environment (IsSecret).
+	secretAll bool
+	secret    []string
 }
 
 // NewResource makes a Resource of schema s. values holds the set properties.
@@ -309,10 +318,31 @@ func (r *Resource) Int(name string) int {
 	return int(i)
 }
 
+// WithSecrets returns a copy of r (values shared) whose every value is a
+// secret when all is set, and else those of props, besides the schema's
+// sensitive properties.
+func (r *Resource) WithSecrets(all bool, props []string) *Resource {
+	c := *r
+	c.secretAll, c.secret = all, props
+	return &c
+}
+
+// IsSecret reports whether the value of property name carries a secret:
+// the resource is sensitive, the property is, or the recipe made its
+// value sensitive.
+func (r *Resource) IsSecret(name string) bool {
+	if r.secretAll || slices.Contains(r.secret, name) {
+		return true
+	}
+	p := r.schema.Property(name)
+	return p != nil && p.Sensitive
+}
+
 // LoadView is the seed's fresh resource: a copy holding only the identity
 // and non-state properties of r (plus any marked LoadInput). Load receives it.
 func (r *Resource) LoadView() *Resource {
 	out := NewResource(r.schema, r.Name, r.Action, nil)
+	out.secretAll, out.secret = r.secretAll, r.secret
 	for k, v := range r.Values {
 		if p := r.schema.Property(k); p != nil && (p.Identity || p.NameProperty || !p.IsDesiredState() || p.LoadInput) {
 			out.Values[k] = v
@@ -332,6 +362,12 @@ type Schema struct {
 	DefaultAction string
 	// Description is one line for docs and errors.
 	Description string
+	// Identified says that the identity and name properties together name
+	// one thing on the host (a custom type's identity, as in Chef): two
+	// resources of the type with the same values manage the same thing,
+	// which the recipe check refuses as it refuses one path managed twice
+	// (Property.Namespace).
+	Identified bool
 
 	indexOnce sync.Once
 	index     map[string]*Property
