@@ -85,6 +85,10 @@ type run struct {
 	reg *resources.Registry
 	// tree says which child resources each resource's actions declare.
 	tree *plan.Tree
+	// later holds the work types defer within this apply (a daemon-reload
+	// after unit files changed): done before a resource it does not batch
+	// with is read to converge, and at the end (doLater, finishLater).
+	later *resources.Later
 }
 
 // entry is one plan resource being applied.
@@ -147,6 +151,7 @@ func (a *Applier) Apply(ctx context.Context, p *plan.Plan) (*Report, error) {
 	}
 	r.reg, r.tree = reg, p.Tree()
 	r.lc = &plan.Lifecycle{Registry: reg, Logger: r.logger, Resolver: a.Resolver}
+	r.later = resources.NewLater()
 	if r.now == nil {
 		r.now = time.Now
 	}
@@ -652,6 +657,9 @@ func (r *run) converge(ctx context.Context, started time.Time, resumed bool) (*R
 		}
 	}
 	nt.notFired(rep, interrupted)
+	if err := r.finishLater(ctx); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
 	if interrupted {
 		rep.Interrupted = true
 		for i, e := range r.entries {
@@ -848,7 +856,11 @@ func (r *run) convergeOne(ctx context.Context, e *entry, si int, rr *ResourceRep
 		}
 		return r.j.ended(ref, e.pr.Address, e.pr.Kind, outcome, nil)
 	}
-	rd, err := r.lc.Evaluate(ctx, decide(r.stepSubject(e, si, e.pr.GuardSpecs)))
+	var rd *plan.Reading
+	err := r.doLater(ctx, e.desired.WithAction(view.Action))
+	if err == nil {
+		rd, err = r.lc.Evaluate(ctx, decide(r.stepSubject(e, si, e.pr.GuardSpecs)))
+	}
 	if rd != nil {
 		rr.DecidedAtApply = append(rr.DecidedAtApply, decidedAtApply(rd)...)
 	}
@@ -962,7 +974,7 @@ func (r *run) convergeStep(ctx context.Context, e *entry, view *plan.Resource, p
 // planned from: Converge gets its resource, with the values known only at
 // apply evaluated.
 func (r *run) runConverge(ctx context.Context, e *entry, view *plan.Resource, rd *plan.Reading, state *resources.State, step *resources.Step) error {
-	env := &resources.Env{StateDir: r.a.StateDir, Logger: r.logger.Named(e.pr.Address), Sensitive: e.pr.Sensitive}
+	env := &resources.Env{StateDir: r.a.StateDir, Logger: r.logger.Named(e.pr.Address), Sensitive: e.pr.Sensitive, Later: r.later}
 	if !e.pr.Sensitive {
 		env.Output = func(stream, line string) { r.hooks.Output(view, stream, line) }
 	}
@@ -993,6 +1005,36 @@ func (r *run) runConverge(ctx context.Context, e *entry, view *plan.Resource, rd
 	close(done)
 	wg.Wait()
 	return err
+}
+
+// doLater does the deferred work (resources.Later) that may not wait until
+// after desired converges, before it is read for that: a service is read
+// after the daemon-reload that unit files changed before it need. A
+// failure is the resource's: it is not converged.
+func (r *run) doLater(ctx context.Context, desired *resources.Resource) error {
+	if len(r.later.Pending()) == 0 {
+		return nil
+	}
+	r.logger.Debug("doing deferred work before the next resource", "resource", desired.Address(), "pending", strings.Join(r.later.Pending(), ", "))
+	if err := r.later.Before(ctx, desired); err != nil {
+		return fmt.Errorf("before converging, toque did the work earlier resources of this apply left for later, and it failed: %w", err)
+	}
+	return nil
+}
+
+// finishLater does the deferred work still pending at the end of the
+// apply — also after a failure, since the resources that deferred it did
+// change the host — but not once the apply is aborted.
+func (r *run) finishLater(ctx context.Context) error {
+	pending := r.later.Pending()
+	if len(pending) == 0 || ctx.Err() != nil {
+		return nil
+	}
+	r.logger.Debug("doing deferred work at the end of the apply", "pending", strings.Join(pending, ", "))
+	if err := r.later.Flush(ctx); err != nil {
+		return fmt.Errorf("at the end of the apply, toque did the work earlier resources left for later, and it failed: %w", err)
+	}
+	return nil
 }
 
 // guardsStale compares the guards' verdict in rd with the plan's (kind

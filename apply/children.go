@@ -75,7 +75,11 @@ func (r *run) convergeComposite(ctx context.Context, e *entry, si int, seq []res
 	view := e.pr.StepView(si)
 	start := time.Now()
 	ref := stepRef{index: e.idx}
-	rd, err := r.lc.Evaluate(ctx, decide(r.stepSubject(e, si, e.pr.GuardSpecs)))
+	var rd *plan.Reading
+	err := r.doLater(ctx, e.desired.WithAction(view.Action))
+	if err == nil {
+		rd, err = r.lc.Evaluate(ctx, decide(r.stepSubject(e, si, e.pr.GuardSpecs)))
+	}
 	if rd != nil {
 		rr.DecidedAtApply = append(rr.DecidedAtApply, decidedAtApply(rd)...)
 		if len(rd.Resolved) > 0 {

@@ -292,7 +292,11 @@ func (n *notifier) converge(ctx context.Context, nr *plan.NotifiedRun, view *pla
 	}
 	e := &entry{pr: view, typ: t, desired: d, planned: nr.Fingerprint}
 	start := time.Now()
-	rd, err := r.lc.Evaluate(ctx, decide(r.subject(e, nr.GuardSpecs)))
+	var rd *plan.Reading
+	err = r.doLater(ctx, d)
+	if err == nil {
+		rd, err = r.lc.Evaluate(ctx, decide(r.subject(e, nr.GuardSpecs)))
+	}
 	if rd != nil {
 		rr.DecidedAtApply = decidedAtApply(rd)
 	}

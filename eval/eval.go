@@ -421,6 +421,7 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx 
 		if v, ok := values[np.Name]; !ok || v.IsNull() {
 			v, d := decodeProperty(s, np, cty.StringVal(b.Name), b.LabelRange)
 			diags = append(diags, d...)
+			errored[np.Name] = errored[np.Name] || d.HasErrors()
 			if !d.HasErrors() && v != cty.NilVal {
 				values[np.Name] = v
 			}

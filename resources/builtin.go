@@ -2,7 +2,8 @@ package resources
 
 // Builtin returns a registry of toque's built-in resource types: file,
 // template, directory, link, execute and the script family (script, bash, sh, csh,
-// python, perl, powershell_script), user, group, cron_d and sysctl. Callers add further types by building their own
+// python, perl, powershell_script), user, group, cron_d, sysctl, service and
+// systemd_unit. Callers add further types by building their own
 // registry; nothing registers itself.
 func Builtin() *Registry {
 	return NewRegistry(BuiltinTypes()...)
@@ -14,5 +15,6 @@ func BuiltinTypes() []Type {
 		FileType(), TemplateType(), DirectoryType(), LinkType(),
 		ExecuteType(), ScriptType(), BashType(), ShType(), CshType(), PythonType(), PerlType(), PowerShellScriptType(),
 		UserType(), GroupType(), CronDType(), SysctlType(),
+		ServiceType(), SystemdUnitType(),
 	}
 }

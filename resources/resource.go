@@ -62,6 +62,10 @@ type Env struct {
 	// Converge's, while Converge runs; they should return quickly. When
 	// Output is nil, live_stream logs the lines at info level instead.
 	Output func(stream, line string)
+	// Later holds work to do once after a batch of converges (a
+	// daemon-reload after unit files changed); see Later. It is shared by
+	// every resource of one apply. nil runs deferred work at once.
+	Later *Later
 }
 
 // Kind is what a planned step does to the host.
@@ -114,6 +118,11 @@ type Need struct {
 	Value     string
 	// What words it for a reviewer: "directory".
 	What string
+	// Missing, when set, is what the plan says when no earlier step
+	// provides the need, in place of the planner's wording for a missing
+	// directory ("package nginx is not available from any configured
+	// repository…").
+	Missing string
 }
 
 // MissingError says the host lacks something a value names (a user or a

@@ -591,6 +591,8 @@ func unmetNeeds(inst *eval.Instance, step *resources.Step, provided map[string]b
 			if p := providers[needKey(n)]; p != nil && p != inst {
 				detail += fmt.Sprintf("%s creates it, but later: resources converge in the order they are declared, so declare %s before %s.",
 					instAddress(p), instAddress(p), instAddress(inst))
+			} else if n.Missing != "" {
+				detail = n.Missing
 			} else {
 				hint := ""
 				if n.Namespace == resources.NamespacePath {
