@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toquehq/toque/command/views"
 	"github.com/toquehq/toque/internal/testenv"
 	"github.com/toquehq/toque/internal/testutil"
 )
@@ -129,7 +130,7 @@ func TestE2ECustomTypesExample(t *testing.T) {
 	if err := json.Unmarshal([]byte(c.mustToque(0, nil, "show", "-json", planFile).stdout), &view); err != nil {
 		t.Fatal(err)
 	}
-	if view.FormatVersion != "1.3" || len(view.Types) != 2 || view.Types[0].Name != "ini_setting" || view.Types[0].Load == nil ||
+	if view.FormatVersion != views.JSONViewVersion || len(view.Types) != 2 || view.Types[0].Name != "ini_setting" || view.Types[0].Load == nil ||
 		!strings.Contains(view.Types[0].Load.Code, "awk") || view.Types[1].Actions[0].Steps[1].Resource != "template[conf]" {
 		t.Errorf("types in show -json: %+v", view.Types)
 	}

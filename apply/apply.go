@@ -58,6 +58,11 @@ type Applier struct {
 	// key of the plan's journal, recorded in the lock file and the report.
 	// "" computes it from the plan.
 	PlanDigest string
+	// Resolver evaluates what the plan defers to apply (values known only
+	// at apply, guards decided at apply by an expression) right before
+	// their resource converges. package apply does not evaluate
+	// expressions: command hands it eval's. nil fails such a resource.
+	Resolver plan.Resolver
 }
 
 // run is one Apply call's state.
@@ -82,6 +87,10 @@ type run struct {
 	reg *resources.Registry
 	// tree says which child resources each resource's actions declare.
 	tree *plan.Tree
+	// later holds the work types defer within this apply (a daemon-reload
+	// after unit files changed): done before a resource it does not batch
+	// with is read to converge, and at the end (doLater, finishLater).
+	later *resources.Later
 }
 
 // entry is one plan resource being applied.
@@ -143,7 +152,8 @@ func (a *Applier) Apply(ctx context.Context, p *plan.Plan) (*Report, error) {
 		return nil, err
 	}
 	r.reg, r.tree = reg, p.Tree()
-	r.lc = &plan.Lifecycle{Registry: reg, Logger: r.logger}
+	r.lc = &plan.Lifecycle{Registry: reg, Logger: r.logger, Resolver: a.Resolver}
+	r.later = resources.NewLater()
 	if r.now == nil {
 		r.now = time.Now
 	}
@@ -515,11 +525,32 @@ func comparePredicted(then, now *plan.Current) []plan.Difference {
 }
 
 // subject is the lifecycle subject of e, with guards (nil: not guarded).
+// Its values known at apply stay unknown, and its guards decided at apply
+// are not run, unless it is made to decide (decide).
 func (r *run) subject(e *entry, guards []*guard.Spec) *plan.Subject {
 	return &plan.Subject{
 		Address: e.pr.Address, Type: e.typ, Desired: e.desired, Guards: guards,
 		Sensitive: e.pr.Sensitive, SensitiveProps: e.pr.SensitiveProperties, Salt: r.p.Salt,
+		Lazy: e.pr.Lazy,
 	}
+}
+
+// decide makes s the evaluation right before its resource converges: its
+// values known at apply are evaluated, its guards decided at apply decide.
+func decide(s *plan.Subject) *plan.Subject {
+	s.Deferred = plan.DeferredDecide
+	return s
+}
+
+// decidedAtApply words the verdicts of rd's guards decided at apply.
+func decidedAtApply(rd *plan.Reading) []string {
+	var out []string
+	for _, o := range rd.Guards {
+		if o.Spec != nil && o.Spec.AtApply && o.Err == nil && !o.Deferred {
+			out = append(out, o.Spec.Verdict(o.Condition))
+		}
+	}
+	return out
 }
 
 // guardsFailed reports whether err is a guard that could not run (there is
@@ -628,6 +659,9 @@ func (r *run) converge(ctx context.Context, started time.Time, resumed bool) (*R
 		}
 	}
 	nt.notFired(rep, interrupted)
+	if err := r.finishLater(ctx); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
 	if interrupted {
 		rep.Interrupted = true
 		for i, e := range r.entries {
@@ -736,6 +770,10 @@ func (r *run) convergeResource(ctx context.Context, e *entry, rr *ResourceReport
 		}
 		rr.Actions = append(rr.Actions, ActionReport{Action: view.Action, Kind: srr.Kind, Outcome: srr.Outcome, Reason: srr.Reason, DiffersFromPlan: srr.DiffersFromPlan, Error: srr.Error, DurationMS: srr.DurationMS})
 		rr.DurationMS += srr.DurationMS
+		if len(srr.KnownAtApply) > 0 {
+			rr.KnownAtApply = srr.KnownAtApply
+		}
+		rr.DecidedAtApply = append(rr.DecidedAtApply, srr.DecidedAtApply...)
 	}
 	rr.Outcome, rr.DiffersFromPlan, rr.Error = summarizeActions(rr.Actions)
 	recorded := rr.Outcome
@@ -820,8 +858,25 @@ func (r *run) convergeOne(ctx context.Context, e *entry, si int, rr *ResourceRep
 		}
 		return r.j.ended(ref, e.pr.Address, e.pr.Kind, outcome, nil)
 	}
-	rd, err := r.lc.Evaluate(ctx, r.stepSubject(e, si, e.pr.GuardSpecs))
+	var rd *plan.Reading
+	err := r.doLater(ctx, e.desired.WithAction(view.Action))
+	if err == nil {
+		rd, err = r.lc.Evaluate(ctx, decide(r.stepSubject(e, si, e.pr.GuardSpecs)))
+	}
+	if rd != nil {
+		rr.DecidedAtApply = append(rr.DecidedAtApply, decidedAtApply(rd)...)
+	}
 	switch {
+	case err == nil && rd.Skip && rd.Guards[rd.DecidedBy].Spec.AtApply:
+		// A guard decided at apply, as the plan said it would be.
+		r.hooks.PreApply(view)
+		rr.Outcome = OutcomeSkipped
+		o := rd.Guards[rd.DecidedBy]
+		rr.Reason = "skipped: decided at apply: " + o.Spec.Verdict(o.Condition)
+		r.logger.Info("skipped by a guard decided at apply", "resource", e.pr.Address, "guard", rr.Reason)
+		jerr := ended(rr.Outcome)
+		r.hooks.PostApply(view, *rr)
+		return jerr
 	case err == nil && rd.Skip:
 		r.hooks.PreApply(view)
 		why := skippedNow(rd)
@@ -886,6 +941,9 @@ func failedOutcome(ctx context.Context, outcome string) string {
 // is the fingerprint the plan read, "" for a later action (its state was
 // predicted).
 func (r *run) convergeStep(ctx context.Context, e *entry, view *plan.Resource, planned string, rr *ResourceReport, rd *plan.Reading) error {
+	if len(rd.Resolved) > 0 {
+		rr.KnownAtApply = rd.Resolved
+	}
 	if planned != "" && rd.Fingerprint() != planned {
 		rr.DiffersFromPlan = describeDifferences(e.pr.Current, rd.Current)
 		r.logger.Info("live state differs from the plan because of an earlier change in this run", "resource", e.pr.Address, "differences", rr.DiffersFromPlan)
@@ -909,7 +967,7 @@ func (r *run) convergeStep(ctx context.Context, e *entry, view *plan.Resource, p
 		rr.Reason = step.Reason
 	}
 
-	if err := r.runConverge(ctx, e, view, rd.State, step); err != nil {
+	if err := r.runConverge(ctx, e, view, rd, rd.State, step); err != nil {
 		return err
 	}
 	rr.Outcome = OutcomeChanged
@@ -917,9 +975,11 @@ func (r *run) convergeStep(ctx context.Context, e *entry, view *plan.Resource, p
 }
 
 // runConverge calls e's type's Converge for view's action with step,
-// from state, with a heartbeat while it runs.
-func (r *run) runConverge(ctx context.Context, e *entry, view *plan.Resource, state *resources.State, step *resources.Step) error {
-	env := &resources.Env{StateDir: r.a.StateDir, Logger: r.logger.Named(e.pr.Address), Sensitive: e.pr.Sensitive}
+// from state, with a heartbeat while it runs. rd is the reading step was
+// planned from: Converge gets its resource, with the values known only at
+// apply evaluated.
+func (r *run) runConverge(ctx context.Context, e *entry, view *plan.Resource, rd *plan.Reading, state *resources.State, step *resources.Step) error {
+	env := &resources.Env{StateDir: r.a.StateDir, Logger: r.logger.Named(e.pr.Address), Sensitive: e.pr.Sensitive, Later: r.later}
 	if !e.pr.Sensitive {
 		env.Output = func(stream, line string) { r.hooks.Output(view, stream, line) }
 	}
@@ -941,12 +1001,45 @@ func (r *run) runConverge(ctx context.Context, e *entry, view *plan.Resource, st
 		}
 	}()
 	desired := e.desired.WithAction(view.Action)
+	if rd.Desired != nil {
+		desired = rd.Desired.WithAction(view.Action) // with its values known at apply
+	}
 	err := r.protect(e, "Converge", func() error {
 		return e.typ.Converge(ctx, env, desired, state, step)
 	})
 	close(done)
 	wg.Wait()
 	return err
+}
+
+// doLater does the deferred work (resources.Later) that may not wait until
+// after desired converges, before it is read for that: a service is read
+// after the daemon-reload that unit files changed before it need. A
+// failure is the resource's: it is not converged.
+func (r *run) doLater(ctx context.Context, desired *resources.Resource) error {
+	if len(r.later.Pending()) == 0 {
+		return nil
+	}
+	r.logger.Debug("doing deferred work before the next resource", "resource", desired.Address(), "pending", strings.Join(r.later.Pending(), ", "))
+	if err := r.later.Before(ctx, desired); err != nil {
+		return fmt.Errorf("before converging, toque did the work earlier resources of this apply left for later, and it failed: %w", err)
+	}
+	return nil
+}
+
+// finishLater does the deferred work still pending at the end of the
+// apply — also after a failure, since the resources that deferred it did
+// change the host — but not once the apply is aborted.
+func (r *run) finishLater(ctx context.Context) error {
+	pending := r.later.Pending()
+	if len(pending) == 0 || ctx.Err() != nil {
+		return nil
+	}
+	r.logger.Debug("doing deferred work at the end of the apply", "pending", strings.Join(pending, ", "))
+	if err := r.later.Flush(ctx); err != nil {
+		return fmt.Errorf("at the end of the apply, toque did the work earlier resources left for later, and it failed: %w", err)
+	}
+	return nil
 }
 
 // guardsStale compares the guards' verdict in rd with the plan's (kind
@@ -962,6 +1055,9 @@ func guardsStale(pr *plan.Resource, planned []plan.GuardResult, rd *plan.Reading
 		sr.Now = resources.Skip
 	}
 	for i, o := range rd.Guards {
+		if o.Deferred || (o.Spec != nil && o.Spec.AtApply) {
+			continue // decided at apply, not at plan
+		}
 		then := "not evaluated"
 		if i < len(planned) {
 			if planned[i].Passed == o.Condition {

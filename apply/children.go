@@ -75,11 +75,25 @@ func (r *run) convergeComposite(ctx context.Context, e *entry, si int, seq []res
 	view := e.pr.StepView(si)
 	start := time.Now()
 	ref := stepRef{index: e.idx}
-	rd, err := r.lc.Evaluate(ctx, r.stepSubject(e, si, e.pr.GuardSpecs))
+	var rd *plan.Reading
+	err := r.doLater(ctx, e.desired.WithAction(view.Action))
+	if err == nil {
+		rd, err = r.lc.Evaluate(ctx, decide(r.stepSubject(e, si, e.pr.GuardSpecs)))
+	}
+	if rd != nil {
+		rr.DecidedAtApply = append(rr.DecidedAtApply, decidedAtApply(rd)...)
+		if len(rd.Resolved) > 0 {
+			rr.KnownAtApply = rd.Resolved
+		}
+	}
 	if err == nil && rd.Skip {
 		r.hooks.PreApply(view)
 		why := skippedNow(rd)
 		rr.Outcome, rr.Reason, rr.DiffersFromPlan = OutcomeSkipped, "skipped: "+why, why
+		if o := rd.Guards[rd.DecidedBy]; o.Spec.AtApply {
+			why = "decided at apply: " + o.Spec.Verdict(o.Condition)
+			rr.Reason, rr.DiffersFromPlan = "skipped: "+why, ""
+		}
 		r.skipChildren(e, si, nt.rep, "skipped with "+e.pr.Address+": "+why)
 		var jerr error
 		if record {
@@ -161,7 +175,7 @@ func (r *run) walk(ctx context.Context, e *entry, si int, seq []resources.Sequen
 			}
 			one := *step
 			one.Groups = []string{it.Group}
-			if err := r.runConverge(ctx, e, view, rd.State, &one); err != nil {
+			if err := r.runConverge(ctx, e, view, rd, rd.State, &one); err != nil {
 				return own, children, err
 			}
 			own = true
@@ -211,7 +225,7 @@ func (r *run) skipChildren(e *entry, si int, rep *Report, why string) {
 // a fresh reading of e, or of a child resource it declares, needs work.
 // It decides e's before notifications.
 func (r *run) aboutToChange(ctx context.Context, e *entry, si int) bool {
-	rd, err := r.lc.Evaluate(ctx, r.stepSubject(e, si, e.pr.GuardSpecs))
+	rd, err := r.lc.Evaluate(ctx, decide(r.stepSubject(e, si, e.pr.GuardSpecs)))
 	if err != nil || rd.Skip {
 		return false // converging evaluates again and reports
 	}

@@ -292,12 +292,23 @@ func (n *notifier) converge(ctx context.Context, nr *plan.NotifiedRun, view *pla
 	}
 	e := &entry{pr: view, typ: t, desired: d, planned: nr.Fingerprint}
 	start := time.Now()
-	rd, err := r.lc.Evaluate(ctx, r.subject(e, nr.GuardSpecs))
+	var rd *plan.Reading
+	err = r.doLater(ctx, d)
+	if err == nil {
+		rd, err = r.lc.Evaluate(ctx, decide(r.subject(e, nr.GuardSpecs)))
+	}
+	if rd != nil {
+		rr.DecidedAtApply = decidedAtApply(rd)
+	}
 	if err == nil && rd.Skip {
 		why := skippedNow(rd)
 		rr.Outcome = OutcomeSkipped
 		rr.Reason = "skipped: " + why
-		rr.DiffersFromPlan = why
+		if o := rd.Guards[rd.DecidedBy]; o.Spec.AtApply {
+			rr.Reason = "skipped: decided at apply: " + o.Spec.Verdict(o.Condition)
+		} else {
+			rr.DiffersFromPlan = why
+		}
 		return r.j.ended(ref, nr.Address, nr.Kind, rr.Outcome, from)
 	}
 	if err == nil && rd.Step.Kind != resources.NoOp && n.has(view.Address, plan.TimingBefore) {
@@ -306,7 +317,7 @@ func (n *notifier) converge(ctx context.Context, nr *plan.NotifiedRun, view *pla
 		if err := n.fire(ctx, view.Address, plan.TimingBefore); err != nil {
 			return err
 		}
-		rd, err = r.lc.Evaluate(ctx, r.subject(e, nil))
+		rd, err = r.lc.Evaluate(ctx, decide(r.subject(e, nil)))
 	}
 	if jerr := r.j.started(ref, nr.Address, nr.Kind); jerr != nil {
 		return jerr

@@ -21,6 +21,7 @@ import (
 	"github.com/toquehq/toque/config"
 	"github.com/toquehq/toque/guard"
 	"github.com/toquehq/toque/internal/diag"
+	"github.com/toquehq/toque/internal/lazy"
 	"github.com/toquehq/toque/internal/words"
 	"github.com/toquehq/toque/resources"
 )
@@ -66,6 +67,12 @@ type Instance struct {
 	// sensitive node attribute (a template's content, when its variables
 	// or template do). In schema order.
 	SensitiveProps []string
+	// Lazy holds the values known only at apply, by property: the recipe
+	// wrote them as lazy(EXPR) (a template's content too, when its
+	// variables or inline template are lazy). Resource holds an unknown
+	// value for each; the planner evaluates those it can know at plan
+	// (Resolver), and the plan carries the others to apply.
+	Lazy map[string]*lazy.Expr
 	// Parent is the resource whose action declares this one, a child
 	// resource of a custom type (nil at the top level); ParentStep is the
 	// index of that action in the parent's Actions.
@@ -323,10 +330,20 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx 
 	metaNames := []string{"action", "only_if", "not_if", "guard_interpreter", "ignore_failure", "sensitive", "notifies", "subscribes"}
 
 	errored := map[string]bool{}
+	lazies := map[string]*lazy.Expr{}
 	tt, templated := t.(resources.Templated)
 	byName := make(map[string]*hcl.Attribute, len(list))
 	for _, a := range list {
 		byName[a.Name] = a
+		native := ev.nativeOf(a.Expr, source)
+		call := lazyCall(native)
+		if call == nil {
+			if d := misplacedLazy(native, a.Name); d.HasErrors() {
+				diags = append(diags, d...)
+				errored[a.Name] = true
+				continue
+			}
+		}
 		if templated && a.Name == tt.TemplateProperties().Inline {
 			continue // evaluated with the template's variables (renderTemplate)
 		}
@@ -339,6 +356,43 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx 
 					s.Name, a.Name, words.DidYouMean(a.Name, append(append([]string(nil), propNames...), metaNames...)), words.Quoted(propNames), words.Quoted(metaNames)),
 				Subject: a.NameRange.Ptr(),
 			})
+			continue
+		}
+		if call != nil {
+			inner, d := lazyInner(call)
+			switch {
+			case d.HasErrors():
+			case p.Identity || p.NameProperty:
+				d = d.Append(&hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "lazy is not allowed on a property that names the resource",
+					Detail:   fmt.Sprintf("The property %q names %s: a resource's identity must be known when the plan is made (it is what the plan reads, and what other resources and notifications refer to), so it cannot be lazy. Make it known at plan, and make lazy the properties that depend on what earlier resources do.", p.Name, b.Address()),
+					Subject:  call.Range().Ptr(),
+				})
+			case templated && p.Name == tt.TemplateProperties().Source:
+				d = d.Append(&hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "lazy is not allowed on a template's source",
+					Detail:   fmt.Sprintf("The template file of %s must be known when the plan is made: the plan carries its text, so that apply renders what was reviewed. Make variables lazy instead.", b.Address()),
+					Subject:  call.Range().Ptr(),
+				})
+			}
+			if d.HasErrors() {
+				diags = append(diags, d...)
+				errored[p.Name] = true
+				continue
+			}
+			if p.Sensitive || ev.scope.ReadsSensitive(inner) || callsSensitive(inner) {
+				sensitiveProps[p.Name] = true
+			}
+			e, d := ev.lazyExpr(inner, b.Dir, source)
+			diags = append(diags, d...)
+			if d.HasErrors() {
+				errored[p.Name] = true
+				continue
+			}
+			lazies[p.Name] = e
+			values[p.Name] = p.Unknown()
 			continue
 		}
 		v, d, sens := ev.sensitiveValue(a.Expr)
@@ -367,6 +421,7 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx 
 		if v, ok := values[np.Name]; !ok || v.IsNull() {
 			v, d := decodeProperty(s, np, cty.StringVal(b.Name), b.LabelRange)
 			diags = append(diags, d...)
+			errored[np.Name] = errored[np.Name] || d.HasErrors()
 			if !d.HasErrors() && v != cty.NilVal {
 				values[np.Name] = v
 			}
@@ -387,6 +442,14 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx 
 		}
 	}
 
+	metaDiags := refuseLazy(ev.nativeOf(b.Meta.Action, source), "action", "the plan shows what each action does")
+	metaDiags = append(metaDiags, refuseLazy(ev.nativeOf(b.Meta.GuardInterpreter, source), "guard_interpreter", "it says how the guards run, and guards are shown as they will run")...)
+	metaDiags = append(metaDiags, refuseLazy(ev.nativeOf(b.Meta.IgnoreFailure, source), "ignore_failure", "the plan says what a failure stops")...)
+	metaDiags = append(metaDiags, refuseLazy(ev.nativeOf(b.Meta.Sensitive, source), "sensitive", "the plan hides a sensitive resource's values")...)
+	diags = append(diags, metaDiags...)
+	if metaDiags.HasErrors() {
+		return nil, diags, ev.templates
+	}
 	actions, d := ev.actions(b.Meta.Action, s)
 	diags = append(diags, d...)
 	action := s.DefaultAction
@@ -398,44 +461,66 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx 
 	ignore, d := ev.boolean(b.Meta.IgnoreFailure, "ignore_failure")
 	diags = append(diags, d...)
 	if templated {
-		diags = append(diags, renderTemplate(b, tt, action, byName, values, errored, ev)...)
+		diags = append(diags, renderTemplate(b, tt, action, byName, values, errored, lazies, ev, source)...)
 		props := tt.TemplateProperties()
 		if sensitiveProps[props.Variables] || ev.templateReadSensitive {
 			sensitiveProps[props.Content] = true
 		}
 	}
 
-	if dv, ok := t.(resources.Deriver); ok && !diags.HasErrors() {
+	if dv, ok := t.(resources.Deriver); ok && len(lazies) > 0 {
+		// What it derives would be known only at apply, and the plan
+		// shows (and diffs) exactly what it derives.
+		for _, name := range sortedNames(lazies) {
+			diags = diags.Append(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "lazy is not allowed on " + s.Name,
+				Detail:   fmt.Sprintf("%s derives what it manages from its properties when the plan is made, so that the plan shows exactly what it writes; %q cannot be known only at apply. Make it known at plan.", b.Address(), name),
+				Subject:  byName[name].Expr.Range().Ptr(),
+			})
+		}
+	} else if ok && !diags.HasErrors() {
 		diags = append(diags, derive(dv, b, values, sensitiveProps)...)
 	}
 
 	res := resources.NewResource(s, b.Name, action, values)
+	onlyIf, onlyAtApply, d := guardExpr(ev.nativeOf(b.Meta.OnlyIf, source), "only_if")
+	diags = append(diags, d...)
+	notIf, notAtApply, d := guardExpr(ev.nativeOf(b.Meta.NotIf, source), "not_if")
+	diags = append(diags, d...)
+	if diags.HasErrors() {
+		return nil, diags, ev.templates
+	}
 	// Guards that read a sensitive attribute (or use sensitive()) hide
 	// their command, output and environment like a sensitive resource's.
-	guardsSensitive := sensitive || ev.marksOrReadsSensitive(b.Meta.OnlyIf) || ev.marksOrReadsSensitive(b.Meta.NotIf)
-	guards, d := guard.Decode(guard.Input{
-		OnlyIf:           b.Meta.OnlyIf,
-		NotIf:            b.Meta.NotIf,
+	guardsSensitive := sensitive || ev.marksOrReadsSensitive(onlyIf) || ev.marksOrReadsSensitive(notIf)
+	lazyProps := map[string]bool{}
+	for k := range lazies {
+		lazyProps[k] = true
+	}
+	in := guard.Input{
+		OnlyIf:           onlyIf,
+		NotIf:            notIf,
+		OnlyIfAtApply:    onlyAtApply,
+		NotIfAtApply:     notAtApply,
 		GuardInterpreter: b.Meta.GuardInterpreter,
 		Parent:           res,
 		Ctx:              plainCtx,
 		Registry:         reg,
 		Source:           source,
 		Sensitive:        guardsSensitive,
-	})
+		Capture:          func(e hcl.Expression) (*lazy.Expr, hcl.Diagnostics) { return ev.lazyExpr(e, b.Dir, source) },
+		LazyProps:        lazyProps,
+	}
+	guards, d := guard.Decode(in)
 	diags = append(diags, d...)
 	var notifiedGuards []*guard.Spec
 	if action == "nothing" && b.Meta.HasGuards() && !d.HasErrors() {
 		// Not guarded in place, but a notified run of it is.
-		notifiedGuards, _ = guard.Decode(guard.Input{
-			OnlyIf:           b.Meta.OnlyIf,
-			NotIf:            b.Meta.NotIf,
-			GuardInterpreter: b.Meta.GuardInterpreter,
-			Parent:           resources.NewResource(s, b.Name, s.DefaultAction, values),
-			Ctx:              plainCtx,
-			Registry:         reg,
-			Source:           source,
-		})
+		nin := in
+		nin.Parent = resources.NewResource(s, b.Name, s.DefaultAction, values)
+		nin.Sensitive = false
+		notifiedGuards, _ = guard.Decode(nin)
 	}
 
 	if sensitive || mayBeSensitive(b.Meta.Sensitive, ctx) {
@@ -452,7 +537,11 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx 
 			sensList = append(sensList, p.Name)
 		}
 	}
+	if len(lazies) == 0 {
+		lazies = nil
+	}
 	return &Instance{
+		Lazy:           lazies,
 		Actions:        actions,
 		SensitiveProps: sensList,
 		NotifiedGuards: notifiedGuards,
@@ -463,6 +552,16 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx 
 		IgnoreFailure:  ignore,
 		Guards:         guards,
 	}, diags, ev.templates
+}
+
+// sortedNames is m's keys, sorted.
+func sortedNames[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // derive stores what a Deriver computes from the set properties in
@@ -683,6 +782,9 @@ type evaluator struct {
 	ctx       *hcl.EvalContext
 	scope     *Scope
 	templates []*TemplateError
+	// jsonStrings are the JSON-syntax strings read as native templates
+	// to find lazy(…) in them (nativeOf).
+	jsonStrings []jsonString
 	// templateReadSensitive is set when a rendered template (inline or
 	// file) reads a sensitive node attribute.
 	templateReadSensitive bool

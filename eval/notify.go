@@ -116,6 +116,12 @@ func resolveNotify(b *config.ResourceBlock, nb *config.NotifyBlock, subscribe bo
 		return nil, diags.Append(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: rng.Ptr()})
 	}
 
+	if d := refuseLazy(nb.Resource, kw, "the plan shows which resource each change notifies"); d.HasErrors() {
+		return nil, d
+	}
+	if d := refuseLazy(nb.Timing, kw+" timing", "the plan shows where each notified run happens"); d.HasErrors() {
+		return nil, d
+	}
 	v, d := nb.Resource.Value(ctx)
 	diags = append(diags, d...)
 	if d.HasErrors() {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/toquehq/toque/guard"
+	"github.com/toquehq/toque/internal/lazy"
 	"github.com/toquehq/toque/internal/typedvalue"
 	"github.com/toquehq/toque/resources"
 )
@@ -18,7 +19,13 @@ import (
 // from them (Show), so that what a reviewer reads is what apply runs.
 // Format 1 kept rendered changes, contexts and guard commands beside those
 // values, and is refused.
-const FormatVersion = 2
+//
+// Format 3 adds values known only at apply (Resource.Lazy, guards decided
+// at apply: guard.Spec.AtApply and Lazy, GuardResult.Error). A build that
+// reads format 2 would converge a resource without its lazy values, so
+// format 2 builds refuse format 3 plans, and this build refuses format 2
+// ones: make a new plan.
+const FormatVersion = 3
 
 // Plan is the persisted result of `toque plan`: everything apply needs, with
 // no HCL re-read, and everything a reviewer reads.
@@ -124,8 +131,16 @@ type Resource struct {
 	Sensitive     bool `json:"sensitive,omitempty"`
 	IgnoreFailure bool `json:"ignore_failure,omitempty"`
 	// Desired holds the evaluated value of every property the recipe set,
-	// in full (sensitive ones too: only the plan file holds them).
+	// in full (sensitive ones too: only the plan file holds them), but for
+	// those in Lazy.
 	Desired map[string]Value `json:"desired"`
+	// Lazy holds the values known only at apply, by property: each an
+	// expression apply evaluates right before the resource converges, with
+	// what it reads that was fixed at plan (node attributes, host facts,
+	// environment variables, recipe files), so that apply evaluates what
+	// the reviewer was shown. The plan was made with these values unknown;
+	// staleness checks treat them as unknown.
+	Lazy map[string]*LazyExpr `json:"lazy,omitempty"`
 	// SensitiveProperties names the set properties whose values are hidden:
 	// those the type marks sensitive, and those whose value the recipe made
 	// sensitive (sensitive(), or an expression reading a sensitive node
@@ -302,6 +317,10 @@ type GuardResult struct {
 	Passed  bool   `json:"passed"`
 	Decided bool   `json:"decided"`
 	Warning string `json:"warning,omitempty"`
+	// Error is set for a guard decided at apply that could not be
+	// evaluated at plan ("cannot run now"): it decides at apply, and this
+	// is what it said now. Passed is then meaningless.
+	Error string `json:"error,omitempty"`
 }
 
 // Notification is an outgoing notification edge.
@@ -360,6 +379,10 @@ type NotifiedRun struct {
 // Counts tallies a plan's resources by kind.
 type Counts struct {
 	Create, Update, Delete, Run, Skip, NoOp int
+	// DecidedAtApply counts the resources with work whose guards include
+	// one decided at apply, and KnownAtApply those with work and values
+	// known only at apply; both are counted by their kind too.
+	DecidedAtApply, KnownAtApply int
 }
 
 // Counts tallies p's resources by kind. A notified run counts as the work
@@ -385,8 +408,72 @@ func (p *Plan) Counts() Counts {
 	for _, n := range p.NotifiedRuns {
 		c.add(n.Kind)
 	}
+	c.DecidedAtApply, c.KnownAtApply = len(p.DecidedAtApply()), len(p.KnownAtApply())
 	return c
 }
+
+// DecidedAtApply lists, in plan order, the resources with work (their own,
+// or a notified run's) whose guards include one decided at apply, each
+// once.
+func (p *Plan) DecidedAtApply() []string {
+	return p.deferredWork(func(r *Resource, nr *NotifiedRun) bool {
+		if nr != nil {
+			for _, s := range nr.GuardSpecs {
+				if s != nil && s.AtApply {
+					return true
+				}
+			}
+			return false
+		}
+		return r.HasGuardAtApply()
+	})
+}
+
+// KnownAtApply lists, in plan order, the resources with work (their own,
+// or a notified run's) and values known only at apply, each once.
+func (p *Plan) KnownAtApply() []string {
+	return p.deferredWork(func(r *Resource, _ *NotifiedRun) bool { return len(r.Lazy) > 0 })
+}
+
+// deferredWork lists the addresses of resources with work, and then of
+// targets of notified runs with work, for which has holds, each once.
+func (p *Plan) deferredWork(has func(r *Resource, nr *NotifiedRun) bool) []string {
+	var out []string
+	seen := map[string]bool{}
+	byAddr := map[string]*Resource{}
+	for _, r := range p.Resources {
+		if r == nil {
+			continue
+		}
+		byAddr[r.Address] = r
+		if r.AnyWork() && has(r, nil) && !seen[r.Address] {
+			seen[r.Address] = true
+			out = append(out, r.Address)
+		}
+	}
+	for _, nr := range p.NotifiedRuns {
+		r := byAddr[nr.Address]
+		if nr == nil || r == nil || !nr.HasWork() || seen[nr.Address] || !has(r, nr) {
+			continue
+		}
+		seen[nr.Address] = true
+		out = append(out, nr.Address)
+	}
+	return out
+}
+
+// HasGuardAtApply reports whether one of r's guards is decided at apply.
+func (r *Resource) HasGuardAtApply() bool {
+	for _, s := range r.GuardSpecs {
+		if s != nil && s.AtApply {
+			return true
+		}
+	}
+	return false
+}
+
+// LazyExpr is a value known only at apply (package lazy).
+type LazyExpr = lazy.Expr
 
 // add counts one step of work of kind k, reporting whether k is work (or a
 // skip) rather than a no-op.

@@ -3,9 +3,9 @@ package resources
 // Builtin returns a registry of toque's built-in resource types: file,
 // template, directory, link, remote_file, execute and the script family
 // (script, bash, sh, csh, python, perl, powershell_script), the host's
-// packages (package, apt_repository, apt_update), user, group, cron_d and
-// sysctl. Callers add further types by building their own registry;
-// nothing registers itself.
+// packages (package, apt_repository, apt_update), user, group, cron_d,
+// sysctl, service and systemd_unit. Callers add further types by building
+// their own registry; nothing registers itself.
 func Builtin() *Registry {
 	return NewRegistry(BuiltinTypes()...)
 }
@@ -17,5 +17,6 @@ func BuiltinTypes() []Type {
 		PackageType(), AptRepositoryType(), AptUpdateType(),
 		ExecuteType(), ScriptType(), BashType(), ShType(), CshType(), PythonType(), PerlType(), PowerShellScriptType(),
 		UserType(), GroupType(), CronDType(), SysctlType(),
+		ServiceType(), SystemdUnitType(),
 	}
 }

@@ -62,6 +62,10 @@ type Env struct {
 	// Converge's, while Converge runs; they should return quickly. When
 	// Output is nil, live_stream logs the lines at info level instead.
 	Output func(stream, line string)
+	// Later holds work to do once after a batch of converges (a
+	// daemon-reload after unit files changed); see Later. It is shared by
+	// every resource of one apply. nil runs deferred work at once.
+	Later *Later
 }
 
 // Kind is what a planned step does to the host.
@@ -122,9 +126,10 @@ type Need struct {
 	// AtApply marks a need that an earlier step can meet only at apply: a
 	// package that only a repository added in the same plan offers, whose
 	// version nobody can know before that repository's lists are read.
-	// Such a value is "known at apply" (design §14); until toque has
-	// those, a need an earlier step would meet this way is a plan error
-	// naming that step (apply it first), and one nothing meets is Missing.
+	// toque's values known at apply are the recipe's (lazy(…)): a type
+	// cannot yet defer its own reading to apply, so a need an earlier (or
+	// a later) step would meet this way is a plan error naming that step
+	// (apply it first), and one nothing meets is Missing.
 	AtApply bool
 }
 
@@ -351,10 +356,16 @@ func (r *Resource) IsSecret(name string) bool {
 
 // LoadView is the seed's fresh resource: a copy holding only the identity
 // and non-state properties of r (plus any marked LoadInput). Load receives it.
+//
+// A value known only at apply (lazy(…), unknown until then) is left out:
+// Load reads as if it were not set, and is given it once it is known.
 func (r *Resource) LoadView() *Resource {
 	out := NewResource(r.schema, r.Name, r.Action, nil)
 	out.secretAll, out.secret = r.secretAll, r.secret
 	for k, v := range r.Values {
+		if v != cty.NilVal && !v.IsWhollyKnown() {
+			continue
+		}
 		if p := r.schema.Property(k); p != nil && (p.Identity || p.NameProperty || !p.IsDesiredState() || p.LoadInput) {
 			out.Values[k] = v
 		}
@@ -494,6 +505,16 @@ type Property struct {
 // NamespacePath is the namespace of file-system paths (file, template,
 // directory and link).
 const NamespacePath = "path"
+
+// Unknown is the property's value while it is known only at apply
+// (lazy(…)): an unknown value of its type. Load and Plan may see it (a
+// plan is made with it); Converge never does.
+func (p *Property) Unknown() cty.Value {
+	if p.Type == cty.NilType || p.Type == cty.DynamicPseudoType {
+		return cty.DynamicVal
+	}
+	return cty.UnknownVal(p.Type)
+}
 
 // NamespaceUser and NamespaceGroup are the namespaces of user and group
 // names in the host's account databases: a user resource's name, a step

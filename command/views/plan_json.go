@@ -15,7 +15,7 @@ import (
 // JSONViewVersion is the version of the `toque show -json` format
 // (docs/plan-json.md). The minor version grows when fields are added; the
 // major version changes only when a field changes meaning or is removed.
-const JSONViewVersion = "1.3"
+const JSONViewVersion = "1.4"
 
 // The view types below are the documented machine format. They are kept
 // apart from the plan file model so that either can change without silently
@@ -130,6 +130,11 @@ type jsonSummary struct {
 	Run       int `json:"run"`
 	Skip      int `json:"skip"`
 	Unchanged int `json:"unchanged"`
+	// DecidedAtApply and KnownAtApply count resources with work, also
+	// counted by kind, that have a guard decided at apply, or values known
+	// only at apply (1.3).
+	DecidedAtApply int `json:"decided_at_apply"`
+	KnownAtApply   int `json:"known_at_apply"`
 }
 
 type jsonAttribute struct {
@@ -168,6 +173,20 @@ type jsonResource struct {
 	// Then are the resource's further actions (action = ["enable",
 	// "start"]), each planned from the state the previous one leaves.
 	Then []jsonStep `json:"then"`
+	// KnownAtApply are the values known only at apply, which desired does
+	// not hold (1.3).
+	KnownAtApply []jsonLazy `json:"known_at_apply"`
+}
+
+type jsonLazy struct {
+	Property   string            `json:"property"`
+	Expression string            `json:"expression"`
+	Template   string            `json:"template"`
+	Variables  string            `json:"variables"`
+	Source     plan.Range        `json:"source"`
+	Sensitive  bool              `json:"sensitive"`
+	Reads      map[string]string `json:"reads"`
+	After      []string          `json:"after"`
 }
 
 type jsonStep struct {
@@ -186,6 +205,8 @@ type jsonChange struct {
 	Sensitive bool   `json:"sensitive"`
 	Diff      string `json:"diff"`
 	DiffNote  string `json:"diff_note"`
+	// KnownAtApply marks a value known only at apply (1.3).
+	KnownAtApply bool `json:"known_at_apply"`
 }
 
 type jsonUnmanaged struct {
@@ -209,6 +230,12 @@ type jsonGuard struct {
 	Passed      bool              `json:"passed"`
 	Decided     bool              `json:"decided"`
 	Warning     string            `json:"warning"`
+	// DecidedAtApply marks a guard decided at apply; Now says what it says
+	// now; After names the earlier resources that could change what it
+	// tests (1.3).
+	DecidedAtApply bool     `json:"decided_at_apply"`
+	Now            string   `json:"now"`
+	After          []string `json:"after"`
 }
 
 type jsonNotification struct {
@@ -278,6 +305,7 @@ func JSONView(p *plan.Plan, o JSONOptions) ([]byte, error) {
 		Summary: jsonSummary{
 			Create: c.Create, Update: c.Update, Delete: c.Delete,
 			Run: c.Run, Skip: c.Skip, Unchanged: c.NoOp,
+			DecidedAtApply: c.DecidedAtApply, KnownAtApply: c.KnownAtApply,
 		},
 		Attributes:   make([]jsonAttribute, 0, len(p.Attributes)),
 		Resources:    make([]jsonResource, 0, len(p.Resources)),
@@ -367,6 +395,7 @@ func jsonChanges(changes []plan.ShownChange) []jsonChange {
 		jc := jsonChange{
 			Property: c.Property, Before: c.Before, After: c.After,
 			Default: c.Default, Sensitive: c.Sensitive, Diff: c.Diff, DiffNote: c.DiffNote,
+			KnownAtApply: c.KnownAtApply,
 		}
 		if c.Sensitive {
 			jc.Diff = ""
@@ -408,6 +437,20 @@ func viewResource(s *plan.Shown, notifiedBy []plan.Trigger) jsonResource {
 	}
 	out.Changes = jsonChanges(s.Changes)
 	out.Then = make([]jsonStep, 0, len(r.Then))
+	out.KnownAtApply = make([]jsonLazy, 0, len(s.Lazy))
+	for _, l := range s.Lazy {
+		e := r.Lazy[l.Property]
+		jl := jsonLazy{Property: l.Property, Expression: e.Source, Template: e.Template, Variables: e.Variables,
+			Source:    plan.Range{Filename: e.Range.Filename, Line: e.Range.Start.Line, Column: e.Range.Start.Column},
+			Sensitive: l.Sensitive, Reads: map[string]string{}, After: nonNil(l.After)}
+		if l.Sensitive {
+			jl.Expression = plan.Sensitive
+		}
+		for _, rd := range l.Reads {
+			jl.Reads[rd.Property] = rd.Value
+		}
+		out.KnownAtApply = append(out.KnownAtApply, jl)
+	}
 	for _, u := range s.Unmanaged {
 		out.Unmanaged = append(out.Unmanaged, jsonUnmanaged{Property: u.Property, Current: u.Value})
 	}
@@ -417,6 +460,7 @@ func viewResource(s *plan.Shown, notifiedBy []plan.Trigger) jsonResource {
 			Cwd: g.Cwd, Environment: map[string]string{}, User: g.User, Parameters: map[string]string{}, Inherited: nonNil(g.Inherited),
 			ExitCode: g.ExitCode, DurationMS: g.DurationMS, Output: g.Output,
 			Passed: g.Passed, Decided: g.Decided, Warning: g.Warning,
+			DecidedAtApply: g.AtApply, Now: g.Now, After: nonNil(g.After),
 		}
 		for k, val := range g.Environment {
 			jg.Environment[k] = val

@@ -224,8 +224,11 @@ func markdownHead(p *plan.Plan, o MarkdownOptions) string {
 		}
 		fmt.Fprintf(&b, "> [!WARNING]\n> This plan **deletes %d %s** on %s. Check the **delete** list below before you approve it.\n\n", c.Delete, noun, mdCode(hostName))
 	}
-	fmt.Fprintf(&b, "**Plan: %d to create, %d to update, %d to delete, %d to run, %d skipped, %d unchanged.**\n\n",
-		c.Create, c.Update, c.Delete, c.Run, c.Skip, c.NoOp)
+	fmt.Fprintf(&b, "**Plan: %d to create, %d to update, %d to delete, %d to run, %d skipped, %d unchanged%s.**\n\n",
+		c.Create, c.Update, c.Delete, c.Run, c.Skip, c.NoOp, deferredCounts(c))
+	if c.DecidedAtApply+c.KnownAtApply > 0 {
+		b.WriteString("> [!NOTE]\n> Some of this plan is decided at apply: a guard written `lazy(…)` runs right before its resource converges, and a value written `lazy(…)` is evaluated then, because an earlier resource of this plan could change what it reads. The plan shows what each would do if its guards let it, and the expression of each value, not the value.\n\n")
+	}
 
 	groups := []struct {
 		label string
@@ -248,6 +251,20 @@ func markdownHead(p *plan.Plan, o MarkdownOptions) string {
 		}
 		if len(addrs) == 0 {
 			continue
+		}
+		fmt.Fprintf(&b, "- **%s** (%d): %s\n", g.label, len(addrs), strings.Join(addrs, ", "))
+		listed = true
+	}
+	for _, g := range []struct {
+		label string
+		addrs []string
+	}{{"decided at apply", p.DecidedAtApply()}, {"values known at apply", p.KnownAtApply()}} {
+		if len(g.addrs) == 0 {
+			continue
+		}
+		var addrs []string
+		for _, a := range g.addrs {
+			addrs = append(addrs, mdCode(a))
 		}
 		fmt.Fprintf(&b, "- **%s** (%d): %s\n", g.label, len(addrs), strings.Join(addrs, ", "))
 		listed = true
@@ -385,7 +402,11 @@ func htmlCode(s string) string {
 func markdownResource(s *plan.Shown) string {
 	r := s.Resource
 	var b strings.Builder
-	fmt.Fprintf(&b, "<details><summary><code>%s</code> %s %s", markdownSign(r.Kind), htmlCode(r.Address), markdownHeadline(r.Kind))
+	head := markdownHeadline(r.Kind)
+	if r.HasGuardAtApply() && r.Kind.IsWork() {
+		head += ", unless a guard decided at apply skips it"
+	}
+	fmt.Fprintf(&b, "<details><summary><code>%s</code> %s %s", markdownSign(r.Kind), htmlCode(r.Address), head)
 	if s.Why != "" {
 		b.WriteString(": " + htmlCode(s.Why))
 	}
@@ -450,6 +471,19 @@ func markdownResource(s *plan.Shown) string {
 		b.WriteString("\n")
 	}
 
+	if len(s.Lazy) > 0 {
+		b.WriteString("**Known at apply**\n\n")
+		for _, l := range s.Lazy {
+			fmt.Fprintf(&b, "- %s = %s, evaluated right before the resource converges (%s)\n", mdCode(l.Property), mdCode(l.KnownAtApply()), mdCode(l.Source))
+			for _, rd := range l.Reads {
+				fmt.Fprintf(&b, "  - reads %s = %s\n", mdCode(rd.Property), mdCode(rd.Value))
+			}
+			if len(l.After) > 0 {
+				fmt.Fprintf(&b, "  - waits for %s\n", mdList(l.After))
+			}
+		}
+		b.WriteString("\n")
+	}
 	if len(s.Guards) > 0 {
 		b.WriteString("**Guards**\n\n")
 		for _, g := range s.Guards {
@@ -498,7 +532,11 @@ func propertyLines(kind resources.Kind, c plan.ShownChange) []string {
 		if kind == resources.Update && c.Before != "" {
 			sign = "!"
 		}
-		lines = append(lines, sign+" "+prop+" = "+plan.Sensitive+suffix)
+		after := plan.Sensitive
+		if c.KnownAtApply {
+			after = EscapeLine(c.After) // "(known at apply; sensitive)"
+		}
+		lines = append(lines, sign+" "+prop+" = "+after+suffix)
 		return lines
 	case kind == resources.Create || c.Before == "":
 		lines = append(lines, "+ "+prop+" = "+EscapeLine(c.After)+suffix)
@@ -522,6 +560,9 @@ func markdownGuard(g plan.ShownGuard) string {
 	if g.Decided {
 		effect = " — **decided: skip**"
 	}
+	if g.AtApply {
+		verdict = "— **decided at apply** (" + mdText(g.Now) + ")"
+	}
 	details := ""
 	if g.Form != "expression" {
 		if d := guardDetails(g); len(d) > 0 {
@@ -529,12 +570,24 @@ func markdownGuard(g plan.ShownGuard) string {
 		}
 	}
 	fmt.Fprintf(&b, "- %s %s %s%s%s\n", mdCode(g.Kind), mdCode(g.Command), verdict, details, effect)
+	if len(g.After) > 0 {
+		fmt.Fprintf(&b, "  - waits for %s\n", mdList(g.After))
+	}
 	if out := strings.TrimRight(g.Output, "\n"); out != "" {
 		for _, line := range strings.Split(strings.TrimSuffix(mdFence("text", Escape(out)), "\n"), "\n") {
 			b.WriteString("  " + line + "\n")
 		}
 	}
 	return b.String()
+}
+
+// mdList is items as code spans, separated by commas.
+func mdList(items []string) string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = mdCode(it)
+	}
+	return strings.Join(out, ", ")
 }
 
 // prefixLines splits s into lines, each starting with prefix.

@@ -214,18 +214,22 @@ func headline(r *plan.Resource, why string) string {
 		// A notified run: say why it happens.
 		return strings.TrimSuffix(headline(&plan.Resource{Address: r.Address, Kind: r.Kind}, ""), " is unchanged") + ": " + why
 	}
+	unless := ""
+	if r.HasGuardAtApply() {
+		unless = ", unless a guard decided at apply skips it"
+	}
 	switch r.Kind {
 	case resources.Create:
-		return addr + " will be created"
+		return addr + " will be created" + unless
 	case resources.Update:
-		return addr + " will be updated in place"
+		return addr + " will be updated in place" + unless
 	case resources.Delete:
-		return addr + " will be deleted"
+		return addr + " will be deleted" + unless
 	case resources.Run:
 		if why != "" {
-			return addr + " will run: " + why
+			return addr + " will run" + unless + ": " + why
 		}
-		return addr + " will run"
+		return addr + " will run" + unless
 	case resources.Skip:
 		if why != "" {
 			return addr + " skipped: " + why
@@ -279,6 +283,16 @@ func renderStep(bw *errWriter, pt painter, s *plan.Shown, label string) {
 	}
 	for _, g := range s.Guards {
 		verdict, details := guardLine(g)
+		if g.AtApply {
+			// ? decided at apply: only_if `test -f x` (fails now; …)
+			line := "#   " + pt.skip("?") + " " + verdict
+			if details != "" {
+				line = strings.TrimSuffix(line, ")") + "; " + strings.TrimPrefix(details, "(")
+			}
+			bw.printf("  %s\n", pt.faint(line))
+			renderWaits(bw, pt, g.After)
+			continue
+		}
 		if strings.Contains(why, verdict) && (len(s.Guards) == 1 || (r.Kind == resources.Skip && g.Decided)) {
 			// The headline already gives this guard's verdict.
 			if details != "" {
@@ -290,6 +304,21 @@ func renderStep(bw *errWriter, pt painter, s *plan.Shown, label string) {
 			verdict += " " + details
 		}
 		bw.printf("  %s\n", pt.faint("#   "+verdict))
+	}
+	for _, l := range s.Lazy {
+		line := fmt.Sprintf("#   %s is known at apply (%s)", EscapeLine(l.Property), EscapeLine(l.Source))
+		if len(l.Reads) > 0 {
+			reads := make([]string, len(l.Reads))
+			for i, rd := range l.Reads {
+				reads[i] = rd.Property + " = " + rd.Value
+				if strings.HasPrefix(rd.Property, "recipe file ") {
+					reads[i] = rd.Property + " " + rd.Value
+				}
+			}
+			line += ", reading " + EscapeLine(strings.Join(reads, ", "))
+		}
+		bw.printf("  %s\n", pt.faint(line))
+		renderWaits(bw, pt, l.After)
 	}
 	for _, st := range s.Steps {
 		bw.printf("  %s\n", pt.faint(fmt.Sprintf("#   runs %s (%s)", EscapeLine(st.Label), EscapeLine(st.Source))))
@@ -353,6 +382,15 @@ func renderStep(bw *errWriter, pt painter, s *plan.Shown, label string) {
 	bw.printf("    }\n")
 }
 
+// renderWaits names the earlier resources a deferred value or guard waits
+// for: those that could change what it reads.
+func renderWaits(bw *errWriter, pt painter, after []string) {
+	if len(after) == 0 {
+		return
+	}
+	bw.printf("  %s\n", pt.faint("#     waits for "+EscapeLine(strings.Join(after, ", "))))
+}
+
 // unquote shows a display form without the quotes of a plain string, as
 // design §11 does for "left as it is (0600)".
 func unquote(s string) string {
@@ -381,6 +419,8 @@ func renderChange(bw *errWriter, pt painter, kind resources.Kind, c plan.ShownCh
 		for _, line := range strings.Split(strings.TrimRight(c.Diff, "\n"), "\n") {
 			bw.printf("          %s\n", diffLine(pt, Escape(line)))
 		}
+	case c.Sensitive && c.KnownAtApply:
+		bw.printf("      %s %s = %s%s\n", sym, name, EscapeLine(c.After), suffix)
 	case c.Sensitive:
 		bw.printf("      %s %s = %s%s\n", sym, name, plan.Sensitive, suffix)
 	case c.Before != "" && kind != resources.Create:
@@ -462,8 +502,8 @@ func guardDetails(g plan.ShownGuard) []string {
 
 func renderSummary(bw *errWriter, pt painter, p *plan.Plan, width int) {
 	c := p.Counts()
-	bw.printf("%s\n", pt.bold(fmt.Sprintf("Plan: %d to create, %d to update, %d to delete, %d to run, %d skipped, %d unchanged.",
-		c.Create, c.Update, c.Delete, c.Run, c.Skip, c.NoOp)))
+	bw.printf("%s\n", pt.bold(fmt.Sprintf("Plan: %d to create, %d to update, %d to delete, %d to run, %d skipped, %d unchanged%s.",
+		c.Create, c.Update, c.Delete, c.Run, c.Skip, c.NoOp, deferredCounts(c))))
 	if width <= 0 {
 		width = 80
 	}
@@ -488,6 +528,39 @@ func renderSummary(bw *errWriter, pt painter, p *plan.Plan, width int) {
 		label := fmt.Sprintf("  %-8s", g.label)
 		bw.printf("%s%s\n", label, wrapList(addrs, width-len(label), strings.Repeat(" ", len(label))))
 	}
+	for _, g := range []struct {
+		label string
+		addrs []string
+	}{
+		{"decided at apply:", p.DecidedAtApply()},
+		{"known at apply:", p.KnownAtApply()},
+	} {
+		if len(g.addrs) == 0 {
+			continue
+		}
+		addrs := make([]string, len(g.addrs))
+		for i, a := range g.addrs {
+			addrs[i] = EscapeLine(a)
+		}
+		label := fmt.Sprintf("  %-18s", g.label)
+		bw.printf("%s%s\n", label, wrapList(addrs, width-len(label), strings.Repeat(" ", len(label))))
+	}
+}
+
+// deferredCounts is the summary's note of what waits for apply: "; 1
+// decided at apply, 2 with values known at apply", "" when nothing does.
+func deferredCounts(c plan.Counts) string {
+	var parts []string
+	if c.DecidedAtApply > 0 {
+		parts = append(parts, fmt.Sprintf("%d decided at apply", c.DecidedAtApply))
+	}
+	if c.KnownAtApply > 0 {
+		parts = append(parts, fmt.Sprintf("%d with values known at apply", c.KnownAtApply))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(parts, ", ")
 }
 
 // wrapList joins items with ", ", starting a new line (indented by ind)

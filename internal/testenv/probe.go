@@ -69,6 +69,8 @@ func probe(r Requirement) result {
 		return result{known: true, err: overlay(), hint: "needs root (or user namespaces on Linux 5.11 or later) and overlayfs in the kernel"}
 	case Nspawn:
 		return nspawn()
+	case Systemctl:
+		return program("systemctl and systemd-analyze", debianHint("systemd"), "sh", "-c", "systemctl --version >/dev/null && systemd-analyze --version >/dev/null && echo ok")
 	case Nsenter:
 		return program("nsenter", "needs root and util-linux ("+debianHint("util-linux")+")", "nsenter", "-t", strconv.Itoa(os.Getpid()), "-m", "echo", "ok")
 	case Shadow:

@@ -209,6 +209,7 @@ func (p *Planner) planNotified(ctx context.Context, logger hclog.Logger, inst *e
 	rd, err := p.lifecycle(logger.With("notified_action", action)).Evaluate(ctx, &plan.Subject{
 		Address: addr, Type: inst.Type, Desired: desired, Guards: specs,
 		Sensitive: inst.Sensitive, SensitiveProps: sensProps, Salt: salt,
+		Lazy: inst.Lazy, Deferred: plan.DeferredShow,
 	})
 	if err != nil {
 		return nil, lifecycleDiags(inst, rd, fmt.Errorf("the notified action %s: %w", action, err))

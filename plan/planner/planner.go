@@ -32,10 +32,34 @@ const DefaultParallelism = 10
 // outcome of guard i: what ran is the guard's spec, which the plan keeps
 // beside it (Resource.GuardSpecs). The output of a sensitive guard is not
 // kept.
+//
+// A guard decided at apply records what it says now, deciding nothing; one
+// that could not run now records why (GuardResult.Error).
 func GuardResults(outs []guard.Outcome, decidedBy int) []plan.GuardResult {
 	var out []plan.GuardResult
 	for i, o := range outs {
-		if o.Err != nil || o.Spec == nil {
+		if o.Spec == nil {
+			continue
+		}
+		if o.Deferred {
+			g := plan.GuardResult{ExitCode: o.ExitCode, DurationMS: o.Duration.Milliseconds(), Output: o.Output, Passed: o.Condition, Warning: o.Warning}
+			if o.Err != nil {
+				msg := o.Err.Error()
+				for _, head := range []string{o.Spec.Describe() + " cannot run: ", o.Spec.Describe() + ": "} {
+					msg = strings.TrimPrefix(msg, head)
+				}
+				g = plan.GuardResult{Error: msg, DurationMS: o.Duration.Milliseconds()}
+			}
+			if o.Spec.Sensitive {
+				g.Output = ""
+				if g.Error != "" {
+					g.Error = "it cannot run now (its error is hidden: the resource is sensitive)"
+				}
+			}
+			out = append(out, g)
+			continue
+		}
+		if o.Err != nil {
 			continue
 		}
 		g := plan.GuardResult{
@@ -75,6 +99,10 @@ type Planner struct {
 	Guards plan.GuardFunc
 	// Rand is the source of the plan's salt; nil means crypto/rand.
 	Rand io.Reader
+	// Resolver evaluates the values known only at apply that the plan can
+	// know already, and the guards decided at apply for what they say now;
+	// nil means eval.Resolver.
+	Resolver plan.Resolver
 }
 
 // Plan compiles cfg's node attributes with the host facts, evaluates its
@@ -129,6 +157,21 @@ func (p *Planner) Plan(ctx context.Context, cfg *config.Config) (*plan.Plan, hcl
 	// this host's absolute paths are noise.
 	for _, r := range pl.Resources {
 		r.Source.Filename = cfg.DisplayPath(r.Source.Filename)
+		for _, e := range r.Lazy {
+			e.Range.Filename = cfg.DisplayPath(e.Range.Filename)
+		}
+		for _, g := range r.GuardSpecs {
+			if g != nil && g.Lazy != nil {
+				g.Lazy.Range.Filename = cfg.DisplayPath(g.Lazy.Range.Filename)
+			}
+		}
+	}
+	for _, nr := range pl.NotifiedRuns {
+		for _, g := range nr.GuardSpecs {
+			if g != nil && g.Lazy != nil {
+				g.Lazy.Range.Filename = cfg.DisplayPath(g.Lazy.Range.Filename)
+			}
+		}
 	}
 	{
 		// Attributes a sensitive resource (or its children) reads are as
@@ -258,10 +301,41 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 		level = next
 	}
 
+	order := eval.Flatten(insts)
+	// What is deferred to apply waits only for earlier resources with
+	// work that could change what it reads: in order, each resource's
+	// values and guards no earlier one could change are settled now, and
+	// the resource planned again with them (settled holds the instance
+	// planned again, by the one evaluated).
+	settled := map[*eval.Instance]*eval.Instance{}
+	{
+		cur := make([]*eval.Instance, len(order))
+		rs := make([]*plan.Resource, len(order))
+		for i, inst := range order {
+			cur[i], rs[i] = inst, results[inst].res
+		}
+		for i, inst := range order {
+			if ctx.Err() != nil || rs[i] == nil {
+				continue
+			}
+			ni, res, steps, d, changed := p.settle(ctx, logger, cur, rs, i, salt)
+			if !changed {
+				continue
+			}
+			cur[i], rs[i], settled[inst] = ni, res, ni
+			results[inst] = outcome{res, steps, append(results[inst].diags, d...)}
+		}
+	}
+	current := func(inst *eval.Instance) *eval.Instance {
+		if ni := settled[inst]; ni != nil {
+			return ni
+		}
+		return inst
+	}
+
 	var planned []*eval.Instance
 	var ress []*plan.Resource
 	types := map[string]bool{}
-	order := eval.Flatten(insts)
 	// What each need's first provider is, for a need met too late.
 	provided, providers := map[string]bool{}, map[string]*eval.Instance{}
 	for i := len(order) - 1; i >= 0; i-- {
@@ -284,14 +358,14 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 				o.res.Parent, o.res.ParentStep = inst.Parent.Address(), inst.ParentStep
 			}
 			pl.Resources = append(pl.Resources, o.res)
-			planned, ress = append(planned, inst), append(ress, o.res)
+			planned, ress = append(planned, current(inst)), append(ress, o.res)
 			if d, ok := inst.Type.(resources.Definer); ok && !types[o.res.Type] {
 				types[o.res.Type] = true
 				pl.Types = append(pl.Types, d.Def())
 			}
 		}
 		for _, st := range o.steps {
-			diags = append(diags, unmetNeeds(inst, st, provided, providers)...)
+			diags = append(diags, unmetNeeds(current(inst), st, provided, providers)...)
 		}
 	}
 	if ctx.Err() == nil {
@@ -387,7 +461,14 @@ func declRange(inst *eval.Instance) *hcl.Range {
 
 // lifecycle is the lifecycle the planner evaluates resources with.
 func (p *Planner) lifecycle(logger hclog.Logger) *plan.Lifecycle {
-	return &plan.Lifecycle{Registry: p.Registry, Logger: logger, Guards: p.Guards}
+	return &plan.Lifecycle{Registry: p.Registry, Logger: logger, Guards: p.Guards, Resolver: p.resolver()}
+}
+
+func (p *Planner) resolver() plan.Resolver {
+	if p.Resolver != nil {
+		return p.Resolver
+	}
+	return eval.Resolver{}
 }
 
 // planOne plans one resource. It never panics: a panicking type becomes an
@@ -424,6 +505,7 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 		Sensitive:     inst.Sensitive,
 		IgnoreFailure: inst.IgnoreFailure,
 		Desired:       plan.DesiredValues(desired),
+		Lazy:          inst.Lazy,
 	}
 	if res.Action == "" {
 		res.Action = schema.DefaultAction
@@ -441,6 +523,9 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 		return res, nil, nil
 	}
 
+	if d := unknownValues(inst, desired); d.HasErrors() {
+		return nil, nil, d
+	}
 	hostNeeds, d := hostChecks(inst, desired)
 	if d.HasErrors() {
 		return nil, nil, append(diags, d...)
@@ -450,7 +535,7 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 	readings, err := p.lifecycle(logger).EvaluateActions(ctx, &plan.Subject{
 		Address: addr, Type: inst.Type, Desired: desired, Guards: inst.Guards,
 		Sensitive: inst.Sensitive, SensitiveProps: res.SensitiveProperties, Salt: salt,
-		State: pre,
+		State: pre, Lazy: inst.Lazy, Deferred: plan.DeferredShow,
 	}, inst.Actions)
 	rd := readings[0]
 	if err != nil {
@@ -522,6 +607,8 @@ func unmetNeeds(inst *eval.Instance, step *resources.Step, provided map[string]b
 			if p := providers[needKey(n)]; p != nil && p != inst {
 				detail += fmt.Sprintf("%s creates it, but later: resources converge in the order they are declared, so declare %s before %s.",
 					instAddress(p), instAddress(p), instAddress(inst))
+			} else if n.Missing != "" {
+				detail = n.Missing
 			} else {
 				hint := ""
 				if n.Namespace == resources.NamespacePath {
@@ -678,6 +765,28 @@ func planned(desired *resources.Resource, c resources.Change) bool {
 	return true
 }
 
+// unknownValues refuses a value not known at plan that the plan has no
+// expression for: one computed from a value known only at apply (a child
+// resource's value read from its parent's lazy property). The plan would
+// drop it, and apply converge without it; only what is written lazy(…) is
+// carried to apply.
+func unknownValues(inst *eval.Instance, desired *resources.Resource) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, prop := range desired.Schema().Properties {
+		v, ok := desired.Values[prop.Name]
+		if !ok || v == cty.NilVal || v.IsWhollyKnown() || inst.Lazy[prop.Name] != nil {
+			continue
+		}
+		diags = diags.Append(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Value not known at plan",
+			Detail:   fmt.Sprintf("The property %q of %s is not known when the plan is made: it is computed from a value known only at apply (a parent's lazy(…) property, read by its child resource). A value known only at apply belongs to its own resource and is not passed on: make what this is computed from known at plan.", prop.Name, desired.Address()),
+			Subject:  attributeRange(inst, prop.Name),
+		})
+	}
+	return diags
+}
+
 // hostChecks runs the schema's plan-time host checks on the set values (an
 // owner that must exist), so a value apply could not use fails the plan
 // rather than an apply half-way. The diagnostic points at the attribute
@@ -688,8 +797,8 @@ func hostChecks(inst *eval.Instance, desired *resources.Resource) ([]resources.N
 	var diags hcl.Diagnostics
 	var needs []resources.Need
 	for _, prop := range desired.Schema().Properties {
-		if prop.HostCheck == nil || !desired.IsSet(prop.Name) {
-			continue
+		if prop.HostCheck == nil || !desired.IsSet(prop.Name) || !desired.Values[prop.Name].IsWhollyKnown() {
+			continue // unset, or known only at apply (checked then)
 		}
 		if err := prop.HostCheck(desired.Values[prop.Name]); err != nil {
 			var missing *resources.MissingError
