@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/guard"
 	"github.com/toquehq/toque/plan"
@@ -958,6 +960,9 @@ func (r *run) convergeStep(ctx context.Context, e *entry, view *plan.Resource, p
 	if err := allowed(view, step); err != nil {
 		return err
 	}
+	if err := samePlanned(view, step); err != nil {
+		return err
+	}
 	if step.Reason != "" && step.Reason != view.Reason {
 		rr.Reason = step.Reason
 	}
@@ -1120,6 +1125,37 @@ func allowed(pr *plan.Resource, step *resources.Step) error {
 	if len(extra) > 0 {
 		sort.Strings(extra)
 		return fmt.Errorf("refused to %s: after an earlier change in this run it would also change %s, which the plan did not show as changing; run toque plan again", now, strings.Join(extra, ", "))
+	}
+	return nil
+}
+
+// samePlanned checks that step, planned from a reading taken in this run,
+// gives each property whose value the type computes from the host (the
+// version apt would install, the sha256 of what a URL serves: a change's
+// Planned value) the value the plan showed. The host may move after
+// pre-flight — an earlier resource of the run updates apt's lists — and
+// apply must not then carry out a value nobody reviewed.
+func samePlanned(pr *plan.Resource, step *resources.Step) error {
+	planned := map[string]*plan.Value{}
+	for _, c := range pr.Changes {
+		if c.Planned != nil {
+			planned[c.Property] = c.Planned
+		}
+	}
+	for _, c := range step.Changes {
+		want, ok := planned[c.Property]
+		if !ok || c.After == cty.NilVal {
+			continue
+		}
+		if !want.Value.RawEquals(c.After) {
+			shown := func(v cty.Value) string {
+				if pr.Sensitive || slices.Contains(pr.SensitiveProperties, c.Property) {
+					return plan.Sensitive
+				}
+				return plan.DisplayValue(v)
+			}
+			return fmt.Errorf("refused to %s: %s would now become %s, but the plan showed %s (the host changed during this apply); run toque plan again", step.Kind, c.Property, shown(c.After), shown(want.Value))
+		}
 	}
 	return nil
 }

@@ -396,7 +396,7 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx 
 			continue
 		}
 		v, d, sens := ev.sensitiveValue(a.Expr)
-		sens = sens || p.Sensitive
+		sens = sens || p.Sensitive || sensitiveWhen(p, v)
 		if sens {
 			diag.MarkSensitive(d)
 			sensitiveProps[p.Name] = true
@@ -647,6 +647,16 @@ func duplicates(insts []*Instance) hcl.Diagnostics {
 		}
 	}
 	return diags
+}
+
+// sensitiveWhen reports whether the property's SensitiveWhen hides the
+// value v as written (a URL with a password in it).
+func sensitiveWhen(p *resources.Property, v cty.Value) bool {
+	if p.SensitiveWhen == nil || v == cty.NilVal || !v.IsWhollyKnown() || v.IsNull() {
+		return false
+	}
+	hide, err := safeCall(func() (cty.Value, error) { return cty.BoolVal(p.SensitiveWhen(v)), nil })
+	return err != nil || hide.True()
 }
 
 // identityKey is the identity of r, a resource of an Identified type: its

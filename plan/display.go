@@ -338,9 +338,11 @@ func show(reg *resources.Registry, r *Resource, why string) *Shown {
 		}
 	}
 	s.Context = s.context()
+	changed := map[string]bool{}
 	if r.Kind == resources.Create || r.Kind == resources.Update {
 		for _, c := range r.Changes {
-			s.Changes = append(s.Changes, s.change(c.Property))
+			s.Changes = append(s.Changes, s.change(c))
+			changed[c.Property] = true
 		}
 	}
 	if cur := r.Current; cur != nil {
@@ -349,7 +351,10 @@ func show(reg *resources.Registry, r *Resource, why string) *Shown {
 		}
 		if cur.Exists && (r.Kind == resources.Update || r.Kind == resources.NoOp) && s.schema != nil {
 			for _, prop := range s.schema.Properties {
-				if !prop.IsDesiredState() || isSet(r.Desired, prop.Name) || r.Lazy[prop.Name] != nil {
+				if !prop.IsDesiredState() || isSet(r.Desired, prop.Name) || r.Lazy[prop.Name] != nil || changed[prop.Name] {
+					// A property the step changes all the same (a value
+					// the type computed: remote_file's download) is not
+					// left as it is.
 					continue
 				}
 				if sv, ok := cur.Values[prop.Name]; ok {
@@ -492,14 +497,26 @@ func (s *Shown) context() []ShownValue {
 }
 
 // change derives one property change from Desired (or the schema's
-// default) and Current.
-func (s *Shown) change(name string) ShownChange {
+// default, or the value the type planned from the host) and Current, with
+// the type's note.
+func (s *Shown) change(pc Change) ShownChange {
+	c := s.changeValues(pc)
+	if pc.Note != "" && !c.Sensitive {
+		c.DiffNote = strings.TrimPrefix(c.DiffNote+"; "+pc.Note, "; ")
+	}
+	return c
+}
+
+func (s *Shown) changeValues(pc Change) ShownChange {
 	r := s.Resource
+	name := pc.Property
 	c := ShownChange{Property: name, Sensitive: s.IsSensitive(name)}
 	prop := s.property(name)
 
 	after := cty.NilVal
-	if isSet(r.Desired, name) {
+	if pc.Planned != nil && pc.Planned.Value != cty.NilVal {
+		after = pc.Planned.Value
+	} else if isSet(r.Desired, name) {
 		after = r.Desired[name].Value
 	} else if r.Kind == resources.Create && prop != nil && prop.Default != cty.NilVal && !prop.Default.IsNull() {
 		after, c.Default = prop.Default, true

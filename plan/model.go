@@ -295,6 +295,15 @@ type StoredValue struct {
 // Current's.
 type Change struct {
 	Property string `json:"property"`
+	// Planned is the value the change sets when the resource type
+	// computed it from the host rather than took it from the recipe: the
+	// version apt would install, the sha256 of what a URL serves. Absent:
+	// Desired's value, or the type's default. Apply refuses a step whose
+	// value is not this one.
+	Planned *Value `json:"planned,omitempty"`
+	// Note is the type's word to a reviewer on the change: "apt also
+	// installs toque-dep 1.0".
+	Note string `json:"note,omitempty"`
 }
 
 // GuardResult is the outcome of one evaluated guard at plan time: the

@@ -217,7 +217,7 @@ func TestValidators(t *testing.T) {
 
 func TestBuiltin(t *testing.T) {
 	reg := Builtin()
-	if got := strings.Join(reg.Names(), ","); got != "bash,cron_d,csh,directory,execute,file,group,link,perl,powershell_script,python,script,service,sh,sysctl,systemd_unit,template,user" {
+	if got := strings.Join(reg.Names(), ","); got != "apt_repository,apt_update,bash,cron_d,csh,directory,execute,file,group,link,package,perl,powershell_script,python,remote_file,script,service,sh,sysctl,systemd_unit,template,user" {
 		t.Fatalf("Builtin().Names() = %s", got)
 	}
 	for _, n := range reg.Names() {

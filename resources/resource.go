@@ -123,6 +123,14 @@ type Need struct {
 	// directory ("package nginx is not available from any configured
 	// repository…").
 	Missing string
+	// AtApply marks a need that an earlier step can meet only at apply: a
+	// package that only a repository added in the same plan offers, whose
+	// version nobody can know before that repository's lists are read.
+	// toque's values known at apply are the recipe's (lazy(…)): a type
+	// cannot yet defer its own reading to apply, so a need an earlier (or
+	// a later) step would meet this way is a plan error naming that step
+	// (apply it first), and one nothing meets is Missing.
+	AtApply bool
 }
 
 // MissingError says the host lacks something a value names (a user or a
@@ -147,6 +155,9 @@ type Change struct {
 	// Default is true when After is the schema default (the recipe did not
 	// set the property and the thing is being created).
 	Default bool
+	// Note is one line the plan shows under the change for a reviewer
+	// ("apt also installs libfoo 1.2-1"); never for a sensitive value.
+	Note string
 }
 
 // Groups returns the distinct converge groups of changes, in schema order.
@@ -215,6 +226,11 @@ type State struct {
 	ownerUID      int
 	ownerKnown    bool
 	dirUnwritable string
+
+	// fetched is what remote_file's Load downloaded (or found in its
+	// cache) for Plan to show: never stored in a plan, whose record is
+	// the digest in Extra.
+	fetched *fetchedSource
 
 	// obj and src identify the objects Load read (the file at a path; a
 	// hard link's source), so that Converge changes those and no other.
@@ -471,6 +487,12 @@ type Property struct {
 	// error. "" means the value identifies nothing shared (execute's
 	// command may run twice).
 	Namespace string
+	// SensitiveWhen, when set, hides a set value for which it returns true
+	// as if the recipe had written it with sensitive(): a URL that carries
+	// a password (https://user:secret@host/…) is shown as "(sensitive)" in
+	// every output, and kept in full only in the plan file. It gets the
+	// normalised value and does no I/O.
+	SensitiveWhen func(cty.Value) bool
 	// Warn, when set, returns a warning about a valid value that is
 	// probably not what the recipe meant (mode = 644, a decimal number
 	// that reads like octal), or "". It gets the value as written, before
@@ -684,6 +706,7 @@ type BatchLoader interface {
 	Type
 	// LoadAll reads what each of rs names (each a LoadView, as Load gets)
 	// and returns one State per resource, in the order of rs. Like Load,
-	// it must not change the host.
+	// it must not change the host. A nil State leaves that resource to
+	// Load (one whose own reading failed, which Load then reports).
 	LoadAll(ctx context.Context, rs []*Resource) ([]*State, error)
 }

@@ -1,6 +1,8 @@
 // Command benchrun times whole toque processes on generated recipe sets:
 // the plan from nothing, the apply, and the no-op plan after it, with peak
-// memory, as medians over several runs. `make bench` runs it.
+// memory, as medians over several runs; the plan of guarded executes; the
+// plan of installed packages and of remote files whose checksums match,
+// with the processes each starts. `make bench` runs it.
 //
 // It is a measuring tool, not part of toque.
 package main
@@ -32,6 +34,8 @@ func main() {
 	runs := flag.Int("runs", 5, "runs per measurement (the median is reported)")
 	par := flag.Int("parallelism", 10, "toque -parallelism")
 	guards := flag.Int("guards", 0, "instead: time the plan of this many execute resources with a not_if script guard (see guards.go)")
+	packages := flag.Int("packages", 0, "instead: time the plan of this many installed package resources (see packages.go)")
+	remoteFiles := flag.Int("remote-files", 0, "instead: time the plan of this many remote_file resources whose checksums match (see packages.go)")
 	custom := flag.Int("customtypes", 0, "instead: time the plan of this many resources of a type written in HCL, with and without batch (see customtypes.go)")
 	flag.Parse()
 
@@ -48,6 +52,15 @@ func main() {
 	}
 	if *custom > 0 {
 		benchCustomTypes(work, bin, *custom, *runs, *par)
+		return
+	}
+	if *packages > 0 || *remoteFiles > 0 {
+		if *packages > 0 {
+			benchPackages(work, bin, *packages, *runs)
+		}
+		if *remoteFiles > 0 {
+			benchRemoteFiles(work, bin, *remoteFiles, *runs)
+		}
 		return
 	}
 

@@ -18,7 +18,7 @@
 // cannot):
 //
 //	bash, dash-sh, csh, python3, perl, git, jq, script, userns, overlay,
-//	fhs-dirs, nobody, dev-full, machine-id, systemctl: both tiers
+//	fhs-dirs, nobody, dev-full, machine-id, systemctl, dpkg-dev: both tiers
 //	root, unshare, nsenter, shadow-tools, cron, systemd-nspawn: the root tier
 //	non-root: the nonroot tier
 //	pwsh: neither — it stays a skip, with its message
@@ -70,6 +70,9 @@ const (
 	Nsenter   Requirement = "nsenter"        // nsenter(1) joins another process's namespaces (needs root)
 	Shadow    Requirement = "shadow-tools"   // useradd, usermod, userdel, groupadd, groupmod, groupdel, gpasswd, chpasswd (root runs them)
 	Cron      Requirement = "cron"           // Debian's cron daemon (tests run it in a namespace, never on the host)
+	// DpkgDev is apt and dpkg, with dpkg-dev's dpkg-scanpackages: the
+	// package tests build fixture packages and a local repository.
+	DpkgDev Requirement = "dpkg-dev"
 )
 
 // StrictEnv is the variable that makes unmet promised requirements fail.
@@ -109,6 +112,7 @@ var promised = map[Requirement][]tier{
 	Nsenter:   {rootT},
 	Shadow:    {rootT},
 	Cron:      {rootT},
+	DpkgDev:   {rootT, nonroot},
 }
 
 // MustHave lets the test go on when the machine meets every requirement.

@@ -223,7 +223,7 @@ func (p *Planner) planNotified(ctx context.Context, logger hclog.Logger, inst *e
 	nr.Kind, nr.StepReason, nr.Groups = step.Kind, step.Reason, step.Groups
 	nr.Current = rd.Current
 	nr.Fingerprint = rd.Fingerprint()
-	nr.Changes = changesOf(step.Changes)
+	nr.Changes = changesOf(desired, step.Changes)
 	logger.Debug("planned notified run", "resource", addr, "action", action, "kind", nr.Kind, "reason", nr.Reason)
 	return nr, nil
 }

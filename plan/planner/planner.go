@@ -555,13 +555,13 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 	res.Groups = step.Groups
 	res.Current = rd.Current
 	res.Fingerprint = rd.Fingerprint()
-	res.Changes = changesOf(step.Changes)
+	res.Changes = changesOf(desired, step.Changes)
 	steps = append(steps, step)
 	for i, later := range readings[1:] {
 		st := later.Step
 		res.Then = append(res.Then, &plan.ActionStep{
 			Action: inst.Actions[i+1], Kind: st.Kind, StepReason: st.Reason, Reason: st.Reason,
-			Changes: changesOf(st.Changes), Groups: st.Groups, Current: later.Current,
+			Changes: changesOf(desired, st.Changes), Groups: st.Groups, Current: later.Current,
 		})
 		steps = append(steps, st)
 	}
@@ -583,7 +583,23 @@ func unmetNeeds(inst *eval.Instance, step *resources.Step, provided map[string]b
 	var diags hcl.Diagnostics
 	if step.Kind.IsWork() {
 		for _, n := range step.Needs {
-			if provided[needKey(n)] {
+			if provided[needKey(n)] && !n.AtApply {
+				continue
+			}
+			if p := providers[needKey(n)]; n.AtApply && p != nil && p != inst {
+				// Met only once p is applied (Need.AtApply): a value
+				// known at apply, which toque does not plan yet.
+				diags = diags.Append(&hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Value known only at apply",
+					Detail: fmt.Sprintf("%s needs %s, which only %s, in this plan, provides, and only once it is applied: what %s would do is known only at apply, and toque does not plan values known at apply yet. Apply %s first (plan and apply with %s left out, or guarded with only_if), then plan again.",
+						instAddress(inst), n.What, instAddress(p), instAddress(inst), instAddress(p), instAddress(inst)),
+					Subject: needRange(inst, n),
+				})
+				continue
+			}
+			if n.Missing != "" {
+				diags = diags.Append(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing " + n.What, Detail: n.Missing, Subject: needRange(inst, n)})
 				continue
 			}
 			detail := fmt.Sprintf("%s needs the %s %s, which does not exist, and no earlier resource of the plan creates it: apply would fail there, after earlier resources changed the host. ",
@@ -713,16 +729,40 @@ func lifecycleDiags(inst *eval.Instance, rd *plan.Reading, err error) hcl.Diagno
 }
 
 // changesOf names the properties a step changes. Their values are the
-// plan's desired values and live reading, from which renderings show them.
-func changesOf(changes []resources.Change) []plan.Change {
+// plan's desired values and live reading, from which renderings show them
+// — except a value the type computed from the host rather than took from
+// the recipe (the version apt would install, the sha256 of what a URL
+// serves), which is kept as the change's Planned value: apply refuses a
+// step whose value is not it. A type's note on a change is kept with it.
+func changesOf(desired *resources.Resource, changes []resources.Change) []plan.Change {
 	if len(changes) == 0 {
 		return nil
 	}
 	out := make([]plan.Change, len(changes))
 	for i, c := range changes {
-		out[i] = plan.Change{Property: c.Property}
+		out[i] = plan.Change{Property: c.Property, Note: c.Note}
+		if planned(desired, c) {
+			v := plan.Value{Value: c.After}
+			out[i].Planned = &v
+		}
 	}
 	return out
+}
+
+// planned reports whether c's value is the type's, not the recipe's (set
+// or default).
+func planned(desired *resources.Resource, c resources.Change) bool {
+	if c.After == cty.NilVal || c.Default {
+		return false
+	}
+	prop := desired.Schema().Property(c.Property)
+	if prop == nil {
+		return true
+	}
+	if desired.IsSet(c.Property) {
+		return !prop.Equals(desired.Values[c.Property], c.After)
+	}
+	return true
 }
 
 // unknownValues refuses a value not known at plan that the plan has no
