@@ -276,9 +276,11 @@ func renderStep(bw *errWriter, pt painter, s *plan.Shown, label string) {
 		bw.printf("  %s\n", pt.faint(fmt.Sprintf("#   (type %s is not a resource type of this build of toque: apply refuses this plan)", EscapeLine(strconv.Quote(r.Type)))))
 	}
 	why := EscapeLine(s.Why)
-	if r.Kind == resources.Update && len(s.Changes) == 0 && why != "" && len(s.Guards) == 0 {
+	if why != "" && len(s.Guards) == 0 && (r.Kind == resources.Update && len(s.Changes) == 0 || r.Kind == resources.Delete) {
 		// No property changes to show (a lock, a touch): the reason is
-		// what the update does.
+		// what the update does. A delete has none either, and its reason
+		// says what goes ("removes the link, not what it points to", the
+		// packages apt removes with it).
 		bw.printf("  %s\n", pt.faint("#   "+why))
 	}
 	for _, g := range s.Guards {
