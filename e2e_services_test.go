@@ -556,6 +556,7 @@ service "toque-e2e" {
 	for _, want := range []string{
 		"# systemd_unit[toque-e2e.service] will be created",
 		"+ExecStart=/bin/sleep 1000",
+		"then systemd reads its unit files again (one daemon-reload after this batch of unit files)",
 		"# service[toque-e2e] (action enable, 1 of 2) will be updated in place\n  #   not on the host yet",
 		"# service[toque-e2e] (action start, 2 of 2) will be updated in place",
 		"# service[toque-e2e] will run: notified by file[/etc/toque-e2e.conf] and systemd_unit[toque-e2e.service] (delayed)",

@@ -197,7 +197,13 @@ func (t *systemdUnitType) Plan(desired *Resource, current *State) (*Step, error)
 			step.Changes, step.Groups = []Change{*c}, []string{"content"}
 		}
 		if step.Kind.IsWork() && desired.Bool("triggers_reload") && statusOf(current).Offline == "" {
-			step.Reason += "; then systemd reads its unit files again (one daemon-reload after this batch of unit files)"
+			const reload = "then systemd reads its unit files again (one daemon-reload after this batch of unit files)"
+			step.Reason += "; " + reload
+			if len(step.Changes) == 1 {
+				// Said under the content's diff too: the text plan shows
+				// an update's changes, not its reason.
+				step.Changes[0].Note = reload
+			}
 		}
 		if action == "delete" && step.Kind.IsWork() && statusOf(current).running() {
 			step.Reason += "; the unit keeps running until it is stopped (put stop before delete)"
