@@ -145,7 +145,8 @@ func TestE2ECustomTypesExample(t *testing.T) {
 		t.Errorf("parents %v", parents)
 	}
 	md := c.mustToque(0, nil, "show", "-markdown", planFile).stdout
-	contains(t, "markdown", md, "web_site[blog].template[conf]", "Runs `converge_if_changed` (`types.hcl:")
+	contains(t, "markdown", md, "web_site[blog].template[conf]", "Runs `converge_if_changed` (`types.hcl:",
+		"<code>web_site[blog]</code> changes through its child resources below")
 	dot := c.must(0, nil, "graph").stdout
 	contains(t, "graph", dot, `"web_site[blog]" -> "web_site[blog].template[conf]" [label = "declares"`)
 	c.must(0, nil, "validate")

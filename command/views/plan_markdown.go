@@ -301,8 +301,9 @@ func markdownSections(p *plan.Plan, o MarkdownOptions) []mdSection {
 			out = append(out, mdSection{text: markdownResource(p.ShowNotified(o.Registry, nr)), resources: 1})
 		}
 	}
+	tree := p.Tree()
 	for i, r := range p.Resources {
-		if r.Steps() > 1 && r.AnyWork() {
+		if r.Steps() > 1 && (r.AnyWork() || tree.ChildWork(i)) {
 			// One section per action that works, each with the notified
 			// runs in its turn.
 			for si := 0; si < r.Steps(); si++ {
@@ -311,6 +312,8 @@ func markdownSections(p *plan.Plan, o MarkdownOptions) []mdSection {
 				}
 				if view := r.StepView(si); view.Kind.IsWork() || (view.Kind == resources.Skip && !o.ChangesOnly) {
 					out = append(out, mdSection{text: markdownResource(p.Show(o.Registry, view)), resources: 1})
+				} else if view.Kind == resources.NoOp && tree.StepChildWork(i, si) {
+					out = append(out, mdSection{text: markdownThroughChildren(view, si, r.Steps()), resources: 1})
 				}
 				for _, nr := range p.RunsAtStep(i, si, false) {
 					out = append(out, mdSection{text: markdownResource(p.ShowNotified(o.Registry, nr)), resources: 1})
@@ -327,6 +330,13 @@ func markdownSections(p *plan.Plan, o MarkdownOptions) []mdSection {
 				continue
 			}
 		default:
+			if r.Kind == resources.NoOp && tree.StepChildWork(i, 0) {
+				// Nothing of its own to do, but its children change: it
+				// counts as changed (its notifications fire).
+				out = append(out, mdSection{text: markdownThroughChildren(r, 0, 1), resources: 1})
+				notified(i, false)
+				continue
+			}
 			if r.Action == "nothing" && p.HasNotifiedWork(r.Address) {
 				// Counted, and shown, by its notified run.
 				notified(i, false)
@@ -396,6 +406,29 @@ func markdownHeadline(k resources.Kind) string {
 // htmlCode is s as an HTML <code> element, on one line, escaped.
 func htmlCode(s string) string {
 	return "<code>" + html.EscapeString(EscapeLine(s)) + "</code>"
+}
+
+// markdownThroughChildren renders a resource (step si of n) whose own step
+// is a no-op but whose child resources change; they follow it.
+func markdownThroughChildren(r *plan.Resource, si, n int) string {
+	var b strings.Builder
+	label := ""
+	if n > 1 {
+		label = fmt.Sprintf(" (action %s, %d of %d)", r.Action, si+1, n)
+	}
+	fmt.Fprintf(&b, "<details><summary><code>~</code> %s%s changes through its child resources below</summary>\n\n", htmlCode(r.Address), html.EscapeString(EscapeLine(label)))
+	if r.Source.Filename != "" {
+		fmt.Fprintf(&b, "Declared at %s; action %s.\n\n", mdCode(fmt.Sprintf("%s:%d", r.Source.Filename, r.Source.Line)), mdCode(r.Action))
+	}
+	if len(r.Notifications) > 0 {
+		b.WriteString("**Notifies**\n\n")
+		for _, nt := range r.Notifications {
+			fmt.Fprintf(&b, "- %s with %s, %s\n", mdCode(nt.Target), mdCode(nt.Action), mdTiming(nt.Timing))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("</details>\n")
+	return b.String()
 }
 
 // markdownResource renders one resource's <details> section.
