@@ -15,6 +15,7 @@ import (
 	"github.com/toquehq/toque/eval"
 	"github.com/toquehq/toque/internal/host"
 	"github.com/toquehq/toque/internal/plantest"
+	"github.com/toquehq/toque/internal/testenv"
 	"github.com/toquehq/toque/plan"
 	"github.com/toquehq/toque/plan/planner"
 	"github.com/toquehq/toque/resources"
@@ -232,8 +233,10 @@ func TestUnknownValueWithoutExpressionRefused(t *testing.T) {
 
 // TestLazyAccounts: types whose Load reads by a property (a user's uid, a
 // group's gid) plan with that property known only at apply: Load reads as
-// if it were not set.
+// if it were not set. Planning a user needs root (the user database is
+// root's), so this runs in the root tier.
 func TestLazyAccounts(t *testing.T) {
+	testenv.MustHave(t, testenv.Root)
 	pl, diags, _ := planDir(t, `
 execute "x" {
   command = "true"
