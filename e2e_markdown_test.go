@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/toquehq/toque/command/views"
 )
 
 var digestLine = regexp.MustCompile(`Plan digest: (sha256:[0-9a-f]{64})`)
@@ -219,7 +221,7 @@ file "ROOT/c.conf" { content = "c\n" }
 	if got := types(evs); got != want {
 		t.Fatalf("events %q, want %q\n%s", got, want, r)
 	}
-	if evs[0]["plan_digest"] != digest || evs[0]["format_version"] != "1.2" {
+	if evs[0]["plan_digest"] != digest || evs[0]["format_version"] != views.EventsFormatVersion {
 		t.Errorf("apply_start: %v", evs[0])
 	}
 	if evs[3]["address"] != "file["+e.root+"/b.conf]" || evs[3]["kind"] != "update" || evs[3]["outcome"] != "changed" {

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/guard"
 	"github.com/toquehq/toque/plan"
@@ -56,6 +58,11 @@ type Applier struct {
 	// key of the plan's journal, recorded in the lock file and the report.
 	// "" computes it from the plan.
 	PlanDigest string
+	// Resolver evaluates what the plan defers to apply (values known only
+	// at apply, guards decided at apply by an expression) right before
+	// their resource converges. package apply does not evaluate
+	// expressions: command hands it eval's. nil fails such a resource.
+	Resolver plan.Resolver
 }
 
 // run is one Apply call's state.
@@ -78,6 +85,15 @@ type run struct {
 	// lc evaluates every resource action (guards, Load, Plan), as the
 	// planner did.
 	lc *plan.Lifecycle
+	// reg holds the resource types: the Applier's, and those written in
+	// HCL that the plan carries.
+	reg *resources.Registry
+	// tree says which child resources each resource's actions declare.
+	tree *plan.Tree
+	// later holds the work types defer within this apply (a daemon-reload
+	// after unit files changed): done before a resource it does not batch
+	// with is read to converge, and at the end (doLater, finishLater).
+	later *resources.Later
 }
 
 // entry is one plan resource being applied.
@@ -135,7 +151,13 @@ func (a *Applier) Apply(ctx context.Context, p *plan.Plan) (*Report, error) {
 		r.logger = hclog.NewNullLogger()
 	}
 	r.logger = r.logger.Named("apply")
-	r.lc = &plan.Lifecycle{Registry: a.Registry, Logger: r.logger}
+	reg, err := p.TypeRegistry(a.Registry)
+	if err != nil {
+		return nil, err
+	}
+	r.reg, r.tree = reg, p.Tree()
+	r.lc = &plan.Lifecycle{Registry: reg, Logger: r.logger, Resolver: a.Resolver}
+	r.later = resources.NewLater()
 	if r.now == nil {
 		r.now = time.Now
 	}
@@ -319,7 +341,7 @@ func (r *run) preload(ctx context.Context) {
 		if e.earlier != nil || (pr.Action == "nothing" && pr.Kind == resources.NoOp) || pr.Kind == resources.Skip {
 			continue
 		}
-		t, d, err := plan.DesiredResource(r.a.Registry, pr)
+		t, d, err := plan.DesiredResource(r.reg, pr)
 		if err != nil {
 			continue // preflightOne reports it
 		}
@@ -374,7 +396,7 @@ func (r *run) preflightOne(ctx context.Context, e *entry) preflightResult {
 	if pr.Kind == resources.Skip && !checkGuards {
 		return preflightResult{}
 	}
-	t, d, err := plan.DesiredResource(r.a.Registry, pr)
+	t, d, err := plan.DesiredResource(r.reg, pr)
 	if err != nil {
 		return preflightResult{err: &ResourceError{Address: pr.Address, Err: err}}
 	}
@@ -507,11 +529,32 @@ func comparePredicted(then, now *plan.Current) []plan.Difference {
 }
 
 // subject is the lifecycle subject of e, with guards (nil: not guarded).
+// Its values known at apply stay unknown, and its guards decided at apply
+// are not run, unless it is made to decide (decide).
 func (r *run) subject(e *entry, guards []*guard.Spec) *plan.Subject {
 	return &plan.Subject{
 		Address: e.pr.Address, Type: e.typ, Desired: e.desired, Guards: guards,
 		Sensitive: e.pr.Sensitive, SensitiveProps: e.pr.SensitiveProperties, Salt: r.p.Salt,
+		Lazy: e.pr.Lazy,
 	}
+}
+
+// decide makes s the evaluation right before its resource converges: its
+// values known at apply are evaluated, its guards decided at apply decide.
+func decide(s *plan.Subject) *plan.Subject {
+	s.Deferred = plan.DeferredDecide
+	return s
+}
+
+// decidedAtApply words the verdicts of rd's guards decided at apply.
+func decidedAtApply(rd *plan.Reading) []string {
+	var out []string
+	for _, o := range rd.Guards {
+		if o.Spec != nil && o.Spec.AtApply && o.Err == nil && !o.Deferred {
+			out = append(out, o.Spec.Verdict(o.Condition))
+		}
+	}
+	return out
 }
 
 // guardsFailed reports whether err is a guard that could not run (there is
@@ -579,11 +622,13 @@ func (r *run) converge(ctx context.Context, started time.Time, resumed bool) (*R
 		switch {
 		case e.earlier != nil:
 			continue
-		case e.pr.Kind == resources.Skip:
-			rr.Outcome = OutcomeSkipped
+		case e.pr.Parent != "":
+			// Converged by its parent, in the place its action gives it.
+			if rr.Outcome == OutcomeNotStarted {
+				r.settle(e, rr)
+			}
 			continue
-		case !e.pr.AnyWork():
-			rr.Outcome = OutcomeUnchanged
+		case r.settle(e, rr):
 			continue
 		}
 		if err := ctx.Err(); err != nil {
@@ -652,6 +697,9 @@ func (r *run) converge(ctx context.Context, started time.Time, resumed bool) (*R
 		}
 	}
 	nt.notFired(rep, interrupted)
+	if err := r.finishLater(ctx); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
 	if interrupted {
 		rep.Interrupted = true
 		for i, e := range r.entries {
@@ -709,7 +757,7 @@ func (r *run) convergeResource(ctx context.Context, e *entry, rr *ResourceReport
 	if e.pr.Steps() == 1 {
 		err := nt.before(ctx, e, 0)
 		if err == nil {
-			err = r.convergeOne(ctx, e, 0, rr, true)
+			err = r.convergeOne(ctx, e, 0, rr, true, nt)
 			if err == nil {
 				err = nt.after(ctx, e, rr)
 			}
@@ -720,7 +768,7 @@ func (r *run) convergeResource(ctx context.Context, e *entry, rr *ResourceReport
 		return err
 	}
 	ref := stepRef{index: e.idx}
-	if e.alreadyDone {
+	if e.alreadyDone && !r.tree.ChildWork(e.idx) {
 		// Every action already in its planned state (pre-flight), unless an
 		// earlier resource of this run undid one: each is read again.
 		allDone := true
@@ -747,12 +795,12 @@ func (r *run) convergeResource(ctx context.Context, e *entry, rr *ResourceReport
 		case runErr != nil:
 		case view.Kind == resources.Skip:
 			srr.Outcome = OutcomeSkipped
-		case !view.Kind.IsWork():
+		case !r.tree.StepWork(e.idx, si):
 			srr.Outcome = OutcomeUnchanged
 		default:
 			runErr = nt.before(ctx, e, si)
 			if runErr == nil {
-				runErr = r.convergeOne(ctx, e, si, &srr, false)
+				runErr = r.convergeOne(ctx, e, si, &srr, false, nt)
 				if runErr == nil {
 					runErr = nt.after(ctx, e, &srr)
 				}
@@ -760,6 +808,10 @@ func (r *run) convergeResource(ctx context.Context, e *entry, rr *ResourceReport
 		}
 		rr.Actions = append(rr.Actions, ActionReport{Action: view.Action, Kind: srr.Kind, Outcome: srr.Outcome, Reason: srr.Reason, DiffersFromPlan: srr.DiffersFromPlan, Error: srr.Error, DurationMS: srr.DurationMS})
 		rr.DurationMS += srr.DurationMS
+		if len(srr.KnownAtApply) > 0 {
+			rr.KnownAtApply = srr.KnownAtApply
+		}
+		rr.DecidedAtApply = append(rr.DecidedAtApply, srr.DecidedAtApply...)
 	}
 	rr.Outcome, rr.DiffersFromPlan, rr.Error = summarizeActions(rr.Actions)
 	recorded := rr.Outcome
@@ -820,9 +872,12 @@ func (r *run) stepSubject(e *entry, si int, guards []*guard.Spec) *plan.Subject 
 // reading within what the plan showed. It fills rr and returns the
 // resource's error; record journals the resource's start and end (a
 // resource of several actions is journaled around all of them).
-func (r *run) convergeOne(ctx context.Context, e *entry, si int, rr *ResourceReport, record bool) error {
+func (r *run) convergeOne(ctx context.Context, e *entry, si int, rr *ResourceReport, record bool, nt *notifier) error {
 	if err := r.j.Err(); err != nil {
 		return err
+	}
+	if seq := r.sequence(e, si); seq != nil {
+		return r.convergeComposite(ctx, e, si, seq, rr, record, nt)
 	}
 	view := e.pr.StepView(si)
 	// The guards once more, right before converging: an earlier change of
@@ -855,8 +910,24 @@ func (r *run) convergeOne(ctx context.Context, e *entry, si int, rr *ResourceRep
 		// printed first.
 		r.syncJournal()
 	}
-	rd, err := r.lc.Evaluate(ctx, r.stepSubject(e, si, e.pr.GuardSpecs))
+	var rd *plan.Reading
+	err := r.doLater(ctx, e.desired.WithAction(view.Action))
+	if err == nil {
+		rd, err = r.lc.Evaluate(ctx, decide(r.stepSubject(e, si, e.pr.GuardSpecs)))
+	}
+	if rd != nil {
+		rr.DecidedAtApply = append(rr.DecidedAtApply, decidedAtApply(rd)...)
+	}
 	switch {
+	case err == nil && rd.Skip && rd.Guards[rd.DecidedBy].Spec.AtApply:
+		// A guard decided at apply, as the plan said it would be.
+		r.hooks.PreApply(view)
+		rr.Outcome = OutcomeSkipped
+		o := rd.Guards[rd.DecidedBy]
+		rr.Reason = "skipped: decided at apply: " + o.Spec.Verdict(o.Condition)
+		r.logger.Info("skipped by a guard decided at apply", "resource", e.pr.Address, "guard", rr.Reason)
+		rep := *rr
+		return reported(rr.Outcome, func() { r.out.PostApply(view, rep) })
 	case err == nil && rd.Skip:
 		r.hooks.PreApply(view)
 		why := skippedNow(rd)
@@ -918,6 +989,9 @@ func failedOutcome(ctx context.Context, outcome string) string {
 // is the fingerprint the plan read, "" for a later action (its state was
 // predicted).
 func (r *run) convergeStep(ctx context.Context, e *entry, view *plan.Resource, planned string, rr *ResourceReport, rd *plan.Reading) error {
+	if len(rd.Resolved) > 0 {
+		rr.KnownAtApply = rd.Resolved
+	}
 	if planned != "" && rd.Fingerprint() != planned {
 		rr.DiffersFromPlan = describeDifferences(e.pr.Current, rd.Current)
 		r.logger.Info("live state differs from the plan because of an earlier change in this run", "resource", e.pr.Address, "differences", rr.DiffersFromPlan)
@@ -934,11 +1008,26 @@ func (r *run) convergeStep(ctx context.Context, e *entry, view *plan.Resource, p
 	if err := allowed(view, step); err != nil {
 		return err
 	}
+	if err := samePlanned(view, step); err != nil {
+		return err
+	}
 	if step.Reason != "" && step.Reason != view.Reason {
 		rr.Reason = step.Reason
 	}
 
-	env := &resources.Env{StateDir: r.a.StateDir, Logger: r.logger.Named(e.pr.Address), Sensitive: e.pr.Sensitive}
+	if err := r.runConverge(ctx, e, view, rd, rd.State, step); err != nil {
+		return err
+	}
+	rr.Outcome = OutcomeChanged
+	return nil
+}
+
+// runConverge calls e's type's Converge for view's action with step,
+// from state, with a heartbeat while it runs. rd is the reading step was
+// planned from: Converge gets its resource, with the values known only at
+// apply evaluated.
+func (r *run) runConverge(ctx context.Context, e *entry, view *plan.Resource, rd *plan.Reading, state *resources.State, step *resources.Step) error {
+	env := &resources.Env{StateDir: r.a.StateDir, Logger: r.logger.Named(e.pr.Address), Sensitive: e.pr.Sensitive, Later: r.later}
 	if !e.pr.Sensitive {
 		env.Output = func(stream, line string) { r.hooks.Output(view, stream, line) }
 	}
@@ -960,15 +1049,44 @@ func (r *run) convergeStep(ctx context.Context, e *entry, view *plan.Resource, p
 		}
 	}()
 	desired := e.desired.WithAction(view.Action)
+	if rd.Desired != nil {
+		desired = rd.Desired.WithAction(view.Action) // with its values known at apply
+	}
 	err := r.protect(e, "Converge", func() error {
-		return e.typ.Converge(ctx, env, desired, rd.State, step)
+		return e.typ.Converge(ctx, env, desired, state, step)
 	})
 	close(done)
 	wg.Wait()
-	if err != nil {
-		return err
+	return err
+}
+
+// doLater does the deferred work (resources.Later) that may not wait until
+// after desired converges, before it is read for that: a service is read
+// after the daemon-reload that unit files changed before it need. A
+// failure is the resource's: it is not converged.
+func (r *run) doLater(ctx context.Context, desired *resources.Resource) error {
+	if len(r.later.Pending()) == 0 {
+		return nil
 	}
-	rr.Outcome = OutcomeChanged
+	r.logger.Debug("doing deferred work before the next resource", "resource", desired.Address(), "pending", strings.Join(r.later.Pending(), ", "))
+	if err := r.later.Before(ctx, desired); err != nil {
+		return fmt.Errorf("before converging, toque did the work earlier resources of this apply left for later, and it failed: %w", err)
+	}
+	return nil
+}
+
+// finishLater does the deferred work still pending at the end of the
+// apply — also after a failure, since the resources that deferred it did
+// change the host — but not once the apply is aborted.
+func (r *run) finishLater(ctx context.Context) error {
+	pending := r.later.Pending()
+	if len(pending) == 0 || ctx.Err() != nil {
+		return nil
+	}
+	r.logger.Debug("doing deferred work at the end of the apply", "pending", strings.Join(pending, ", "))
+	if err := r.later.Flush(ctx); err != nil {
+		return fmt.Errorf("at the end of the apply, toque did the work earlier resources left for later, and it failed: %w", err)
+	}
 	return nil
 }
 
@@ -985,6 +1103,9 @@ func guardsStale(pr *plan.Resource, planned []plan.GuardResult, rd *plan.Reading
 		sr.Now = resources.Skip
 	}
 	for i, o := range rd.Guards {
+		if o.Deferred || (o.Spec != nil && o.Spec.AtApply) {
+			continue // decided at apply, not at plan
+		}
 		then := "not evaluated"
 		if i < len(planned) {
 			if planned[i].Passed == o.Condition {
@@ -1052,6 +1173,37 @@ func allowed(pr *plan.Resource, step *resources.Step) error {
 	if len(extra) > 0 {
 		sort.Strings(extra)
 		return fmt.Errorf("refused to %s: after an earlier change in this run it would also change %s, which the plan did not show as changing; run toque plan again", now, strings.Join(extra, ", "))
+	}
+	return nil
+}
+
+// samePlanned checks that step, planned from a reading taken in this run,
+// gives each property whose value the type computes from the host (the
+// version apt would install, the sha256 of what a URL serves: a change's
+// Planned value) the value the plan showed. The host may move after
+// pre-flight — an earlier resource of the run updates apt's lists — and
+// apply must not then carry out a value nobody reviewed.
+func samePlanned(pr *plan.Resource, step *resources.Step) error {
+	planned := map[string]*plan.Value{}
+	for _, c := range pr.Changes {
+		if c.Planned != nil {
+			planned[c.Property] = c.Planned
+		}
+	}
+	for _, c := range step.Changes {
+		want, ok := planned[c.Property]
+		if !ok || c.After == cty.NilVal {
+			continue
+		}
+		if !want.Value.RawEquals(c.After) {
+			shown := func(v cty.Value) string {
+				if pr.Sensitive || slices.Contains(pr.SensitiveProperties, c.Property) {
+					return plan.Sensitive
+				}
+				return plan.DisplayValue(v)
+			}
+			return fmt.Errorf("refused to %s: %s would now become %s, but the plan showed %s (the host changed during this apply); run toque plan again", step.Kind, c.Property, shown(c.After), shown(want.Value))
+		}
 	}
 	return nil
 }

@@ -40,7 +40,10 @@ import (
 // Resources are staged only when nothing that happens between them could
 // see the difference: a planned create of one action, of a type that
 // stages it, with no guards (they run again right before converging), no
-// notification edges either way, without ignore_failure, and whose path
+// notification edges either way, without ignore_failure, with no value
+// known only at apply (it is evaluated right before converging), not a
+// child resource, with no work left for later by an earlier resource
+// pending (it is done before the next resource), and whose path
 // is neither a staged path, nor under one, nor above one. Anything else
 // commits the group first, then runs as before. A group is also committed
 // when it holds commitGroupMax resources, before apply stops on the first
@@ -127,7 +130,8 @@ func (g *group) abort() {
 func (r *run) stager(e *entry, g *group, nt *notifier) (resources.Stager, string, bool) {
 	pr := e.pr
 	if !groupCommit || e.typ == nil || e.desired == nil || e.earlier != nil || pr.Kind != resources.Create || pr.Steps() != 1 ||
-		len(pr.GuardSpecs) > 0 || len(pr.Notifications) > 0 || len(pr.NotifiedBy) > 0 || len(nt.edges[pr.Address]) > 0 || pr.IgnoreFailure {
+		len(pr.GuardSpecs) > 0 || len(pr.Notifications) > 0 || len(pr.NotifiedBy) > 0 || len(nt.edges[pr.Address]) > 0 || pr.IgnoreFailure ||
+		len(pr.Lazy) > 0 || pr.Parent != "" || len(r.later.Pending()) > 0 {
 		return nil, "", false
 	}
 	st, ok := e.typ.(resources.Stager)
@@ -270,7 +274,7 @@ func (r *run) commit(ctx context.Context, g *group) (last string, err error) {
 		n = failAt + 1
 	}
 	for k, it := range items[:n] {
-		recorded := r.settle(ctx, it, k == failAt, failErr)
+		recorded := r.settleStaged(ctx, it, k == failAt, failErr)
 		if jerr := r.j.endedUnsynced(stepRef{index: it.e.idx}, it.e.pr.Address, it.e.pr.Kind, recorded); jerr != nil && err == nil {
 			err = jerr
 		}
@@ -294,9 +298,9 @@ func (r *run) commit(ctx context.Context, g *group) (last string, err error) {
 	return last, err
 }
 
-// settle fills the report of a finished group item, as convergeOne fills
+// settleStaged fills the report of a finished group item, as convergeOne fills
 // it, and returns the outcome the journal records.
-func (r *run) settle(ctx context.Context, it *groupItem, failed bool, failErr error) string {
+func (r *run) settleStaged(ctx context.Context, it *groupItem, failed bool, failErr error) string {
 	e, rr := it.e, it.rr
 	rr.DurationMS = time.Since(it.start).Milliseconds()
 	switch {

@@ -145,7 +145,10 @@ func (t *scriptType) Converge(ctx context.Context, env *resources.Env, desired *
 	var out bytes.Buffer
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", desired.String("command"))
 	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.WaitDelay = 100 * time.Millisecond // a killed sh may leave children holding the output pipe
+	// A killed sh may leave children holding the output pipe; a loaded
+	// machine (-race, two cores) may take a while to drain a pipe whose
+	// writer exited: long enough for that, short enough for the first.
+	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("%w: %s", err, bytes.TrimSpace(out.Bytes()))
 	}

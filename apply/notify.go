@@ -113,8 +113,7 @@ func (n *notifier) before(ctx context.Context, e *entry, si int) error {
 	if !n.has(e.pr.Address, plan.TimingBefore) || e.typ == nil {
 		return nil
 	}
-	rd, err := r.lc.Evaluate(ctx, r.stepSubject(e, si, e.pr.GuardSpecs))
-	if err != nil || rd.Skip || rd.Step.Kind == resources.NoOp {
+	if !r.aboutToChange(ctx, e, si) {
 		return nil // convergeOne evaluates again and reports
 	}
 	return n.fire(ctx, e.pr.Address, plan.TimingBefore)
@@ -286,19 +285,30 @@ func (n *notifier) converge(ctx context.Context, nr *plan.NotifiedRun, view *pla
 		rr.Reason = "skipped: " + nr.Reason
 		return r.j.ended(ref, nr.Address, nr.Kind, rr.Outcome, from)
 	}
-	t, d, err := plan.DesiredResource(r.a.Registry, view)
+	t, d, err := plan.DesiredResource(r.reg, view)
 	if err != nil {
 		r.hooks.PreApply(view)
 		return n.failed(ctx, ref, from, view, rr, err)
 	}
 	e := &entry{pr: view, typ: t, desired: d, planned: nr.Fingerprint}
 	start := time.Now()
-	rd, err := r.lc.Evaluate(ctx, r.subject(e, nr.GuardSpecs))
+	var rd *plan.Reading
+	err = r.doLater(ctx, d)
+	if err == nil {
+		rd, err = r.lc.Evaluate(ctx, decide(r.subject(e, nr.GuardSpecs)))
+	}
+	if rd != nil {
+		rr.DecidedAtApply = decidedAtApply(rd)
+	}
 	if err == nil && rd.Skip {
 		why := skippedNow(rd)
 		rr.Outcome = OutcomeSkipped
 		rr.Reason = "skipped: " + why
-		rr.DiffersFromPlan = why
+		if o := rd.Guards[rd.DecidedBy]; o.Spec.AtApply {
+			rr.Reason = "skipped: decided at apply: " + o.Spec.Verdict(o.Condition)
+		} else {
+			rr.DiffersFromPlan = why
+		}
 		return r.j.ended(ref, nr.Address, nr.Kind, rr.Outcome, from)
 	}
 	if err == nil && rd.Step.Kind != resources.NoOp && n.has(view.Address, plan.TimingBefore) {
@@ -307,7 +317,7 @@ func (n *notifier) converge(ctx context.Context, nr *plan.NotifiedRun, view *pla
 		if err := n.fire(ctx, view.Address, plan.TimingBefore); err != nil {
 			return err
 		}
-		rd, err = r.lc.Evaluate(ctx, r.subject(e, nil))
+		rd, err = r.lc.Evaluate(ctx, decide(r.subject(e, nil)))
 	}
 	if jerr := r.j.started(ref, nr.Address, nr.Kind); jerr != nil {
 		return jerr
@@ -442,7 +452,7 @@ func (r *run) preflightNotified(ctx context.Context) ([]StaleResource, []error) 
 		}
 		view := r.p.NotifiedView(nr)
 		label := nr.Address + " (notified " + nr.Action + ")"
-		t, d, err := plan.DesiredResource(r.a.Registry, view)
+		t, d, err := plan.DesiredResource(r.reg, view)
 		if err != nil {
 			errs = append(errs, &ResourceError{Address: nr.Address, Err: err})
 			continue

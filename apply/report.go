@@ -79,6 +79,12 @@ type ResourceReport struct {
 	DiffersFromPlan string `json:"differs_from_plan,omitempty"`
 	Error           string `json:"error,omitempty"`
 	DurationMS      int64  `json:"duration_ms"`
+	// KnownAtApply names the properties whose values, known only at
+	// apply, were evaluated right before the resource converged (sorted);
+	// DecidedAtApply words the verdicts of the guards decided at apply
+	// ("only_if `test -f x` passed").
+	KnownAtApply   []string `json:"known_at_apply,omitempty"`
+	DecidedAtApply []string `json:"decided_at_apply,omitempty"`
 	// Actions, for a resource of several actions, are each action's
 	// outcome, in order; the fields above sum them up.
 	Actions []ActionReport `json:"actions,omitempty"`

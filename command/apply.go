@@ -8,6 +8,7 @@ import (
 
 	"github.com/toquehq/toque/apply"
 	"github.com/toquehq/toque/command/views"
+	"github.com/toquehq/toque/eval"
 	"github.com/toquehq/toque/internal/diag"
 	"github.com/toquehq/toque/internal/host"
 	"github.com/toquehq/toque/plan"
@@ -199,6 +200,9 @@ func (c *ApplyCommand) Run(args []string) int {
 		LockTimeout: a.lockTimeout,
 		Stop:        c.Stop,
 		PlanDigest:  digest,
+		// Values known only at apply are evaluated by package eval, which
+		// apply does not import (docs/design.md, "Values known at apply").
+		Resolver: eval.Resolver{},
 	}
 	report, err := applier.Apply(c.Ctx, p)
 	if report != nil {

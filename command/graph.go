@@ -1,9 +1,8 @@
 package command
 
 import (
-	"github.com/hashicorp/hcl/v2"
-
 	"github.com/toquehq/toque/command/views"
+	"github.com/toquehq/toque/config"
 	"github.com/toquehq/toque/eval"
 	"github.com/toquehq/toque/internal/diag"
 )
@@ -26,7 +25,9 @@ Usage: toque [-chdir=DIR] graph [options]
 
   Resources are the nodes, in collection order (the order they converge),
   joined by dotted "next" edges; a resource whose action is nothing is
-  drawn dashed. Each notification is an edge from the notifier to the
+  drawn dashed. A child resource (declared in an action of a resource type
+  written in HCL) follows its parent, which a "declares" edge joins to it.
+  Each notification is an edge from the notifier to the
   target, labelled with the action and timing; edges declared by a
   subscribes block are dashed and say so. The host is neither read nor
   changed: expressions that depend on host facts are left out.
@@ -52,13 +53,23 @@ func (c *GraphCommand) Run(args []string) int {
 	v := c.view(col.noColor)
 	cfg, pol, diags := c.loadConfig(&attrs)
 	var edges []*eval.Notification
+	var blocks []*config.ResourceBlock
 	if cfg != nil && !diags.HasErrors() {
-		var d hcl.Diagnostics
-		edges, d = eval.Notifications(cfg, c.Registry, pol.scope)
+		// The resources as validate evaluates them (the host unknown),
+		// with the child resources of types written in HCL.
+		reg, d := eval.Types(cfg, c.Registry)
 		diags = diags.Append(d)
+		if !d.HasErrors() {
+			insts, d := eval.Resources(cfg, reg, pol.scope)
+			diags = diags.Append(d)
+			for _, inst := range eval.Flatten(insts) {
+				blocks = append(blocks, inst.Block)
+				edges = append(edges, inst.Notifies...)
+			}
+		}
 	}
 	if cfg != nil && !diags.HasErrors() {
-		if err := views.WriteDOT(c.Streams.Stdout, cfg, edges); err != nil && !readerGone(err) {
+		if err := views.WriteDOT(c.Streams.Stdout, blocks, edges); err != nil && !readerGone(err) {
 			diags = diags.Append(diag.Errorf("writing the graph: %w", err))
 		}
 	}

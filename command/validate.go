@@ -45,8 +45,12 @@ func (c *ValidateCommand) Run(args []string) int {
 	}
 	cfg, pol, diags := c.loadConfig(&attrs) // policy mode when policy.hcl is present
 	if cfg != nil && !diags.HasErrors() {
-		_, ediags := eval.Resources(cfg, c.Registry, pol.scope)
-		diags = diags.Append(ediags)
+		reg, tdiags := eval.Types(cfg, c.Registry)
+		diags = diags.Append(tdiags)
+		if !tdiags.HasErrors() {
+			_, ediags := eval.Resources(cfg, reg, pol.scope)
+			diags = diags.Append(ediags)
+		}
 	}
 	if err := views.NewValidate(c.view(col.noColor), asJSON).Result(diags); err != nil {
 		diags = diags.Append(err)

@@ -23,6 +23,9 @@ type Config struct {
 	Files []string
 	// Resources is the resource collection, in declaration order.
 	Resources []*ResourceBlock
+	// Types are the resource_type blocks, in declaration order (in policy
+	// mode, the cookbooks' resources/ files in run-list order).
+	Types []*TypeBlock
 	// AttributeBlocks are the default and override blocks in load order,
 	// unevaluated: package eval writes them into Attributes, once without
 	// the host (validate) and once with its facts (plan).
@@ -95,6 +98,11 @@ type ResourceBlock struct {
 	DeclRange  hcl.Range
 	TypeRange  hcl.Range
 	LabelRange hcl.Range
+	// Parent is, for a child resource declared in an action of a custom
+	// resource type, the address of the resource it was expanded for
+	// (package eval makes one copy of the block per such resource); ""
+	// at the top level.
+	Parent string
 	// released is set by ReleaseSyntax, which keeps attrRanges.
 	released   bool
 	attrRanges []attrRange
@@ -103,8 +111,17 @@ type ResourceBlock struct {
 // HasGuards reports whether the resource has an only_if or not_if.
 func (m *Meta) HasGuards() bool { return m.OnlyIf != nil || m.NotIf != nil }
 
-// Address is TYPE[NAME].
-func (b *ResourceBlock) Address() string { return resources.Address(b.Type, b.Name) }
+// Address is TYPE[NAME], or PARENT.TYPE[NAME] for a child resource
+// (web_site[blog].template[conf]).
+func (b *ResourceBlock) Address() string {
+	if b.Parent != "" {
+		return b.Parent + "." + resources.Address(b.Type, b.Name)
+	}
+	return resources.Address(b.Type, b.Name)
+}
+
+// LocalAddress is TYPE[NAME], without the parent.
+func (b *ResourceBlock) LocalAddress() string { return resources.Address(b.Type, b.Name) }
 
 // Meta holds the arguments common to every resource, unevaluated. A nil
 // expression means the argument is absent.

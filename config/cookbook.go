@@ -147,6 +147,35 @@ func (cb *Cookbook) AttributeFiles() ([]string, error) {
 	return out, nil
 }
 
+// ResourceFiles lists resources/*.hcl and *.hcl.json in lexical order:
+// one resource type each (resources/site.hcl in cookbook web declares
+// web_site).
+func (cb *Cookbook) ResourceFiles() ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(cb.Dir, "resources"))
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading the resource types of cookbook %s: %w", cb.Name, err)
+	}
+	var out []string
+	for _, e := range entries {
+		if IsRecipeFile(e.Name()) && e.Type().IsRegular() {
+			out = append(out, filepath.Join(cb.Dir, "resources", e.Name()))
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// TypeName is the name of the resource type a cookbook's resources/FILE
+// declares: COOKBOOK_FILE (web and site.hcl give web_site).
+func (cb *Cookbook) TypeName(file string) string {
+	base := filepath.Base(file)
+	base = strings.TrimSuffix(strings.TrimSuffix(base, ".json"), ".hcl")
+	return cb.Name + "_" + base
+}
+
 // CleanCookbookPath checks that p (slash-separated, relative) stays inside
 // the directory it is relative to and returns it cleaned.
 func CleanCookbookPath(p string) (string, error) {

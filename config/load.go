@@ -79,7 +79,7 @@ func LoadDir(dir string, reg *resources.Registry) (*Config, hcl.Diagnostics) {
 			Detail:   fmt.Sprintf("Reading %s failed: %s.", dir, err),
 		})
 	}
-	var names []string
+	var files []string
 	for _, e := range entries {
 		if !IsRecipeFile(e.Name()) {
 			continue
@@ -91,10 +91,10 @@ func LoadDir(dir string, reg *resources.Registry) (*Config, hcl.Diagnostics) {
 				continue
 			}
 		}
-		names = append(names, e.Name())
+		files = append(files, e.Name())
 	}
-	sort.Strings(names)
-	if len(names) == 0 {
+	sort.Strings(files)
+	if len(files) == 0 {
 		return c, diags.Append(&hcl.Diagnostic{
 			Severity: hcl.DiagError,
 			Summary:  "No recipe files",
@@ -102,44 +102,120 @@ func LoadDir(dir string, reg *resources.Registry) (*Config, hcl.Diagnostics) {
 		})
 	}
 
-	paths := make([]string, len(names))
-	for i, name := range names {
+	paths := make([]string, len(files))
+	for i, name := range files {
 		paths[i] = filepath.Join(dir, name)
 	}
 	parsed := parseFiles(c.Parser, paths)
+	// First the resource_type blocks of every file, so that a recipe may
+	// use a type whichever file declares it.
+	names := newTypeNames(reg)
+	var headers []*typeHeader
+	for i, path := range paths {
+		diags = append(diags, parsed[i].diags...)
+		c.Files = append(c.Files, path)
+		if f := parsed[i].file; f != nil && f.Body != nil {
+			for _, b := range findTypeBlocks(f.Body) {
+				h := &typeHeader{block: b, dir: filepath.Dir(path)}
+				if len(b.Labels) == 1 {
+					h.name = b.Labels[0]
+				}
+				headers = append(headers, h)
+			}
+		}
+	}
+	diags = append(diags, names.declare(headers)...)
 	seen := map[string]*ResourceBlock{}
 	for i, path := range paths {
-		f, d := parsed[i].file, parsed[i].diags
-		diags = append(diags, d...)
-		c.Files = append(c.Files, path)
-		if f == nil || f.Body == nil {
-			continue
+		if f := parsed[i].file; f != nil && f.Body != nil {
+			diags = append(diags, c.collect(f.Body, filepath.Dir(path), names, seen, true)...)
 		}
-		diags = append(diags, c.collect(f.Body, filepath.Dir(path), reg, seen)...)
 	}
+	diags = append(diags, c.parseTypes(headers, names)...)
 	return c, diags
 }
 
-// collect reads one file's top-level body: blocks only.
-func (c *Config) collect(body hcl.Body, dir string, reg *resources.Registry, seen map[string]*ResourceBlock) hcl.Diagnostics {
+// typeNames are the resource type names recipes may use: the registry's
+// (built-in) and those resource_type blocks declare.
+type typeNames struct {
+	reg      *resources.Registry
+	declared map[string]*typeHeader
+}
+
+func newTypeNames(reg *resources.Registry) *typeNames {
+	return &typeNames{reg: reg, declared: map[string]*typeHeader{}}
+}
+
+func (n *typeNames) builtin(t string) bool {
+	_, ok := n.reg.Lookup(t)
+	return ok
+}
+
+func (n *typeNames) known(t string) bool {
+	_, ok := n.declared[t]
+	return ok || n.builtin(t)
+}
+
+// list is every known type name, sorted.
+func (n *typeNames) list() []string {
+	out := n.reg.Names()
+	for t := range n.declared {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// declare records headers, in order, reporting bad and duplicate names.
+func (n *typeNames) declare(headers []*typeHeader) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, h := range headers {
+		if len(h.block.Labels) != 1 {
+			rng := h.block.DefRange
+			if len(h.block.LabelRanges) > 1 {
+				rng = h.block.LabelRanges[1]
+			}
+			diags = diags.Append(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Wrong number of block labels",
+				Detail:   "A resource_type block takes exactly one label, the type's name: resource_type \"NAME\" { … }.",
+				Subject:  rng.Ptr(),
+			})
+			continue
+		}
+		diags = append(diags, declareType(h, n.builtin, n.declared)...)
+	}
+	return diags
+}
+
+// parseTypes parses the bodies of the declared types, in order.
+func (c *Config) parseTypes(headers []*typeHeader, names *typeNames) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	list := names.list()
+	for _, h := range headers {
+		if names.declared[h.name] != h {
+			continue // refused by declare
+		}
+		t, d := c.parseType(h, names.known, list)
+		diags = append(diags, d...)
+		c.Types = append(c.Types, t)
+	}
+	return diags
+}
+
+// collect reads one file's top-level body: blocks only. typesHere says
+// whether the file may declare resource types (the blocks themselves are
+// read by findTypeBlocks and parseTypes).
+func (c *Config) collect(body hcl.Body, dir string, names *typeNames, seen map[string]*ResourceBlock, typesHere bool) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	var blocks []*hcl.Block
 
 	isKnown := func(typ string) bool {
-		if typ == LevelDefault || typ == LevelOverride {
-			return true
-		}
-		_, ok := reg.Lookup(typ)
-		return ok
+		return typ == LevelDefault || typ == LevelOverride || names.known(typ)
 	}
 
 	if sb, ok := body.(*hclsyntax.Body); ok {
-		attrs := make([]*hclsyntax.Attribute, 0, len(sb.Attributes))
-		for _, a := range sb.Attributes {
-			attrs = append(attrs, a)
-		}
-		sort.Slice(attrs, func(i, j int) bool { return attrs[i].SrcRange.Start.Byte < attrs[j].SrcRange.Start.Byte })
-		for _, a := range attrs {
+		for _, a := range sortedAttributes(sb) {
 			diags = diags.Append(&hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Unexpected attribute",
@@ -148,8 +224,14 @@ func (c *Config) collect(body hcl.Body, dir string, reg *resources.Registry, see
 			})
 		}
 		for _, b := range sb.Blocks {
+			if b.Type == TypeKeyword {
+				if !typesHere {
+					diags = diags.Append(typeOutOfPlace(b.TypeRange))
+				}
+				continue
+			}
 			if !isKnown(b.Type) {
-				diags = diags.Append(UnknownTypeDiag(b.Type, b.TypeRange, reg))
+				diags = diags.Append(unknownTypeDiag(b.Type, b.TypeRange, names.list()))
 				continue
 			}
 			blocks = append(blocks, b.AsHCLBlock())
@@ -158,14 +240,23 @@ func (c *Config) collect(body hcl.Body, dir string, reg *resources.Registry, see
 		schema := &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 			{Type: LevelDefault, LabelNames: []string{"name"}},
 			{Type: LevelOverride, LabelNames: []string{"name"}},
+			{Type: TypeKeyword, LabelNames: []string{"name"}},
 		}}
-		for _, n := range reg.Names() {
+		for _, n := range names.list() {
 			schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: n, LabelNames: []string{"name"}})
 		}
 		content, rest, d := body.PartialContent(schema)
 		diags = append(diags, d...)
 		if content != nil {
-			blocks = append(blocks, content.Blocks...)
+			for _, b := range content.Blocks {
+				if b.Type == TypeKeyword {
+					if !typesHere {
+						diags = diags.Append(typeOutOfPlace(b.TypeRange))
+					}
+					continue
+				}
+				blocks = append(blocks, b)
+			}
 		}
 		// JSON cannot tell blocks from attributes: every key left over is
 		// taken as an unknown resource type.
@@ -177,7 +268,7 @@ func (c *Config) collect(body hcl.Body, dir string, reg *resources.Registry, see
 			}
 			sort.Slice(keys, func(i, j int) bool { return keys[i].NameRange.Start.Byte < keys[j].NameRange.Start.Byte })
 			for _, a := range keys {
-				diags = diags.Append(UnknownTypeDiag(a.Name, a.NameRange, reg))
+				diags = diags.Append(unknownTypeDiag(a.Name, a.NameRange, names.list()))
 			}
 		}
 		// JSON bodies return blocks grouped by type; restore source order.
@@ -190,8 +281,33 @@ func (c *Config) collect(body hcl.Body, dir string, reg *resources.Registry, see
 	return diags
 }
 
+// sortedAttributes is sb's attributes in the order they are written.
+func sortedAttributes(sb *hclsyntax.Body) []*hclsyntax.Attribute {
+	attrs := make([]*hclsyntax.Attribute, 0, len(sb.Attributes))
+	for _, a := range sb.Attributes {
+		attrs = append(attrs, a)
+	}
+	sort.Slice(attrs, func(i, j int) bool { return attrs[i].SrcRange.Start.Byte < attrs[j].SrcRange.Start.Byte })
+	return attrs
+}
+
+// UnknownTypeDiag is the diagnostic of a block naming no type of reg.
 func UnknownTypeDiag(typ string, rng hcl.Range, reg *resources.Registry) *hcl.Diagnostic {
-	names := reg.Names()
+	return unknownTypeDiag(typ, rng, reg.Names())
+}
+
+// typeOutOfPlace is the diagnostic of a resource_type block where types
+// are not declared (a cookbook's recipes and attribute files).
+func typeOutOfPlace(rng hcl.Range) *hcl.Diagnostic {
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Resource type outside resources/",
+		Detail:   "A cookbook declares its resource types in its resources/ folder, one per file: resources/site.hcl in cookbook web declares web_site. Move this resource_type block there.",
+		Subject:  rng.Ptr(),
+	}
+}
+
+func unknownTypeDiag(typ string, rng hcl.Range, names []string) *hcl.Diagnostic {
 	return &hcl.Diagnostic{
 		Severity: hcl.DiagError,
 		Summary:  "Unknown resource type",
@@ -234,13 +350,10 @@ func (c *Config) addBlock(b *hcl.Block, dir string, seen map[string]*ResourceBlo
 		return diags
 	}
 
-	rb := &ResourceBlock{
-		Type:       b.Type,
-		Name:       name,
-		Dir:        dir,
-		DeclRange:  b.DefRange,
-		TypeRange:  b.TypeRange,
-		LabelRange: b.LabelRanges[0],
+	rb, d := newResourceBlock(b, dir)
+	diags = append(diags, d...)
+	if rb == nil {
+		return diags
 	}
 	addr := rb.Address()
 	if first, dup := seen[addr]; dup {
@@ -253,7 +366,43 @@ func (c *Config) addBlock(b *hcl.Block, dir string, seen map[string]*ResourceBlo
 		})
 	}
 	seen[addr] = rb
+	c.Resources = append(c.Resources, rb)
+	return diags
+}
 
+// newResourceBlock keeps a resource block: its meta-arguments taken out,
+// the rest of its body unevaluated. It returns nil when the block's
+// labels are wrong.
+func newResourceBlock(b *hcl.Block, dir string) (*ResourceBlock, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	if len(b.Labels) != 1 {
+		rng := b.DefRange
+		if len(b.LabelRanges) > 1 {
+			rng = b.LabelRanges[1]
+		}
+		return nil, diags.Append(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Wrong number of block labels",
+			Detail:   fmt.Sprintf("A %s block takes exactly one label, the resource's name: %s \"NAME\" { … }.", b.Type, b.Type),
+			Subject:  rng.Ptr(),
+		})
+	}
+	if b.Labels[0] == "" {
+		return nil, diags.Append(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Empty block label",
+			Detail:   fmt.Sprintf("The label of a %s block must not be empty.", b.Type),
+			Subject:  b.LabelRanges[0].Ptr(),
+		})
+	}
+	rb := &ResourceBlock{
+		Type:       b.Type,
+		Name:       b.Labels[0],
+		Dir:        dir,
+		DeclRange:  b.DefRange,
+		TypeRange:  b.TypeRange,
+		LabelRange: b.LabelRanges[0],
+	}
 	content, rest, d := b.Body.PartialContent(MetaSchema)
 	diags = append(diags, d...)
 	diags = append(diags, blockMetaAsAttribute(rest)...)
@@ -285,8 +434,7 @@ func (c *Config) addBlock(b *hcl.Block, dir string, seen map[string]*ResourceBlo
 			}
 		}
 	}
-	c.Resources = append(c.Resources, rb)
-	return diags
+	return rb, diags
 }
 
 func decodeNotify(b *hcl.Block) (*NotifyBlock, hcl.Diagnostics) {

@@ -3,9 +3,12 @@ package config
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/resources"
@@ -88,34 +91,51 @@ func LoadPolicy(in PolicyInput, reg *resources.Registry) (*Config, hcl.Diagnosti
 		return f
 	}
 
-	for _, cb := range in.Cookbooks {
-		files, err := cb.AttributeFiles()
-		if err != nil {
-			diags = diags.Append(&hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Cannot read a cookbook's attribute files",
-				Detail:   err.Error() + ".",
-			})
-			continue
-		}
-		for _, p := range files {
-			f := parse(p)
-			if f == nil {
-				continue
-			}
-			before := len(c.Resources)
-			diags = append(diags, c.collect(f.Body, cb.Dir, reg, map[string]*ResourceBlock{})...)
-			for _, rb := range c.Resources[before:] {
+	// The cookbooks' resource types first: recipes and attribute files
+	// may use them, whichever cookbook declares them.
+	// eachFile parses every file list gives of each cookbook, in order.
+	eachFile := func(what string, list func(*Cookbook) ([]string, error), fn func(cb *Cookbook, path string, f *hcl.File)) {
+		for _, cb := range in.Cookbooks {
+			files, err := list(cb)
+			if err != nil {
 				diags = diags.Append(&hcl.Diagnostic{
 					Severity: hcl.DiagError,
-					Summary:  "Resource in an attribute file",
-					Detail:   fmt.Sprintf("Files in a cookbook's attributes/ directory hold only default and override blocks. Move %s to a recipe in recipes/.", rb.Address()),
-					Subject:  rb.DeclRange.Ptr(),
+					Summary:  "Cannot read a cookbook's " + what,
+					Detail:   err.Error() + ".",
 				})
+				continue
 			}
-			c.Resources = c.Resources[:before]
+			for _, p := range files {
+				if f := parse(p); f != nil {
+					fn(cb, p, f)
+				}
+			}
 		}
 	}
+	names := newTypeNames(reg)
+	var headers []*typeHeader
+	eachFile("resource types", (*Cookbook).ResourceFiles, func(cb *Cookbook, p string, f *hcl.File) {
+		h, d := cookbookType(cb, p, f.Body)
+		diags = append(diags, d...)
+		if h != nil {
+			headers = append(headers, h)
+		}
+	})
+	diags = append(diags, names.declare(headers)...)
+
+	eachFile("attribute files", (*Cookbook).AttributeFiles, func(cb *Cookbook, p string, f *hcl.File) {
+		before := len(c.Resources)
+		diags = append(diags, c.collect(f.Body, cb.Dir, names, map[string]*ResourceBlock{}, false)...)
+		for _, rb := range c.Resources[before:] {
+			diags = diags.Append(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Resource in an attribute file",
+				Detail:   fmt.Sprintf("Files in a cookbook's attributes/ directory hold only default and override blocks. Move %s to a recipe in recipes/.", rb.Address()),
+				Subject:  rb.DeclRange.Ptr(),
+			})
+		}
+		c.Resources = c.Resources[:before]
+	})
 
 	seen := map[string]*ResourceBlock{}
 	for _, item := range in.RunList {
@@ -141,7 +161,64 @@ func LoadPolicy(in PolicyInput, reg *resources.Registry) (*Config, hcl.Diagnosti
 		if f == nil {
 			continue
 		}
-		diags = append(diags, c.collect(f.Body, cb.Dir, reg, seen)...)
+		diags = append(diags, c.collect(f.Body, cb.Dir, names, seen, false)...)
 	}
+	diags = append(diags, c.parseTypes(headers, names)...)
 	return c, diags
+}
+
+// cookbookType reads the one resource_type block of a cookbook's
+// resources/FILE: its label is FILE or COOKBOOK_FILE, and the type is
+// named COOKBOOK_FILE, as Chef names custom resources.
+func cookbookType(cb *Cookbook, path string, body hcl.Body) (*typeHeader, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	name := cb.TypeName(path)
+	short := strings.TrimPrefix(name, cb.Name+"_")
+	rel := "resources/" + filepath.Base(path)
+	content, rest, d := body.PartialContent(&hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: TypeKeyword, LabelNames: []string{"name"}}}})
+	diags = append(diags, d...)
+	if rest != nil {
+		if sb, ok := rest.(*hclsyntax.Body); ok {
+			for _, b := range sb.Blocks {
+				if b.Type == TypeKeyword {
+					continue
+				}
+				diags = diags.Append(&hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Unexpected block in a resource type file",
+					Detail:   fmt.Sprintf("The cookbook %s's %s declares the resource type %s and holds nothing else: one resource_type %q { … } block. Move the %s block to a recipe.", cb.Name, rel, name, short, b.Type),
+					Subject:  b.TypeRange.Ptr(),
+				})
+			}
+			for _, a := range sb.Attributes {
+				diags = diags.Append(&hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Unexpected attribute in a resource type file",
+					Detail:   fmt.Sprintf("The cookbook %s's %s holds one resource_type %q { … } block and nothing else.", cb.Name, rel, short),
+					Subject:  a.NameRange.Ptr(),
+				})
+			}
+		}
+	}
+	if content == nil || d.HasErrors() {
+		return nil, diags
+	}
+	if len(content.Blocks) != 1 {
+		return nil, diags.Append(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "One resource type per file",
+			Detail:   fmt.Sprintf("The cookbook %s's %s must hold exactly one resource_type block (it declares %s); it holds %d. Put each type in a file of its own: resources/NAME.hcl declares %s_NAME.", cb.Name, rel, name, len(content.Blocks), cb.Name),
+			Subject:  &hcl.Range{Filename: path, Start: hcl.InitialPos, End: hcl.InitialPos},
+		})
+	}
+	b := content.Blocks[0]
+	if label := b.Labels[0]; label != short && label != name {
+		return nil, diags.Append(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Resource type name does not match its file",
+			Detail:   fmt.Sprintf("The cookbook %s's %s declares the type %s, so its label is %q (or %q), not %q. Rename the file, or the label.", cb.Name, rel, name, short, name, label),
+			Subject:  b.LabelRanges[0].Ptr(),
+		})
+	}
+	return &typeHeader{name: name, cookbook: cb.Name, dir: cb.Dir, block: b}, diags
 }

@@ -85,6 +85,10 @@ func compileAttributes(blocks []*config.AttributeBlock, host cty.Value) (*config
 				diags = append(diags, d...)
 				continue
 			}
+			if d := refuseLazy(a.Expr, "a node attribute", "node attributes are written when the recipes are compiled, before anything is planned"); d.HasErrors() {
+				diags = append(diags, d...)
+				continue
+			}
 			v, d := a.Expr.Value(ctx)
 			suggest(d)
 			diags = append(diags, d...)

@@ -556,10 +556,15 @@ func templateReads(b *config.ResourceBlock, srcProp string, scope *Scope) (paths
 
 // nodePaths lists the paths below node that expr's traversals read
 // (node.web.port is ["web", "port"]; node alone is the empty path).
-func nodePaths(expr hcl.Expression) [][]string {
+func nodePaths(expr hcl.Expression) [][]string { return rootPaths(expr, "node") }
+
+// rootPaths lists the paths below the variable root that expr's
+// traversals read, each as far as its steps are names or known string
+// keys.
+func rootPaths(expr hcl.Expression, root string) [][]string {
 	var out [][]string
 	for _, tr := range expr.Variables() {
-		if tr.RootName() != "node" {
+		if tr.RootName() != root {
 			continue
 		}
 		path := []string{}

@@ -23,6 +23,9 @@ func TestDuplicateIdentities(t *testing.T) {
 			nil, ""},
 		{"the same command twice", "execute \"a\" { command = \"true\" }\nexecute \"b\" { command = \"true\" }\n", nil, ""},
 		{"different paths", "file \"/s/a\" { content = \"a\" }\nfile \"/s/b\" { content = \"a\" }\n", nil, ""},
+		{"one identity of a custom type twice", kvType + "kv \"port\" {\n  path = \"/s/app.ini\"\n  value = \"80\"\n}\nkv \"other\" {\n  key = \"port\"\n  path = \"/s/app.ini\"\n  value = \"81\"\n}\n",
+			[]string{"Two resources manage the same kv"}, `kv[other] and kv[port] (declared at`},
+		{"another identity of a custom type", kvType + "kv \"port\" {\n  path = \"/s/app.ini\"\n}\nkv \"port2\" {\n  key = \"port\"\n  path = \"/s/other.ini\"\n}\n", nil, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -50,3 +53,27 @@ func TestDecimalModeWarns(t *testing.T) {
 		t.Errorf("mode %q", got)
 	}
 }
+
+// kvType is a custom type whose identity is a path and a key.
+const kvType = `resource_type "kv" {
+  property "key" {
+    type          = string
+    name_property = true
+  }
+  property "path" {
+    type     = string
+    identity = true
+  }
+  property "value" {
+    type = string
+  }
+  load_current_value {
+    code = "echo '{}'"
+  }
+  action "create" {
+    converge_if_changed {
+      code = "true"
+    }
+  }
+}
+`

@@ -3,6 +3,7 @@ package eval
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"sort"
@@ -15,10 +16,12 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 	"github.com/zclconf/go-cty/cty/function"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/toquehq/toque/config"
 	"github.com/toquehq/toque/guard"
 	"github.com/toquehq/toque/internal/diag"
+	"github.com/toquehq/toque/internal/lazy"
 	"github.com/toquehq/toque/internal/words"
 	"github.com/toquehq/toque/resources"
 )
@@ -68,6 +71,20 @@ type Instance struct {
 	// sensitive node attribute (a template's content, when its variables
 	// or template do). In schema order.
 	SensitiveProps []string
+	// Lazy holds the values known only at apply, by property: the recipe
+	// wrote them as lazy(EXPR) (a template's content too, when its
+	// variables or inline template are lazy). Resource holds an unknown
+	// value for each; the planner evaluates those it can know at plan
+	// (Resolver), and the plan carries the others to apply.
+	Lazy map[string]*lazy.Expr
+	// Parent is the resource whose action declares this one, a child
+	// resource of a custom type (nil at the top level); ParentStep is the
+	// index of that action in the parent's Actions.
+	Parent     *Instance
+	ParentStep int
+	// Children are the child resources the actions of a resource of a
+	// custom type declare, in the order they converge.
+	Children []*Instance
 	// nodeReads is NodePathsRead(Block), kept for a sensitive instance
 	// when its block's body is released.
 	nodeReads [][]string
@@ -112,7 +129,13 @@ func unmarkingContext(ctx *hcl.EvalContext) *hcl.EvalContext {
 		fs[k] = v
 	}
 	fs["sensitive"] = identityFunc
-	return &hcl.EvalContext{Variables: ctx.Variables, Functions: fs}
+	vars := ctx.Variables
+	if nr, ok := vars[NewResourceVar]; ok && nr.ContainsMarked() {
+		// A child resource's view of its parent marks sensitive values.
+		vars = maps.Clone(vars)
+		vars[NewResourceVar], _ = nr.UnmarkDeep()
+	}
+	return &hcl.EvalContext{Variables: vars, Functions: fs}
 }
 
 var identityFunc = function.New(&function.Spec{
@@ -201,10 +224,12 @@ func (s *Scope) prefixOfSensitive(path []string) bool {
 }
 
 // Resources decodes every resource block of c, in collection order,
-// against its type's schema, in scope, and resolves the notification
-// edges between them. It keeps going to report every error; the instances
-// returned are those that evaluated without error, so callers must check
-// the diagnostics before using them.
+// against its type's schema, in scope, expands the child resources of
+// resources of custom types (Instance.Children; Flatten lists them all),
+// and resolves the notification edges between them all. reg must hold
+// c's resource types (Types). It keeps going to report every error; the
+// instances returned are those that evaluated without error, so callers
+// must check the diagnostics before using them.
 func Resources(c *config.Config, reg *resources.Registry, scope *Scope) ([]*Instance, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	var out []*Instance
@@ -242,32 +267,59 @@ func Resources(c *config.Config, reg *resources.Registry, scope *Scope) ([]*Inst
 	})
 	for _, r := range results {
 		diags = append(diags, r.diags...)
-		for _, te := range r.templates {
-			// Let the diagnostic writer show snippets of the template.
-			if c.Parser != nil {
-				if _, ok := c.Parser.Files()[te.Filename]; !ok {
-					c.Parser.AddFile(te.Filename, &hcl.File{Body: hcl.EmptyBody(), Bytes: te.Src})
-				}
-			}
-		}
+		addTemplates(c, r.templates)
 		if r.inst != nil {
 			out = append(out, r.inst)
 		}
 	}
-	diags = append(diags, duplicates(out)...)
-	edges, d := notifications(c, reg, func(dir string) *hcl.EvalContext {
-		ctx := ctxs[dir]
-		if ctx == nil {
-			ctx = scope.EvalContext(dir)
-			ctxs[dir] = ctx
+	// Child resources of custom types, expanded per resource.
+	x := &expansion{c: c, reg: reg, scope: scope, source: c.SourceText, ctxs: map[*config.ResourceBlock]*hcl.EvalContext{}}
+	if len(c.Types) > 0 {
+		for _, inst := range out {
+			diags = append(diags, x.expand(inst, 0)...)
 		}
-		return ctx
-	})
-	diags = append(diags, d...)
-	if !d.HasErrors() {
-		attachNotifications(out, edges)
+		addTemplates(c, x.templates)
+	}
+	all := Flatten(out)
+	diags = append(diags, duplicates(all)...)
+	blocks := make([]*config.ResourceBlock, 0, len(all))
+	for _, inst := range all {
+		blocks = append(blocks, inst.Block)
+	}
+	if !diags.HasErrors() || len(x.ctxs) == 0 {
+		// (Children that failed to evaluate are missing: their references
+		// would be reported as unknown.)
+		edges, d := notificationsOf(blocks, reg, func(b *config.ResourceBlock) *hcl.EvalContext {
+			if ctx := x.ctxs[b]; ctx != nil {
+				return ctx
+			}
+			ctx := ctxs[b.Dir]
+			if ctx == nil {
+				ctx = scope.EvalContext(b.Dir)
+				ctxs[b.Dir] = ctx
+			}
+			return ctx
+		})
+		diags = append(diags, d...)
+		diags = append(diags, notifiedComposites(c, edges)...)
+		if !d.HasErrors() {
+			attachNotifications(all, edges)
+		}
 	}
 	return out, diags
+}
+
+// addTemplates lets the diagnostic writer show snippets of templates that
+// failed.
+func addTemplates(c *config.Config, templates []*TemplateError) {
+	if c.Parser == nil {
+		return
+	}
+	for _, te := range templates {
+		if _, ok := c.Parser.Files()[te.Filename]; !ok {
+			c.Parser.AddFile(te.Filename, &hcl.File{Body: hcl.EmptyBody(), Bytes: te.Src})
+		}
+	}
 }
 
 // Block decodes b's body against t's schema in scope. It returns nil and
@@ -307,10 +359,20 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx,
 	metaNames := []string{"action", "only_if", "not_if", "guard_interpreter", "ignore_failure", "sensitive", "notifies", "subscribes"}
 
 	errored := map[string]bool{}
+	lazies := map[string]*lazy.Expr{}
 	tt, templated := t.(resources.Templated)
 	byName := make(map[string]*hcl.Attribute, len(list))
 	for _, a := range list {
 		byName[a.Name] = a
+		native := ev.nativeOf(a.Expr, source)
+		call := lazyCall(native)
+		if call == nil {
+			if d := misplacedLazy(native, a.Name); d.HasErrors() {
+				diags = append(diags, d...)
+				errored[a.Name] = true
+				continue
+			}
+		}
 		if templated && a.Name == tt.TemplateProperties().Inline {
 			continue // evaluated with the template's variables (renderTemplate)
 		}
@@ -325,8 +387,45 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx,
 			})
 			continue
 		}
+		if call != nil {
+			inner, d := lazyInner(call)
+			switch {
+			case d.HasErrors():
+			case p.Identity || p.NameProperty:
+				d = d.Append(&hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "lazy is not allowed on a property that names the resource",
+					Detail:   fmt.Sprintf("The property %q names %s: a resource's identity must be known when the plan is made (it is what the plan reads, and what other resources and notifications refer to), so it cannot be lazy. Make it known at plan, and make lazy the properties that depend on what earlier resources do.", p.Name, b.Address()),
+					Subject:  call.Range().Ptr(),
+				})
+			case templated && p.Name == tt.TemplateProperties().Source:
+				d = d.Append(&hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "lazy is not allowed on a template's source",
+					Detail:   fmt.Sprintf("The template file of %s must be known when the plan is made: the plan carries its text, so that apply renders what was reviewed. Make variables lazy instead.", b.Address()),
+					Subject:  call.Range().Ptr(),
+				})
+			}
+			if d.HasErrors() {
+				diags = append(diags, d...)
+				errored[p.Name] = true
+				continue
+			}
+			if p.Sensitive || ev.scope.ReadsSensitive(inner) || callsSensitive(inner) {
+				sensitiveProps[p.Name] = true
+			}
+			e, d := ev.lazyExpr(inner, b.Dir, source)
+			diags = append(diags, d...)
+			if d.HasErrors() {
+				errored[p.Name] = true
+				continue
+			}
+			lazies[p.Name] = e
+			values[p.Name] = p.Unknown()
+			continue
+		}
 		v, d, sens := ev.sensitiveValue(a.Expr)
-		sens = sens || p.Sensitive
+		sens = sens || p.Sensitive || sensitiveWhen(p, v)
 		if sens {
 			diag.MarkSensitive(d)
 			sensitiveProps[p.Name] = true
@@ -351,6 +450,7 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx,
 		if v, ok := values[np.Name]; !ok || v.IsNull() {
 			v, d := decodeProperty(s, np, cty.StringVal(b.Name), b.LabelRange)
 			diags = append(diags, d...)
+			errored[np.Name] = errored[np.Name] || d.HasErrors()
 			if !d.HasErrors() && v != cty.NilVal {
 				values[np.Name] = v
 			}
@@ -371,6 +471,14 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx,
 		}
 	}
 
+	metaDiags := refuseLazy(ev.nativeOf(b.Meta.Action, source), "action", "the plan shows what each action does")
+	metaDiags = append(metaDiags, refuseLazy(ev.nativeOf(b.Meta.GuardInterpreter, source), "guard_interpreter", "it says how the guards run, and guards are shown as they will run")...)
+	metaDiags = append(metaDiags, refuseLazy(ev.nativeOf(b.Meta.IgnoreFailure, source), "ignore_failure", "the plan says what a failure stops")...)
+	metaDiags = append(metaDiags, refuseLazy(ev.nativeOf(b.Meta.Sensitive, source), "sensitive", "the plan hides a sensitive resource's values")...)
+	diags = append(diags, metaDiags...)
+	if metaDiags.HasErrors() {
+		return nil, diags, ev.templates
+	}
 	actions, d := ev.actions(b.Meta.Action, s)
 	diags = append(diags, d...)
 	action := s.DefaultAction
@@ -382,44 +490,66 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx,
 	ignore, d := ev.boolean(b.Meta.IgnoreFailure, "ignore_failure")
 	diags = append(diags, d...)
 	if templated {
-		diags = append(diags, renderTemplate(b, tt, action, byName, values, errored, ev)...)
+		diags = append(diags, renderTemplate(b, tt, action, byName, values, errored, lazies, ev, source)...)
 		props := tt.TemplateProperties()
 		if sensitiveProps[props.Variables] || ev.templateReadSensitive {
 			sensitiveProps[props.Content] = true
 		}
 	}
 
-	if dv, ok := t.(resources.Deriver); ok && !diags.HasErrors() {
+	if dv, ok := t.(resources.Deriver); ok && len(lazies) > 0 {
+		// What it derives would be known only at apply, and the plan
+		// shows (and diffs) exactly what it derives.
+		for _, name := range sortedNames(lazies) {
+			diags = diags.Append(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "lazy is not allowed on " + s.Name,
+				Detail:   fmt.Sprintf("%s derives what it manages from its properties when the plan is made, so that the plan shows exactly what it writes; %q cannot be known only at apply. Make it known at plan.", b.Address(), name),
+				Subject:  byName[name].Expr.Range().Ptr(),
+			})
+		}
+	} else if ok && !diags.HasErrors() {
 		diags = append(diags, derive(dv, b, values, sensitiveProps)...)
 	}
 
 	res := resources.NewResource(s, b.Name, action, values)
+	onlyIf, onlyAtApply, d := guardExpr(ev.nativeOf(b.Meta.OnlyIf, source), "only_if")
+	diags = append(diags, d...)
+	notIf, notAtApply, d := guardExpr(ev.nativeOf(b.Meta.NotIf, source), "not_if")
+	diags = append(diags, d...)
+	if diags.HasErrors() {
+		return nil, diags, ev.templates
+	}
 	// Guards that read a sensitive attribute (or use sensitive()) hide
 	// their command, output and environment like a sensitive resource's.
-	guardsSensitive := sensitive || ev.marksOrReadsSensitive(b.Meta.OnlyIf) || ev.marksOrReadsSensitive(b.Meta.NotIf)
-	guards, d := guard.Decode(guard.Input{
-		OnlyIf:           b.Meta.OnlyIf,
-		NotIf:            b.Meta.NotIf,
+	guardsSensitive := sensitive || ev.marksOrReadsSensitive(onlyIf) || ev.marksOrReadsSensitive(notIf)
+	lazyProps := map[string]bool{}
+	for k := range lazies {
+		lazyProps[k] = true
+	}
+	in := guard.Input{
+		OnlyIf:           onlyIf,
+		NotIf:            notIf,
+		OnlyIfAtApply:    onlyAtApply,
+		NotIfAtApply:     notAtApply,
 		GuardInterpreter: b.Meta.GuardInterpreter,
 		Parent:           res,
 		Ctx:              plainCtx,
 		Registry:         reg,
 		Source:           source,
 		Sensitive:        guardsSensitive,
-	})
+		Capture:          func(e hcl.Expression) (*lazy.Expr, hcl.Diagnostics) { return ev.lazyExpr(e, b.Dir, source) },
+		LazyProps:        lazyProps,
+	}
+	guards, d := guard.Decode(in)
 	diags = append(diags, d...)
 	var notifiedGuards []*guard.Spec
 	if action == "nothing" && b.Meta.HasGuards() && !d.HasErrors() {
 		// Not guarded in place, but a notified run of it is.
-		notifiedGuards, _ = guard.Decode(guard.Input{
-			OnlyIf:           b.Meta.OnlyIf,
-			NotIf:            b.Meta.NotIf,
-			GuardInterpreter: b.Meta.GuardInterpreter,
-			Parent:           resources.NewResource(s, b.Name, s.DefaultAction, values),
-			Ctx:              plainCtx,
-			Registry:         reg,
-			Source:           source,
-		})
+		nin := in
+		nin.Parent = resources.NewResource(s, b.Name, s.DefaultAction, values)
+		nin.Sensitive = false
+		notifiedGuards, _ = guard.Decode(nin)
 	}
 
 	if sensitive || mayBeSensitive(b.Meta.Sensitive, ctx) {
@@ -436,7 +566,11 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx,
 			sensList = append(sensList, p.Name)
 		}
 	}
+	if len(lazies) == 0 {
+		lazies = nil
+	}
 	return &Instance{
+		Lazy:           lazies,
 		Actions:        actions,
 		SensitiveProps: sensList,
 		NotifiedGuards: notifiedGuards,
@@ -447,6 +581,16 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx,
 		IgnoreFailure:  ignore,
 		Guards:         guards,
 	}, diags, ev.templates
+}
+
+// sortedNames is m's keys, sorted.
+func sortedNames[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // derive stores what a Deriver computes from the set properties in
@@ -478,9 +622,11 @@ func derive(dv resources.Deriver, b *config.ResourceBlock, values map[string]cty
 
 // duplicates reports resources that manage the same thing (their identity
 // properties of one namespace hold the same value: a file and a template
-// at one path), which would fight on every apply. Alternatives are allowed:
-// a pair where one is guarded (only_if / not_if) or runs only when
-// notified does not both converge in one run by itself.
+// at one path; or, for a type whose identity names the thing, the same
+// identity values: two ini_setting of one file and key), which would
+// fight on every apply. Alternatives are allowed: a pair where one is
+// guarded (only_if / not_if) or runs only when notified does not both
+// converge in one run by itself.
 func duplicates(insts []*Instance) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	type claim struct {
@@ -489,8 +635,22 @@ func duplicates(insts []*Instance) hcl.Diagnostics {
 	}
 	first := map[string]claim{}
 	for _, inst := range insts {
-		if inst.Block == nil || inst.Block.Meta.HasGuards() || inst.Resource.Action == "nothing" {
+		if inst.Block == nil || alternative(inst) {
 			continue
+		}
+		if schema := inst.Resource.Schema(); schema.Identified {
+			key, what := identityKey(inst.Resource)
+			if c, dup := first[key]; dup {
+				diags = diags.Append(&hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Two resources manage the same " + schema.Name,
+					Detail: fmt.Sprintf("%s and %s (declared at %s:%d) both manage the %s of %s: they would undo each other on every apply. Keep one of them, or make them alternatives with only_if / not_if.",
+						inst.Address(), c.inst.Address(), c.inst.Block.DeclRange.Filename, c.inst.Block.DeclRange.Start.Line, schema.Name, what),
+					Subject: inst.Block.DeclRange.Ptr(),
+				})
+			} else {
+				first[key] = claim{inst, ""}
+			}
 		}
 		for _, p := range inst.Resource.Schema().Properties {
 			if p.Namespace == "" {
@@ -510,12 +670,60 @@ func duplicates(insts []*Instance) hcl.Diagnostics {
 				Severity: hcl.DiagError,
 				Summary:  "Two resources manage the same " + p.Namespace,
 				Detail: fmt.Sprintf("%s and %s (declared at %s:%d) both manage %s %q: they would undo each other on every apply. Keep one of them, or make them alternatives with only_if / not_if.",
-					inst.Resource.Address(), c.inst.Resource.Address(), c.inst.Block.DeclRange.Filename, c.inst.Block.DeclRange.Start.Line, p.Namespace, v.AsString()),
+					inst.Address(), c.inst.Address(), c.inst.Block.DeclRange.Filename, c.inst.Block.DeclRange.Start.Line, p.Namespace, v.AsString()),
 				Subject: inst.Block.DeclRange.Ptr(),
 			})
 		}
 	}
 	return diags
+}
+
+// sensitiveWhen reports whether the property's SensitiveWhen hides the
+// value v as written (a URL with a password in it).
+func sensitiveWhen(p *resources.Property, v cty.Value) bool {
+	if p.SensitiveWhen == nil || v == cty.NilVal || !v.IsWhollyKnown() || v.IsNull() {
+		return false
+	}
+	hide, err := safeCall(func() (cty.Value, error) { return cty.BoolVal(p.SensitiveWhen(v)), nil })
+	return err != nil || hide.True()
+}
+
+// identityKey is the identity of r, a resource of an Identified type: its
+// type and the values of its identity and name properties, and those
+// values worded for a diagnostic.
+func identityKey(r *resources.Resource) (key, what string) {
+	var parts, words []string
+	for _, p := range r.Schema().Properties {
+		if !p.Identity && !p.NameProperty {
+			continue
+		}
+		shown := "null"
+		if v := r.Get(p.Name); v != cty.NilVal && v.IsWhollyKnown() {
+			if b, err := ctyjson.Marshal(v, v.Type()); err == nil {
+				shown = string(b)
+			}
+		}
+		parts = append(parts, p.Name+"="+shown)
+		words = append(words, p.Name+" = "+shown)
+	}
+	if r.Schema().NameProperty() == nil {
+		// No property holds the name: the name is part of the identity.
+		parts = append(parts, "name="+r.Name)
+		words = append(words, fmt.Sprintf("name %q", r.Name))
+	}
+	return "type:" + r.Type + "\x00" + strings.Join(parts, "\x00"), strings.Join(words, ", ")
+}
+
+// alternative reports whether inst runs only when something decides so:
+// it, or a resource whose action declares it, is guarded or runs only
+// when notified.
+func alternative(inst *Instance) bool {
+	for i := inst; i != nil; i = i.Parent {
+		if i.Block == nil || i.Block.Meta.HasGuards() || i.Resource.Action == "nothing" {
+			return true
+		}
+	}
+	return false
 }
 
 // mayBeSensitive reports whether a sensitive meta-argument is set to
@@ -603,6 +811,9 @@ type evaluator struct {
 	ctx       *hcl.EvalContext
 	scope     *Scope
 	templates []*TemplateError
+	// jsonStrings are the JSON-syntax strings read as native templates
+	// to find lazy(…) in them (nativeOf).
+	jsonStrings []jsonString
 	// templateReadSensitive is set when a rendered template (inline or
 	// file) reads a sensitive node attribute.
 	templateReadSensitive bool

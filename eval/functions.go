@@ -30,9 +30,17 @@ import (
 // baseDir (the recipe file's directory). Nothing non-deterministic (uuid,
 // timestamp) is offered: a plan must be reproducible.
 func Functions(baseDir string) map[string]function.Function {
-	fs := baseFunctions(baseDir)
-	fs["templatefile"] = templateFileFunc(baseDir, baseFunctions(baseDir))
+	return functionsWith(baseDir, hostReader)
+}
+
+// functionsWith is Functions whose file and environment functions read
+// through rd: the host's (hostReader), or what a plan carries for a value
+// known at apply (a captured reader).
+func functionsWith(baseDir string, rd *reader) map[string]function.Function {
+	fs := baseFunctionsWith(baseDir, rd)
+	fs["templatefile"] = templateFileFunc(baseDir, baseFunctionsWith(baseDir, rd), rd)
 	fs["sensitive"] = SensitiveFunc
+	fs[lazyName] = lazyFunc
 	return fs
 }
 
@@ -61,6 +69,10 @@ var SensitiveFunc = function.New(&function.Spec{
 // baseFunctions is the library without templatefile (templates cannot
 // render templates).
 func baseFunctions(baseDir string) map[string]function.Function {
+	return baseFunctionsWith(baseDir, hostReader)
+}
+
+func baseFunctionsWith(baseDir string, rd *reader) map[string]function.Function {
 	return map[string]function.Function{
 		// numbers
 		"abs":      stdlib.AbsoluteFunc,
@@ -152,10 +164,10 @@ func baseFunctions(baseDir string) map[string]function.Function {
 		"abspath":    absPathFunc(baseDir),
 		"basename":   stringFunc("path", filepath.Base),
 		"dirname":    stringFunc("path", filepath.Dir),
-		"file":       fileFunc(baseDir),
-		"filebase64": fileBase64Func(baseDir),
-		"fileexists": fileExistsFunc(baseDir),
-		"env":        envFunc,
+		"file":       fileFunc(baseDir, rd),
+		"filebase64": fileBase64Func(baseDir, rd),
+		"fileexists": fileExistsFunc(baseDir, rd),
+		"env":        envFunc(rd),
 	}
 }
 
@@ -325,12 +337,12 @@ func readFile(baseDir, p string) ([]byte, string, error) {
 	return b, full, nil
 }
 
-func fileFunc(baseDir string) function.Function {
+func fileFunc(baseDir string, rd *reader) function.Function {
 	return function.New(&function.Spec{
 		Params: []function.Parameter{{Name: "path", Type: cty.String}},
 		Type:   function.StaticReturnType(cty.String),
 		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-			b, full, err := readFile(baseDir, args[0].AsString())
+			b, full, err := rd.read(baseDir, args[0].AsString())
 			if err != nil {
 				return cty.UnknownVal(cty.String), function.NewArgError(0, err)
 			}
@@ -342,12 +354,12 @@ func fileFunc(baseDir string) function.Function {
 	})
 }
 
-func fileBase64Func(baseDir string) function.Function {
+func fileBase64Func(baseDir string, rd *reader) function.Function {
 	return function.New(&function.Spec{
 		Params: []function.Parameter{{Name: "path", Type: cty.String}},
 		Type:   function.StaticReturnType(cty.String),
 		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-			b, _, err := readFile(baseDir, args[0].AsString())
+			b, _, err := rd.read(baseDir, args[0].AsString())
 			if err != nil {
 				return cty.UnknownVal(cty.String), function.NewArgError(0, err)
 			}
@@ -356,13 +368,13 @@ func fileBase64Func(baseDir string) function.Function {
 	})
 }
 
-func fileExistsFunc(baseDir string) function.Function {
+func fileExistsFunc(baseDir string, rd *reader) function.Function {
 	return function.New(&function.Spec{
 		Params: []function.Parameter{{Name: "path", Type: cty.String}},
 		Type:   function.StaticReturnType(cty.Bool),
 		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
 			full := resolve(baseDir, args[0].AsString())
-			fi, err := os.Stat(full)
+			fi, err := rd.stat(baseDir, args[0].AsString())
 			switch {
 			case errors.Is(err, os.ErrNotExist):
 				return cty.False, nil
@@ -408,7 +420,7 @@ func (e *TemplateError) Error() string {
 
 // templateFileFunc renders an HCL template (${…} and %{…} syntax) with
 // vars as its variables and the function library (without templatefile).
-func templateFileFunc(baseDir string, funcs map[string]function.Function) function.Function {
+func templateFileFunc(baseDir string, funcs map[string]function.Function, rd *reader) function.Function {
 	return function.New(&function.Spec{
 		Params: []function.Parameter{
 			{Name: "path", Type: cty.String},
@@ -434,7 +446,7 @@ func templateFileFunc(baseDir string, funcs map[string]function.Function) functi
 					vars[name] = ev
 				}
 			}
-			src, full, err := readFile(baseDir, args[0].AsString())
+			src, full, err := rd.read(baseDir, args[0].AsString())
 			if err != nil {
 				return cty.DynamicVal, function.NewArgError(0, err)
 			}
@@ -458,21 +470,27 @@ func templateFileFunc(baseDir string, funcs map[string]function.Function) functi
 // variable of the toque process, read at plan time (and recorded in the
 // plan, so apply does not read it again). Without a default, an unset
 // variable is an error rather than a silent empty string.
-var envFunc = function.New(&function.Spec{
-	Params:   []function.Parameter{{Name: "name", Type: cty.String}},
-	VarParam: &function.Parameter{Name: "default", Type: cty.String},
-	Type:     function.StaticReturnType(cty.String),
-	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-		if len(args) > 2 {
-			return cty.UnknownVal(cty.String), function.NewArgErrorf(2, "env takes a name and at most one default")
-		}
-		name := args[0].AsString()
-		if v, ok := os.LookupEnv(name); ok {
-			return cty.StringVal(v), nil
-		}
-		if len(args) == 2 {
-			return args[1], nil
-		}
-		return cty.UnknownVal(cty.String), function.NewArgErrorf(0, "environment variable %s is not set; give a default as env(%q, \"…\")", name, name)
-	},
-})
+func envFunc(rd *reader) function.Function {
+	return function.New(&function.Spec{
+		Params:   []function.Parameter{{Name: "name", Type: cty.String}},
+		VarParam: &function.Parameter{Name: "default", Type: cty.String},
+		Type:     function.StaticReturnType(cty.String),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			if len(args) > 2 {
+				return cty.UnknownVal(cty.String), function.NewArgErrorf(2, "env takes a name and at most one default")
+			}
+			name := args[0].AsString()
+			v, ok, err := rd.lookupEnv(name)
+			if err != nil {
+				return cty.UnknownVal(cty.String), function.NewArgError(0, err)
+			}
+			if ok {
+				return cty.StringVal(v), nil
+			}
+			if len(args) == 2 {
+				return args[1], nil
+			}
+			return cty.UnknownVal(cty.String), function.NewArgErrorf(0, "environment variable %s is not set; give a default as env(%q, \"…\")", name, name)
+		},
+	})
+}

@@ -92,7 +92,7 @@ func TestEnvFunc(t *testing.T) {
 		{[]cty.Value{cty.StringVal("TOQUE_TEST_UNSET_X")}, "", true},
 	}
 	for _, c := range cases {
-		got, err := envFunc.Call(c.args)
+		got, err := envFunc(hostReader).Call(c.args)
 		if c.wantErr {
 			if err == nil {
 				t.Errorf("env(%v): want an error", c.args)

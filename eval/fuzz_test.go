@@ -23,6 +23,11 @@ func FuzzLoadAndEvaluate(f *testing.F) {
 		{`{"file": {"/x": {"content": "${host.hostname}", "notifies": {"touch": {"resource": "file[/x]"}}}}}`, true},
 		{`{"default": {"a": {"b": [1, {"c": null}]}}, "acount": 1}`, true},
 		{`[1, 2]`, true},
+		{"file \"/l\" {\n  content = lazy(templatefile(\"t.tpl\", { a = file(\"/k\") }))\n  only_if = lazy([\"test -f /k\", fileexists(\"/k\")])\n  not_if = lazy(lazy(1))\n  mode = \"${lazy(2)}\"\n}\n", false},
+		{`{"file": {"/l": {"content": "${lazy(env(\"X\", \"y\"))}", "only_if": "${lazy(\"true\")}", "action": "${lazy(\"touch\")}"}}}`, true},
+		{"resource_type \"box\" {\n  property \"v\" {\n    type = list(string)\n    default = [\"a\"]\n    validation {\n      condition = length(value) > 0\n      error_message = \"empty\"\n    }\n  }\n  load_current_value {\n    batch = true\n    code = \"echo []\"\n  }\n  action \"create\" {\n    converge_if_changed {\n      properties = [\"v\"]\n      code = \"true\"\n    }\n    file \"/in/${new_resource.name}\" {\n      content = join(\",\", new_resource.v)\n      notifies \"touch\" { resource = \"file[/x]\" }\n    }\n    converge_by \"d\" {\n      when = \"exists\"\n      code = \"true\"\n    }\n  }\n}\nbox \"b\" { v = [\"x\"] }\nfile \"/x\" {}\n", false},
+		{`resource_type "a" { action "create" { b "x" {} } } resource_type "b" { action "create" { a "y" {} } } a "z" {}`, false},
+		{`{"resource_type": {"t": {"property": {"p": {"type": "string"}}, "action": {"create": {"converge_by": {"x": {"code": "true"}}, "file": {"/f": {"content": "${new_resource.p}"}}}}}}, "t": {"one": {"p": "v"}}}`, true},
 	}
 	for _, s := range seeds {
 		f.Add(s.src, s.asJSON)
@@ -44,8 +49,9 @@ func FuzzLoadAndEvaluate(f *testing.F) {
 		if cfg == nil {
 			t.Fatal("config.LoadDir returned no config")
 		}
+		types, _ := Types(cfg, reg)
 		scope, attrs, _ := NewScope(cfg, testHost())
-		_, _ = Resources(cfg, reg, scope)
+		_, _ = Resources(cfg, types, scope)
 		_, _ = Notifications(cfg, reg, scope)
 		_ = attrs.Leaves()
 		_ = cfg.InputsDigest()

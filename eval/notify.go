@@ -45,20 +45,25 @@ func (n *Notification) String() string {
 // known yet (validate, without the host) is left out unchecked.
 func Notifications(c *config.Config, reg *resources.Registry, scope *Scope) ([]*Notification, hcl.Diagnostics) {
 	ctxs := map[string]*hcl.EvalContext{}
-	return notifications(c, reg, func(dir string) *hcl.EvalContext {
-		ctx := ctxs[dir]
+	return notificationsOf(c.Resources, reg, func(b *config.ResourceBlock) *hcl.EvalContext {
+		ctx := ctxs[b.Dir]
 		if ctx == nil {
-			ctx = scope.EvalContext(dir)
-			ctxs[dir] = ctx
+			ctx = scope.EvalContext(b.Dir)
+			ctxs[b.Dir] = ctx
 		}
 		return ctx
 	})
 }
 
-func notifications(c *config.Config, reg *resources.Registry, ctxFor func(dir string) *hcl.EvalContext) ([]*Notification, hcl.Diagnostics) {
+// notificationsOf resolves the edges of blocks (top-level resources and
+// child resources), each block's expressions evaluated in ctxFor(block).
+// A child's reference is looked up among its siblings first (the
+// resources its parent's action declares), then at the top level, then as
+// a full address.
+func notificationsOf(blocks []*config.ResourceBlock, reg *resources.Registry, ctxFor func(*config.ResourceBlock) *hcl.EvalContext) ([]*Notification, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	hasEdges := false
-	for _, b := range c.Resources {
+	for _, b := range blocks {
 		if len(b.Meta.Notifies)+len(b.Meta.Subscribes) > 0 {
 			hasEdges = true
 			break
@@ -67,19 +72,19 @@ func notifications(c *config.Config, reg *resources.Registry, ctxFor func(dir st
 	if !hasEdges {
 		return nil, nil
 	}
-	byAddr := make(map[string]*config.ResourceBlock, len(c.Resources))
-	for _, b := range c.Resources {
+	byAddr := make(map[string]*config.ResourceBlock, len(blocks))
+	for _, b := range blocks {
 		byAddr[b.Address()] = b
 	}
 	var edges []*Notification
 	seen := map[string]bool{}
-	for _, b := range c.Resources {
+	for _, b := range blocks {
 		for _, group := range []struct {
 			blocks    []*config.NotifyBlock
 			subscribe bool
 		}{{b.Meta.Notifies, false}, {b.Meta.Subscribes, true}} {
 			for _, nb := range group.blocks {
-				n, d := resolveNotify(b, nb, group.subscribe, byAddr, reg, ctxFor(b.Dir))
+				n, d := resolveNotify(b, nb, group.subscribe, byAddr, reg, ctxFor(b))
 				diags = append(diags, d...)
 				if n == nil {
 					continue
@@ -111,6 +116,12 @@ func resolveNotify(b *config.ResourceBlock, nb *config.NotifyBlock, subscribe bo
 		return nil, diags.Append(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: rng.Ptr()})
 	}
 
+	if d := refuseLazy(nb.Resource, kw, "the plan shows which resource each change notifies"); d.HasErrors() {
+		return nil, d
+	}
+	if d := refuseLazy(nb.Timing, kw+" timing", "the plan shows where each notified run happens"); d.HasErrors() {
+		return nil, d
+	}
 	v, d := nb.Resource.Value(ctx)
 	diags = append(diags, d...)
 	if d.HasErrors() {
@@ -123,11 +134,18 @@ func resolveNotify(b *config.ResourceBlock, nb *config.NotifyBlock, subscribe bo
 		return errAt(refRange, "Invalid resource reference", fmt.Sprintf("The resource of a %s block is a string naming a resource as TYPE[NAME], for example \"execute[reload-web]\".", kw))
 	}
 	ref := v.AsString()
-	typ, name, ok := config.ParseAddress(ref)
+	typ, _, ok := config.ParseAddress(ref)
 	if !ok {
 		return errAt(refRange, "Invalid resource reference", fmt.Sprintf("%q does not name a resource: write TYPE[NAME], for example \"execute[reload-web]\".", ref))
 	}
-	other, found := byAddr[resources.Address(typ, name)]
+	other, found := (*config.ResourceBlock)(nil), false
+	if b.Parent != "" {
+		// A sibling, declared by the same action of the same resource.
+		other, found = byAddr[b.Parent+"."+ref]
+	}
+	if !found {
+		other, found = byAddr[ref]
+	}
 	if !found {
 		var addrs []string
 		for a, ob := range byAddr {

@@ -22,6 +22,10 @@ func evalBuiltin(t *testing.T, dir string) (*config.Config, []*Instance, hcl.Dia
 	if diags.HasErrors() {
 		return cfg, nil, diags
 	}
+	reg, d := Types(cfg, reg)
+	if diags = append(diags, d...); diags.HasErrors() {
+		return cfg, nil, diags
+	}
 	scope, _, d := NewScope(cfg, testHost())
 	diags = append(diags, d...)
 	insts, d := Resources(cfg, reg, scope)

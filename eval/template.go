@@ -10,6 +10,7 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/toquehq/toque/config"
+	"github.com/toquehq/toque/internal/lazy"
 	"github.com/toquehq/toque/resources"
 )
 
@@ -20,7 +21,11 @@ import (
 // scope, rather than in the generic property loop. Template files that
 // fail are recorded in ev.templates so that diagnostics can show their
 // snippets.
-func renderTemplate(b *config.ResourceBlock, tt resources.Templated, action string, attrs map[string]*hcl.Attribute, values map[string]cty.Value, errored map[string]bool, ev *evaluator) hcl.Diagnostics {
+//
+// When the variables, or the inline template, are lazy(…), the content is
+// known only at apply: it is recorded in lazies as the template's text (the
+// file's, or the inline expression's) to render then, with what it reads.
+func renderTemplate(b *config.ResourceBlock, tt resources.Templated, action string, attrs map[string]*hcl.Attribute, values map[string]cty.Value, errored map[string]bool, lazies map[string]*lazy.Expr, ev *evaluator, source func(hcl.Range) string) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	props := tt.TemplateProperties()
 	addr := b.Address()
@@ -53,8 +58,23 @@ func renderTemplate(b *config.ResourceBlock, tt resources.Templated, action stri
 		}
 		return diags
 	}
-	if errored[props.Variables] || (src != nil && errored[props.Source]) {
+	if errored[props.Variables] || errored[props.Inline] || (src != nil && errored[props.Source]) {
 		return diags // already reported
+	}
+	var inlineExpr hcl.Expression
+	inlineLazy := false
+	if inline != nil {
+		inlineExpr = inline.Expr
+		if call := lazyCall(ev.nativeOf(inline.Expr, source)); call != nil {
+			inner, d := lazyInner(call)
+			if d.HasErrors() {
+				return append(diags, d...)
+			}
+			inlineExpr, inlineLazy = inner, true
+		}
+	}
+	if lazies[props.Variables] != nil || inlineLazy {
+		return append(diags, lazyTemplate(b, props, src, inlineExpr, attrs, values, lazies, ev, source)...)
 	}
 
 	// The variables, then node and host, then the functions.
@@ -84,10 +104,10 @@ func renderTemplate(b *config.ResourceBlock, tt resources.Templated, action stri
 	if inline != nil {
 		child := ev.ctx.NewChild()
 		child.Variables = vars
-		if ev.scope.ReadsSensitive(inline.Expr) {
+		if ev.scope.ReadsSensitive(inlineExpr) {
 			ev.templateReadSensitive = true
 		}
-		v, d := inline.Expr.Value(child)
+		v, d := inlineExpr.Value(child)
 		for _, x := range d {
 			x.Expression, x.EvalContext = nil, nil
 		}
@@ -195,4 +215,63 @@ func renderFile(addr, dir, name string, vars map[string]cty.Value, ev *evaluator
 		return fail(d)
 	}
 	return v, d
+}
+
+// lazyTemplate records the content of a template whose variables or inline
+// template are known only at apply: the inline template's expression, or
+// the template file's text (read now, so that apply renders the text that
+// was reviewed), rendered at apply with the variables.
+func lazyTemplate(b *config.ResourceBlock, props resources.TemplateProps, src *hcl.Attribute, inlineExpr hcl.Expression, attrs map[string]*hcl.Attribute, values map[string]cty.Value, lazies map[string]*lazy.Expr, ev *evaluator, source func(hcl.Range) string) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	values[props.Content] = cty.UnknownVal(cty.String)
+	var e *lazy.Expr
+	if inlineExpr != nil {
+		if ev.scope.ReadsSensitive(inlineExpr) || callsSensitive(inlineExpr) {
+			ev.templateReadSensitive = true
+		}
+		var d hcl.Diagnostics
+		e, d = ev.lazyExpr(inlineExpr, b.Dir, source)
+		if d.HasErrors() {
+			return d
+		}
+		e.Template = lazy.TemplateInline
+	} else {
+		sv := values[props.Source]
+		if sv == cty.NilVal || sv.IsNull() || !sv.IsKnown() {
+			return diags
+		}
+		rng := src.Expr.Range()
+		dir := config.TemplateDir(b.Dir)
+		text, full, err := readFile(dir, sv.AsString())
+		if err != nil {
+			return diags.Append(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Cannot read the template",
+				Detail:   fmt.Sprintf("The template of %s could not be read: %s. Templates are looked up in %s.", b.Address(), err, dir),
+				Subject:  rng.Ptr(),
+			})
+		}
+		start := hcl.Pos{Line: 1, Column: 1, Byte: 0}
+		fail := func(d hcl.Diagnostics) hcl.Diagnostics {
+			ev.templates = append(ev.templates, &TemplateError{Filename: full, Src: text, Diags: d})
+			return d
+		}
+		if d := config.CheckSource(text, full, true); d != nil {
+			return fail(hcl.Diagnostics{d})
+		}
+		expr, d := hclsyntax.ParseTemplate(text, full, start)
+		if d.HasErrors() {
+			return fail(d)
+		}
+		if ev.scope.ReadsSensitive(expr) || callsSensitive(expr) {
+			ev.templateReadSensitive = true
+		}
+		e = &lazy.Expr{Source: string(text), Range: hcl.Range{Filename: full, Start: start, End: start}, Template: lazy.TemplateFile}
+		e.Scope = ev.capture(expr, filepath.Dir(full))
+	}
+	if attrs[props.Variables] != nil {
+		e.Variables = props.Variables
+	}
+	lazies[props.Content] = e
+	return diags
 }

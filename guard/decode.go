@@ -13,6 +13,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 
+	"github.com/toquehq/toque/internal/lazy"
 	"github.com/toquehq/toque/internal/shellexec"
 	"github.com/toquehq/toque/internal/words"
 	"github.com/toquehq/toque/resources"
@@ -35,6 +36,17 @@ type Input struct {
 	// Sensitive marks the parent resource sensitive: its guards' commands
 	// and output are kept out of logs, errors and plan output.
 	Sensitive bool
+	// OnlyIfAtApply and NotIfAtApply mark every guard of OnlyIf or NotIf
+	// as decided at apply: the recipe wrapped the attribute's value in
+	// lazy(…), and OnlyIf or NotIf is lazy's argument. An expression guard
+	// of theirs that cannot be evaluated now is not an error.
+	OnlyIfAtApply, NotIfAtApply bool
+	// Capture records the expression of a run-time expression guard with
+	// what it reads that is fixed now (Spec.Lazy).
+	Capture func(hcl.Expression) (*lazy.Expr, hcl.Diagnostics)
+	// LazyProps names the parent's properties whose values are known only
+	// at apply: a guard cannot inherit them.
+	LazyProps map[string]bool
 }
 
 // DefaultInterpreter is the guard interpreter of a resource of type typ
@@ -70,13 +82,14 @@ func Decode(in Input) ([]*Spec, hcl.Diagnostics) {
 	var specs []*Spec
 	var exprGuards []raw
 	for _, g := range []struct {
-		kind Kind
-		expr hcl.Expression
-	}{{OnlyIf, in.OnlyIf}, {NotIf, in.NotIf}} {
+		kind    Kind
+		expr    hcl.Expression
+		atApply bool
+	}{{OnlyIf, in.OnlyIf, in.OnlyIfAtApply}, {NotIf, in.NotIf, in.NotIfAtApply}} {
 		if g.expr == nil {
 			continue
 		}
-		for _, raw := range d.values(g.kind, g.expr) {
+		for _, raw := range d.values(g.kind, g.expr, g.atApply) {
 			if raw.form == Expression {
 				exprGuards = append(exprGuards, raw)
 			}
@@ -215,12 +228,27 @@ type raw struct {
 	// argv is set for an argv guard ({ command = [PROGRAM, ARG…] }): the
 	// list of strings, which may be unknown at validate.
 	argv cty.Value
+	// atApply marks a run-time guard.
+	atApply bool
 }
 
 // values splits a guard attribute's value into guards: a string, a bool, an
-// object, or a list of these.
-func (d *decoder) values(kind Kind, expr hcl.Expression) []raw {
+// object, or a list of these. Run-time guards (atApply) are marked.
+func (d *decoder) values(kind Kind, expr hcl.Expression, atApply bool) []raw {
+	out := d.values1(kind, expr, atApply)
+	for i := range out {
+		out[i].atApply = atApply
+	}
+	return out
+}
+
+func (d *decoder) values1(kind Kind, expr hcl.Expression, atApply bool) []raw {
 	v, diags := expr.Value(d.in.Ctx)
+	if diags.HasErrors() && atApply {
+		// A run-time guard that cannot be evaluated now (it reads what an
+		// earlier resource makes): an expression, decided at apply.
+		return []raw{{kind: kind, form: Expression, rng: expr.Range(), expr: expr, source: d.sourceText(expr.Range())}}
+	}
 	d.diags = append(d.diags, diags...)
 	if diags.HasErrors() {
 		return nil
@@ -342,8 +370,12 @@ func (d *decoder) single(kind Kind, expr hcl.Expression, rng hcl.Range, v cty.Va
 				krng, _ := itemRanges(expr, key, rng)
 				keys := append([]string{"command"}, Params...)
 				misspeltCommand = misspeltCommand || words.Closest(key, keys) == "command"
+				hint := words.DidYouMean(key, keys)
+				if runTimeKeys[strings.ToLower(key)] {
+					hint = fmt.Sprintf(" A guard is decided at apply by wrapping the whole of %s in lazy(…): %s = lazy({ command = … }), or %s = lazy(\"test -f …\").", kind, kind, kind)
+				}
 				d.errorf(krng, "Unknown guard parameter",
-					"A guard object takes command and the guard parameters %s; %q is none of these.%s", words.Quoted(Params), key, words.DidYouMean(key, keys))
+					"A guard object takes command and the guard parameters %s; %q is none of these.%s", words.Quoted(Params), key, hint)
 				continue
 			}
 			if ev.IsNull() {
@@ -434,11 +466,27 @@ func itemRanges(expr hcl.Expression, key string, def hcl.Range) (keyRange, value
 	return def, def
 }
 
+// runTimeKeys are guard object keys that read like a way to decide a
+// guard at apply; the one way is lazy(…), which their error says.
+var runTimeKeys = map[string]bool{"lazy": true, "at_apply": true, "atapply": true, "run_time": true, "runtime": true, "defer": true, "deferred": true, "when": true, "decided_at": true}
+
 // resolve turns a raw guard into a Spec, checking its parameters against
 // the interpreter.
 func (d *decoder) resolve(r raw, interp string, known bool) *Spec {
-	s := &Spec{Kind: r.kind, Form: r.form, Source: r.source, ExprValue: r.value, Range: r.rng, Sensitive: d.in.Sensitive}
+	s := &Spec{Kind: r.kind, Form: r.form, Source: r.source, ExprValue: r.value, Range: r.rng, Sensitive: d.in.Sensitive, AtApply: r.atApply}
 	if r.form == Expression {
+		if r.atApply {
+			// Decided at apply by evaluating the expression then.
+			s.ExprValue = nil
+			if r.expr == nil || d.in.Capture == nil {
+				d.errorf(r.rng, "Run-time guard is not a literal",
+					"A guard decided at apply by an expression must be written where it stands: %s = lazy(EXPR), or a list literal of guards inside lazy(…).", r.kind)
+				return s
+			}
+			e, diags := d.in.Capture(r.expr)
+			d.diags = append(d.diags, diags...)
+			s.Lazy = e
+		}
 		return s
 	}
 	s.Interpreter = interp
@@ -536,6 +584,11 @@ func (d *decoder) resolveRunner(r raw, s *Spec, schema *resources.Schema, codeKe
 			}
 			if _, given := params[k]; given {
 				s.Overridden = append(s.Overridden, k)
+				continue
+			}
+			if d.in.LazyProps[k] {
+				d.errorf(r.rng, "Guard inherits a value known only at apply",
+					"The guard would inherit %s from %s, whose value is lazy(…), known only when the resource converges; what a guard runs with must be known when the plan is made. Give %s as a guard parameter: { command = …, %s = … }.", k, parent.Address(), k, k)
 				continue
 			}
 			v := parent.Values[k]

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/toquehq/toque/internal/lazy"
 	"github.com/toquehq/toque/internal/shellexec"
 	"github.com/toquehq/toque/internal/words"
 	"github.com/toquehq/toque/resources"
@@ -52,6 +53,36 @@ type Outcome struct {
 	Cwd         string
 	Environment map[string]string
 	User        string
+	// Deferred marks the outcome of a guard decided at apply (Spec.AtApply)
+	// where it does not decide: NotRun when it was not evaluated at all
+	// (RunTimeLeave); otherwise Condition, or Err, says what it says now
+	// (RunTimeShow), and an Err is not a failure.
+	Deferred bool
+	NotRun   bool
+}
+
+// RunTime says what EvaluateAllWith does with guards decided at apply
+// (Spec.AtApply).
+type RunTime int
+
+const (
+	// RunTimeLeave leaves them unevaluated (apply's pre-flight: what they
+	// test may not exist before earlier resources converge).
+	RunTimeLeave RunTime = iota
+	// RunTimeShow evaluates them to say what they say now, deciding
+	// nothing; one that cannot run now is not an error (the planner).
+	RunTimeShow
+	// RunTimeDecide evaluates them and lets them decide, as any guard:
+	// right before the resource converges.
+	RunTimeDecide
+)
+
+// Options say how EvaluateAllWith treats guards decided at apply.
+type Options struct {
+	RunTime RunTime
+	// Expr evaluates a run-time expression guard's expression (Spec.Lazy);
+	// nil: such a guard cannot be evaluated.
+	Expr func(ctx context.Context, e *lazy.Expr) (bool, error)
 }
 
 // Skips reports whether the outcome skips the resource.
@@ -61,6 +92,10 @@ func (o *Outcome) Skips() bool { return o.Err == nil && Skips(o.Spec.Kind, o.Con
 // could not run: interpreter, command, working directory or user missing,
 // timeout, cancellation — those are Outcome.Err.
 func Run(ctx context.Context, reg *resources.Registry, s *Spec, logger hclog.Logger) (o Outcome) {
+	return run(ctx, reg, s, logger, Options{})
+}
+
+func run(ctx context.Context, reg *resources.Registry, s *Spec, logger hclog.Logger, opts Options) (o Outcome) {
 	o = Outcome{Spec: s}
 	defer func() {
 		// A malformed stored guard must not take toque down.
@@ -71,6 +106,21 @@ func Run(ctx context.Context, reg *resources.Registry, s *Spec, logger hclog.Log
 	if s == nil {
 		o.Spec = &Spec{}
 		o.Err = errors.New("no guard to evaluate")
+		return o
+	}
+	if s.Form == Expression && s.AtApply {
+		if opts.Expr == nil {
+			o.Err = fmt.Errorf("%s is decided at apply, and nothing here can evaluate it", s.Describe())
+			return o
+		}
+		t0 := time.Now()
+		c, err := opts.Expr(ctx, s.Lazy)
+		o.Duration = time.Since(t0)
+		if err != nil {
+			o.Err = fmt.Errorf("%s: %w", s.Describe(), err)
+			return o
+		}
+		o.Condition = c
 		return o
 	}
 	if s.Form == Expression {
@@ -153,9 +203,29 @@ func Run(ctx context.Context, reg *resources.Registry, s *Spec, logger hclog.Log
 // deciding guard, -1 when none decided. On error the outcomes end with the
 // guard that failed.
 func EvaluateAll(ctx context.Context, reg *resources.Registry, specs []*Spec, logger hclog.Logger) (outcomes []Outcome, skip bool, decidedBy int, err error) {
+	return EvaluateAllWith(ctx, reg, specs, logger, Options{})
+}
+
+// EvaluateAllWith is EvaluateAll, with guards decided at apply treated as
+// o says: left out, shown, or deciding. Every guard has an outcome in
+// order up to the one that decides; a guard that does not decide here has
+// a Deferred one.
+func EvaluateAllWith(ctx context.Context, reg *resources.Registry, specs []*Spec, logger hclog.Logger, opts Options) (outcomes []Outcome, skip bool, decidedBy int, err error) {
 	outcomes = make([]Outcome, 0, len(specs))
 	for i, s := range specs {
-		o := Run(ctx, reg, s, logger)
+		if s != nil && s.AtApply && opts.RunTime != RunTimeDecide {
+			out := Outcome{Spec: s, Deferred: true, NotRun: opts.RunTime == RunTimeLeave}
+			if opts.RunTime == RunTimeShow {
+				out = run(ctx, reg, s, logger, opts)
+				out.Deferred = true
+				if ctx.Err() != nil && out.Err != nil {
+					return append(outcomes, out), false, -1, out.Err
+				}
+			}
+			outcomes = append(outcomes, out)
+			continue
+		}
+		o := run(ctx, reg, s, logger, opts)
 		outcomes = append(outcomes, o)
 		if o.Err != nil {
 			return outcomes, false, -1, o.Err

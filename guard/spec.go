@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/toquehq/toque/internal/lazy"
 	"github.com/toquehq/toque/internal/typedvalue"
 )
 
@@ -71,6 +72,32 @@ type Spec struct {
 	Overridden []string `json:"overridden,omitempty"`
 	// Range is where the guard is written.
 	Range hcl.Range `json:"range"`
+	// AtApply marks a guard decided at apply, a run-time guard: the recipe
+	// wrapped it in lazy(…) (only_if = lazy("test -f /srv/keys/api.key")),
+	// and an earlier resource of the plan could change what it tests. It
+	// decides right before its resource converges; the plan shows what it
+	// says now and plans the step as if it let the resource run.
+	AtApply bool `json:"at_apply,omitempty"`
+	// Lazy is the expression of a run-time expression guard, with what it
+	// reads that is fixed at plan (evaluated at apply, ExprValue unset);
+	// nil for every other guard.
+	Lazy *lazy.Expr `json:"lazy,omitempty"`
+}
+
+// NowWord words what a guard decided at apply says now: a script only_if
+// "passes now" or "fails now"; a not_if or an expression guard "true now"
+// or "false now".
+func NowWord(k Kind, f Form, c bool) string {
+	if f == Script && k == OnlyIf {
+		if c {
+			return "passes now"
+		}
+		return "fails now"
+	}
+	if c {
+		return "true now"
+	}
+	return "false now"
 }
 
 // Describe is the guard as reviewers read it: "only_if `test -f x`",

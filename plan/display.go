@@ -1,7 +1,11 @@
 package plan
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -9,6 +13,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/guard"
+	"github.com/toquehq/toque/internal/lazy"
 	"github.com/toquehq/toque/resources"
 )
 
@@ -51,9 +56,52 @@ type Shown struct {
 	Guards []ShownGuard
 	// Current are the live values read, by property name, sorted.
 	Current []ShownValue
+	// Lazy are the values known only at apply, in schema order: what
+	// apply evaluates, what it reads, and why it waits.
+	Lazy []ShownLazy
+	// Steps are, for a resource of a type written in HCL, the
+	// converge_if_changed and converge_by steps its action will run
+	// (Resource.Groups), in order, each with where the type declares it.
+	Steps []ShownStep
 
 	schema    *resources.Schema
 	sensitive map[string]bool
+}
+
+// ShownLazy is one value known only at apply, as reviewers are shown it.
+type ShownLazy struct {
+	Property string
+	// Expression is the expression apply evaluates, on one line; for a
+	// template's content, "the template TEMPLATE" with its variables'.
+	// "(sensitive)" for a sensitive value.
+	Expression string
+	// Source is FILE:LINE:COL of the expression.
+	Source    string
+	Sensitive bool
+	// Reads are what it reads that was fixed at plan time: node
+	// attributes, host facts, environment variables, recipe files, in
+	// display form ("node.app.root" = "\"/srv\"").
+	Reads []ShownValue
+	// After are the earlier resources of the plan that could change what
+	// it reads (Writer.String): why it waits for apply.
+	After []string
+}
+
+// KnownAtApply is how a value known only at apply is shown where a value
+// would be: "(known at apply: file(\"/srv/keys/api.key\"))".
+func (l ShownLazy) KnownAtApply() string {
+	if l.Sensitive {
+		return "(known at apply; sensitive)"
+	}
+	return "(known at apply: " + l.Expression + ")"
+}
+
+// ShownStep is one script step a resource of a type written in HCL will
+// run: its label (converge_if_changed (mode), converge_by "reload") and
+// where its script is (FILE:LINE:COL).
+type ShownStep struct {
+	Label  string
+	Source string
 }
 
 // ShownValue is a property and its display form.
@@ -77,6 +125,9 @@ type ShownChange struct {
 	// why there is none, or what it shows.
 	Diff     string
 	DiffNote string
+	// KnownAtApply marks a value known only at apply: After says so, with
+	// its expression (Shown.Lazy has the rest), and there is no diff.
+	KnownAtApply bool
 }
 
 // ShownGuard is one evaluated guard: what ran (from its spec) and its
@@ -102,8 +153,15 @@ type ShownGuard struct {
 	Decided    bool
 	Warning    string
 	// Verdict words the guard and its condition: "only_if `test -f x`
-	// passed".
+	// passed"; for a guard decided at apply, "decided at apply: only_if
+	// `test -f x` (fails now)".
 	Verdict string
+	// AtApply marks a guard decided at apply; Now says what it says now
+	// ("fails now", "true now", "cannot run now: …"), and After lists the
+	// earlier resources that could change what it tests.
+	AtApply bool
+	Now     string
+	After   []string
 }
 
 // IsSensitive reports whether the value of property name is hidden: the
@@ -115,12 +173,150 @@ func (s *Shown) IsSensitive(name string) bool {
 // Show derives what reviewers are shown of r, one of p's resources. reg
 // holds this build's resource types; nil means none is known.
 func (p *Plan) Show(reg *resources.Registry, r *Resource) *Shown {
-	return show(reg, r, p.Why(r))
+	s := show(reg, r, p.Why(r))
+	p.showDeferred(reg, s, nil)
+	return s
 }
 
 // ShowNotified derives what reviewers are shown of a notified run.
 func (p *Plan) ShowNotified(reg *resources.Registry, nr *NotifiedRun) *Shown {
-	return show(reg, p.NotifiedView(nr), p.WhyNotified(nr))
+	s := show(reg, p.NotifiedView(nr), p.WhyNotified(nr))
+	p.showDeferred(reg, s, nr)
+	return s
+}
+
+// showDeferred adds to s what waits for apply: each value known at apply
+// with what it reads, and, for it and each guard decided at apply, the
+// earlier resources that could change what it reads.
+func (p *Plan) showDeferred(reg *resources.Registry, s *Shown, nr *NotifiedRun) {
+	r := s.Resource
+	for _, name := range sortedLazy(reg, r) {
+		e := r.Lazy[name]
+		if e == nil {
+			continue
+		}
+		l := ShownLazy{Property: name, Sensitive: s.IsSensitive(name), Expression: e.OneLine(),
+			Source: fmt.Sprintf("%s:%d:%d", e.Range.Filename, e.Range.Start.Line, e.Range.Start.Column)}
+		if e.Template == lazy.TemplateFile {
+			l.Expression = "the template " + e.Range.Filename
+			if e.Variables != "" {
+				l.Expression += " with " + e.Variables
+			}
+		} else if e.Template == lazy.TemplateInline && e.Variables != "" {
+			l.Expression += " with " + e.Variables
+		}
+		if l.Sensitive {
+			l.Expression = Sensitive
+		}
+		l.Reads = p.lazyReads(e, r.Sensitive, l.Sensitive)
+		l.After = waits(p.DeferredWhy(reg, r, nr, e.Reads()))
+		s.Lazy = append(s.Lazy, l)
+	}
+	for i := range s.Guards {
+		g := &s.Guards[i]
+		if !g.AtApply {
+			continue
+		}
+		g.After = waits(p.DeferredWhy(reg, r, nr, GuardReads(specAt(r.GuardSpecs, i))))
+	}
+	byName := map[string]ShownLazy{}
+	for _, l := range s.Lazy {
+		byName[l.Property] = l
+	}
+	for i := range s.Changes {
+		if l, ok := byName[s.Changes[i].Property]; ok {
+			s.Changes[i].After = l.KnownAtApply()
+			s.Changes[i].KnownAtApply = true
+			s.Changes[i].Diff, s.Changes[i].DiffNote = "", ""
+		}
+	}
+	for i := range s.Context {
+		if l, ok := byName[s.Context[i].Property]; ok {
+			s.Context[i].Value = l.KnownAtApply()
+		}
+	}
+}
+
+// maxWaits is how many earlier resources a deferred value or guard names.
+const maxWaits = 5
+
+// waits words the earlier resources a deferred value or guard waits for:
+// those that create a path it names first, then those that manage one,
+// then the others, at most maxWaits and how many more.
+func waits(ws []Writer) []string {
+	rank := func(w Writer) int {
+		switch {
+		case w.Via == "creates":
+			return 0
+		case w.Path != "":
+			return 1
+		}
+		return 2
+	}
+	sort.SliceStable(ws, func(i, j int) bool { return rank(ws[i]) < rank(ws[j]) })
+	var out []string
+	for i, w := range ws {
+		if i == maxWaits {
+			out = append(out, fmt.Sprintf("and %d more", len(ws)-maxWaits))
+			break
+		}
+		out = append(out, w.String())
+	}
+	return out
+}
+
+// lazyReads lists what e reads that its plan carries, for display: each
+// node attribute and host fact read (hidden for a sensitive resource, or a
+// sensitive attribute), each environment variable (hidden for a sensitive
+// value too) and each recipe file (by size and digest).
+func (p *Plan) lazyReads(e *LazyExpr, sensitive, sensitiveValue bool) []ShownValue {
+	var out []ShownValue
+	hidden := map[string]bool{}
+	for _, a := range p.Attributes {
+		if a.Sensitive {
+			hidden[a.Path] = true
+		}
+	}
+	for _, root := range []struct {
+		name string
+		v    *Value
+	}{{"node", e.Scope.Node}, {"host", e.Scope.Host}} {
+		if root.v == nil || root.v.Value == cty.NilVal {
+			continue
+		}
+		walkLeaves(root.v.Value, nil, func(path []string, v cty.Value) {
+			key := strings.Join(path, ".")
+			shown := DisplayValue(v)
+			if sensitive || (root.name == "node" && hidden[key]) {
+				shown = Sensitive
+			}
+			out = append(out, ShownValue{Property: root.name + "." + key, Value: shown})
+		})
+	}
+	for _, name := range sortedKeys(e.Scope.Env) {
+		shown := "(not set)"
+		if v := e.Scope.Env[name]; v != nil {
+			shown = DisplayValue(cty.StringVal(*v))
+		}
+		if sensitive || sensitiveValue {
+			shown = Sensitive
+		}
+		out = append(out, ShownValue{Property: "env " + name, Value: shown})
+	}
+	for _, path := range sortedKeys(e.Scope.Files) {
+		f := e.Scope.Files[path]
+		shown := "(does not exist)"
+		if f != nil {
+			sum := sha256.Sum256(f.Content)
+			shown = Summary(int64(len(f.Content)), "sha256:"+hex.EncodeToString(sum[:]))
+		}
+		name := path
+		if rel, err := filepath.Rel(e.Scope.Dir, path); err == nil && !strings.HasPrefix(rel, "..") {
+			name = rel
+		}
+		out = append(out, ShownValue{Property: "recipe file " + name, Value: shown})
+	}
+	return out
 }
 
 func show(reg *resources.Registry, r *Resource, why string) *Shown {
@@ -142,9 +338,11 @@ func show(reg *resources.Registry, r *Resource, why string) *Shown {
 		}
 	}
 	s.Context = s.context()
+	changed := map[string]bool{}
 	if r.Kind == resources.Create || r.Kind == resources.Update {
 		for _, c := range r.Changes {
-			s.Changes = append(s.Changes, s.change(c.Property))
+			s.Changes = append(s.Changes, s.change(c))
+			changed[c.Property] = true
 		}
 	}
 	if cur := r.Current; cur != nil {
@@ -153,7 +351,10 @@ func show(reg *resources.Registry, r *Resource, why string) *Shown {
 		}
 		if cur.Exists && (r.Kind == resources.Update || r.Kind == resources.NoOp) && s.schema != nil {
 			for _, prop := range s.schema.Properties {
-				if !prop.IsDesiredState() || isSet(r.Desired, prop.Name) {
+				if !prop.IsDesiredState() || isSet(r.Desired, prop.Name) || r.Lazy[prop.Name] != nil || changed[prop.Name] {
+					// A property the step changes all the same (a value
+					// the type computed: remote_file's download) is not
+					// left as it is.
 					continue
 				}
 				if sv, ok := cur.Values[prop.Name]; ok {
@@ -165,7 +366,36 @@ func show(reg *resources.Registry, r *Resource, why string) *Shown {
 	for i, g := range r.Guards {
 		s.Guards = append(s.Guards, showGuard(specAt(r.GuardSpecs, i), g, r.Sensitive))
 	}
+	s.Steps = showSteps(reg, r)
 	return s
+}
+
+// showSteps lists the script steps of r's action that its groups run,
+// for a type written in HCL.
+func showSteps(reg *resources.Registry, r *Resource) []ShownStep {
+	if reg == nil || len(r.Groups) == 0 || !r.Kind.IsWork() {
+		return nil
+	}
+	t, ok := reg.Lookup(r.Type)
+	if !ok {
+		return nil
+	}
+	d, ok := t.(resources.Definer)
+	if !ok {
+		return nil
+	}
+	a := d.Def().Action(r.Action)
+	if a == nil {
+		return nil
+	}
+	groups := a.Groups()
+	var out []ShownStep
+	for i, g := range groups {
+		if g != "" && slices.Contains(r.Groups, g) {
+			out = append(out, ShownStep{Label: g, Source: a.Steps[i].Source.String()})
+		}
+	}
+	return out
 }
 
 func isSet(desired map[string]Value, name string) bool {
@@ -238,6 +468,11 @@ func (s *Shown) context() []ShownValue {
 		}
 		dv, ok := r.Desired[prop.Name]
 		v := dv.Value
+		if r.Lazy[prop.Name] != nil && !isID {
+			// Known at apply: showDeferred words it.
+			rest = append(rest, ShownValue{Property: prop.Name})
+			continue
+		}
 		if !ok || v == cty.NilVal || v.IsNull() {
 			continue
 		}
@@ -262,14 +497,26 @@ func (s *Shown) context() []ShownValue {
 }
 
 // change derives one property change from Desired (or the schema's
-// default) and Current.
-func (s *Shown) change(name string) ShownChange {
+// default, or the value the type planned from the host) and Current, with
+// the type's note.
+func (s *Shown) change(pc Change) ShownChange {
+	c := s.changeValues(pc)
+	if pc.Note != "" && !c.Sensitive {
+		c.DiffNote = strings.TrimPrefix(c.DiffNote+"; "+pc.Note, "; ")
+	}
+	return c
+}
+
+func (s *Shown) changeValues(pc Change) ShownChange {
 	r := s.Resource
+	name := pc.Property
 	c := ShownChange{Property: name, Sensitive: s.IsSensitive(name)}
 	prop := s.property(name)
 
 	after := cty.NilVal
-	if isSet(r.Desired, name) {
+	if pc.Planned != nil && pc.Planned.Value != cty.NilVal {
+		after = pc.Planned.Value
+	} else if isSet(r.Desired, name) {
 		after = r.Desired[name].Value
 	} else if r.Kind == resources.Create && prop != nil && prop.Default != cty.NilVal && !prop.Default.IsNull() {
 		after, c.Default = prop.Default, true
@@ -366,6 +613,17 @@ func showGuard(spec *guard.Spec, g GuardResult, sensitive bool) ShownGuard {
 		Kind: string(spec.Kind), Form: string(spec.Form), Command: spec.Source, Interpreter: spec.Interpreter,
 		Inherited: spec.Inherited, ExitCode: g.ExitCode, DurationMS: g.DurationMS, Output: g.Output,
 		Passed: g.Passed, Decided: g.Decided, Warning: g.Warning, Verdict: spec.Verdict(g.Passed),
+	}
+	if spec.AtApply {
+		sg.AtApply = true
+		sg.Now = guard.NowWord(spec.Kind, spec.Form, g.Passed)
+		if g.Error != "" {
+			sg.Now = "cannot run now: " + g.Error
+			if spec.Sensitive {
+				sg.Now = "cannot run now"
+			}
+		}
+		sg.Verdict = "decided at apply: " + spec.Describe() + " (" + sg.Now + ")"
 	}
 	if spec.Form == guard.Script {
 		sg.Params = guardParams(spec)
@@ -500,7 +758,15 @@ func (p *Plan) Why(r *Resource) string {
 		}
 		return ReasonNotNotified
 	}
-	return composeReason(r.Kind, r.StepReason, r.Guards, r.GuardSpecs, r.Sensitive)
+	why := composeReason(r.Kind, r.StepReason, r.Guards, r.GuardSpecs, r.Sensitive)
+	if r.Kind == resources.Update && len(r.Lazy) > 0 {
+		for _, c := range r.Changes {
+			if r.Lazy[c.Property] != nil {
+				return why + " (values known only at apply: it may turn out unchanged)"
+			}
+		}
+	}
+	return why
 }
 
 // WhyNotified composes a notified run's reason as Why does, after "notified
@@ -535,12 +801,25 @@ func composeReason(kind resources.Kind, stepReason string, guards []GuardResult,
 		}
 		return "skipped by a guard"
 	case kind == resources.Run && len(guards) > 0:
-		vs := make([]string, len(guards))
+		// The verdicts of the guards decided at plan; those decided at
+		// apply are shown apart (they decided nothing yet).
+		var vs []string
+		atApply := false
 		for i, g := range guards {
-			vs[i] = showGuard(specAt(specs, i), g, sensitive).Verdict
+			spec := specAt(specs, i)
+			if spec.AtApply {
+				atApply = true
+				continue
+			}
+			vs = append(vs, showGuard(spec, g, sensitive).Verdict)
 		}
 		v := strings.Join(vs, ", ")
-		if stepReason == "" || stepReason == resources.NoGuardReason {
+		switch {
+		case v == "" && atApply && stepReason == resources.NoGuardReason:
+			return ""
+		case v == "":
+			return stepReason
+		case stepReason == "" || stepReason == resources.NoGuardReason:
 			return v
 		}
 		return stepReason + "; " + v

@@ -3,6 +3,7 @@ package plan
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -114,8 +115,9 @@ func TestReadRefuses(t *testing.T) {
 		{"truncated", raw[:len(raw)/2], isErr(ErrChecksum)},
 		{"checksum edited", bytes.Replace(raw, []byte(`"checksum":"sha256:`), []byte(`"checksum":"sha256:0`), 1), isErr(ErrChecksum)},
 		{"no checksum", bytes.Replace(raw, []byte(`"checksum"`), []byte(`"checksun"`), 1), isErr(ErrChecksum)},
-		{"newer format", bytes.Replace(raw, []byte(`{"toque_plan":2,`), []byte(`{"toque_plan":3,`), 1), isVersion(3)},
-		{"format 1", bytes.Replace(raw, []byte(`{"toque_plan":2,`), []byte(`{"toque_plan":1,`), 1), func(err error) bool {
+		{"newer format", bytes.Replace(raw, envelopeHead(FormatVersion), envelopeHead(FormatVersion+1), 1), isVersion(FormatVersion + 1)},
+		{"older format", bytes.Replace(raw, envelopeHead(FormatVersion), envelopeHead(FormatVersion-1), 1), isVersion(FormatVersion - 1)},
+		{"format 1", bytes.Replace(raw, envelopeHead(FormatVersion), envelopeHead(1), 1), func(err error) bool {
 			return isVersion(1)(err) && strings.Contains(err.Error(), "cannot be trusted to be what runs")
 		}},
 		{"not JSON", []byte("terraform plan\x00\x01"), isErr(ErrNotPlan)},
@@ -291,9 +293,13 @@ func FuzzReadPlanMember(f *testing.F) {
 	f.Add(body)
 	f.Add([]byte(`{"format_version":2,"resources":[{"desired":{"x":{"value":1,"type":"number"}},"current":{"exists":true,"values":{"a":{"value":{"value":"x","type":["list","string"]}}}}}]}`))
 	f.Add([]byte(`{"format_version":2,"attributes":[{"path":"a","value":{"value":[1],"type":["tuple",["number"]]}}]}`))
+	if tb, err := sitePlanFor(f).canonical(); err == nil {
+		f.Add(tb) // a type written in HCL and a child resource
+	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var buf bytes.Buffer
-		buf.WriteString(`{"toque_plan":2,"checksum":"` + digestOf(body) + `","plan":`)
+		buf.Write(envelopeHead(FormatVersion))
+		buf.WriteString(`"checksum":"` + digestOf(body) + `","plan":`)
 		buf.Write(body)
 		buf.WriteString(`}`)
 		path := filepath.Join(t.TempDir(), "plan.out")
@@ -351,3 +357,6 @@ func TestLooksLikePlanFile(t *testing.T) {
 		t.Errorf("LooksLikePlanFile: plan %v, text %v, dir %v, missing %v", LooksLikePlanFile(p), LooksLikePlanFile(other), LooksLikePlanFile(dir), LooksLikePlanFile(filepath.Join(dir, "nope")))
 	}
 }
+
+// envelopeHead is how a plan file of format version v starts.
+func envelopeHead(v int) []byte { return []byte(fmt.Sprintf(`{"toque_plan":%d,`, v)) }

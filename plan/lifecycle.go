@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"sort"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -46,6 +47,58 @@ type Subject struct {
 	// resource, so its reading is not digested and stored (a tenth of a
 	// no-op plan's time at 10,000 resources).
 	ForgetNoOp bool
+	// Lazy holds the values known only at apply, by property (Desired
+	// holds each as an unknown value); Deferred says what this evaluation
+	// does with them, and with guards decided at apply.
+	Lazy     map[string]*LazyExpr
+	Deferred Deferred
+}
+
+// Deferred says what Evaluate does with what a plan defers to apply:
+// values known only at apply (Subject.Lazy) and guards decided at apply
+// (guard.Spec.AtApply).
+type Deferred int
+
+const (
+	// DeferredUnknown leaves lazy values unknown and run-time guards
+	// unevaluated: apply's pre-flight (staleness treats them as unknown),
+	// and steps planned from a predicted state.
+	DeferredUnknown Deferred = iota
+	// DeferredShow leaves lazy values unknown and evaluates run-time
+	// guards only to say what they say now, as if they let the resource
+	// run (one that cannot run now is not an error): the planner.
+	DeferredShow
+	// DeferredDecide evaluates the lazy values (Lifecycle.Resolver) and
+	// lets run-time guards decide: right before the resource converges.
+	DeferredDecide
+)
+
+// Resolver evaluates what a plan defers to apply. package plan neither
+// evaluates expressions nor imports package eval: command builds one from
+// eval (eval.Resolver) and hands it to the planner and to apply, whose
+// lifecycle calls it right before a resource converges.
+type Resolver interface {
+	// Resolve returns desired with its lazy values (by property)
+	// evaluated, converted and validated as the recipe's own values are;
+	// a failure names the property and its expression's source range.
+	Resolve(ctx context.Context, desired *resources.Resource, lazy map[string]*LazyExpr) (*resources.Resource, error)
+	// Guard evaluates the expression of a run-time expression guard.
+	Guard(ctx context.Context, e *LazyExpr) (bool, error)
+}
+
+// hidesLazy reports whether an evaluation error of s's lazy values must
+// not say more than where it is: the resource, or a lazy property of it,
+// is sensitive.
+func (s *Subject) hidesLazy() bool {
+	if s.Sensitive {
+		return true
+	}
+	for _, p := range s.SensitiveProps {
+		if s.Lazy[p] != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Reading is what the lifecycle found for a Subject: the guards' verdict
@@ -66,6 +119,11 @@ type Reading struct {
 	Current *Current
 	// Step is what the action would do from State.
 	Step *resources.Step
+	// Desired is the resource the step was planned for: the subject's,
+	// with its lazy values evaluated when they were (Resolved names them,
+	// sorted). Converge gets this one.
+	Desired  *resources.Resource
+	Resolved []string
 }
 
 // Fingerprint is the fingerprint of the live reading, "" when nothing was
@@ -82,6 +140,7 @@ type Phase string
 
 const (
 	PhaseGuards Phase = "guards"
+	PhaseValues Phase = "values"
 	PhaseLoad   Phase = "load"
 	PhasePlan   Phase = "plan"
 )
@@ -112,6 +171,8 @@ func (e *LifecycleError) Error() string {
 	switch e.Phase {
 	case PhaseGuards:
 		return fmt.Sprintf("a guard cannot run: %s. A guard that cannot run is an error; toque never guesses its verdict", e.Err)
+	case PhaseValues:
+		return fmt.Sprintf("a value known only at apply failed: %s", e.Err)
 	case PhaseLoad:
 		return fmt.Sprintf("reading the live state failed: %s", e.Err)
 	default:
@@ -138,6 +199,9 @@ type Lifecycle struct {
 	// Guards, when set, decides every subject's guards instead of
 	// guard.EvaluateAll (tests decide from a table).
 	Guards GuardFunc
+	// Resolver evaluates lazy values and run-time expression guards; nil
+	// cannot, and a subject that needs it fails.
+	Resolver Resolver
 }
 
 // Evaluate runs s's guards (stopping at the first that decides to skip),
@@ -174,10 +238,45 @@ func (l *Lifecycle) Evaluate(ctx context.Context, s *Subject) (*Reading, error) 
 		}
 	}
 
+	desired := s.Desired
+	if s.Deferred == DeferredDecide && len(s.Lazy) > 0 {
+		if l.Resolver == nil {
+			return fail(PhaseValues, fmt.Errorf("%d values are known only at apply, and nothing here can evaluate them", len(s.Lazy)))
+		}
+		t0 := time.Now()
+		resolved, err := l.Resolver.Resolve(ctx, desired, s.Lazy)
+		if err == nil && resolved == nil {
+			err = fmt.Errorf("evaluating them gave no resource")
+		}
+		if r, ok := err.(interface{ Redacted() error }); ok && s.hidesLazy() {
+			err = r.Redacted()
+		}
+		if err != nil {
+			return fail(PhaseValues, err)
+		}
+		// Converge gets the secrets the subject has, as a resource the
+		// plan holds does (DesiredResource).
+		desired = resolved.WithSecrets(s.Sensitive, s.SensitiveProps)
+		for k := range s.Lazy {
+			rd.Resolved = append(rd.Resolved, k)
+		}
+		sort.Strings(rd.Resolved)
+		log.Debug("evaluated values known at apply", "properties", rd.Resolved, "duration", time.Since(t0))
+	}
+	if s.Deferred == DeferredDecide {
+		// Nothing unknown ever reaches Converge.
+		for k, v := range desired.Values {
+			if v != cty.NilVal && !v.IsWhollyKnown() {
+				return fail(PhaseValues, fmt.Errorf("the value of %s is not known, and the plan says no way to know it", k))
+			}
+		}
+	}
+	rd.Desired = desired
+
 	t0 := time.Now()
 	st, err := s.State, error(nil)
 	if st == nil {
-		st, err = protect(log, func() (*resources.State, error) { return s.Type.Load(ctx, s.Desired.LoadView()) })
+		st, err = protect(log, func() (*resources.State, error) { return s.Type.Load(ctx, s.loadView(desired)) })
 	}
 	if err == nil && st == nil {
 		err = fmt.Errorf("the resource type returned no state")
@@ -191,7 +290,7 @@ func (l *Lifecycle) Evaluate(ctx context.Context, s *Subject) (*Reading, error) 
 	loadDur := time.Since(t0)
 
 	t1 := time.Now()
-	step, err := protect(log, func() (*resources.Step, error) { return s.Type.Plan(s.Desired, st) })
+	step, err := protect(log, func() (*resources.Step, error) { return s.Type.Plan(desired, st) })
 	if err == nil && (step == nil || step.Kind == "") {
 		err = fmt.Errorf("the resource type returned no step")
 	}
@@ -200,7 +299,7 @@ func (l *Lifecycle) Evaluate(ctx context.Context, s *Subject) (*Reading, error) 
 	}
 	rd.State, rd.Step = st, step
 	if !(s.ForgetNoOp && step.Kind == resources.NoOp) {
-		rd.Current = StoreCurrent(s.Desired.Schema(), st, s.Salt, s.Sensitive, s.SensitiveProps...)
+		rd.Current = StoreCurrent(desired.Schema(), st, s.Salt, s.Sensitive, s.SensitiveProps...)
 	}
 	log.Trace("evaluated", "kind", step.Kind, "load", loadDur, "plan", time.Since(t1))
 	return rd, nil
@@ -210,7 +309,17 @@ func (l *Lifecycle) evaluateGuards(ctx context.Context, s *Subject) ([]guard.Out
 	if l.Guards != nil {
 		return l.Guards(ctx, s)
 	}
-	return guard.EvaluateAll(ctx, l.Registry, s.Guards, l.logger().Named("guard"))
+	o := guard.Options{}
+	switch s.Deferred {
+	case DeferredShow:
+		o.RunTime = guard.RunTimeShow
+	case DeferredDecide:
+		o.RunTime = guard.RunTimeDecide
+	}
+	if l.Resolver != nil {
+		o.Expr = l.Resolver.Guard
+	}
+	return guard.EvaluateAllWith(ctx, l.Registry, s.Guards, l.logger().Named("guard"), o)
 }
 
 func (l *Lifecycle) logger() hclog.Logger {
@@ -252,7 +361,7 @@ func (l *Lifecycle) EvaluateActions(ctx context.Context, s *Subject, actions []s
 	if err != nil || rd.Skip {
 		return out, err
 	}
-	prev, prevDesired := rd, first.Desired
+	prev, prevDesired := rd, rd.Desired
 	for _, a := range actions[1:] {
 		predicted, err := resources.Predict(s.Type, prevDesired, prev.State, prev.Step)
 		if err != nil {
@@ -260,7 +369,12 @@ func (l *Lifecycle) EvaluateActions(ctx context.Context, s *Subject, actions []s
 				Err: fmt.Errorf("predicting the state the %s action leaves: %w", prevDesired.Action, err)}
 		}
 		next := *s
-		next.Desired, next.Guards, next.State = s.Desired.WithAction(a), nil, predicted
+		// The values known at apply were evaluated once, for the first
+		// action, when they were.
+		next.Desired, next.Guards, next.State = prevDesired.WithAction(a), nil, predicted
+		if len(rd.Resolved) > 0 {
+			next.Lazy = nil
+		}
 		if prev, err = l.Evaluate(ctx, &next); err != nil {
 			return out, err
 		}
@@ -293,7 +407,7 @@ func (l *Lifecycle) Preload(ctx context.Context, subjects []*Subject) map[*Subje
 		subs := byType[bl]
 		views := make([]*resources.Resource, len(subs))
 		for i, s := range subs {
-			views[i] = s.Desired.LoadView()
+			views[i] = s.loadView(s.Desired)
 		}
 		log := l.logger().With("type", bl.Schema().Name, "resources", len(subs))
 		t0 := time.Now()
@@ -313,4 +427,11 @@ func (l *Lifecycle) Preload(ctx context.Context, subjects []*Subject) map[*Subje
 		log.Debug("read in one batch", "duration", time.Since(t0))
 	}
 	return out
+}
+
+// loadView is what Load gets of s's resource desired (its own, or it with
+// its values known at apply evaluated): the seed's fresh resource, knowing
+// which of its values are secrets.
+func (s *Subject) loadView(desired *resources.Resource) *resources.Resource {
+	return desired.WithSecrets(s.Sensitive, s.SensitiveProps).LoadView()
 }

@@ -153,3 +153,100 @@ func TestLifecycleEvaluate(t *testing.T) {
 		})
 	}
 }
+
+// fakeResolver resolves every lazy value to "resolved" (or fails).
+type fakeResolver struct {
+	fail  error
+	calls int
+}
+
+func (f *fakeResolver) Resolve(_ context.Context, d *resources.Resource, lazy map[string]*LazyExpr) (*resources.Resource, error) {
+	f.calls++
+	if f.fail != nil {
+		return nil, f.fail
+	}
+	vals := map[string]cty.Value{}
+	for k, v := range d.Values {
+		vals[k] = v
+	}
+	for k := range lazy {
+		vals[k] = cty.StringVal("resolved")
+	}
+	return resources.NewResource(d.Schema(), d.Name, d.Action, vals), nil
+}
+
+func (f *fakeResolver) Guard(context.Context, *LazyExpr) (bool, error) { return true, nil }
+
+// TestLifecycleDeferred: values known at apply stay unknown until the
+// evaluation right before converging, which resolves them after the guards
+// and plans (and hands Converge) the resolved resource.
+func TestLifecycleDeferred(t *testing.T) {
+	ctx := context.Background()
+	typ := newLCType()
+	s := lcSubject(typ, "create")
+	s.Desired.Values["content"] = cty.UnknownVal(cty.String)
+	s.Lazy = map[string]*LazyExpr{"content": {Source: `"x"`}}
+
+	res := &fakeResolver{}
+	lc := &Lifecycle{Registry: resources.Builtin(), Resolver: res}
+	rd, err := lc.Evaluate(ctx, s)
+	if err != nil || res.calls != 0 || rd.Step.Kind != resources.Update || rd.Desired.Values["content"].IsKnown() {
+		t.Fatalf("unknown: %v calls %d %+v", err, res.calls, rd)
+	}
+
+	s.Deferred = DeferredDecide
+	rd, err = lc.Evaluate(ctx, s)
+	if err != nil || res.calls != 1 || rd.Desired.Values["content"].AsString() != "resolved" || !reflectEqual(rd.Resolved, []string{"content"}) {
+		t.Fatalf("decide: %v %+v", err, rd)
+	}
+	if s.Desired.Values["content"].IsKnown() {
+		t.Errorf("the subject's own resource was changed")
+	}
+
+	// A guard that skips: nothing is resolved.
+	s.Guards = []*guard.Spec{exprGuard(guard.OnlyIf, false)}
+	if rd, err = lc.Evaluate(ctx, s); err != nil || !rd.Skip || res.calls != 1 {
+		t.Errorf("skipped: %v %+v calls %d", err, rd, res.calls)
+	}
+	s.Guards = nil
+
+	res.fail = errors.New("no file /k")
+	_, err = lc.Evaluate(ctx, s)
+	var le *LifecycleError
+	if !errors.As(err, &le) || le.Phase != PhaseValues || !strings.Contains(err.Error(), "a value known only at apply failed: no file /k") {
+		t.Errorf("failure: %v", err)
+	}
+	if _, err = (&Lifecycle{}).Evaluate(ctx, s); !errors.As(err, &le) || le.Phase != PhaseValues {
+		t.Errorf("no resolver: %v", err)
+	}
+}
+
+func reflectEqual(a, b []string) bool { return strings.Join(a, ",") == strings.Join(b, ",") }
+
+type redactable struct{ msg string }
+
+func (r redactable) Error() string   { return r.msg + ": hunter2" }
+func (r redactable) Redacted() error { return errors.New(r.msg) }
+
+// TestLifecycleHidesSensitiveLazyErrors: a value known at apply of a
+// sensitive resource, or a sensitive property, fails without saying what
+// its evaluation said.
+func TestLifecycleHidesSensitiveLazyErrors(t *testing.T) {
+	typ := newLCType()
+	s := lcSubject(typ, "create")
+	s.Desired.Values["content"] = cty.UnknownVal(cty.String)
+	s.Lazy = map[string]*LazyExpr{"content": {Source: `"x"`}}
+	s.Deferred = DeferredDecide
+	lc := &Lifecycle{Resolver: &fakeResolver{fail: redactable{"content failed"}}}
+	for _, c := range []struct {
+		sensitive bool
+		props     []string
+		hidden    bool
+	}{{false, nil, false}, {true, nil, true}, {false, []string{"content"}, true}, {false, []string{"other"}, false}} {
+		s.Sensitive, s.SensitiveProps = c.sensitive, c.props
+		_, err := lc.Evaluate(context.Background(), s)
+		if err == nil || strings.Contains(err.Error(), "hunter2") != !c.hidden {
+			t.Errorf("%+v: %v", c, err)
+		}
+	}
+}

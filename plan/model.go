@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/toquehq/toque/guard"
+	"github.com/toquehq/toque/internal/lazy"
 	"github.com/toquehq/toque/internal/typedvalue"
 	"github.com/toquehq/toque/resources"
 )
@@ -18,7 +19,13 @@ import (
 // from them (Show), so that what a reviewer reads is what apply runs.
 // Format 1 kept rendered changes, contexts and guard commands beside those
 // values, and is refused.
-const FormatVersion = 2
+//
+// Format 3 adds values known only at apply (Resource.Lazy, guards decided
+// at apply: guard.Spec.AtApply and Lazy, GuardResult.Error). A build that
+// reads format 2 would converge a resource without its lazy values, so
+// format 2 builds refuse format 3 plans, and this build refuses format 2
+// ones: make a new plan.
+const FormatVersion = 3
 
 // Plan is the persisted result of `toque plan`: everything apply needs, with
 // no HCL re-read, and everything a reviewer reads.
@@ -44,6 +51,11 @@ type Plan struct {
 	// provenance.
 	Attributes []Attribute `json:"attributes"`
 	Resources  []*Resource `json:"resources"`
+	// Types are the definitions of the resource types written in HCL
+	// (resource_type) that the plan's resources use, so that apply and
+	// show rebuild them from the plan alone (TypeRegistry): the scripts
+	// apply runs are the ones reviewed.
+	Types []*resources.TypeDef `json:"types,omitempty"`
 	// NotifiedRuns are the runs of notification targets the plan expects,
 	// in the order they will run: those whose notifier is planned to
 	// change. Apply runs a notified action only when it is listed here and
@@ -88,10 +100,19 @@ type Range struct {
 // Desired, GuardSpecs and Current with Plan.Show, so a plan cannot show one
 // thing and run another.
 type Resource struct {
-	Address string `json:"address"` // TYPE[NAME]; Read refuses any other
+	// Address is TYPE[NAME], or PARENT.TYPE[NAME] for a child resource;
+	// Read refuses any other.
+	Address string `json:"address"`
 	Type    string `json:"type"`
 	Name    string `json:"name"`
-	Source  Range  `json:"source"`
+	// Parent is, for a child resource (declared in an action of a
+	// resource type written in HCL), the address of the resource whose
+	// action declares it; ParentStep is the index of that action among
+	// the parent's steps. A child follows its parent in Resources, and is
+	// converged by it, where the parent's action puts it.
+	Parent     string `json:"parent,omitempty"`
+	ParentStep int    `json:"parent_step,omitempty"`
+	Source     Range  `json:"source"`
 	// Action is the action the recipe asked for ("create").
 	Action string `json:"action"`
 	// Kind is what will happen.
@@ -110,8 +131,16 @@ type Resource struct {
 	Sensitive     bool `json:"sensitive,omitempty"`
 	IgnoreFailure bool `json:"ignore_failure,omitempty"`
 	// Desired holds the evaluated value of every property the recipe set,
-	// in full (sensitive ones too: only the plan file holds them).
+	// in full (sensitive ones too: only the plan file holds them), but for
+	// those in Lazy.
 	Desired map[string]Value `json:"desired"`
+	// Lazy holds the values known only at apply, by property: each an
+	// expression apply evaluates right before the resource converges, with
+	// what it reads that was fixed at plan (node attributes, host facts,
+	// environment variables, recipe files), so that apply evaluates what
+	// the reviewer was shown. The plan was made with these values unknown;
+	// staleness checks treat them as unknown.
+	Lazy map[string]*LazyExpr `json:"lazy,omitempty"`
 	// SensitiveProperties names the set properties whose values are hidden:
 	// those the type marks sensitive, and those whose value the recipe made
 	// sensitive (sensitive(), or an expression reading a sensitive node
@@ -266,6 +295,15 @@ type StoredValue struct {
 // Current's.
 type Change struct {
 	Property string `json:"property"`
+	// Planned is the value the change sets when the resource type
+	// computed it from the host rather than took it from the recipe: the
+	// version apt would install, the sha256 of what a URL serves. Absent:
+	// Desired's value, or the type's default. Apply refuses a step whose
+	// value is not this one.
+	Planned *Value `json:"planned,omitempty"`
+	// Note is the type's word to a reviewer on the change: "apt also
+	// installs toque-dep 1.0".
+	Note string `json:"note,omitempty"`
 }
 
 // GuardResult is the outcome of one evaluated guard at plan time: the
@@ -279,6 +317,10 @@ type GuardResult struct {
 	Passed  bool   `json:"passed"`
 	Decided bool   `json:"decided"`
 	Warning string `json:"warning,omitempty"`
+	// Error is set for a guard decided at apply that could not be
+	// evaluated at plan ("cannot run now"): it decides at apply, and this
+	// is what it said now. Passed is then meaningless.
+	Error string `json:"error,omitempty"`
 }
 
 // Notification is an outgoing notification edge.
@@ -337,19 +379,25 @@ type NotifiedRun struct {
 // Counts tallies a plan's resources by kind.
 type Counts struct {
 	Create, Update, Delete, Run, Skip, NoOp int
+	// DecidedAtApply counts the resources with work whose guards include
+	// one decided at apply, and KnownAtApply those with work and values
+	// known only at apply; both are counted by their kind too.
+	DecidedAtApply, KnownAtApply int
 }
 
 // Counts tallies p's resources by kind. A notified run counts as the work
 // it does; an action-nothing resource with such a run is not also counted
-// as unchanged.
+// as unchanged, nor is a resource whose own step is a no-op but whose
+// child resources change (they are counted).
 func (p *Plan) Counts() Counts {
 	var c Counts
-	for _, r := range p.Resources {
+	tree := p.Tree()
+	for i, r := range p.Resources {
 		if !c.add(r.Kind) {
 			if r.Action == "nothing" && p.notifiedWork(r.Address) {
 				continue // counted by its notified run
 			}
-			if !r.AnyWork() {
+			if !r.AnyWork() && !tree.ChildWork(i) {
 				c.NoOp++
 			}
 		}
@@ -360,8 +408,72 @@ func (p *Plan) Counts() Counts {
 	for _, n := range p.NotifiedRuns {
 		c.add(n.Kind)
 	}
+	c.DecidedAtApply, c.KnownAtApply = len(p.DecidedAtApply()), len(p.KnownAtApply())
 	return c
 }
+
+// DecidedAtApply lists, in plan order, the resources with work (their own,
+// or a notified run's) whose guards include one decided at apply, each
+// once.
+func (p *Plan) DecidedAtApply() []string {
+	return p.deferredWork(func(r *Resource, nr *NotifiedRun) bool {
+		if nr != nil {
+			for _, s := range nr.GuardSpecs {
+				if s != nil && s.AtApply {
+					return true
+				}
+			}
+			return false
+		}
+		return r.HasGuardAtApply()
+	})
+}
+
+// KnownAtApply lists, in plan order, the resources with work (their own,
+// or a notified run's) and values known only at apply, each once.
+func (p *Plan) KnownAtApply() []string {
+	return p.deferredWork(func(r *Resource, _ *NotifiedRun) bool { return len(r.Lazy) > 0 })
+}
+
+// deferredWork lists the addresses of resources with work, and then of
+// targets of notified runs with work, for which has holds, each once.
+func (p *Plan) deferredWork(has func(r *Resource, nr *NotifiedRun) bool) []string {
+	var out []string
+	seen := map[string]bool{}
+	byAddr := map[string]*Resource{}
+	for _, r := range p.Resources {
+		if r == nil {
+			continue
+		}
+		byAddr[r.Address] = r
+		if r.AnyWork() && has(r, nil) && !seen[r.Address] {
+			seen[r.Address] = true
+			out = append(out, r.Address)
+		}
+	}
+	for _, nr := range p.NotifiedRuns {
+		r := byAddr[nr.Address]
+		if nr == nil || r == nil || !nr.HasWork() || seen[nr.Address] || !has(r, nr) {
+			continue
+		}
+		seen[nr.Address] = true
+		out = append(out, nr.Address)
+	}
+	return out
+}
+
+// HasGuardAtApply reports whether one of r's guards is decided at apply.
+func (r *Resource) HasGuardAtApply() bool {
+	for _, s := range r.GuardSpecs {
+		if s != nil && s.AtApply {
+			return true
+		}
+	}
+	return false
+}
+
+// LazyExpr is a value known only at apply (package lazy).
+type LazyExpr = lazy.Expr
 
 // add counts one step of work of kind k, reporting whether k is work (or a
 // skip) rather than a no-op.
@@ -405,4 +517,72 @@ func (n *NotifiedRun) HasWork() bool { return n.Kind.IsWork() }
 func (p *Plan) HasChanges() bool {
 	c := p.Counts()
 	return c.Create+c.Update+c.Delete+c.Run > 0
+}
+
+// Tree is how a plan's resources nest: which child resources each
+// resource's actions declare.
+type Tree struct {
+	p *Plan
+	// children[i] are the indices of resource i's direct children, in
+	// plan order.
+	children [][]int
+}
+
+// Tree indexes p's child resources.
+func (p *Plan) Tree() *Tree {
+	t := &Tree{p: p, children: make([][]int, len(p.Resources))}
+	at := make(map[string]int, len(p.Resources))
+	for i, r := range p.Resources {
+		if r == nil {
+			continue
+		}
+		at[r.Address] = i
+		if r.Parent == "" {
+			continue
+		}
+		if pi, ok := at[r.Parent]; ok {
+			t.children[pi] = append(t.children[pi], i)
+		}
+	}
+	return t
+}
+
+// Children are the indices of resource i's direct children declared by
+// its step si (every step when si < 0), in plan order.
+func (t *Tree) Children(i, si int) []int {
+	if i < 0 || i >= len(t.children) {
+		return nil
+	}
+	if si < 0 {
+		return t.children[i]
+	}
+	var out []int
+	for _, c := range t.children[i] {
+		if t.p.Resources[c].ParentStep == si {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// ChildWork reports whether a child resource of resource i (or one of
+// theirs) changes the host, for any of i's steps.
+func (t *Tree) ChildWork(i int) bool { return t.StepChildWork(i, -1) }
+
+// StepChildWork reports whether a child resource that resource i's step
+// si declares (or one of its own children) changes the host: a changed
+// child marks its parent changed, as Chef's resources inside actions do.
+func (t *Tree) StepChildWork(i, si int) bool {
+	for _, c := range t.Children(i, si) {
+		if t.p.Resources[c].AnyWork() || t.ChildWork(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// StepWork reports whether resource i's step si changes the host, itself
+// or through its child resources.
+func (t *Tree) StepWork(i, si int) bool {
+	return t.p.Resources[i].StepView(si).Kind.IsWork() || t.StepChildWork(i, si)
 }

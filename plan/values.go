@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
@@ -39,6 +40,42 @@ func DisplayValue(v cty.Value) string {
 	}
 	if v.IsNull() {
 		return "null"
+	}
+	return inlineValue(v)
+}
+
+// inlineValue writes v in HCL syntax on one line: a plan shows a value
+// after "name = ", so a map is { a = 1, b = "x" }, not hclwrite's block.
+func inlineValue(v cty.Value) string {
+	switch {
+	case !v.IsKnown():
+		return "(known after apply)"
+	case v.IsNull():
+		return "null"
+	}
+	ty := v.Type()
+	switch {
+	case ty.IsListType() || ty.IsSetType() || ty.IsTupleType():
+		parts := make([]string, 0, v.LengthInt())
+		for it := v.ElementIterator(); it.Next(); {
+			_, e := it.Element()
+			parts = append(parts, inlineValue(e))
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	case ty.IsMapType() || ty.IsObjectType():
+		if v.LengthInt() == 0 {
+			return "{}"
+		}
+		parts := make([]string, 0, v.LengthInt())
+		for it := v.ElementIterator(); it.Next(); {
+			k, e := it.Element()
+			key := k.AsString()
+			if !hclsyntax.ValidIdentifier(key) {
+				key = strings.TrimSpace(string(hclwrite.TokensForValue(k).Bytes()))
+			}
+			parts = append(parts, key+" = "+inlineValue(e))
+		}
+		return "{ " + strings.Join(parts, ", ") + " }"
 	}
 	return strings.TrimSpace(string(hclwrite.TokensForValue(v).Bytes()))
 }
@@ -174,7 +211,9 @@ func StoreCurrent(s *resources.Schema, st *resources.State, salt string, sensiti
 	if len(st.Values) > 0 {
 		c.Values = make(map[string]StoredValue, len(st.Values))
 		for k, v := range st.Values {
-			if v == cty.NilVal {
+			if v == cty.NilVal || !v.IsWhollyKnown() {
+				// Nothing read is unknown; a state predicted from a step
+				// holding a value known only at apply is, and is not kept.
 				continue
 			}
 			hidden := sensitive || slices.Contains(sensitiveProps, k)
@@ -288,28 +327,40 @@ func existsWord(b bool) string {
 }
 
 // DesiredResource rebuilds the evaluated resource a plan entry was made from,
-// so apply can load and converge it without re-reading HCL.
+// so apply can load and converge it without re-reading HCL. A value known
+// only at apply (Resource.Lazy) is an unknown value of its property's type
+// until a Resolver evaluates it.
 func DesiredResource(reg *resources.Registry, r *Resource) (resources.Type, *resources.Resource, error) {
 	t, ok := reg.Lookup(r.Type)
 	if !ok {
 		return nil, nil, fmt.Errorf("%s: resource type %q is not known to this build of toque", r.Address, r.Type)
 	}
-	vals := make(map[string]cty.Value, len(r.Desired))
+	vals := make(map[string]cty.Value, len(r.Desired)+len(r.Lazy))
 	for k, v := range r.Desired {
 		if t.Schema().Property(k) == nil {
 			return nil, nil, fmt.Errorf("%s: the plan sets property %q, which type %q does not have", r.Address, k, r.Type)
 		}
 		vals[k] = v.Value
 	}
-	return t, resources.NewResource(t.Schema(), r.Name, r.Action, vals), nil
+	for k := range r.Lazy {
+		p := t.Schema().Property(k)
+		if p == nil {
+			return nil, nil, fmt.Errorf("%s: the plan has a value known at apply for property %q, which type %q does not have", r.Address, k, r.Type)
+		}
+		if p.Identity || p.NameProperty {
+			return nil, nil, fmt.Errorf("%s: the plan has a value known at apply for %q, which names the resource and must be known at plan", r.Address, k)
+		}
+		vals[k] = p.Unknown()
+	}
+	return t, resources.NewResource(t.Schema(), r.Name, r.Action, vals).WithSecrets(r.Sensitive, r.SensitiveProperties), nil
 }
 
 // DesiredValues is the inverse of DesiredResource: the values to store.
 func DesiredValues(r *resources.Resource) map[string]Value {
 	out := make(map[string]Value, len(r.Values))
 	for k, v := range r.Values {
-		if v == cty.NilVal || v.IsNull() {
-			continue
+		if v == cty.NilVal || v.IsNull() || !v.IsWhollyKnown() {
+			continue // unset, or known only at apply (Resource.Lazy)
 		}
 		out[k] = Value{Value: v}
 	}

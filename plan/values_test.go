@@ -108,3 +108,29 @@ func TestStoreCurrentKeysPrivateValues(t *testing.T) {
 		t.Errorf("a readable value: %+v", plain)
 	}
 }
+
+// A value is shown on the one line after "name = ", maps and objects too,
+// nested or not, with keys that are not identifiers quoted.
+func TestDisplayValueIsOneLine(t *testing.T) {
+	cases := []struct {
+		v    cty.Value
+		want string
+	}{
+		{cty.StringVal("a\"b"), `"a\"b"`},
+		{cty.NumberIntVal(8081), `8081`},
+		{cty.ListVal([]cty.Value{cty.StringVal("a"), cty.StringVal("b")}), `["a", "b"]`},
+		{cty.MapValEmpty(cty.String), `{}`},
+		{cty.ObjectVal(map[string]cty.Value{
+			"name":      cty.StringVal("blog"),
+			"port":      cty.NumberIntVal(8081),
+			"not an id": cty.True,
+			"nested":    cty.ObjectVal(map[string]cty.Value{"l": cty.TupleVal([]cty.Value{cty.NumberIntVal(1), cty.NullVal(cty.String)})}),
+		}), `{ name = "blog", nested = { l = [1, null] }, "not an id" = true, port = 8081 }`},
+		{cty.UnknownVal(cty.String), `(known after apply)`},
+	}
+	for _, c := range cases {
+		if got := DisplayValue(c.v); got != c.want {
+			t.Errorf("DisplayValue(%#v) = %s, want %s", c.v, got, c.want)
+		}
+	}
+}

@@ -26,18 +26,34 @@ var ErrInconsistent = errors.New("the plan contradicts itself")
 // does not (cannot) check the plan against the host: apply does, and
 // refuses a reading that no longer matches.
 func (p *Plan) check() error {
+	reg, err := p.TypeRegistry(resources.Builtin())
+	if err != nil {
+		return err
+	}
 	addrs := make(map[string]bool, len(p.Resources))
+	at := make(map[string]int, len(p.Resources))
 	for i, r := range p.Resources {
 		if r == nil {
 			return fmt.Errorf("resource %d is null", i)
 		}
-		if want := resources.Address(r.Type, r.Name); r.Address != want {
+		want := resources.Address(r.Type, r.Name)
+		if r.Parent != "" {
+			want = r.Parent + "." + want
+		}
+		if r.Address != want {
 			return fmt.Errorf("resource %d is named %q, but its type and name make %q", i, r.Address, want)
 		}
+		if err := p.checkParent(reg, r, at); err != nil {
+			return err
+		}
+		at[r.Address] = i
 		if addrs[r.Address] {
 			return fmt.Errorf("%s is planned twice", r.Address)
 		}
 		addrs[r.Address] = true
+		if err := p.checkLazy(r); err != nil {
+			return err
+		}
 		needsReading := r.Kind.IsWork() || (r.Kind == resources.NoOp && r.Action != "nothing")
 		if err := p.checkStep(r.Address, needsReading, r.Current, r.Fingerprint, r.Guards, r.GuardSpecs, r.Kind); err != nil {
 			return err
@@ -80,6 +96,41 @@ func (p *Plan) check() error {
 	return nil
 }
 
+// checkParent checks a child resource against its parent, which comes
+// before it: the parent's step exists, and its action declares the child.
+func (p *Plan) checkParent(reg *resources.Registry, r *Resource, at map[string]int) error {
+	if r.Parent == "" {
+		if r.ParentStep != 0 {
+			return fmt.Errorf("%s: a parent step without a parent", r.Address)
+		}
+		return nil
+	}
+	pi, ok := at[r.Parent]
+	if !ok {
+		return fmt.Errorf("%s: its parent %s is not planned before it", r.Address, r.Parent)
+	}
+	parent := p.Resources[pi]
+	if r.ParentStep < 0 || r.ParentStep >= parent.Steps() {
+		return fmt.Errorf("%s: its parent %s has no step %d", r.Address, r.Parent, r.ParentStep)
+	}
+	t, ok := reg.Lookup(parent.Type)
+	if !ok {
+		return fmt.Errorf("%s: its parent %s is of type %q, which the plan does not define", r.Address, r.Parent, parent.Type)
+	}
+	comp, ok := t.(resources.Composite)
+	if !ok {
+		return fmt.Errorf("%s: its parent %s is of type %q, which declares no child resources", r.Address, r.Parent, parent.Type)
+	}
+	action := parent.StepView(r.ParentStep).Action
+	local := resources.Address(r.Type, r.Name)
+	for _, it := range comp.Sequence(action) {
+		if it.Child == local {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: the action %s of %s declares no %s", r.Address, action, parent.Type, local)
+}
+
 // checkStep checks one step's reading and guards. needsReading is whether
 // the planner reads the live state for it.
 func (p *Plan) checkStep(where string, needsReading bool, cur *Current, fingerprint string, guards []GuardResult, specs []*guard.Spec, kind resources.Kind) error {
@@ -101,9 +152,34 @@ func (p *Plan) checkStep(where string, needsReading bool, cur *Current, fingerpr
 	if len(guards) > len(specs) {
 		return fmt.Errorf("%s: %d guard results for %d guards", where, len(guards), len(specs))
 	}
+	for i, g := range guards {
+		s := specs[i]
+		if s == nil {
+			continue
+		}
+		if s.AtApply && g.Decided {
+			return fmt.Errorf("%s: guard %d is decided at apply, but its plan-time result decides", where, i)
+		}
+		if !s.AtApply && g.Error != "" {
+			return fmt.Errorf("%s: guard %d has an error, which only a guard decided at apply may have", where, i)
+		}
+	}
 	for i, s := range specs {
 		if s == nil {
 			return fmt.Errorf("%s: guard %d is null", where, i)
+		}
+		switch {
+		case s.AtApply && s.Form == guard.Expression && (s.Lazy == nil || s.ExprValue != nil):
+			return fmt.Errorf("%s: guard %d is decided at apply by an expression, but holds a value instead of its expression", where, i)
+		case s.Lazy != nil && !(s.AtApply && s.Form == guard.Expression):
+			return fmt.Errorf("%s: guard %d holds an expression to evaluate at apply, but is not an expression decided at apply", where, i)
+		case s.Lazy != nil:
+			if s.Lazy.OneLine() != s.Source {
+				return fmt.Errorf("%s: guard %d evaluates another expression than the one it shows", where, i)
+			}
+			if err := p.checkLazyExpr(s.Lazy); err != nil {
+				return fmt.Errorf("%s: guard %d's expression %w", where, i, err)
+			}
 		}
 		if s.Kind != guard.OnlyIf && s.Kind != guard.NotIf {
 			return fmt.Errorf("%s: guard %d is of kind %q, neither only_if nor not_if", where, i, truncate(string(s.Kind), 40))
@@ -212,4 +288,93 @@ func sortedTriggers(ts []Trigger) []Trigger {
 		return !a.Subscribe && b.Subscribe
 	})
 	return out
+}
+
+// checkLazy checks r's values known at apply: each is a property the plan
+// gives no value, and each expression is one the planner could have
+// written, reading node attributes that are the plan's.
+func (p *Plan) checkLazy(r *Resource) error {
+	for _, k := range sortedKeys(r.Lazy) {
+		e := r.Lazy[k]
+		if e == nil {
+			return fmt.Errorf("%s: the value of %q known at apply is null", r.Address, k)
+		}
+		if _, both := r.Desired[k]; both {
+			return fmt.Errorf("%s: %q has both a value and a value known at apply", r.Address, k)
+		}
+		if e.Variables != "" {
+			_, known := r.Desired[e.Variables]
+			_, later := r.Lazy[e.Variables]
+			if (!known && !later) || e.Variables == k {
+				return fmt.Errorf("%s: %q is rendered with the variables of %q, which the plan does not hold", r.Address, k, e.Variables)
+			}
+		}
+		if err := p.checkLazyExpr(e); err != nil {
+			return fmt.Errorf("%s: the value of %q known at apply %w", r.Address, k, err)
+		}
+	}
+	return nil
+}
+
+// checkLazyExpr checks one expression known at apply (lazy.Expr.Check), and
+// that what it reads of node is the plan's node attributes and of host the
+// plan's host: apply evaluates it with what it carries.
+func (p *Plan) checkLazyExpr(e *LazyExpr) error {
+	if err := e.Check(); err != nil {
+		return err
+	}
+	if n := e.Scope.Node; n != nil && n.Value != cty.NilVal {
+		attrs := make(map[string]Attribute, len(p.Attributes))
+		for _, a := range p.Attributes {
+			attrs[a.Path] = a
+		}
+		var bad error
+		walkLeaves(n.Value, nil, func(path []string, v cty.Value) {
+			if bad != nil {
+				return
+			}
+			key := strings.Join(path, ".")
+			a, ok := attrs[key]
+			switch {
+			case !ok:
+				bad = fmt.Errorf("reads node.%s, which is not one of the plan's node attributes", truncate(key, 80))
+			case a.Sensitive:
+			default:
+				b, err := (Value{Value: v}).MarshalJSON()
+				if err != nil || string(b) != string(a.Value) {
+					bad = fmt.Errorf("reads node.%s with another value than the plan's node attributes", truncate(key, 80))
+				}
+			}
+		})
+		if bad != nil {
+			return bad
+		}
+	}
+	if h := e.Scope.Host; h != nil && h.Value != cty.NilVal && h.Value.Type().IsObjectType() {
+		for name, want := range map[string]string{"hostname": p.Host.Hostname, "machine_id": p.Host.MachineID} {
+			if !h.Value.Type().HasAttribute(name) {
+				continue
+			}
+			got, ok := stringOf(h.Value.GetAttr(name))
+			if !ok || got != want {
+				return fmt.Errorf("reads host.%s with another value than the plan's host", name)
+			}
+		}
+	}
+	return nil
+}
+
+// walkLeaves calls f for each leaf of v, an object of node attributes:
+// objects and maps are walked, anything else is a leaf.
+func walkLeaves(v cty.Value, path []string, f func([]string, cty.Value)) {
+	if v.IsKnown() && !v.IsNull() && (v.Type().IsObjectType() || v.Type().IsMapType()) {
+		for it := v.ElementIterator(); it.Next(); {
+			k, e := it.Element()
+			walkLeaves(e, append(append([]string(nil), path...), k.AsString()), f)
+		}
+		return
+	}
+	if len(path) > 0 {
+		f(path, v)
+	}
 }

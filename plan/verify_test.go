@@ -43,7 +43,8 @@ func reseal(t *testing.T, raw []byte, edit func(p *Plan)) []byte {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	buf.WriteString(`{"toque_plan":2,"checksum":"` + digestOf(body) + `",`)
+	buf.Write(envelopeHead(FormatVersion))
+	buf.WriteString(`"checksum":"` + digestOf(body) + `",`)
 	if len(env.Signature) > 0 {
 		buf.WriteString(`"signature":`)
 		buf.Write(env.Signature)
@@ -79,6 +80,7 @@ func TestReadRefusesAContradictoryPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	const old = "fake_file[/etc/old]"
+	const lazyAddr = "fake_file[/etc/lazy]"
 	cases := []struct {
 		name string
 		edit func(p *Plan)
@@ -138,6 +140,42 @@ func TestReadRefusesAContradictoryPlan(t *testing.T) {
 		{"a notified run of nothing in the plan", func(p *Plan) {
 			p.NotifiedRuns = []*NotifiedRun{{Address: "fake_file[/nowhere]", Kind: resources.Skip}}
 		}, "which the plan does not hold"},
+		{"a value both given and known at apply", func(p *Plan) {
+			resourceNamed(p, lazyAddr).Desired["content"] = Value{Value: cty.StringVal("x")}
+		}, `"content" has both a value and a value known at apply`},
+		{"a value known at apply reading another node value than the plan's", func(p *Plan) {
+			e := resourceNamed(p, lazyAddr).Lazy["content"]
+			e.Scope.Node.Value = cty.ObjectVal(map[string]cty.Value{"web": cty.ObjectVal(map[string]cty.Value{"port": cty.NumberIntVal(22)})})
+		}, "reads node.web.port with another value than the plan's node attributes"},
+		{"a value known at apply reading a node attribute the plan lacks", func(p *Plan) {
+			e := resourceNamed(p, lazyAddr).Lazy["content"]
+			e.Scope.Node.Value = cty.ObjectVal(map[string]cty.Value{"db": cty.ObjectVal(map[string]cty.Value{"password": cty.StringVal("x")})})
+			e.Source = `node.db.password`
+		}, "reads node.db.password, which is not one of the plan's node attributes"},
+		{"a value known at apply holding lazy", func(p *Plan) {
+			resourceNamed(p, lazyAddr).Lazy["content"].Source = `lazy(node.web.port)`
+		}, "holds lazy"},
+		{"a value known at apply reading what it does not carry", func(p *Plan) {
+			resourceNamed(p, lazyAddr).Lazy["content"].Source = `host.hostname`
+		}, "reads host, which its scope does not carry"},
+		{"a value known at apply reading another host's facts", func(p *Plan) {
+			e := resourceNamed(p, lazyAddr).Lazy["content"]
+			e.Source = `host.hostname`
+			e.Scope.Host = &Value{Value: cty.ObjectVal(map[string]cty.Value{"hostname": cty.StringVal("web-02")})}
+		}, "reads host.hostname with another value than the plan's host"},
+		{"a guard decided at apply that decided at plan", func(p *Plan) {
+			resourceNamed(p, lazyAddr).Guards[0].Decided = true
+		}, "guard 0 is decided at apply, but its plan-time result decides"},
+		{"a guard decided at plan with an error", func(p *Plan) {
+			r := resourceNamed(p, lazyAddr)
+			r.GuardSpecs[0].AtApply = false
+			r.Guards[0].Error = "cannot run"
+		}, "guard 0 has an error"},
+		{"a run-time expression guard holding a value", func(p *Plan) {
+			g := resourceNamed(p, lazyAddr).GuardSpecs[0]
+			v := true
+			g.Form, g.Source, g.Values, g.ExprValue = guard.Expression, "true", nil, &v
+		}, "holds a value instead of its expression"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

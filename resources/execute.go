@@ -480,6 +480,9 @@ func planRun(s *Schema, desired *Resource, current *State) (*Step, error) {
 	if action != "run" {
 		return nil, unknownAction(s, action)
 	}
+	if desired.IsSet("creates") && !desired.Values["creates"].IsKnown() {
+		return &Step{Kind: Run, Reason: "creates is known only at apply"}, nil
+	}
 	path, err := createsPath(desired)
 	if err != nil {
 		return nil, err

@@ -151,7 +151,7 @@ func (t *groupType) Plan(desired *Resource, current *State) (*Step, error) {
 		}
 		if step.Kind == Create {
 			step.Provides = append(step.Provides, Need{Namespace: NamespaceGroup, Value: name, What: "group"})
-			if desired.IsSet("gid") {
+			if desired.IsSet("gid") && desired.Get("gid").IsKnown() { // a lazy gid is known at apply
 				step.Provides = append(step.Provides, Need{Namespace: NamespaceGroup, Value: desired.Get("gid").AsBigFloat().Text('f', 0), What: "group"})
 			}
 		}

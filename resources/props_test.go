@@ -217,7 +217,7 @@ func TestValidators(t *testing.T) {
 
 func TestBuiltin(t *testing.T) {
 	reg := Builtin()
-	if got := strings.Join(reg.Names(), ","); got != "bash,cron_d,csh,directory,execute,file,group,link,perl,powershell_script,python,script,sh,sysctl,template,user" {
+	if got := strings.Join(reg.Names(), ","); got != "apt_repository,apt_update,bash,cron_d,csh,directory,execute,file,group,link,package,perl,powershell_script,python,remote_file,script,service,sh,sysctl,systemd_unit,template,user" {
 		t.Fatalf("Builtin().Names() = %s", got)
 	}
 	for _, n := range reg.Names() {
@@ -251,13 +251,13 @@ func TestBuiltinDocs(t *testing.T) {
 	for _, typ := range BuiltinTypes() {
 		s := typ.Schema()
 		t.Run(s.Name, func(t *testing.T) {
-			start := strings.Index(doc, "\n### "+s.Name+"\n")
+			start := strings.Index(doc, "\n## "+s.Name+"\n")
 			if start < 0 {
 				t.Fatalf("no section for %s", s.Name)
 			}
 			section := doc[start+1:]
-			if end := strings.Index(section[4:], "\n### "); end >= 0 {
-				section = section[:end+4]
+			if end := strings.Index(section[3:], "\n## "); end >= 0 {
+				section = section[:end+3]
 			}
 			for _, p := range s.Properties {
 				if !strings.Contains(section, "| `"+p.Name+"` |") {

@@ -3,13 +3,15 @@ package resources
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/toquehq/toque/internal/shellexec"
 	"github.com/toquehq/toque/internal/words"
-	"github.com/zclconf/go-cty/cty"
 )
 
 // Type is one resource type. Built-in types are Go code; custom types declared
@@ -60,6 +62,10 @@ type Env struct {
 	// Converge's, while Converge runs; they should return quickly. When
 	// Output is nil, live_stream logs the lines at info level instead.
 	Output func(stream, line string)
+	// Later holds work to do once after a batch of converges (a
+	// daemon-reload after unit files changed); see Later. It is shared by
+	// every resource of one apply. nil runs deferred work at once.
+	Later *Later
 }
 
 // Kind is what a planned step does to the host.
@@ -112,6 +118,19 @@ type Need struct {
 	Value     string
 	// What words it for a reviewer: "directory".
 	What string
+	// Missing, when set, is what the plan says when no earlier step
+	// provides the need, in place of the planner's wording for a missing
+	// directory ("package nginx is not available from any configured
+	// repository…").
+	Missing string
+	// AtApply marks a need that an earlier step can meet only at apply: a
+	// package that only a repository added in the same plan offers, whose
+	// version nobody can know before that repository's lists are read.
+	// toque's values known at apply are the recipe's (lazy(…)): a type
+	// cannot yet defer its own reading to apply, so a need an earlier (or
+	// a later) step would meet this way is a plan error naming that step
+	// (apply it first), and one nothing meets is Missing.
+	AtApply bool
 }
 
 // MissingError says the host lacks something a value names (a user or a
@@ -136,6 +155,9 @@ type Change struct {
 	// Default is true when After is the schema default (the recipe did not
 	// set the property and the thing is being created).
 	Default bool
+	// Note is one line the plan shows under the change for a reviewer
+	// ("apt also installs libfoo 1.2-1"); never for a sensitive value.
+	Note string
 }
 
 // Groups returns the distinct converge groups of changes, in schema order.
@@ -205,6 +227,11 @@ type State struct {
 	ownerKnown    bool
 	dirUnwritable string
 
+	// fetched is what remote_file's Load downloaded (or found in its
+	// cache) for Plan to show: never stored in a plan, whose record is
+	// the digest in Extra.
+	fetched *fetchedSource
+
 	// obj and src identify the objects Load read (the file at a path; a
 	// hard link's source), so that Converge changes those and no other.
 	// Set by the built-in file-system types; never stored in a plan.
@@ -225,6 +252,13 @@ type Resource struct {
 	// the block label.
 	Values map[string]cty.Value
 	schema *Schema
+	// secretAll and secret say which values carry secrets beyond the
+	// schema's sensitive properties: every value (a sensitive resource),
+	// or those the recipe made sensitive. Set with WithSecrets; a type
+	// that hands values to a process keeps them off its command line and
+	// out of its environment (IsSecret).
+	secretAll bool
+	secret    []string
 }
 
 // NewResource makes a Resource of schema s. values holds the set properties.
@@ -300,11 +334,38 @@ func (r *Resource) Int(name string) int {
 	return int(i)
 }
 
+// WithSecrets returns a copy of r (values shared) whose every value is a
+// secret when all is set, and else those of props, besides the schema's
+// sensitive properties.
+func (r *Resource) WithSecrets(all bool, props []string) *Resource {
+	c := *r
+	c.secretAll, c.secret = all, props
+	return &c
+}
+
+// IsSecret reports whether the value of property name carries a secret:
+// the resource is sensitive, the property is, or the recipe made its
+// value sensitive.
+func (r *Resource) IsSecret(name string) bool {
+	if r.secretAll || slices.Contains(r.secret, name) {
+		return true
+	}
+	p := r.schema.Property(name)
+	return p != nil && p.Sensitive
+}
+
 // LoadView is the seed's fresh resource: a copy holding only the identity
 // and non-state properties of r (plus any marked LoadInput). Load receives it.
+//
+// A value known only at apply (lazy(…), unknown until then) is left out:
+// Load reads as if it were not set, and is given it once it is known.
 func (r *Resource) LoadView() *Resource {
 	out := NewResource(r.schema, r.Name, r.Action, nil)
+	out.secretAll, out.secret = r.secretAll, r.secret
 	for k, v := range r.Values {
+		if v != cty.NilVal && !v.IsWhollyKnown() {
+			continue
+		}
 		if p := r.schema.Property(k); p != nil && (p.Identity || p.NameProperty || !p.IsDesiredState() || p.LoadInput) {
 			out.Values[k] = v
 		}
@@ -323,6 +384,12 @@ type Schema struct {
 	DefaultAction string
 	// Description is one line for docs and errors.
 	Description string
+	// Identified says that the identity and name properties together name
+	// one thing on the host (a custom type's identity, as in Chef): two
+	// resources of the type with the same values manage the same thing,
+	// which the recipe check refuses as it refuses one path managed twice
+	// (Property.Namespace).
+	Identified bool
 
 	indexOnce sync.Once
 	index     map[string]*Property
@@ -420,6 +487,12 @@ type Property struct {
 	// error. "" means the value identifies nothing shared (execute's
 	// command may run twice).
 	Namespace string
+	// SensitiveWhen, when set, hides a set value for which it returns true
+	// as if the recipe had written it with sensitive(): a URL that carries
+	// a password (https://user:secret@host/…) is shown as "(sensitive)" in
+	// every output, and kept in full only in the plan file. It gets the
+	// normalised value and does no I/O.
+	SensitiveWhen func(cty.Value) bool
 	// Warn, when set, returns a warning about a valid value that is
 	// probably not what the recipe meant (mode = 644, a decimal number
 	// that reads like octal), or "". It gets the value as written, before
@@ -432,6 +505,16 @@ type Property struct {
 // NamespacePath is the namespace of file-system paths (file, template,
 // directory and link).
 const NamespacePath = "path"
+
+// Unknown is the property's value while it is known only at apply
+// (lazy(…)): an unknown value of its type. Load and Plan may see it (a
+// plan is made with it); Converge never does.
+func (p *Property) Unknown() cty.Value {
+	if p.Type == cty.NilType || p.Type == cty.DynamicPseudoType {
+		return cty.DynamicVal
+	}
+	return cty.UnknownVal(p.Type)
+}
 
 // NamespaceUser and NamespaceGroup are the namespaces of user and group
 // names in the host's account databases: a user resource's name, a step
@@ -574,6 +657,19 @@ func NewRegistry(types ...Type) *Registry {
 	return r
 }
 
+// With returns a new registry of r's types and types (which replace r's
+// of the same name).
+func (r *Registry) With(types ...Type) *Registry {
+	out := &Registry{types: make(map[string]Type, len(r.types)+len(types))}
+	for k, v := range r.types {
+		out.types[k] = v
+	}
+	for _, t := range types {
+		out.types[t.Schema().Name] = t
+	}
+	return out
+}
+
 // Lookup returns the type called name.
 func (r *Registry) Lookup(name string) (Type, bool) {
 	t, ok := r.types[name]
@@ -613,6 +709,7 @@ type BatchLoader interface {
 	Type
 	// LoadAll reads what each of rs names (each a LoadView, as Load gets)
 	// and returns one State per resource, in the order of rs. Like Load,
-	// it must not change the host.
+	// it must not change the host. A nil State leaves that resource to
+	// Load (one whose own reading failed, which Load then reports).
 	LoadAll(ctx context.Context, rs []*Resource) ([]*State, error)
 }

@@ -102,15 +102,29 @@ func (a *applyText) PostApply(r *plan.Resource, rr apply.ResourceReport) {
 	addr := EscapeLine(r.Address)
 	d := time.Duration(rr.DurationMS) * time.Millisecond
 	_, done := verbs(r.Kind)
-	switch rr.Outcome {
-	case apply.OutcomeFailed, apply.OutcomeFailedIgnored:
+	switch {
+	case rr.Outcome == apply.OutcomeFailed, rr.Outcome == apply.OutcomeFailedIgnored:
 		a.printf("%s: %s after %s: %s\n", a.paint(color.FgRed, addr), rr.Outcome, roundDur(d), Escape(rr.Error))
-	case apply.OutcomeUnchanged:
+	case rr.Outcome == apply.OutcomeUnchanged:
 		a.printf("%s: already in the planned state, nothing to do\n", addr)
-	case apply.OutcomeSkipped:
+	case rr.Outcome == apply.OutcomeSkipped && strings.HasPrefix(rr.Reason, "skipped: decided at apply: "):
+		a.printf("%s: skipped: a guard decided at apply: %s\n", a.paint(color.FgMagenta, addr), EscapeLine(strings.TrimPrefix(rr.Reason, "skipped: decided at apply: ")))
+	case rr.Outcome == apply.OutcomeSkipped:
 		a.printf("%s: skipped, a guard decided (see the note)\n", a.paint(color.FgMagenta, addr))
 	default:
 		a.printf("%s: %s after %s\n", a.paint(color.FgGreen, addr), done, roundDur(d))
+	}
+	if len(rr.KnownAtApply) > 0 || len(rr.DecidedAtApply) > 0 {
+		var parts []string
+		if len(rr.KnownAtApply) > 0 {
+			parts = append(parts, "evaluated "+strings.Join(rr.KnownAtApply, ", "))
+		}
+		if len(rr.DecidedAtApply) > 0 && rr.Outcome != apply.OutcomeSkipped {
+			parts = append(parts, strings.Join(rr.DecidedAtApply, ", "))
+		}
+		if len(parts) > 0 {
+			a.printf("  decided at apply: %s\n", EscapeLine(strings.Join(parts, "; ")))
+		}
 	}
 	if rr.DiffersFromPlan != "" {
 		a.printf("  note: differs from plan: %s\n", EscapeLine(rr.DiffersFromPlan))

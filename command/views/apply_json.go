@@ -14,7 +14,7 @@ import (
 
 // EventsFormatVersion is the version of the JSON event stream written by
 // EventWriter (`toque apply -json`), documented in docs/apply-json.md.
-const EventsFormatVersion = "1.2"
+const EventsFormatVersion = "1.3"
 
 // Event types of the JSON event stream.
 const (
@@ -89,14 +89,17 @@ func (e *EventWriter) emit(typ string, build func(h head) any) {
 	_, e.err = e.w.Write(b)
 }
 
-// PlannedCounts are a plan's resources by kind, in apply_start.
+// PlannedCounts are a plan's resources by kind, in apply_start, and (1.3)
+// those with work decided at apply or with values known at apply.
 type PlannedCounts struct {
-	Create    int `json:"create"`
-	Update    int `json:"update"`
-	Delete    int `json:"delete"`
-	Run       int `json:"run"`
-	Skip      int `json:"skip"`
-	Unchanged int `json:"unchanged"`
+	Create         int `json:"create"`
+	Update         int `json:"update"`
+	Delete         int `json:"delete"`
+	Run            int `json:"run"`
+	Skip           int `json:"skip"`
+	Unchanged      int `json:"unchanged"`
+	DecidedAtApply int `json:"decided_at_apply"`
+	KnownAtApply   int `json:"known_at_apply"`
 }
 
 // Start writes apply_start for plan p with the given digest.
@@ -111,7 +114,7 @@ func (e *EventWriter) Start(p *plan.Plan, digest string) {
 			Resources     int           `json:"resources"`
 			Planned       PlannedCounts `json:"planned"`
 		}{h, EventsFormatVersion, p.Host.Hostname, digest, len(p.Resources),
-			PlannedCounts{c.Create, c.Update, c.Delete, c.Run, c.Skip, c.NoOp}}
+			PlannedCounts{c.Create, c.Update, c.Delete, c.Run, c.Skip, c.NoOp, c.DecidedAtApply, c.KnownAtApply}}
 	})
 }
 
@@ -155,10 +158,15 @@ type resourceEndEvent struct {
 	Reason          string `json:"reason"`
 	Error           string `json:"error"`
 	DiffersFromPlan string `json:"differs_from_plan"`
+	// KnownAtApply and DecidedAtApply (1.3) are what was decided right
+	// before the resource converged: the properties whose values known at
+	// apply were evaluated, the verdicts of its guards decided at apply.
+	KnownAtApply   []string `json:"known_at_apply"`
+	DecidedAtApply []string `json:"decided_at_apply"`
 }
 
 func resourceEnd(h head, rr apply.ResourceReport) resourceEndEvent {
-	return resourceEndEvent{h, resourceHead{rr.Address, rr.Kind}, rr.Outcome, rr.DurationMS, rr.Reason, rr.Error, rr.DiffersFromPlan}
+	return resourceEndEvent{h, resourceHead{rr.Address, rr.Kind}, rr.Outcome, rr.DurationMS, rr.Reason, rr.Error, rr.DiffersFromPlan, nonNil(rr.KnownAtApply), nonNil(rr.DecidedAtApply)}
 }
 
 // Heartbeat writes heartbeat.

@@ -106,7 +106,7 @@ func TestEventWriterNotificationsAndErrors(t *testing.T) {
 
 	got := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	want := []string{
-		`{"type":"notification_fired","time":"2025-01-02T03:04:05Z","address":"execute[reload]","kind":"run","outcome":"changed","duration_ms":7,"reason":"notified by file[/etc/x] (delayed)","error":"","differs_from_plan":""}`,
+		`{"type":"notification_fired","time":"2025-01-02T03:04:05Z","address":"execute[reload]","kind":"run","outcome":"changed","duration_ms":7,"reason":"notified by file[/etc/x] (delayed)","error":"","differs_from_plan":"","known_at_apply":[],"decided_at_apply":[]}`,
 		`{"type":"summary","time":"2025-01-02T03:04:05Z","outcome":"interrupted","plan_digest":"","changed":0,"unchanged":0,"already_done":0,"done_earlier":0,"failed":0,"skipped":0,"not_started":0,"notified":1,"interrupted":true,"resumed":false,"plan_finished":false,"duration_ms":0,"report":""}`,
 		`{"type":"error","time":"2025-01-02T03:04:05Z","error_kind":"stale","message":` + mustJSON(t, stale.Error()) + `,"exit_code":3,"stale":[{"address":"file[/a]","property":"content","then":"(3 bytes, sha256:aa…)","now":"(4 bytes, sha256:bb…)","planned":"update","needed":"update"}],"diagnostics":[]}`,
 		`{"type":"error","time":"2025-01-02T03:04:05Z","error_kind":"lock_held","message":` + mustJSON(t, held.Error()) + `,"exit_code":4,"lock_holder":{"pid":42,"user":"root","hostname":"","since":"2025-01-02T03:04:05Z","path":"/state/apply.lock","host_wide":false,"state_dir":""},"diagnostics":[]}`,

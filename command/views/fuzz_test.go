@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -29,7 +30,8 @@ func FuzzRenderPlan(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		sum := sha256.Sum256(body)
 		var buf bytes.Buffer
-		buf.WriteString(`{"toque_plan":2,"checksum":"sha256:` + hex.EncodeToString(sum[:]) + `","plan":`)
+		fmt.Fprintf(&buf, `{"toque_plan":%d,"checksum":"sha256:`, plan.FormatVersion)
+		buf.WriteString(hex.EncodeToString(sum[:]) + `","plan":`)
 		buf.Write(body)
 		buf.WriteString(`}`)
 		path := filepath.Join(t.TempDir(), "plan.out")

@@ -12,28 +12,36 @@ import (
 	"github.com/toquehq/toque/eval"
 )
 
-// WriteDOT writes cfg's resource collection and notification edges as a
-// DOT digraph: nodes in collection order linked by dotted "next" edges,
-// then one edge per notification.
-func WriteDOT(w io.Writer, cfg *config.Config, edges []*eval.Notification) error {
+// WriteDOT writes a resource collection and its notification edges as a
+// DOT digraph: nodes in collection order linked by dotted "next" edges
+// (a child resource of a type written in HCL comes after its parent and
+// is linked to it by a "declares" edge), then one edge per notification.
+// blocks are the top-level resources and their children, depth first
+// (eval.Flatten).
+func WriteDOT(w io.Writer, blocks []*config.ResourceBlock, edges []*eval.Notification) error {
 	var b strings.Builder
 	b.WriteString("digraph toque {\n")
 	b.WriteString("  rankdir = \"TB\";\n")
 	b.WriteString("  node [shape = \"box\", fontname = \"monospace\"];\n")
 	b.WriteString("  edge [fontname = \"monospace\"];\n")
-	if len(cfg.Resources) > 0 {
+	if len(blocks) > 0 {
 		b.WriteString("\n  // The resource collection, in the order it converges.\n")
 	}
-	for i, rb := range cfg.Resources {
+	for i, rb := range blocks {
 		attrs := []string{"label = " + strconv.Quote(fmt.Sprintf("%d. %s", i+1, rb.Address()))}
 		if isNothing(rb) {
 			attrs = append(attrs, `style = "dashed"`, `tooltip = "action nothing: runs only when notified"`)
 		}
 		fmt.Fprintf(&b, "  %s [%s];\n", strconv.Quote(rb.Address()), strings.Join(attrs, ", "))
 	}
-	for i := 1; i < len(cfg.Resources); i++ {
+	for i := 1; i < len(blocks); i++ {
 		fmt.Fprintf(&b, "  %s -> %s [style = \"dotted\", arrowhead = \"none\", color = \"gray\"];\n",
-			strconv.Quote(cfg.Resources[i-1].Address()), strconv.Quote(cfg.Resources[i].Address()))
+			strconv.Quote(blocks[i-1].Address()), strconv.Quote(blocks[i].Address()))
+	}
+	for _, rb := range blocks {
+		if rb.Parent != "" {
+			fmt.Fprintf(&b, "  %s -> %s [label = \"declares\", color = \"gray\"];\n", strconv.Quote(rb.Parent), strconv.Quote(rb.Address()))
+		}
 	}
 	if len(edges) > 0 {
 		b.WriteString("\n  // Notifications: notifier -> target, labelled ACTION (TIMING).\n")

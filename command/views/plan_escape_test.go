@@ -21,6 +21,8 @@ func hostilePlan(t *testing.T) *plan.Plan {
 	guards := &plantest.FakeGuards{Results: map[string][]plantest.FakeGuard{
 		"/etc/run\u202e": {{Kind: "only_if", Form: "script", Command: "true \x1b[8m hidden", Cwd: "/tmp/\x1b]0;title\x07", Interpreter: "default",
 			ExitCode: &exit0, Passed: true, Output: "ok\x1b[2J\n```\n<details><summary>fake</summary>"}},
+		"/etc/lazy": {{Kind: "only_if", Form: "script", Command: "test -f /k\x1b[8m", Interpreter: "default", AtApply: true,
+			Error: "working directory /tmp/\x1b]0;title\x07\u202e does not exist"}},
 	}}
 	return scenario(t, func(f *plantest.FakeType) {
 		f.Set("/etc/motd\u202etxt.sh", map[string]cty.Value{"content": plantest.Str("old line\n\x1b[31mred\x1b[0m\n"), "mode": plantest.Str("0644\x1b[1A")})
@@ -31,6 +33,7 @@ func hostilePlan(t *testing.T) *plan.Plan {
 			}),
 			f.Inst("/srv/</code><img src=x>`[l](https://evil.example)`", "create", 5, map[string]cty.Value{"content": plantest.Str("x\n")}),
 			guards.Guard(f.Inst("/etc/run\u202e", "run", 9, nil)),
+			guards.Guard(plantest.Lazy(f.Inst("/etc/lazy", "create", 13, nil), "content", "file(\"/k\x1b[2J\u202e\")\n`[l](https://evil.example)`", 14, cty.NilVal)),
 		}
 	})
 }

@@ -15,7 +15,7 @@ import (
 // JSONViewVersion is the version of the `toque show -json` format
 // (docs/plan-json.md). The minor version grows when fields are added; the
 // major version changes only when a field changes meaning or is removed.
-const JSONViewVersion = "1.2"
+const JSONViewVersion = "1.4"
 
 // The view types below are the documented machine format. They are kept
 // apart from the plan file model so that either can change without silently
@@ -43,6 +43,57 @@ type jsonView struct {
 	Attributes   []jsonAttribute  `json:"attributes"`
 	Resources    []jsonResource   `json:"resources"`
 	NotifiedRuns []jsonNotified   `json:"notified_runs"`
+	// Types are the resource types written in HCL that the resources use
+	// (1.3).
+	Types []jsonType `json:"types"`
+}
+
+type jsonType struct {
+	Name          string         `json:"name"`
+	Description   string         `json:"description"`
+	Source        string         `json:"source"`
+	DefaultAction string         `json:"default_action"`
+	Properties    []jsonTypeProp `json:"properties"`
+	Load          *jsonScript    `json:"load_current_value"`
+	Batch         bool           `json:"batch"`
+	Actions       []jsonAction   `json:"actions"`
+}
+
+type jsonTypeProp struct {
+	Name         string            `json:"name"`
+	Type         json.RawMessage   `json:"type"`
+	Description  string            `json:"description"`
+	Identity     bool              `json:"identity"`
+	NameProperty bool              `json:"name_property"`
+	DesiredState bool              `json:"desired_state"`
+	Required     bool              `json:"required"`
+	Sensitive    bool              `json:"sensitive"`
+	Default      json.RawMessage   `json:"default"`
+	Allowed      []json.RawMessage `json:"allowed"`
+	Regex        string            `json:"regex"`
+}
+
+type jsonAction struct {
+	Name  string         `json:"name"`
+	Steps []jsonTypeStep `json:"steps"`
+}
+
+type jsonTypeStep struct {
+	Kind        string      `json:"kind"`
+	Group       string      `json:"group"`
+	Properties  []string    `json:"properties"`
+	Description string      `json:"description"`
+	When        string      `json:"when"`
+	Resource    string      `json:"resource"`
+	Script      *jsonScript `json:"script"`
+	Source      string      `json:"source"`
+}
+
+type jsonScript struct {
+	Interpreter string            `json:"interpreter"`
+	Code        string            `json:"code"`
+	Parameters  map[string]string `json:"parameters"`
+	Source      string            `json:"source"`
 }
 
 type jsonNotified struct {
@@ -79,6 +130,11 @@ type jsonSummary struct {
 	Run       int `json:"run"`
 	Skip      int `json:"skip"`
 	Unchanged int `json:"unchanged"`
+	// DecidedAtApply and KnownAtApply count resources with work, also
+	// counted by kind, that have a guard decided at apply, or values known
+	// only at apply (1.3).
+	DecidedAtApply int `json:"decided_at_apply"`
+	KnownAtApply   int `json:"known_at_apply"`
 }
 
 type jsonAttribute struct {
@@ -91,9 +147,13 @@ type jsonAttribute struct {
 }
 
 type jsonResource struct {
-	Address         string                     `json:"address"`
-	Type            string                     `json:"type"`
-	Name            string                     `json:"name"`
+	Address string `json:"address"`
+	Type    string `json:"type"`
+	Name    string `json:"name"`
+	// Parent and ParentAction name, for a child resource, the resource
+	// and the action that declare it (1.3).
+	Parent          string                     `json:"parent"`
+	ParentAction    string                     `json:"parent_action"`
 	Source          plan.Range                 `json:"source"`
 	Action          string                     `json:"action"`
 	Kind            string                     `json:"kind"`
@@ -113,6 +173,20 @@ type jsonResource struct {
 	// Then are the resource's further actions (action = ["enable",
 	// "start"]), each planned from the state the previous one leaves.
 	Then []jsonStep `json:"then"`
+	// KnownAtApply are the values known only at apply, which desired does
+	// not hold (1.3).
+	KnownAtApply []jsonLazy `json:"known_at_apply"`
+}
+
+type jsonLazy struct {
+	Property   string            `json:"property"`
+	Expression string            `json:"expression"`
+	Template   string            `json:"template"`
+	Variables  string            `json:"variables"`
+	Source     plan.Range        `json:"source"`
+	Sensitive  bool              `json:"sensitive"`
+	Reads      map[string]string `json:"reads"`
+	After      []string          `json:"after"`
 }
 
 type jsonStep struct {
@@ -131,6 +205,8 @@ type jsonChange struct {
 	Sensitive bool   `json:"sensitive"`
 	Diff      string `json:"diff"`
 	DiffNote  string `json:"diff_note"`
+	// KnownAtApply marks a value known only at apply (1.3).
+	KnownAtApply bool `json:"known_at_apply"`
 }
 
 type jsonUnmanaged struct {
@@ -154,6 +230,12 @@ type jsonGuard struct {
 	Passed      bool              `json:"passed"`
 	Decided     bool              `json:"decided"`
 	Warning     string            `json:"warning"`
+	// DecidedAtApply marks a guard decided at apply; Now says what it says
+	// now; After names the earlier resources that could change what it
+	// tests (1.3).
+	DecidedAtApply bool     `json:"decided_at_apply"`
+	Now            string   `json:"now"`
+	After          []string `json:"after"`
 }
 
 type jsonNotification struct {
@@ -201,7 +283,7 @@ func JSONView(p *plan.Plan, o JSONOptions) ([]byte, error) {
 			Diagnostics   []JSONDiagnostic `json:"diagnostics"`
 		}{JSONViewVersion, true, diags})
 	}
-	reg := registryOr(o.Registry)
+	reg := registryFor(p, o.Registry)
 	digest := o.Digest
 	if digest == "" {
 		digest = p.Digest()
@@ -223,10 +305,17 @@ func JSONView(p *plan.Plan, o JSONOptions) ([]byte, error) {
 		Summary: jsonSummary{
 			Create: c.Create, Update: c.Update, Delete: c.Delete,
 			Run: c.Run, Skip: c.Skip, Unchanged: c.NoOp,
+			DecidedAtApply: c.DecidedAtApply, KnownAtApply: c.KnownAtApply,
 		},
 		Attributes:   make([]jsonAttribute, 0, len(p.Attributes)),
 		Resources:    make([]jsonResource, 0, len(p.Resources)),
 		NotifiedRuns: make([]jsonNotified, 0, len(p.NotifiedRuns)),
+		Types:        make([]jsonType, 0, len(p.Types)),
+	}
+	for _, d := range p.Types {
+		if d != nil {
+			v.Types = append(v.Types, viewType(d))
+		}
 	}
 	if o.Signature != nil && o.Signature.Signed {
 		v.SignedBy = o.Signature.Fingerprint
@@ -240,6 +329,14 @@ func JSONView(p *plan.Plan, o JSONOptions) ([]byte, error) {
 			continue
 		}
 		jr := viewResource(p.Show(reg, r), incoming[r.Address])
+		if r.Parent != "" {
+			jr.Parent = r.Parent
+			for _, pr := range p.Resources {
+				if pr != nil && pr.Address == r.Parent {
+					jr.ParentAction = pr.StepView(r.ParentStep).Action
+				}
+			}
+		}
 		for si := 1; si < r.Steps(); si++ {
 			sv := p.Show(reg, r.StepView(si))
 			jr.Then = append(jr.Then, jsonStep{Action: sv.Resource.Action, Kind: string(sv.Resource.Kind), Reason: sv.Why, Changes: jsonChanges(sv.Changes), Groups: nonNil(sv.Resource.Groups)})
@@ -298,6 +395,7 @@ func jsonChanges(changes []plan.ShownChange) []jsonChange {
 		jc := jsonChange{
 			Property: c.Property, Before: c.Before, After: c.After,
 			Default: c.Default, Sensitive: c.Sensitive, Diff: c.Diff, DiffNote: c.DiffNote,
+			KnownAtApply: c.KnownAtApply,
 		}
 		if c.Sensitive {
 			jc.Diff = ""
@@ -339,6 +437,20 @@ func viewResource(s *plan.Shown, notifiedBy []plan.Trigger) jsonResource {
 	}
 	out.Changes = jsonChanges(s.Changes)
 	out.Then = make([]jsonStep, 0, len(r.Then))
+	out.KnownAtApply = make([]jsonLazy, 0, len(s.Lazy))
+	for _, l := range s.Lazy {
+		e := r.Lazy[l.Property]
+		jl := jsonLazy{Property: l.Property, Expression: e.Source, Template: e.Template, Variables: e.Variables,
+			Source:    plan.Range{Filename: e.Range.Filename, Line: e.Range.Start.Line, Column: e.Range.Start.Column},
+			Sensitive: l.Sensitive, Reads: map[string]string{}, After: nonNil(l.After)}
+		if l.Sensitive {
+			jl.Expression = plan.Sensitive
+		}
+		for _, rd := range l.Reads {
+			jl.Reads[rd.Property] = rd.Value
+		}
+		out.KnownAtApply = append(out.KnownAtApply, jl)
+	}
 	for _, u := range s.Unmanaged {
 		out.Unmanaged = append(out.Unmanaged, jsonUnmanaged{Property: u.Property, Current: u.Value})
 	}
@@ -348,6 +460,7 @@ func viewResource(s *plan.Shown, notifiedBy []plan.Trigger) jsonResource {
 			Cwd: g.Cwd, Environment: map[string]string{}, User: g.User, Parameters: map[string]string{}, Inherited: nonNil(g.Inherited),
 			ExitCode: g.ExitCode, DurationMS: g.DurationMS, Output: g.Output,
 			Passed: g.Passed, Decided: g.Decided, Warning: g.Warning,
+			DecidedAtApply: g.AtApply, Now: g.Now, After: nonNil(g.After),
 		}
 		for k, val := range g.Environment {
 			jg.Environment[k] = val
@@ -406,4 +519,78 @@ func viewNotified(p *plan.Plan, s *plan.Shown, nr *plan.NotifiedRun) jsonNotifie
 		}
 	}
 	return out
+}
+
+// viewType is a resource type written in HCL, as the plan carries it:
+// its scripts in full (they hold no secret: a type cannot use
+// sensitive()), the default of a sensitive property hidden.
+func viewType(d *resources.TypeDef) jsonType {
+	out := jsonType{
+		Name: d.Name, Description: d.Description, Source: d.Source.String(), DefaultAction: d.DefaultAction,
+		Properties: []jsonTypeProp{}, Batch: d.Batch, Actions: []jsonAction{},
+	}
+	for _, p := range d.Properties {
+		ty, _ := ctyjson.MarshalType(p.Type.Type)
+		jp := jsonTypeProp{
+			Name: p.Name, Type: ty, Description: p.Description, Identity: p.Identity || p.NameProperty, NameProperty: p.NameProperty,
+			DesiredState: !p.NonState && !p.Identity && !p.NameProperty, Required: p.Required, Sensitive: p.Sensitive,
+			Default: json.RawMessage(`null`), Allowed: []json.RawMessage{}, Regex: p.Regex,
+		}
+		if p.Default != nil {
+			jp.Default = plainJSON(p.Default.Value)
+			if p.Sensitive {
+				jp.Default = json.RawMessage(`"` + plan.Sensitive + `"`)
+			}
+		}
+		for _, a := range p.Allowed {
+			jp.Allowed = append(jp.Allowed, plainJSON(a.Value))
+		}
+		out.Properties = append(out.Properties, jp)
+	}
+	if d.Load != nil {
+		out.Load = viewScript(d.Load)
+	}
+	for _, a := range d.Actions {
+		ja := jsonAction{Name: a.Name, Steps: []jsonTypeStep{}}
+		groups := a.Groups()
+		for i, st := range a.Steps {
+			js := jsonTypeStep{Kind: st.Kind, Group: groups[i], Properties: nonNil(st.Properties), Description: st.Description,
+				When: st.When, Resource: st.Resource, Source: st.Source.String()}
+			if st.Kind == resources.StepConvergeBy && js.When == "" {
+				js.When = resources.WhenAlways
+			}
+			if st.Script != nil {
+				js.Script = viewScript(st.Script)
+			}
+			ja.Steps = append(ja.Steps, js)
+		}
+		out.Actions = append(out.Actions, ja)
+	}
+	return out
+}
+
+func viewScript(s *resources.ScriptDef) *jsonScript {
+	out := &jsonScript{Interpreter: s.Type, Parameters: map[string]string{}, Source: s.Source.String()}
+	for k, v := range s.Values {
+		switch k {
+		case "code":
+			if text, ok := stringValue(v.Value); ok {
+				out.Code = text
+			}
+		case "interpreter":
+			if text, ok := stringValue(v.Value); ok {
+				out.Interpreter = text
+			}
+		default:
+			out.Parameters[k] = plan.DisplayValue(v.Value)
+		}
+	}
+	return out
+}
+
+func stringValue(v cty.Value) (string, bool) {
+	if v == cty.NilVal || !v.IsKnown() || v.IsNull() || v.Type() != cty.String {
+		return "", false
+	}
+	return v.AsString(), true
 }

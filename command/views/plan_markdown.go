@@ -86,7 +86,7 @@ func RenderMarkdown(w io.Writer, p *plan.Plan, o MarkdownOptions) error {
 	if o.Digest == "" {
 		o.Digest = p.Digest()
 	}
-	o.Registry = registryOr(o.Registry)
+	o.Registry = registryFor(p, o.Registry)
 	head := markdownHead(p, o)
 	sections := markdownSections(p, o)
 
@@ -224,8 +224,11 @@ func markdownHead(p *plan.Plan, o MarkdownOptions) string {
 		}
 		fmt.Fprintf(&b, "> [!WARNING]\n> This plan **deletes %d %s** on %s. Check the **delete** list below before you approve it.\n\n", c.Delete, noun, mdCode(hostName))
 	}
-	fmt.Fprintf(&b, "**Plan: %d to create, %d to update, %d to delete, %d to run, %d skipped, %d unchanged.**\n\n",
-		c.Create, c.Update, c.Delete, c.Run, c.Skip, c.NoOp)
+	fmt.Fprintf(&b, "**Plan: %d to create, %d to update, %d to delete, %d to run, %d skipped, %d unchanged%s.**\n\n",
+		c.Create, c.Update, c.Delete, c.Run, c.Skip, c.NoOp, deferredCounts(c))
+	if c.DecidedAtApply+c.KnownAtApply > 0 {
+		b.WriteString("> [!NOTE]\n> Some of this plan is decided at apply: a guard written `lazy(…)` runs right before its resource converges, and a value written `lazy(…)` is evaluated then, because an earlier resource of this plan could change what it reads. The plan shows what each would do if its guards let it, and the expression of each value, not the value.\n\n")
+	}
 
 	groups := []struct {
 		label string
@@ -248,6 +251,20 @@ func markdownHead(p *plan.Plan, o MarkdownOptions) string {
 		}
 		if len(addrs) == 0 {
 			continue
+		}
+		fmt.Fprintf(&b, "- **%s** (%d): %s\n", g.label, len(addrs), strings.Join(addrs, ", "))
+		listed = true
+	}
+	for _, g := range []struct {
+		label string
+		addrs []string
+	}{{"decided at apply", p.DecidedAtApply()}, {"values known at apply", p.KnownAtApply()}} {
+		if len(g.addrs) == 0 {
+			continue
+		}
+		var addrs []string
+		for _, a := range g.addrs {
+			addrs = append(addrs, mdCode(a))
 		}
 		fmt.Fprintf(&b, "- **%s** (%d): %s\n", g.label, len(addrs), strings.Join(addrs, ", "))
 		listed = true
@@ -284,8 +301,9 @@ func markdownSections(p *plan.Plan, o MarkdownOptions) []mdSection {
 			out = append(out, mdSection{text: markdownResource(p.ShowNotified(o.Registry, nr)), resources: 1})
 		}
 	}
+	tree := p.Tree()
 	for i, r := range p.Resources {
-		if r.Steps() > 1 && r.AnyWork() {
+		if r.Steps() > 1 && (r.AnyWork() || tree.ChildWork(i)) {
 			// One section per action that works, each with the notified
 			// runs in its turn.
 			for si := 0; si < r.Steps(); si++ {
@@ -294,6 +312,8 @@ func markdownSections(p *plan.Plan, o MarkdownOptions) []mdSection {
 				}
 				if view := r.StepView(si); view.Kind.IsWork() || (view.Kind == resources.Skip && !o.ChangesOnly) {
 					out = append(out, mdSection{text: markdownResource(p.Show(o.Registry, view)), resources: 1})
+				} else if view.Kind == resources.NoOp && tree.StepChildWork(i, si) {
+					out = append(out, mdSection{text: markdownThroughChildren(view, si, r.Steps()), resources: 1})
 				}
 				for _, nr := range p.RunsAtStep(i, si, false) {
 					out = append(out, mdSection{text: markdownResource(p.ShowNotified(o.Registry, nr)), resources: 1})
@@ -310,6 +330,13 @@ func markdownSections(p *plan.Plan, o MarkdownOptions) []mdSection {
 				continue
 			}
 		default:
+			if r.Kind == resources.NoOp && tree.StepChildWork(i, 0) {
+				// Nothing of its own to do, but its children change: it
+				// counts as changed (its notifications fire).
+				out = append(out, mdSection{text: markdownThroughChildren(r, 0, 1), resources: 1})
+				notified(i, false)
+				continue
+			}
 			if r.Action == "nothing" && p.HasNotifiedWork(r.Address) {
 				// Counted, and shown, by its notified run.
 				notified(i, false)
@@ -381,11 +408,38 @@ func htmlCode(s string) string {
 	return "<code>" + html.EscapeString(EscapeLine(s)) + "</code>"
 }
 
+// markdownThroughChildren renders a resource (step si of n) whose own step
+// is a no-op but whose child resources change; they follow it.
+func markdownThroughChildren(r *plan.Resource, si, n int) string {
+	var b strings.Builder
+	label := ""
+	if n > 1 {
+		label = fmt.Sprintf(" (action %s, %d of %d)", r.Action, si+1, n)
+	}
+	fmt.Fprintf(&b, "<details><summary><code>~</code> %s%s changes through its child resources below</summary>\n\n", htmlCode(r.Address), html.EscapeString(EscapeLine(label)))
+	if r.Source.Filename != "" {
+		fmt.Fprintf(&b, "Declared at %s; action %s.\n\n", mdCode(fmt.Sprintf("%s:%d", r.Source.Filename, r.Source.Line)), mdCode(r.Action))
+	}
+	if len(r.Notifications) > 0 {
+		b.WriteString("**Notifies**\n\n")
+		for _, nt := range r.Notifications {
+			fmt.Fprintf(&b, "- %s with %s, %s\n", mdCode(nt.Target), mdCode(nt.Action), mdTiming(nt.Timing))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("</details>\n")
+	return b.String()
+}
+
 // markdownResource renders one resource's <details> section.
 func markdownResource(s *plan.Shown) string {
 	r := s.Resource
 	var b strings.Builder
-	fmt.Fprintf(&b, "<details><summary><code>%s</code> %s %s", markdownSign(r.Kind), htmlCode(r.Address), markdownHeadline(r.Kind))
+	head := markdownHeadline(r.Kind)
+	if r.HasGuardAtApply() && r.Kind.IsWork() {
+		head += ", unless a guard decided at apply skips it"
+	}
+	fmt.Fprintf(&b, "<details><summary><code>%s</code> %s %s", markdownSign(r.Kind), htmlCode(r.Address), head)
 	if s.Why != "" {
 		b.WriteString(": " + htmlCode(s.Why))
 	}
@@ -396,6 +450,9 @@ func markdownResource(s *plan.Shown) string {
 	}
 	if r.Sensitive {
 		b.WriteString("_Sensitive resource: every value is hidden._\n\n")
+	}
+	for _, st := range s.Steps {
+		fmt.Fprintf(&b, "Runs %s (%s).\n\n", mdCode(st.Label), mdCode(st.Source))
 	}
 	if s.UnknownType {
 		fmt.Fprintf(&b, "_Type %s is not a resource type of this build of toque: apply refuses this plan._\n\n", mdCode(r.Type))
@@ -447,6 +504,19 @@ func markdownResource(s *plan.Shown) string {
 		b.WriteString("\n")
 	}
 
+	if len(s.Lazy) > 0 {
+		b.WriteString("**Known at apply**\n\n")
+		for _, l := range s.Lazy {
+			fmt.Fprintf(&b, "- %s = %s, evaluated right before the resource converges (%s)\n", mdCode(l.Property), mdCode(l.KnownAtApply()), mdCode(l.Source))
+			for _, rd := range l.Reads {
+				fmt.Fprintf(&b, "  - reads %s = %s\n", mdCode(rd.Property), mdCode(rd.Value))
+			}
+			if len(l.After) > 0 {
+				fmt.Fprintf(&b, "  - waits for %s\n", mdList(l.After))
+			}
+		}
+		b.WriteString("\n")
+	}
 	if len(s.Guards) > 0 {
 		b.WriteString("**Guards**\n\n")
 		for _, g := range s.Guards {
@@ -495,7 +565,11 @@ func propertyLines(kind resources.Kind, c plan.ShownChange) []string {
 		if kind == resources.Update && c.Before != "" {
 			sign = "!"
 		}
-		lines = append(lines, sign+" "+prop+" = "+plan.Sensitive+suffix)
+		after := plan.Sensitive
+		if c.KnownAtApply {
+			after = EscapeLine(c.After) // "(known at apply; sensitive)"
+		}
+		lines = append(lines, sign+" "+prop+" = "+after+suffix)
 		return lines
 	case kind == resources.Create || c.Before == "":
 		lines = append(lines, "+ "+prop+" = "+EscapeLine(c.After)+suffix)
@@ -519,6 +593,9 @@ func markdownGuard(g plan.ShownGuard) string {
 	if g.Decided {
 		effect = " — **decided: skip**"
 	}
+	if g.AtApply {
+		verdict = "— **decided at apply** (" + mdText(g.Now) + ")"
+	}
 	details := ""
 	if g.Form != "expression" {
 		if d := guardDetails(g); len(d) > 0 {
@@ -526,12 +603,24 @@ func markdownGuard(g plan.ShownGuard) string {
 		}
 	}
 	fmt.Fprintf(&b, "- %s %s %s%s%s\n", mdCode(g.Kind), mdCode(g.Command), verdict, details, effect)
+	if len(g.After) > 0 {
+		fmt.Fprintf(&b, "  - waits for %s\n", mdList(g.After))
+	}
 	if out := strings.TrimRight(g.Output, "\n"); out != "" {
 		for _, line := range strings.Split(strings.TrimSuffix(mdFence("text", Escape(out)), "\n"), "\n") {
 			b.WriteString("  " + line + "\n")
 		}
 	}
 	return b.String()
+}
+
+// mdList is items as code spans, separated by commas.
+func mdList(items []string) string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = mdCode(it)
+	}
+	return strings.Join(out, ", ")
 }
 
 // prefixLines splits s into lines, each starting with prefix.

@@ -52,6 +52,7 @@ func markdownScenarios(t *testing.T) map[string]struct {
 		"delete":              {g["delete"], MarkdownOptions{PlanFile: "plan.out"}},
 		"sensitive":           {g["sensitive"], MarkdownOptions{PlanFile: "plan.out"}},
 		"guards":              {guards, MarkdownOptions{PlanFile: "plan.out"}},
+		"deferred":            {g["deferred"], MarkdownOptions{PlanFile: "plan.out"}},
 		"truncated":           {largePlan(t, 40), MarkdownOptions{PlanFile: "plan.out", MaxBytes: 4000}},
 	}
 }
@@ -105,7 +106,7 @@ func checkMarkdownShape(t *testing.T, md string, p *plan.Plan, o MarkdownOptions
 		t.Error("no visible digest")
 	}
 	c := p.Counts()
-	summary := fmt.Sprintf("Plan: %d to create, %d to update, %d to delete, %d to run, %d skipped, %d unchanged.", c.Create, c.Update, c.Delete, c.Run, c.Skip, c.NoOp)
+	summary := fmt.Sprintf("Plan: %d to create, %d to update, %d to delete, %d to run, %d skipped, %d unchanged%s.", c.Create, c.Update, c.Delete, c.Run, c.Skip, c.NoOp, deferredCounts(c))
 	if !strings.Contains(md, summary) {
 		t.Errorf("no summary line %q", summary)
 	}

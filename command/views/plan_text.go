@@ -89,7 +89,7 @@ func (pt painter) symbol(k resources.Kind) string {
 func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 	pt := newPainter(o.Color)
 	bw := &errWriter{w: w}
-	reg := registryOr(o.Registry)
+	reg := registryFor(p, o.Registry)
 	hostName := EscapeLine(p.Host.Hostname)
 	if hostName == "" {
 		hostName = "this host"
@@ -125,6 +125,7 @@ func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 		}
 	} else {
 		bw.printf("toque will perform the following actions on %s%s:\n", pt.bold(hostName), policyNote(p))
+		tree := p.Tree()
 		for i, r := range p.Resources {
 			for si := 0; si < r.Steps(); si++ {
 				for _, nr := range p.RunsAtStep(i, si, true) {
@@ -134,6 +135,11 @@ func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 				if view := r.StepView(si); view.Kind != resources.NoOp && view.Kind != "" {
 					bw.printf("\n")
 					renderStep(bw, pt, p.Show(reg, view), actionLabel(r, si))
+				} else if view.Kind == resources.NoOp && tree.StepChildWork(i, si) {
+					// Nothing of its own to do, but its children change:
+					// it counts as changed (its notifications fire).
+					bw.printf("\n")
+					renderThroughChildren(bw, pt, view, actionLabel(r, si))
 				}
 				for _, nr := range p.RunsAtStep(i, si, false) {
 					bw.printf("\n")
@@ -170,10 +176,18 @@ func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 	return bw.err
 }
 
-// registryOr is reg, or this build's built-in resource types.
-func registryOr(reg *resources.Registry) *resources.Registry {
+// registryFor is reg (nil: this build's built-in resource types) with
+// the resource types written in HCL that p carries. A plan whose types
+// cannot be rebuilt was refused when it was read; its resources of those
+// types are then shown as of an unknown type.
+func registryFor(p *plan.Plan, reg *resources.Registry) *resources.Registry {
 	if reg == nil {
-		return resources.Builtin()
+		reg = resources.Builtin()
+	}
+	if p != nil {
+		if withTypes, err := p.TypeRegistry(reg); err == nil {
+			return withTypes
+		}
 	}
 	return reg
 }
@@ -204,18 +218,22 @@ func headline(r *plan.Resource, why string) string {
 		// A notified run: say why it happens.
 		return strings.TrimSuffix(headline(&plan.Resource{Address: r.Address, Kind: r.Kind}, ""), " is unchanged") + ": " + why
 	}
+	unless := ""
+	if r.HasGuardAtApply() {
+		unless = ", unless a guard decided at apply skips it"
+	}
 	switch r.Kind {
 	case resources.Create:
-		return addr + " will be created"
+		return addr + " will be created" + unless
 	case resources.Update:
-		return addr + " will be updated in place"
+		return addr + " will be updated in place" + unless
 	case resources.Delete:
-		return addr + " will be deleted"
+		return addr + " will be deleted" + unless
 	case resources.Run:
 		if why != "" {
-			return addr + " will run: " + why
+			return addr + " will run" + unless + ": " + why
 		}
-		return addr + " will run"
+		return addr + " will run" + unless
 	case resources.Skip:
 		if why != "" {
 			return addr + " skipped: " + why
@@ -236,6 +254,15 @@ func actionLabel(r *plan.Resource, si int) string {
 
 func renderResource(bw *errWriter, pt painter, s *plan.Shown) { renderStep(bw, pt, s, "") }
 
+// renderThroughChildren renders a resource whose own step is a no-op but
+// whose child resources change (they are rendered after it).
+func renderThroughChildren(bw *errWriter, pt painter, r *plan.Resource, label string) {
+	bw.printf("  %s\n", pt.bold("# "+EscapeLine(r.Address)+EscapeLine(label)+" changes through its child resources below"))
+	for _, n := range r.Notifications {
+		bw.printf("  %s\n", pt.faint(fmt.Sprintf("#   notifies %s with %s (%s)", EscapeLine(n.Target), EscapeLine(n.Action), EscapeLine(n.Timing))))
+	}
+}
+
 // renderStep renders one resource, or one action of a resource of
 // several (label names it).
 func renderStep(bw *errWriter, pt painter, s *plan.Shown, label string) {
@@ -253,13 +280,25 @@ func renderStep(bw *errWriter, pt painter, s *plan.Shown, label string) {
 		bw.printf("  %s\n", pt.faint(fmt.Sprintf("#   (type %s is not a resource type of this build of toque: apply refuses this plan)", EscapeLine(strconv.Quote(r.Type)))))
 	}
 	why := EscapeLine(s.Why)
-	if r.Kind == resources.Update && len(s.Changes) == 0 && why != "" && len(s.Guards) == 0 {
+	if why != "" && len(s.Guards) == 0 && (r.Kind == resources.Update && len(s.Changes) == 0 || r.Kind == resources.Delete) {
 		// No property changes to show (a lock, a touch): the reason is
-		// what the update does.
+		// what the update does. A delete has none either, and its reason
+		// says what goes ("removes the link, not what it points to", the
+		// packages apt removes with it).
 		bw.printf("  %s\n", pt.faint("#   "+why))
 	}
 	for _, g := range s.Guards {
 		verdict, details := guardLine(g)
+		if g.AtApply {
+			// ? decided at apply: only_if `test -f x` (fails now; …)
+			line := "#   " + pt.skip("?") + " " + verdict
+			if details != "" {
+				line = strings.TrimSuffix(line, ")") + "; " + strings.TrimPrefix(details, "(")
+			}
+			bw.printf("  %s\n", pt.faint(line))
+			renderWaits(bw, pt, g.After)
+			continue
+		}
 		if strings.Contains(why, verdict) && (len(s.Guards) == 1 || (r.Kind == resources.Skip && g.Decided)) {
 			// The headline already gives this guard's verdict.
 			if details != "" {
@@ -271,6 +310,24 @@ func renderStep(bw *errWriter, pt painter, s *plan.Shown, label string) {
 			verdict += " " + details
 		}
 		bw.printf("  %s\n", pt.faint("#   "+verdict))
+	}
+	for _, l := range s.Lazy {
+		line := fmt.Sprintf("#   %s is known at apply (%s)", EscapeLine(l.Property), EscapeLine(l.Source))
+		if len(l.Reads) > 0 {
+			reads := make([]string, len(l.Reads))
+			for i, rd := range l.Reads {
+				reads[i] = rd.Property + " = " + rd.Value
+				if strings.HasPrefix(rd.Property, "recipe file ") {
+					reads[i] = rd.Property + " " + rd.Value
+				}
+			}
+			line += ", reading " + EscapeLine(strings.Join(reads, ", "))
+		}
+		bw.printf("  %s\n", pt.faint(line))
+		renderWaits(bw, pt, l.After)
+	}
+	for _, st := range s.Steps {
+		bw.printf("  %s\n", pt.faint(fmt.Sprintf("#   runs %s (%s)", EscapeLine(st.Label), EscapeLine(st.Source))))
 	}
 	for _, n := range r.Notifications {
 		verb := "notifies"
@@ -331,6 +388,15 @@ func renderStep(bw *errWriter, pt painter, s *plan.Shown, label string) {
 	bw.printf("    }\n")
 }
 
+// renderWaits names the earlier resources a deferred value or guard waits
+// for: those that could change what it reads.
+func renderWaits(bw *errWriter, pt painter, after []string) {
+	if len(after) == 0 {
+		return
+	}
+	bw.printf("  %s\n", pt.faint("#     waits for "+EscapeLine(strings.Join(after, ", "))))
+}
+
 // unquote shows a display form without the quotes of a plain string, as
 // design §11 does for "left as it is (0600)".
 func unquote(s string) string {
@@ -359,6 +425,8 @@ func renderChange(bw *errWriter, pt painter, kind resources.Kind, c plan.ShownCh
 		for _, line := range strings.Split(strings.TrimRight(c.Diff, "\n"), "\n") {
 			bw.printf("          %s\n", diffLine(pt, Escape(line)))
 		}
+	case c.Sensitive && c.KnownAtApply:
+		bw.printf("      %s %s = %s%s\n", sym, name, EscapeLine(c.After), suffix)
 	case c.Sensitive:
 		bw.printf("      %s %s = %s%s\n", sym, name, plan.Sensitive, suffix)
 	case c.Before != "" && kind != resources.Create:
@@ -440,8 +508,8 @@ func guardDetails(g plan.ShownGuard) []string {
 
 func renderSummary(bw *errWriter, pt painter, p *plan.Plan, width int) {
 	c := p.Counts()
-	bw.printf("%s\n", pt.bold(fmt.Sprintf("Plan: %d to create, %d to update, %d to delete, %d to run, %d skipped, %d unchanged.",
-		c.Create, c.Update, c.Delete, c.Run, c.Skip, c.NoOp)))
+	bw.printf("%s\n", pt.bold(fmt.Sprintf("Plan: %d to create, %d to update, %d to delete, %d to run, %d skipped, %d unchanged%s.",
+		c.Create, c.Update, c.Delete, c.Run, c.Skip, c.NoOp, deferredCounts(c))))
 	if width <= 0 {
 		width = 80
 	}
@@ -466,6 +534,39 @@ func renderSummary(bw *errWriter, pt painter, p *plan.Plan, width int) {
 		label := fmt.Sprintf("  %-8s", g.label)
 		bw.printf("%s%s\n", label, wrapList(addrs, width-len(label), strings.Repeat(" ", len(label))))
 	}
+	for _, g := range []struct {
+		label string
+		addrs []string
+	}{
+		{"decided at apply:", p.DecidedAtApply()},
+		{"known at apply:", p.KnownAtApply()},
+	} {
+		if len(g.addrs) == 0 {
+			continue
+		}
+		addrs := make([]string, len(g.addrs))
+		for i, a := range g.addrs {
+			addrs[i] = EscapeLine(a)
+		}
+		label := fmt.Sprintf("  %-18s", g.label)
+		bw.printf("%s%s\n", label, wrapList(addrs, width-len(label), strings.Repeat(" ", len(label))))
+	}
+}
+
+// deferredCounts is the summary's note of what waits for apply: "; 1
+// decided at apply, 2 with values known at apply", "" when nothing does.
+func deferredCounts(c plan.Counts) string {
+	var parts []string
+	if c.DecidedAtApply > 0 {
+		parts = append(parts, fmt.Sprintf("%d decided at apply", c.DecidedAtApply))
+	}
+	if c.KnownAtApply > 0 {
+		parts = append(parts, fmt.Sprintf("%d with values known at apply", c.KnownAtApply))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(parts, ", ")
 }
 
 // wrapList joins items with ", ", starting a new line (indented by ind)

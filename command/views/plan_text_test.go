@@ -94,8 +94,28 @@ func goldenScenarios(t *testing.T) map[string]*plan.Plan {
 				skipGuards.Guard(f.Inst("/etc/once", "create", 12, map[string]cty.Value{"content": plantest.Str("x\n")})),
 			}
 		}),
+		"deferred": scenario(t, func(f *plantest.FakeType) {
+			f.Set("/etc/app.conf", map[string]cty.Value{"content": plantest.Str("key=old\n"), "mode": plantest.Str("0600")})
+		}, deferredGuards, func(f *plantest.FakeType) []*eval.Instance {
+			return []*eval.Instance{
+				f.Inst("/srv/keys/api.key", "run", 1, nil),
+				plantest.Lazy(f.Inst("/etc/app.conf", "create", 5, nil), "content", `"key=${trimspace(file("/srv/keys/api.key"))}\n"`, 6, cty.NilVal),
+				deferredGuards.Guard(f.Inst("/srv/app/started", "run", 9, nil)),
+				deferredGuards.Guard(f.Inst("/srv/app/ready", "create", 13, map[string]cty.Value{"content": plantest.Str("ready\n")})),
+			}
+		}),
 	}
 }
+
+// deferredGuards are the guards of the "deferred" scenario: decided at
+// apply, one failing now, one that cannot run now.
+var deferredGuards = func() *plantest.FakeGuards {
+	exit1 := 1
+	return &plantest.FakeGuards{Results: map[string][]plantest.FakeGuard{
+		"/srv/app/started": {{Kind: "only_if", Form: "script", Command: "test -f /srv/keys/api.key", Interpreter: "default", ExitCode: &exit1, DurationMS: 1, AtApply: true}},
+		"/srv/app/ready":   {{Kind: "only_if", Form: "script", Command: "test -f ready", Interpreter: "default", Cwd: "/srv/app/run", AtApply: true, Error: "working directory /srv/app/run does not exist"}},
+	}}
+}()
 
 // skipGuardsTable are the guards of the "skip" scenario.
 func skipGuardsTable() *plantest.FakeGuards {
@@ -224,7 +244,7 @@ func TestJSONViewShape(t *testing.T) {
 		t.Errorf("digest %v, want %s", v["digest"], pl.Digest())
 	}
 	sum := v["summary"].(map[string]any)
-	if sum["create"] != 1.0 || sum["update"] != 2.0 || sum["delete"] != 1.0 || sum["run"] != 1.0 || sum["skip"] != 1.0 || sum["unchanged"] != 1.0 {
+	if sum["create"] != 2.0 || sum["update"] != 2.0 || sum["delete"] != 1.0 || sum["run"] != 1.0 || sum["skip"] != 1.0 || sum["unchanged"] != 1.0 || sum["decided_at_apply"] != 1.0 || sum["known_at_apply"] != 1.0 {
 		t.Errorf("summary %v", sum)
 	}
 	attr := v["attributes"].([]any)[0].(map[string]any)
@@ -324,7 +344,7 @@ func collectKeys(prefix string, v any, out map[string]bool) {
 			}
 			out[p] = true
 			switch k {
-			case "desired", "values", "extra", "environment":
+			case "desired", "values", "extra", "environment", "reads", "parameters":
 				continue
 			}
 			collectKeys(p, val, out)

@@ -1,6 +1,8 @@
 // Command benchrun times whole toque processes on generated recipe sets:
 // the plan from nothing, the apply, and the no-op plan after it, with peak
-// memory, as medians over several runs. `make bench` runs it.
+// memory, as medians over several runs; the plan of guarded executes; the
+// plan of installed packages and of remote files whose checksums match,
+// with the processes each starts. `make bench` runs it.
 //
 // It is a measuring tool, not part of toque.
 package main
@@ -24,8 +26,10 @@ var profile string
 
 type sample struct {
 	wall   time.Duration
-	cpu    time.Duration // user + system
-	maxRSS int64         // KiB
+	maxRSS int64 // KiB
+	// cpu is the user and system time of toque and the processes it
+	// waited for: what a busy machine cannot inflate.
+	cpu time.Duration
 }
 
 func main() {
@@ -39,6 +43,9 @@ func main() {
 	keep := flag.Bool("keep", false, "leave the runs' files (remove them later: a removal of 100,000 files slows the next minutes' creates on ext4)")
 	prebuilt := flag.String("bin", "", "time this toque binary instead of building the working tree's")
 	flag.StringVar(&profile, "profile", "", "build toque with the toque_pprof tag and write CPU and heap profiles of every run under this directory")
+	packages := flag.Int("packages", 0, "instead: time the plan of this many installed package resources (see packages.go)")
+	remoteFiles := flag.Int("remote-files", 0, "instead: time the plan of this many remote_file resources whose checksums match (see packages.go)")
+	custom := flag.Int("customtypes", 0, "instead: time the plan of this many resources of a type written in HCL, with and without batch (see customtypes.go)")
 	flag.Parse()
 
 	if *genDir != "" {
@@ -91,6 +98,19 @@ func main() {
 	}
 	if *guards > 0 {
 		benchGuards(work, bin, *guards, *runs, *par)
+		return
+	}
+	if *custom > 0 {
+		benchCustomTypes(work, bin, *custom, *runs, *par)
+		return
+	}
+	if *packages > 0 || *remoteFiles > 0 {
+		if *packages > 0 {
+			benchPackages(work, bin, *packages, *runs)
+		}
+		if *remoteFiles > 0 {
+			benchRemoteFiles(work, bin, *remoteFiles, *runs)
+		}
 		return
 	}
 

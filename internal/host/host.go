@@ -188,6 +188,21 @@ func fqdnFromHosts(root, hostname string) string {
 	return ""
 }
 
+// Lineage is the host's distribution and those it derives from, as
+// os-release says: ID, then each word of ID_LIKE ("linuxmint", "ubuntu",
+// "debian"); nil when os-release cannot be read. Resource types choose
+// their tools from it (apt and dpkg for anything in the debian lineage).
+func Lineage() []string { return lineage("/") }
+
+func lineage(root string) []string {
+	osr := osRelease(root)
+	var out []string
+	if id := osr["ID"]; id != "" {
+		out = append(out, id)
+	}
+	return append(out, strings.Fields(osr["ID_LIKE"])...)
+}
+
 // osRelease parses os-release(5): KEY=value lines, values optionally quoted.
 func osRelease(root string) map[string]string {
 	out := map[string]string{}

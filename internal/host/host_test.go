@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/zclconf/go-cty/cty"
@@ -126,5 +127,16 @@ func TestDetectFromFiles(t *testing.T) {
 				t.Errorf("fqdn = %q, want %q", f.FQDN, tc.fqdn)
 			}
 		})
+	}
+}
+
+func TestLineage(t *testing.T) {
+	root := t.TempDir()
+	if got := lineage(root); got != nil {
+		t.Errorf("no os-release: %q", got)
+	}
+	write(t, root, "etc/os-release", "ID=linuxmint\nID_LIKE=\"ubuntu debian\"\n")
+	if got := strings.Join(lineage(root), ","); got != "linuxmint,ubuntu,debian" {
+		t.Errorf("lineage %q", got)
 	}
 }

@@ -21,6 +21,8 @@ import (
 	"github.com/toquehq/toque/eval"
 	"github.com/toquehq/toque/guard"
 	"github.com/toquehq/toque/internal/host"
+	"github.com/toquehq/toque/internal/lazy"
+	"github.com/toquehq/toque/internal/typedvalue"
 	"github.com/toquehq/toque/plan"
 	"github.com/toquehq/toque/plan/planner"
 	"github.com/toquehq/toque/resources"
@@ -198,11 +200,15 @@ type FakeGuard struct {
 	Warning    string
 	Passed     bool
 	Decided    bool
+	// AtApply makes it a guard decided at apply; Error is then what it
+	// could not do now.
+	AtApply bool
+	Error   string
 }
 
 // Spec is the guard as the plan keeps it.
 func (g FakeGuard) Spec() *guard.Spec {
-	s := &guard.Spec{Kind: guard.Kind(g.Kind), Form: guard.Form(g.Form), Source: g.Command, Interpreter: g.Interpreter, Inherited: g.Inherited, Sensitive: g.Sensitive}
+	s := &guard.Spec{Kind: guard.Kind(g.Kind), Form: guard.Form(g.Form), Source: g.Command, Interpreter: g.Interpreter, Inherited: g.Inherited, Sensitive: g.Sensitive, AtApply: g.AtApply}
 	if s.Form == guard.Script {
 		s.Values = map[string]guard.Value{"command": {Value: cty.StringVal(g.Command)}}
 		if g.Cwd != "" {
@@ -261,7 +267,7 @@ func (g *FakeGuards) Evaluate(_ context.Context, s *plan.Subject) ([]guard.Outco
 		if i < len(s.Guards) {
 			spec = s.Guards[i]
 		}
-		outs = append(outs, guard.Outcome{
+		o := guard.Outcome{
 			Spec:        spec,
 			Condition:   r.Passed,
 			ExitCode:    r.ExitCode,
@@ -271,12 +277,44 @@ func (g *FakeGuards) Evaluate(_ context.Context, s *plan.Subject) ([]guard.Outco
 			Cwd:         r.Cwd,
 			Environment: r.Environment,
 			User:        r.User,
-		})
+			Deferred:    r.AtApply,
+		}
+		if r.Error != "" {
+			o.Err = errors.New(r.Error)
+		}
+		outs = append(outs, o)
 		if r.Decided {
 			decided = i
 		}
 	}
 	return outs, g.Skip[name], decided, nil
+}
+
+// lazyInst makes i's content known only at apply, as eval records
+// lazy(file("/etc/key-${node.web.port}")) at line 30.
+func lazyInst(i *eval.Instance) *eval.Instance {
+	node := cty.ObjectVal(map[string]cty.Value{"web": cty.ObjectVal(map[string]cty.Value{"port": cty.NumberIntVal(9090)})})
+	return Lazy(i, "content", `file("/etc/key-${node.web.port}")`, 30, node)
+}
+
+// Lazy makes i's property prop known only at apply: the expression src, as
+// eval records lazy(src) at line (column 18) of recipes/default.hcl, reading
+// node (cty.NilVal: nothing of node).
+func Lazy(i *eval.Instance, prop, src string, line int, node cty.Value) *eval.Instance {
+	e := &lazy.Expr{
+		Source: src,
+		Range:  hcl.Range{Filename: "recipes/default.hcl", Start: hcl.Pos{Line: line, Column: 18}, End: hcl.Pos{Line: line, Column: 18 + len(src)}},
+		Scope:  lazy.Scope{Dir: "/recipes"},
+	}
+	if node != cty.NilVal {
+		e.Scope.Node = &typedvalue.Value{Value: node}
+	}
+	if i.Lazy == nil {
+		i.Lazy = map[string]*lazy.Expr{}
+	}
+	i.Lazy[prop] = e
+	i.Resource.Values[prop] = i.Resource.Schema().Property(prop).Unknown()
+	return i
 }
 
 // SamplePlan is a plan with every kind of resource, made by the planner.
@@ -289,8 +327,11 @@ func SamplePlan(t testing.TB) *plan.Plan {
 	exit1 := 1
 	p := FixedPlanner(f, 4)
 	guards := &FakeGuards{
-		Results: map[string][]FakeGuard{"/etc/skip": {{Kind: "only_if", Form: "script", Command: "test -d /opt", ExitCode: &exit1, Decided: true}}},
-		Skip:    map[string]bool{"/etc/skip": true},
+		Results: map[string][]FakeGuard{
+			"/etc/skip": {{Kind: "only_if", Form: "script", Command: "test -d /opt", ExitCode: &exit1, Decided: true}},
+			"/etc/lazy": {{Kind: "only_if", Form: "script", Command: "test -f /etc/key", ExitCode: &exit1, AtApply: true}},
+		},
+		Skip: map[string]bool{"/etc/skip": true},
 	}
 	p.Guards = guards.Evaluate
 	pl, diags := p.PlanInstances(context.Background(), []*eval.Instance{
@@ -301,6 +342,7 @@ func SamplePlan(t testing.TB) *plan.Plan {
 		f.Inst("/etc/key", "create", 17, map[string]cty.Value{"secret": Str("hunter2")}),
 		guards.Guard(f.Inst("/etc/skip", "create", 21, map[string]cty.Value{"mode": cty.StringVal("0755")})),
 		f.Inst("/etc/later", "nothing", 25, nil),
+		guards.Guard(lazyInst(f.Inst("/etc/lazy", "create", 29, map[string]cty.Value{"content": cty.UnknownVal(cty.String)}))),
 	})
 	if diags.HasErrors() {
 		t.Fatal(diags)

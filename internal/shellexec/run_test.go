@@ -701,3 +701,38 @@ func TestNothingOutlivesToque(t *testing.T) {
 		})
 	}
 }
+
+func TestRunStdin(t *testing.T) {
+	ctx := context.Background()
+	big := strings.Repeat("0123456789abcdef", 1<<14) // 256 KiB: more than a pipe holds
+	for _, tc := range []struct {
+		name, script, in, want string
+	}{
+		{"read", "cat", `{"path":"/x"}`, `{"path":"/x"}`},
+		{"large", "wc -c", big, fmt.Sprint(len(big))},
+		{"ignored", "echo done", big, "done"},
+		{"empty", "wc -c", "", "0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Run(ctx, Spec{Argv: []string{"/bin/sh", "-c", tc.script}, Stdin: []byte(tc.in), OutputLimit: 1 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.TrimSpace(res.Stdout); got != tc.want {
+				t.Fatalf("stdout %q, want %q", truncateForTest(got), truncateForTest(tc.want))
+			}
+		})
+	}
+	// Without Stdin the process reads /dev/null.
+	res, err := Run(ctx, Spec{Argv: []string{"/bin/sh", "-c", "wc -c"}})
+	if err != nil || strings.TrimSpace(res.Stdout) != "0" {
+		t.Fatalf("no stdin: %v %q", err, res.Stdout)
+	}
+}
+
+func truncateForTest(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}

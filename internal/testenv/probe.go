@@ -52,6 +52,13 @@ func probe(r Requirement) result {
 		return program("git", debianHint("git"), "git", "-c", "alias.ok=!echo ok", "ok")
 	case Jq:
 		return program("jq", debianHint("jq"), "jq", "-rn", `"ok"`)
+	case DpkgDev:
+		for _, tool := range []string{"dpkg", "dpkg-deb", "dpkg-query", "apt-get", "apt-cache"} {
+			if _, err := exec.LookPath(tool); err != nil {
+				return result{known: true, err: fmt.Errorf("%s is not installed", tool), hint: "the package tests need Debian's apt and dpkg"}
+			}
+		}
+		return program("dpkg-scanpackages", debianHint("dpkg-dev"), "sh", "-c", "dpkg-scanpackages --version >/dev/null && echo ok")
 	case Script:
 		return program("script", debianHint("bsdutils"), "script", "-qec", "echo ok", "/dev/null")
 	case Unshare:
@@ -62,6 +69,8 @@ func probe(r Requirement) result {
 		return result{known: true, err: overlay(), hint: "needs root (or user namespaces on Linux 5.11 or later) and overlayfs in the kernel"}
 	case Nspawn:
 		return nspawn()
+	case Systemctl:
+		return program("systemctl and systemd-analyze", debianHint("systemd"), "sh", "-c", "systemctl --version >/dev/null && systemd-analyze --version >/dev/null && echo ok")
 	case Nsenter:
 		return program("nsenter", "needs root and util-linux ("+debianHint("util-linux")+")", "nsenter", "-t", strconv.Itoa(os.Getpid()), "-m", "echo", "ok")
 	case Shadow:

@@ -18,15 +18,14 @@
 // cannot):
 //
 //	bash, dash-sh, csh, python3, perl, git, jq, script, userns, overlay,
-//	fhs-dirs, nobody, dev-full, machine-id: both tiers
-//	root, unshare, nsenter, shadow-tools, cron: the root tier
+//	fhs-dirs, nobody, dev-full, machine-id, systemctl, dpkg-dev: both tiers
+//	root, unshare, nsenter, shadow-tools, cron, systemd-nspawn: the root tier
 //	non-root: the nonroot tier
-//	pwsh, systemd-nspawn: neither — they stay skips, with their message
+//	pwsh: neither — it stays a skip, with its message
 //
 // pwsh is not packaged by Debian and cannot be installed from the registries
-// CI reaches; systemd-nspawn is packaged (systemd-container) but no test
-// needs it yet, so CI does not install it: add it to scripts/test-deps and
-// to promised (testenv.go) when a test does.
+// CI reaches. systemd-nspawn comes from systemd-container, which
+// scripts/test-deps installs at the installed systemd's version.
 //
 // A test that checks one behaviour as root and another otherwise asks Has
 // and asserts something on each branch.
@@ -63,6 +62,7 @@ const (
 	UserNS    Requirement = "userns"         // unshare(1) makes a user namespace with a mount namespace, as any user
 	Overlay   Requirement = "overlay"        // overlayfs mounts in a private mount namespace
 	Nspawn    Requirement = "systemd-nspawn" // runs a command in a container over a volatile copy of this host (root)
+	Systemctl Requirement = "systemctl"      // systemctl and systemd-analyze run (systemd installed, running or not)
 	FHSDirs   Requirement = "fhs-dirs"       // /opt and /var are directories
 	Nobody    Requirement = "nobody"         // the user nobody and the group nogroup exist (tests run children as them)
 	DevFull   Requirement = "dev-full"       // /dev/full: every write fails with ENOSPC
@@ -70,6 +70,9 @@ const (
 	Nsenter   Requirement = "nsenter"        // nsenter(1) joins another process's namespaces (needs root)
 	Shadow    Requirement = "shadow-tools"   // useradd, usermod, userdel, groupadd, groupmod, groupdel, gpasswd, chpasswd (root runs them)
 	Cron      Requirement = "cron"           // Debian's cron daemon (tests run it in a namespace, never on the host)
+	// DpkgDev is apt and dpkg, with dpkg-dev's dpkg-scanpackages: the
+	// package tests build fixture packages and a local repository.
+	DpkgDev Requirement = "dpkg-dev"
 )
 
 // StrictEnv is the variable that makes unmet promised requirements fail.
@@ -103,10 +106,13 @@ var promised = map[Requirement][]tier{
 	DevFull:   {rootT, nonroot},
 	MachineID: {rootT, nonroot},
 	Overlay:   {rootT, nonroot},
+	Systemctl: {rootT, nonroot},
 	Unshare:   {rootT},
+	Nspawn:    {rootT},
 	Nsenter:   {rootT},
 	Shadow:    {rootT},
 	Cron:      {rootT},
+	DpkgDev:   {rootT, nonroot},
 }
 
 // MustHave lets the test go on when the machine meets every requirement.

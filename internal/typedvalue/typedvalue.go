@@ -71,3 +71,31 @@ func (v *Value) UnmarshalJSON(b []byte) error {
 	v.Value = val
 	return nil
 }
+
+// Type is a cty type in ctyjson's type notation: "string",
+// ["list","string"], ["object",{"a":"number"}], "dynamic".
+type Type struct {
+	cty.Type
+}
+
+// MarshalJSON encodes the type.
+func (t Type) MarshalJSON() ([]byte, error) {
+	if t.Type == cty.NilType {
+		return []byte("null"), nil
+	}
+	return ctyjson.MarshalType(t.Type)
+}
+
+// UnmarshalJSON decodes a type.
+func (t *Type) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		t.Type = cty.NilType
+		return nil
+	}
+	ty, err := ctyjson.UnmarshalType(b)
+	if err != nil {
+		return fmt.Errorf("stored type: %w", err)
+	}
+	t.Type = ty
+	return nil
+}

@@ -145,9 +145,11 @@ func (p *Planner) planNotifications(ctx context.Context, logger hclog.Logger, in
 	// Edges fire for each action that changes something, as Chef's
 	// run_all_actions does: a resource whose two actions both change
 	// runs an immediately target twice (delayed ones still once).
+	// A resource whose child resources change is changed too.
+	tree := pl.Tree()
 	for i, r := range pl.Resources {
 		for si := 0; si < r.Steps(); si++ {
-			if !r.StepView(si).Kind.IsWork() {
+			if !tree.StepWork(i, si) {
 				continue
 			}
 			fire(r.Address, plan.TimingBefore, at{i, si, true})
@@ -207,6 +209,7 @@ func (p *Planner) planNotified(ctx context.Context, logger hclog.Logger, inst *e
 	rd, err := p.lifecycle(logger.With("notified_action", action)).Evaluate(ctx, &plan.Subject{
 		Address: addr, Type: inst.Type, Desired: desired, Guards: specs,
 		Sensitive: inst.Sensitive, SensitiveProps: sensProps, Salt: salt,
+		Lazy: inst.Lazy, Deferred: plan.DeferredShow,
 	})
 	if err != nil {
 		return nil, lifecycleDiags(inst, rd, fmt.Errorf("the notified action %s: %w", action, err))
@@ -220,7 +223,7 @@ func (p *Planner) planNotified(ctx context.Context, logger hclog.Logger, inst *e
 	nr.Kind, nr.StepReason, nr.Groups = step.Kind, step.Reason, step.Groups
 	nr.Current = rd.Current
 	nr.Fingerprint = rd.Fingerprint()
-	nr.Changes = changesOf(step.Changes)
+	nr.Changes = changesOf(desired, step.Changes)
 	logger.Debug("planned notified run", "resource", addr, "action", action, "kind", nr.Kind, "reason", nr.Reason)
 	return nr, nil
 }

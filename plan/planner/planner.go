@@ -32,10 +32,34 @@ const DefaultParallelism = 10
 // outcome of guard i: what ran is the guard's spec, which the plan keeps
 // beside it (Resource.GuardSpecs). The output of a sensitive guard is not
 // kept.
+//
+// A guard decided at apply records what it says now, deciding nothing; one
+// that could not run now records why (GuardResult.Error).
 func GuardResults(outs []guard.Outcome, decidedBy int) []plan.GuardResult {
 	var out []plan.GuardResult
 	for i, o := range outs {
-		if o.Err != nil || o.Spec == nil {
+		if o.Spec == nil {
+			continue
+		}
+		if o.Deferred {
+			g := plan.GuardResult{ExitCode: o.ExitCode, DurationMS: o.Duration.Milliseconds(), Output: o.Output, Passed: o.Condition, Warning: o.Warning}
+			if o.Err != nil {
+				msg := o.Err.Error()
+				for _, head := range []string{o.Spec.Describe() + " cannot run: ", o.Spec.Describe() + ": "} {
+					msg = strings.TrimPrefix(msg, head)
+				}
+				g = plan.GuardResult{Error: msg, DurationMS: o.Duration.Milliseconds()}
+			}
+			if o.Spec.Sensitive {
+				g.Output = ""
+				if g.Error != "" {
+					g.Error = "it cannot run now (its error is hidden: the resource is sensitive)"
+				}
+			}
+			out = append(out, g)
+			continue
+		}
+		if o.Err != nil {
 			continue
 		}
 		g := plan.GuardResult{
@@ -85,6 +109,10 @@ type Planner struct {
 	// reading (Current, Fingerprint), which the text never shows: they
 	// were most of a no-op plan's memory and a tenth of its time.
 	PrintOnly bool
+	// Resolver evaluates the values known only at apply that the plan can
+	// know already, and the guards decided at apply for what they say now;
+	// nil means eval.Resolver.
+	Resolver plan.Resolver
 }
 
 // Plan compiles cfg's node attributes with the host facts, evaluates its
@@ -115,18 +143,26 @@ func (p *Planner) Plan(ctx context.Context, cfg *config.Config) (*plan.Plan, hcl
 			Detail:   "A plan is made for one host, but no host facts were detected. This is a bug in toque.",
 		})
 	}
-	// Attribute blocks may read host.…: write them again with the facts.
-	scope, attrs, evalDiags := eval.NewScope(cfg, p.Host.Value())
+	// The resource types the recipes declare (resource_type), then the
+	// attribute blocks, which may read host.…: written again with the
+	// facts.
+	reg, evalDiags := eval.Types(cfg, p.Registry)
+	if evalDiags.HasErrors() {
+		return nil, append(diags, evalDiags...)
+	}
+	scope, attrs, d := eval.NewScope(cfg, p.Host.Value())
+	evalDiags = append(evalDiags, d...)
 	if p.ReleaseSyntax {
 		cfg.ReleaseFiles()
 		scope.ReleaseSyntax = true
 	}
-	insts, d := eval.Resources(cfg, p.Registry, scope)
+	insts, d := eval.Resources(cfg, reg, scope)
 	evalDiags = append(evalDiags, d...)
 	diags = append(diags, evalDiags...)
-	// Attributes a sensitive resource reads are as secret as it is.
+	// Attributes a sensitive resource (or its children) reads are as
+	// secret as it is.
 	readBySensitive := &eval.Scope{}
-	for _, inst := range insts {
+	for _, inst := range eval.Flatten(insts) {
 		if inst.Sensitive {
 			readBySensitive.Sensitive = append(readBySensitive.Sensitive, inst.NodePathsRead()...)
 		}
@@ -146,6 +182,21 @@ func (p *Planner) Plan(ctx context.Context, cfg *config.Config) (*plan.Plan, hcl
 	// this host's absolute paths are noise.
 	for _, r := range pl.Resources {
 		r.Source.Filename = cfg.DisplayPath(r.Source.Filename)
+		for _, e := range r.Lazy {
+			e.Range.Filename = cfg.DisplayPath(e.Range.Filename)
+		}
+		for _, g := range r.GuardSpecs {
+			if g != nil && g.Lazy != nil {
+				g.Lazy.Range.Filename = cfg.DisplayPath(g.Lazy.Range.Filename)
+			}
+		}
+	}
+	for _, nr := range pl.NotifiedRuns {
+		for _, g := range nr.GuardSpecs {
+			if g != nil && g.Lazy != nil {
+				g.Lazy.Range.Filename = cfg.DisplayPath(g.Lazy.Range.Filename)
+			}
+		}
 	}
 	{
 		recorded, err := attributesOf(attrs.Leaves(), cfg, readBySensitive)
@@ -250,21 +301,117 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 	if par <= 0 {
 		par = DefaultParallelism
 	}
-	type outcome struct {
-		res   *plan.Resource
-		steps []*resources.Step
-		diags hcl.Diagnostics
+	// Resources are planned level by level: the top-level ones, then the
+	// child resources of those that will take their actions (not the
+	// children of one skipped by a guard, or whose action is nothing),
+	// then theirs. Each level is read in parallel.
+	results := map[*eval.Instance]outcome{}
+	start := time.Now()
+	for level := insts; len(level) > 0; {
+		p.planLevel(ctx, logger, level, salt, par, results)
+		var next []*eval.Instance
+		for _, inst := range level {
+			if res := results[inst].res; res != nil && res.Kind != resources.Skip && res.Action != "nothing" {
+				next = append(next, inst.Children...)
+			}
+		}
+		level = next
 	}
-	results := make([]outcome, len(insts))
+
+	order := eval.Flatten(insts)
+	// What is deferred to apply waits only for earlier resources with
+	// work that could change what it reads: in order, each resource's
+	// values and guards no earlier one could change are settled now, and
+	// the resource planned again with them (settled holds the instance
+	// planned again, by the one evaluated).
+	settled := map[*eval.Instance]*eval.Instance{}
+	{
+		cur := make([]*eval.Instance, len(order))
+		rs := make([]*plan.Resource, len(order))
+		for i, inst := range order {
+			cur[i], rs[i] = inst, results[inst].res
+		}
+		for i, inst := range order {
+			if ctx.Err() != nil || rs[i] == nil {
+				continue
+			}
+			ni, res, steps, d, changed := p.settle(ctx, logger, cur, rs, i, salt)
+			if !changed {
+				continue
+			}
+			cur[i], rs[i], settled[inst] = ni, res, ni
+			results[inst] = outcome{res, steps, append(results[inst].diags, d...)}
+		}
+	}
+	current := func(inst *eval.Instance) *eval.Instance {
+		if ni := settled[inst]; ni != nil {
+			return ni
+		}
+		return inst
+	}
+
+	var planned []*eval.Instance
+	var ress []*plan.Resource
+	types := map[string]bool{}
+	// What each need's first provider is, for a need met too late.
+	provided, providers := map[string]bool{}, map[string]*eval.Instance{}
+	for i := len(order) - 1; i >= 0; i-- {
+		for _, st := range results[order[i]].steps {
+			if st.Kind.IsWork() {
+				for _, n := range st.Provides {
+					providers[needKey(n)] = order[i]
+				}
+			}
+		}
+	}
+	for _, inst := range order {
+		o, ok := results[inst]
+		if !ok {
+			continue // a child of a resource that takes no action
+		}
+		diags = append(diags, o.diags...)
+		if o.res != nil {
+			if inst.Parent != nil {
+				o.res.Parent, o.res.ParentStep = inst.Parent.Address(), inst.ParentStep
+			}
+			pl.Resources = append(pl.Resources, o.res)
+			planned, ress = append(planned, current(inst)), append(ress, o.res)
+			if d, ok := inst.Type.(resources.Definer); ok && !types[o.res.Type] {
+				types[o.res.Type] = true
+				pl.Types = append(pl.Types, d.Def())
+			}
+		}
+		for _, st := range o.steps {
+			diags = append(diags, unmetNeeds(current(inst), st, provided, providers)...)
+		}
+	}
+	if ctx.Err() == nil {
+		diags = append(diags, p.planNotifications(ctx, logger, planned, ress, pl, salt)...)
+	}
+	markErrored(pl, diags)
+	logger.Debug("planned resources", "count", len(pl.Resources), "parallelism", par, "errored", pl.Errored, "duration", time.Since(start))
+	return pl, diags
+}
+
+// outcome is what planning one resource gave.
+type outcome struct {
+	res   *plan.Resource
+	steps []*resources.Step
+	diags hcl.Diagnostics
+}
+
+// planLevel plans insts in parallel (par at a time), after one batch read
+// per type that reads in batches, into results.
+func (p *Planner) planLevel(ctx context.Context, logger hclog.Logger, insts []*eval.Instance, salt string, par int, results map[*eval.Instance]outcome) {
+	out := make([]outcome, len(insts))
 	pre := p.preload(ctx, logger, insts)
 	sem := make(chan struct{}, par)
 	var wg sync.WaitGroup
-	start := time.Now()
 	for i, inst := range insts {
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
-			results[i].diags = interrupted(inst, ctx.Err())
+			out[i].diags = interrupted(inst, ctx.Err())
 			continue
 		}
 		wg.Add(1)
@@ -272,38 +419,13 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 			defer wg.Done()
 			defer func() { <-sem }()
 			res, steps, d := p.planOne(ctx, logger, inst, salt, pre[inst])
-			results[i] = outcome{res, steps, d}
+			out[i] = outcome{res, steps, d}
 		}(i, inst)
 	}
 	wg.Wait()
-
-	ress := make([]*plan.Resource, len(results))
-	provided, providers := map[string]bool{}, map[string]*eval.Instance{}
-	for i := len(results) - 1; i >= 0; i-- {
-		for _, st := range results[i].steps {
-			if st.Kind.IsWork() {
-				for _, n := range st.Provides {
-					providers[needKey(n)] = insts[i]
-				}
-			}
-		}
+	for i, inst := range insts {
+		results[inst] = out[i]
 	}
-	for i, o := range results {
-		diags = append(diags, o.diags...)
-		ress[i] = o.res
-		if o.res != nil {
-			pl.Resources = append(pl.Resources, o.res)
-		}
-		for _, st := range o.steps {
-			diags = append(diags, unmetNeeds(insts[i], st, provided, providers)...)
-		}
-	}
-	if ctx.Err() == nil {
-		diags = append(diags, p.planNotifications(ctx, logger, insts, ress, pl, salt)...)
-	}
-	markErrored(pl, diags)
-	logger.Debug("planned resources", "count", len(insts), "parallelism", par, "errored", pl.Errored, "duration", time.Since(start))
-	return pl, diags
 }
 
 func (p *Planner) logger() hclog.Logger {
@@ -338,10 +460,10 @@ func instAddress(inst *eval.Instance) string {
 	switch {
 	case inst == nil:
 		return "(nil resource)"
-	case inst.Resource != nil:
-		return inst.Resource.Address()
 	case inst.Block != nil:
 		return inst.Block.Address()
+	case inst.Resource != nil:
+		return inst.Resource.Address()
 	}
 	return "(unnamed resource)"
 }
@@ -356,7 +478,14 @@ func declRange(inst *eval.Instance) *hcl.Range {
 
 // lifecycle is the lifecycle the planner evaluates resources with.
 func (p *Planner) lifecycle(logger hclog.Logger) *plan.Lifecycle {
-	return &plan.Lifecycle{Registry: p.Registry, Logger: logger, Guards: p.Guards}
+	return &plan.Lifecycle{Registry: p.Registry, Logger: logger, Guards: p.Guards, Resolver: p.resolver()}
+}
+
+func (p *Planner) resolver() plan.Resolver {
+	if p.Resolver != nil {
+		return p.Resolver
+	}
+	return eval.Resolver{}
 }
 
 // planOne plans one resource. It never panics: a panicking type becomes an
@@ -386,13 +515,14 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 	log := logger.With("resource", addr)
 
 	res = &plan.Resource{
-		Address:       desired.Address(),
+		Address:       addr,
 		Type:          desired.Type,
 		Name:          desired.Name,
 		Action:        desired.Action,
 		Sensitive:     inst.Sensitive,
 		IgnoreFailure: inst.IgnoreFailure,
 		Desired:       plan.DesiredValues(desired),
+		Lazy:          inst.Lazy,
 	}
 	if res.Action == "" {
 		res.Action = schema.DefaultAction
@@ -410,17 +540,22 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 		return res, nil, nil
 	}
 
+	if d := unknownValues(inst, desired); d.HasErrors() {
+		return nil, nil, d
+	}
 	hostNeeds, d := hostChecks(inst, desired)
 	if d.HasErrors() {
 		return nil, nil, append(diags, d...)
 	}
 
 	res.GuardSpecs = inst.Guards
-	printOnly := p.PrintOnly && len(inst.Actions) <= 1
+	// (A resource with values known at apply, or with or of child
+	// resources, keeps all: the text reads its parts.)
+	printOnly := p.PrintOnly && len(inst.Actions) <= 1 && len(inst.Lazy) == 0 && inst.Parent == nil && len(inst.Children) == 0
 	readings, err := p.lifecycle(logger).EvaluateActions(ctx, &plan.Subject{
 		Address: addr, Type: inst.Type, Desired: desired, Guards: inst.Guards,
 		Sensitive: inst.Sensitive, SensitiveProps: res.SensitiveProperties, Salt: salt,
-		State: pre, ForgetNoOp: printOnly,
+		State: pre, ForgetNoOp: printOnly, Lazy: inst.Lazy, Deferred: plan.DeferredShow,
 	}, inst.Actions)
 	rd := readings[0]
 	if err != nil {
@@ -440,7 +575,7 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 	res.Groups = step.Groups
 	res.Current = rd.Current
 	res.Fingerprint = rd.Fingerprint()
-	res.Changes = changesOf(step.Changes)
+	res.Changes = changesOf(desired, step.Changes)
 	if printOnly && step.Kind == resources.NoOp {
 		res.Desired = nil
 	}
@@ -449,7 +584,7 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 		st := later.Step
 		res.Then = append(res.Then, &plan.ActionStep{
 			Action: inst.Actions[i+1], Kind: st.Kind, StepReason: st.Reason, Reason: st.Reason,
-			Changes: changesOf(st.Changes), Groups: st.Groups, Current: later.Current,
+			Changes: changesOf(desired, st.Changes), Groups: st.Groups, Current: later.Current,
 		})
 		steps = append(steps, st)
 	}
@@ -471,7 +606,23 @@ func unmetNeeds(inst *eval.Instance, step *resources.Step, provided map[string]b
 	var diags hcl.Diagnostics
 	if step.Kind.IsWork() {
 		for _, n := range step.Needs {
-			if provided[needKey(n)] {
+			if provided[needKey(n)] && !n.AtApply {
+				continue
+			}
+			if p := providers[needKey(n)]; n.AtApply && p != nil && p != inst {
+				// Met only once p is applied (Need.AtApply): a value
+				// known at apply, which toque does not plan yet.
+				diags = diags.Append(&hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Value known only at apply",
+					Detail: fmt.Sprintf("%s needs %s, which only %s, in this plan, provides, and only once it is applied: what %s would do is known only at apply, and toque does not plan values known at apply yet. Apply %s first (plan and apply with %s left out, or guarded with only_if), then plan again.",
+						instAddress(inst), n.What, instAddress(p), instAddress(inst), instAddress(p), instAddress(inst)),
+					Subject: needRange(inst, n),
+				})
+				continue
+			}
+			if n.Missing != "" {
+				diags = diags.Append(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing " + n.What, Detail: n.Missing, Subject: needRange(inst, n)})
 				continue
 			}
 			detail := fmt.Sprintf("%s needs the %s %s, which does not exist, and no earlier resource of the plan creates it: apply would fail there, after earlier resources changed the host. ",
@@ -479,6 +630,8 @@ func unmetNeeds(inst *eval.Instance, step *resources.Step, provided map[string]b
 			if p := providers[needKey(n)]; p != nil && p != inst {
 				detail += fmt.Sprintf("%s creates it, but later: resources converge in the order they are declared, so declare %s before %s.",
 					instAddress(p), instAddress(p), instAddress(inst))
+			} else if n.Missing != "" {
+				detail = n.Missing
 			} else {
 				hint := ""
 				if n.Namespace == resources.NamespacePath {
@@ -550,7 +703,7 @@ func (p *Planner) preload(ctx context.Context, logger hclog.Logger, insts []*eva
 		if _, ok := inst.Type.(resources.BatchLoader); !ok {
 			continue
 		}
-		s := &plan.Subject{Address: inst.Resource.Address(), Type: inst.Type, Desired: inst.Resource}
+		s := &plan.Subject{Address: instAddress(inst), Type: inst.Type, Desired: inst.Resource}
 		subjects = append(subjects, s)
 		of[s] = inst
 	}
@@ -599,16 +752,62 @@ func lifecycleDiags(inst *eval.Instance, rd *plan.Reading, err error) hcl.Diagno
 }
 
 // changesOf names the properties a step changes. Their values are the
-// plan's desired values and live reading, from which renderings show them.
-func changesOf(changes []resources.Change) []plan.Change {
+// plan's desired values and live reading, from which renderings show them
+// — except a value the type computed from the host rather than took from
+// the recipe (the version apt would install, the sha256 of what a URL
+// serves), which is kept as the change's Planned value: apply refuses a
+// step whose value is not it. A type's note on a change is kept with it.
+func changesOf(desired *resources.Resource, changes []resources.Change) []plan.Change {
 	if len(changes) == 0 {
 		return nil
 	}
 	out := make([]plan.Change, len(changes))
 	for i, c := range changes {
-		out[i] = plan.Change{Property: c.Property}
+		out[i] = plan.Change{Property: c.Property, Note: c.Note}
+		if planned(desired, c) {
+			v := plan.Value{Value: c.After}
+			out[i].Planned = &v
+		}
 	}
 	return out
+}
+
+// planned reports whether c's value is the type's, not the recipe's (set
+// or default).
+func planned(desired *resources.Resource, c resources.Change) bool {
+	if c.After == cty.NilVal || c.Default {
+		return false
+	}
+	prop := desired.Schema().Property(c.Property)
+	if prop == nil {
+		return true
+	}
+	if desired.IsSet(c.Property) {
+		return !prop.Equals(desired.Values[c.Property], c.After)
+	}
+	return true
+}
+
+// unknownValues refuses a value not known at plan that the plan has no
+// expression for: one computed from a value known only at apply (a child
+// resource's value read from its parent's lazy property). The plan would
+// drop it, and apply converge without it; only what is written lazy(…) is
+// carried to apply.
+func unknownValues(inst *eval.Instance, desired *resources.Resource) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, prop := range desired.Schema().Properties {
+		v, ok := desired.Values[prop.Name]
+		if !ok || v == cty.NilVal || v.IsWhollyKnown() || inst.Lazy[prop.Name] != nil {
+			continue
+		}
+		diags = diags.Append(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Value not known at plan",
+			Detail:   fmt.Sprintf("The property %q of %s is not known when the plan is made: it is computed from a value known only at apply (a parent's lazy(…) property, read by its child resource). A value known only at apply belongs to its own resource and is not passed on: make what this is computed from known at plan.", prop.Name, desired.Address()),
+			Subject:  attributeRange(inst, prop.Name),
+		})
+	}
+	return diags
 }
 
 // hostChecks runs the schema's plan-time host checks on the set values (an
@@ -621,8 +820,8 @@ func hostChecks(inst *eval.Instance, desired *resources.Resource) ([]resources.N
 	var diags hcl.Diagnostics
 	var needs []resources.Need
 	for _, prop := range desired.Schema().Properties {
-		if prop.HostCheck == nil || !desired.IsSet(prop.Name) {
-			continue
+		if prop.HostCheck == nil || !desired.IsSet(prop.Name) || !desired.Values[prop.Name].IsWhollyKnown() {
+			continue // unset, or known only at apply (checked then)
 		}
 		if err := prop.HostCheck(desired.Values[prop.Name]); err != nil {
 			var missing *resources.MissingError

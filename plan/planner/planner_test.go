@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -402,6 +403,11 @@ func TestSamplePlanFixture(t *testing.T) {
 	pl := plantest.SamplePlan(t)
 	if *updateFixture {
 		if err := plan.Write(path, pl); err != nil {
+			t.Fatal(err)
+		}
+		// plan.Write makes plans private (0600); the fixture is read by
+		// the tests as any user (make test-nonroot), as git checks it out.
+		if err := os.Chmod(path, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

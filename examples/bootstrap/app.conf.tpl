@@ -1,0 +1,3 @@
+# Written by toque's bootstrap example.
+listen  = ${port}
+api_key = ${api_key}

@@ -1,0 +1,3 @@
+# ${name}: rendered by toque from examples/custom-types/site.conf.tpl
+listen ${port}
+root   ${root}

@@ -1,0 +1,165 @@
+package resources
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/toquehq/toque/internal/shellexec"
+)
+
+// aptUpdateType is the built-in "apt_update" type: Chef's apt_update,
+// apt-get update when apt's package lists are older than frequency
+// (periodic), or every time (update). An apt_repository that changes
+// notifies it.
+type aptUpdateType struct {
+	schema *Schema
+	apt    *aptProvider
+	// root prefixes the stamp's path ("" in production).
+	root string
+	// now is the clock Load reads; nil means time.Now.
+	now func() time.Time
+}
+
+// updateStamp is the file whose time says when apt's lists were last
+// updated: Debian's update-notifier and Chef's apt_update use it too, and
+// apt_update touches it after each update.
+const updateStamp = "/var/lib/apt/periodic/update-success-stamp"
+
+// AptUpdateType returns the built-in "apt_update" type.
+func AptUpdateType() Type { return newAptUpdateType(newAptProvider(), "") }
+
+func newAptUpdateType(apt *aptProvider, root string) *aptUpdateType {
+	return &aptUpdateType{apt: apt, root: root, schema: &Schema{
+		Name:        "apt_update",
+		Description: "Updates apt's package lists (apt-get update), periodically or every time.",
+		Properties: []*Property{
+			{Name: "name", Type: cty.String, NameProperty: true,
+				Description: "A name for the resource; defaults to the block label."},
+			{Name: "frequency", Type: cty.Number, NonState: true, Default: cty.NumberIntVal(86400), Validate: positiveInt("frequency"),
+				Description: "Seconds: periodic updates the lists only when they are older than this (a day by default)."},
+			{Name: "lock_timeout", Type: cty.Number, NonState: true, Default: cty.NumberIntVal(defaultLockTimeout), Validate: validateTimeout,
+				Description: "Seconds to wait for apt's lock when another process holds it."},
+			{Name: "timeout", Type: cty.Number, NonState: true, Default: cty.NumberIntVal(defaultPackageTimeout), Validate: validateTimeout,
+				Description: "Seconds apt-get update may take."},
+		},
+		Actions:       []string{"periodic", "update"},
+		DefaultAction: "periodic",
+	}}
+}
+
+func (t *aptUpdateType) Schema() *Schema { return t.schema }
+
+// Load reads when the lists were last updated (the stamp's time) and,
+// for periodic, whether that is longer ago than frequency. Both are in
+// the reading: a plan that said "not due" goes stale once it is due.
+func (t *aptUpdateType) Load(ctx context.Context, r *Resource) (*State, error) {
+	if err := ctxErr(ctx, "reading "+updateStamp); err != nil {
+		return nil, err
+	}
+	st := &State{Exists: true, Values: map[string]cty.Value{}, Extra: map[string]string{}}
+	fi, err := os.Stat(t.root + updateStamp)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		st.Extra["updated"] = "never"
+		if effectiveAction(r) == "periodic" {
+			st.Extra["due"] = "yes"
+		}
+	case err != nil:
+		return nil, fmt.Errorf("reading %s: %w", updateStamp, err)
+	default:
+		st.Extra["updated"] = fi.ModTime().UTC().Format(time.RFC3339)
+		if effectiveAction(r) != "periodic" {
+			break
+		}
+		now := time.Now
+		if t.now != nil {
+			now = t.now
+		}
+		freq := time.Duration(r.Int("frequency")) * time.Second
+		st.Extra["due"] = "no"
+		if now().Sub(fi.ModTime()) >= freq {
+			st.Extra["due"] = "yes"
+		}
+	}
+	return st, nil
+}
+
+// Plan: update always runs; periodic runs when the lists are due.
+func (t *aptUpdateType) Plan(desired *Resource, current *State) (*Step, error) {
+	provides := []Need{{Namespace: NamespaceAptSource, Value: "apt", What: "apt package lists"}}
+	switch action := effectiveAction(desired); action {
+	case "nothing":
+		return nothingStep(), nil
+	case "update":
+		return &Step{Kind: Run, Reason: "update runs every time; " + listsUpdated(current.Extra["updated"]), Provides: provides}, nil
+	case "periodic":
+		freq := strconv.Itoa(desired.Int("frequency"))
+		if current.Extra["due"] != "yes" {
+			return &Step{Kind: NoOp, Reason: listsUpdated(current.Extra["updated"]) + ", less than frequency (" + freq + " s) ago"}, nil
+		}
+		if current.Extra["updated"] == "never" {
+			return &Step{Kind: Run, Reason: listsUpdated("never"), Provides: provides}, nil
+		}
+		return &Step{Kind: Run, Reason: listsUpdated(current.Extra["updated"]) + ", frequency (" + freq + " s) ago or more", Provides: provides}, nil
+	default:
+		return nil, unknownAction(t.schema, action)
+	}
+}
+
+// listsUpdated words when the lists were last updated.
+func listsUpdated(updated string) string {
+	if updated == "never" {
+		return "apt's lists have no update stamp (" + updateStamp + "): never updated, as far as toque knows"
+	}
+	return "apt's lists were last updated at " + updated
+}
+
+// Converge runs apt-get update, then touches the stamp.
+func (t *aptUpdateType) Converge(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error {
+	if step.Kind != Run {
+		return nil
+	}
+	argv := []string{"apt-get", "-q", "-o", "DPkg::Lock::Timeout=" + strconv.Itoa(int(seconds(desired.Get("lock_timeout"))/time.Second)), "update"}
+	s := t.apt.spec(argv, seconds(desired.Get("timeout")), logger(env))
+	s.OutputLimit = 0
+	logger(env).Info("running apt-get update")
+	res, err := shellexec.Run(ctx, s)
+	if err != nil {
+		return commandError(argv, res, err)
+	}
+	// apt-get update exits 0 when some list could not be fetched; it
+	// says so with W: lines, which a failed repository deserves.
+	if w := warnings(res.Stdout + "\n" + res.Stderr); w != "" {
+		logger(env).Warn("apt-get update warned", "warnings", w)
+	}
+	stamp := t.root + updateStamp
+	if err := os.MkdirAll(filepath.Dir(stamp), 0o755); err != nil {
+		return fmt.Errorf("apt-get update succeeded, but the stamp cannot be written: %w", err)
+	}
+	f, err := os.OpenFile(stamp, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("apt-get update succeeded, but the stamp cannot be written: %w", err)
+	}
+	f.Close()
+	now := time.Now()
+	return os.Chtimes(stamp, now, now)
+}
+
+// warnings collects apt's W: and E: lines.
+func warnings(out string) string {
+	var ws []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "W: ") || strings.HasPrefix(l, "E: ") {
+			ws = append(ws, l)
+		}
+	}
+	return strings.Join(ws, "\n")
+}

@@ -1,0 +1,26 @@
+package resources
+
+import (
+	"net/url"
+	"regexp"
+)
+
+// userinfoInURL finds the user:password@ part of URLs inside any text (an
+// error message, a line of apt's output).
+var userinfoInURL = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]+@`)
+
+// redactURL hides the credentials a URL carries: https://user:secret@host/x
+// becomes https://***@host/x. Text that is not a URL is redacted the same
+// wherever a URL appears in it.
+func redactURL(s string) string {
+	return userinfoInURL.ReplaceAllString(s, "${1}***@")
+}
+
+// hasCredentials reports whether a URL carries a user or password.
+func hasCredentials(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil {
+		return userinfoInURL.MatchString(s)
+	}
+	return u.User != nil
+}
