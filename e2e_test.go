@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -364,6 +365,40 @@ func TestE2ECreateFromNothingThenNoChanges(t *testing.T) {
 	r = e.mustBin(0, "plan", "-detailed-exitcode")
 	if !strings.Contains(r.stdout, "No changes.") {
 		t.Errorf("second plan:\n%s", r.stdout)
+	}
+}
+
+// TestE2EDigestOnlyWhereItNamesSomething: the text of a plan shows its
+// digest when the plan is saved, or about to be applied; a plan printed
+// and thrown away has none (its salt and time are new on every run, so
+// nothing could ever carry it), and is not encoded for it.
+func TestE2EDigestOnlyWhereItNamesSomething(t *testing.T) {
+	e := newEnv(t)
+	e.recipe("site.hcl", `file "ROOT/motd" { content = "hi\n" }`)
+
+	if r := e.must(0, "plan"); strings.Contains(r.stdout, "Plan digest") || !strings.Contains(r.stdout, "1 to create") {
+		t.Errorf("unsaved plan:\n%s", r.stdout)
+	}
+	r := e.must(0, "plan", "-out=plan.out")
+	saved := digestLine.FindStringSubmatch(r.stdout)
+	if saved == nil {
+		t.Fatalf("saved plan shows no digest:\n%s", r.stdout)
+	}
+	if show := e.must(0, "show", "plan.out"); !strings.Contains(show.stdout, "Plan digest: "+saved[1]) {
+		t.Errorf("show does not print the saved plan's digest %s:\n%s", saved[1], show.stdout)
+	}
+	for _, args := range [][]string{{"plan", "-json"}, {"plan", "-markdown"}} {
+		if r := e.must(0, args...); !strings.Contains(r.stdout, "sha256:") {
+			t.Errorf("%v: the format carries a digest, but none is there:\n%s", args, r.stdout)
+		}
+	}
+	r = e.must(0, "apply", "-auto-approve")
+	if m := digestLine.FindStringSubmatch(r.stdout); m == nil || !strings.Contains(r.stdout, "Apply complete!") {
+		t.Errorf("apply without a plan file shows no digest of the plan it applies:\n%s", r.stdout)
+	}
+	r = e.must(0, "apply", "-auto-approve")
+	if strings.Contains(r.stdout, "Plan digest") || !strings.Contains(r.stdout, "No changes.") {
+		t.Errorf("apply with nothing to do shows a digest of a plan it does not apply:\n%s", r.stdout)
 	}
 }
 
@@ -992,6 +1027,53 @@ func TestE2EInProcessWorkingDirectory(t *testing.T) {
 	for _, p := range []string{"plan.out", "toque.log", "state/reports/last.json"} {
 		if _, err := os.Stat(filepath.Join(e.dir, p)); err != nil {
 			t.Errorf("%s is not under Env.Dir: %v", p, err)
+		}
+	}
+}
+
+// TestE2EPrintedPlanIsTheSavedPlansText: a plan only printed keeps nothing
+// of its unchanged resources, yet reads exactly as the same plan saved,
+// but for the lines about saving it.
+func TestE2EPrintedPlanIsTheSavedPlansText(t *testing.T) {
+	e := newEnv(t)
+	e.write("same.conf", "same\n", 0o644)
+	e.write("old.conf", "old\n", 0o644)
+	e.recipe("site.hcl", `
+file "ROOT/same.conf" {
+  content = "same\n"
+  mode    = "0644"
+}
+file "ROOT/old.conf" { content = "new\n" }
+file "ROOT/new.conf" { content = "created\n" }
+file "ROOT/skipped.conf" {
+  content = "x\n"
+  only_if = "false"
+}
+execute "reload" {
+  command = "true"
+  action  = "nothing"
+  subscribes "run" { resource = "file[ROOT/old.conf]" }
+}
+execute "twice" {
+  command = "true"
+  creates = "ROOT/same.conf"
+}
+`)
+	printed := e.must(0, "plan").stdout
+	saved := e.must(0, "plan", "-out=plan.out").stdout
+	ms := regexp.MustCompile(`in [0-9]+ ms`) // a guard's duration
+	cut := func(s string) string {
+		if i := strings.Index(s, "\nPlan digest:"); i >= 0 {
+			s = s[:i]
+		}
+		return ms.ReplaceAllString(s, "in … ms")
+	}
+	if cut(printed) != cut(saved) || strings.Contains(printed, "Plan digest") {
+		t.Errorf("the printed plan is not the saved plan's text\n--- printed\n%s\n--- saved\n%s", printed, saved)
+	}
+	for _, want := range []string{"~ file", "+ file", "? file", "2 unchanged"} {
+		if !strings.Contains(printed, want) {
+			t.Errorf("plan lacks %q:\n%s", want, printed)
 		}
 	}
 }

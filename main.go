@@ -19,7 +19,10 @@ import (
 const abortGrace = 3 * time.Second
 
 func main() {
-	os.Exit(realMain())
+	stopProfiling := startProfiling()
+	st := realMain()
+	stopProfiling()
+	os.Exit(st)
 }
 
 func realMain() int {

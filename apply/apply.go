@@ -73,7 +73,10 @@ type run struct {
 	state  *StateDir
 	// j is the plan's journal: what earlier applies of the plan did, and
 	// where this one records what it does.
-	j       *journal
+	j *journal
+	// out is Applier.Hooks; hooks is out behind syncingHooks, which every
+	// call but the journal's deferred reports goes through.
+	out     Hooks
 	hooks   Hooks
 	logger  hclog.Logger
 	now     func() time.Time
@@ -136,13 +139,14 @@ func (a *Applier) Apply(ctx context.Context, p *plan.Plan) (*Report, error) {
 	if a.StateDir == "" {
 		return nil, errors.New("apply: no state directory")
 	}
-	r := &run{a: a, p: p, digest: a.PlanDigest, hooks: a.Hooks, logger: a.Logger, now: a.Now, heart: a.Heartbeat}
+	r := &run{a: a, p: p, digest: a.PlanDigest, out: a.Hooks, logger: a.Logger, now: a.Now, heart: a.Heartbeat}
 	if r.digest == "" {
 		r.digest = p.Digest()
 	}
-	if r.hooks == nil {
-		r.hooks = NopHooks{}
+	if r.out == nil {
+		r.out = NopHooks{}
 	}
+	r.hooks = syncingHooks{r}
 	if r.logger == nil {
 		r.logger = hclog.NewNullLogger()
 	}
@@ -600,6 +604,16 @@ func (r *run) converge(ctx context.Context, started time.Time, resumed bool) (*R
 	last := ""
 	nt := newNotifier(r, rep)
 	runErr := nt.resume(ctx)
+	// grp is the group commit in hand (commit.go): resources staged, not
+	// yet committed. commitGroup commits it.
+	var grp group
+	commitGroup := func() error {
+		l, err := r.commit(ctx, &grp)
+		if l != "" {
+			last = l
+		}
+		return err
+	}
 	for i, e := range r.entries {
 		if runErr != nil {
 			break
@@ -618,12 +632,31 @@ func (r *run) converge(ctx context.Context, started time.Time, resumed bool) (*R
 			continue
 		}
 		if err := ctx.Err(); err != nil {
+			grp.abort()
 			runErr = &InterruptedError{After: last, Aborted: true, Err: err}
 			break
 		}
 		if stopped(r.a.Stop) {
+			// The group is the work in hand: it is finished first.
+			if err := commitGroup(); err != nil {
+				runErr = err
+				break
+			}
 			r.logger.Info("stop requested: not starting further resources", "next", e.pr.Address)
 			runErr = &InterruptedError{After: last}
+			break
+		}
+		if st, path, ok := r.stager(e, &grp, nt); ok {
+			if it := r.stage(ctx, e, rr, st); it != nil {
+				grp.add(it, path)
+				if it.err != nil || len(grp.items) >= commitGroupMax {
+					runErr = commitGroup()
+				}
+				continue
+			}
+		}
+		if err := commitGroup(); err != nil {
+			runErr = err
 			break
 		}
 		last = e.pr.Address
@@ -648,6 +681,11 @@ func (r *run) converge(ctx context.Context, started time.Time, resumed bool) (*R
 		}
 		runErr = err
 		break
+	}
+	if runErr == nil {
+		runErr = commitGroup()
+	} else {
+		grp.abort() // (empty unless the loop broke on ctx)
 	}
 	var ie *InterruptedError
 	interrupted := errors.As(runErr, &ie)
@@ -852,11 +890,25 @@ func (r *run) convergeOne(ctx context.Context, e *entry, si int, rr *ResourceRep
 	// printed as done is on disk as done.
 	start := time.Now()
 	ref := stepRef{index: e.idx}
-	ended := func(outcome string) error {
+	// reported records the outcome and has report print it once that
+	// record is durable: at the next sync of the journal, which comes
+	// before anything else is printed (syncingHooks), started or changed
+	// (a run's start record, a group commit). One sync then serves the
+	// end of a run and the start of the next.
+	reported := func(outcome string, report func()) error {
 		if !record {
+			r.syncJournal()
+			report()
 			return nil
 		}
-		return r.j.ended(ref, e.pr.Address, e.pr.Kind, outcome, nil)
+		jerr := r.j.endedUnsynced(ref, e.pr.Address, e.pr.Kind, outcome)
+		r.j.afterSync(report)
+		return jerr
+	}
+	if len(e.pr.GuardSpecs) > 0 {
+		// Guards may take their time: what waits to be printed is
+		// printed first.
+		r.syncJournal()
 	}
 	var rd *plan.Reading
 	err := r.doLater(ctx, e.desired.WithAction(view.Action))
@@ -874,9 +926,8 @@ func (r *run) convergeOne(ctx context.Context, e *entry, si int, rr *ResourceRep
 		o := rd.Guards[rd.DecidedBy]
 		rr.Reason = "skipped: decided at apply: " + o.Spec.Verdict(o.Condition)
 		r.logger.Info("skipped by a guard decided at apply", "resource", e.pr.Address, "guard", rr.Reason)
-		jerr := ended(rr.Outcome)
-		r.hooks.PostApply(view, *rr)
-		return jerr
+		rep := *rr
+		return reported(rr.Outcome, func() { r.out.PostApply(view, rep) })
 	case err == nil && rd.Skip:
 		r.hooks.PreApply(view)
 		why := skippedNow(rd)
@@ -884,16 +935,13 @@ func (r *run) convergeOne(ctx context.Context, e *entry, si int, rr *ResourceRep
 		rr.Reason = "skipped: " + why
 		rr.DiffersFromPlan = why
 		r.logger.Info("guard flipped by an earlier change in this run: skipping", "resource", e.pr.Address, "guard", why)
-		jerr := ended(rr.Outcome)
-		r.hooks.PostApply(view, *rr)
-		return jerr
+		rep := *rr
+		return reported(rr.Outcome, func() { r.out.PostApply(view, rep) })
 	case err == nil && record && e.alreadyDone && rd.Step.Kind == resources.NoOp:
 		// Read again: an earlier resource in this run may have undone it.
 		rr.Outcome = OutcomeAlreadyDone
 		rr.Reason = "already in the planned state (" + e.pr.Reason + " at plan time)"
-		jerr := ended(rr.Outcome)
-		r.hooks.AlreadyDone(e.pr)
-		return jerr
+		return reported(rr.Outcome, func() { r.out.AlreadyDone(e.pr) })
 	}
 	if record {
 		if jerr := r.j.started(ref, e.pr.Address, e.pr.Kind); jerr != nil {
@@ -919,10 +967,10 @@ func (r *run) convergeOne(ctx context.Context, e *entry, si int, rr *ResourceRep
 		}
 		recorded = failedOutcome(ctx, rr.Outcome)
 	}
-	if jerr := ended(recorded); jerr != nil {
+	rep := *rr
+	if jerr := reported(recorded, func() { r.out.PostApply(view, rep) }); jerr != nil {
 		err = errors.Join(err, jerr)
 	}
-	r.hooks.PostApply(view, *rr)
 	return err
 }
 

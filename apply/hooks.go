@@ -55,3 +55,47 @@ func (NopHooks) AlreadyDone(*plan.Resource)               {}
 func (NopHooks) Output(*plan.Resource, string, string)    {}
 func (NopHooks) Resumed(*plan.Resource, ResourceReport)   {}
 func (NopHooks) Warning(error)                            {}
+
+// syncingHooks is how apply calls the command's hooks: before anything is
+// printed, the journal is made durable and the progress that waited for
+// it is printed (journal.afterSync), so that progress keeps plan order and
+// never reports an outcome that is not on disk. Heartbeat and Output, which
+// come from other goroutines while a resource runs, go straight through.
+type syncingHooks struct{ r *run }
+
+func (h syncingHooks) PreApply(p *plan.Resource) {
+	h.r.syncJournal()
+	h.r.out.PreApply(p)
+}
+
+func (h syncingHooks) PostApply(p *plan.Resource, rr ResourceReport) {
+	h.r.syncJournal()
+	h.r.out.PostApply(p, rr)
+}
+
+func (h syncingHooks) Heartbeat(p *plan.Resource, d time.Duration) { h.r.out.Heartbeat(p, d) }
+
+func (h syncingHooks) AlreadyDone(p *plan.Resource) {
+	h.r.syncJournal()
+	h.r.out.AlreadyDone(p)
+}
+
+func (h syncingHooks) Output(p *plan.Resource, stream, line string) { h.r.out.Output(p, stream, line) }
+
+func (h syncingHooks) Resumed(p *plan.Resource, rr ResourceReport) {
+	h.r.syncJournal()
+	h.r.out.Resumed(p, rr)
+}
+
+func (h syncingHooks) Warning(err error) {
+	h.r.syncJournal()
+	h.r.out.Warning(err)
+}
+
+// syncJournal makes the journal durable and prints what waited for that;
+// a failure stays in the journal (journal.Err) and stops the apply.
+func (r *run) syncJournal() {
+	if r.j != nil {
+		_ = r.j.sync()
+	}
+}

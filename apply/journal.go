@@ -189,6 +189,10 @@ type journal struct {
 	// err is the first failure to write; once set, nothing more is
 	// appended and the apply stops.
 	err error
+	// unsynced is set while a line written is not yet known durable;
+	// waiting is what runs once it is (afterSync).
+	unsynced bool
+	waiting  []func()
 }
 
 // JournalError is a journal toque cannot read or write. An apply that
@@ -457,6 +461,23 @@ func (j *journal) append(ev journalEvent) error {
 }
 
 func (j *journal) appendLine(v any) error {
+	err := j.writeLine(v)
+	if serr := j.sync(); err == nil {
+		err = serr
+	}
+	return err
+}
+
+// record writes one event, stamped now, with one write(2), and leaves it
+// to a later sync to make it durable: apply's group commit records the
+// outcomes of a group of resources and syncs once (commit.go). A line
+// written survives the process being killed; sync is for power loss.
+func (j *journal) record(ev journalEvent) error {
+	ev.Time = j.now().UTC()
+	return j.writeLine(ev)
+}
+
+func (j *journal) writeLine(v any) error {
 	if j.err != nil {
 		return j.err
 	}
@@ -468,11 +489,44 @@ func (j *journal) appendLine(v any) error {
 	if _, err := j.f.Write(b); err != nil {
 		return j.fail(err)
 	}
-	if err := unix.Fdatasync(int(j.f.Fd())); err != nil {
-		return j.fail(err)
-	}
 	j.size += int64(len(b))
+	j.unsynced = true
 	return nil
+}
+
+// sync makes every line written so far durable (fdatasync), when one is
+// not yet, then runs what afterSync queued (even when the sync failed:
+// the progress of what happened is shown, and the failure reported).
+func (j *journal) sync() error {
+	if j == nil {
+		return nil
+	}
+	err := j.err
+	if err == nil && j.unsynced {
+		if e := unix.Fdatasync(int(j.f.Fd())); e != nil {
+			err = j.fail(e)
+		} else {
+			j.unsynced = false
+		}
+	}
+	for len(j.waiting) > 0 {
+		f := j.waiting[0]
+		j.waiting = j.waiting[1:]
+		f()
+	}
+	return err
+}
+
+// afterSync runs f once every line written so far is durable: the next
+// sync (at once on a nil journal). Apply queues there the progress that
+// reports an outcome it recorded without syncing, so that what is printed
+// as done is on disk as done.
+func (j *journal) afterSync(f func()) {
+	if j == nil {
+		f()
+		return
+	}
+	j.waiting = append(j.waiting, f)
 }
 
 func (j *journal) fail(err error) error {
@@ -503,17 +557,29 @@ func (j *journal) started(ref stepRef, addr string, kind resources.Kind) error {
 	return j.append(ev)
 }
 
-// ended records a resource's (or notified run's) outcome; notifiers are
-// those a notified run ran for.
+// ended records a resource's (or notified run's) outcome, durably;
+// notifiers are those a notified run ran for.
 func (j *journal) ended(ref stepRef, addr string, kind resources.Kind, outcome string, notifiers []string) error {
 	if j == nil {
 		return nil
 	}
+	return j.append(endEvent(ref, addr, kind, outcome, notifiers))
+}
+
+// endedUnsynced is ended without the sync: the group commit's.
+func (j *journal) endedUnsynced(ref stepRef, addr string, kind resources.Kind, outcome string) error {
+	if j == nil {
+		return nil
+	}
+	return j.record(endEvent(ref, addr, kind, outcome, nil))
+}
+
+func endEvent(ref stepRef, addr string, kind resources.Kind, outcome string, notifiers []string) journalEvent {
 	ev := journalEvent{Event: evResourceEnd, Index: &ref.index, Address: addr, Kind: kind, Outcome: outcome, Notifiers: notifiers}
 	if ref.notified {
 		ev.Event = evNotifiedEnd
 	}
-	return j.append(ev)
+	return ev
 }
 
 // finish records the end of this apply. A finished plan's journal is

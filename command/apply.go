@@ -148,7 +148,7 @@ func (c *ApplyCommand) Run(args []string) int {
 			return usage("-parallelism must be at least 1")
 		}
 		var st int
-		p, st = c.planAndConfirm(a)
+		p, digest, st = c.planAndConfirm(a)
 		if p == nil {
 			return st
 		}
@@ -237,29 +237,36 @@ func (b *Base) readVerifiedPlan(path string, verify keyOption) (*plan.Plan, stri
 }
 
 // planAndConfirm plans, shows the plan and asks for "yes". It returns the
-// plan to apply, or nil and the status to exit with.
-func (c *ApplyCommand) planAndConfirm(a applyArgs) (*plan.Plan, int) {
-	p, diags := c.makePlan(a.parallelism, &a.attrs)
+// plan to apply and its digest, or nil and the status to exit with.
+func (c *ApplyCommand) planAndConfirm(a applyArgs) (*plan.Plan, string, int) {
+	p, diags := c.makePlan(a.parallelism, &a.attrs, false)
 	if p != nil && (p.Errored || diags.HasErrors()) {
 		p = nil
 	}
-	if err := views.NewPlan(c.view(a.color.noColor), false, false).Show(p, diags, views.PlanOptions{}); err != nil {
+	// A plan with changes is about to be applied: its digest keys the
+	// journal and the report, so it is shown. A plan without any is not
+	// applied, and its digest would name nothing.
+	o := views.PlanOptions{NoDigest: true}
+	if p != nil && p.HasChanges() {
+		o = views.PlanOptions{Digest: p.Digest()}
+	}
+	if err := views.NewPlan(c.view(a.color.noColor), false, false).Show(p, diags, o); err != nil {
 		c.view(a.color.noColor).Diagnostics(diag.Diagnostics{}.Append(err))
-		return nil, ExitError
+		return nil, "", ExitError
 	}
 	if p == nil {
-		return nil, exitStatus(diags.Append(diag.Errorf("no plan to apply")))
+		return nil, "", exitStatus(diags.Append(diag.Errorf("no plan to apply")))
 	}
 	if !p.HasChanges() {
-		return nil, ExitOK
+		return nil, "", ExitOK
 	}
 	if !a.autoApprove {
 		answer, err := c.ui().Ask("\nDo you want to perform these actions on " + p.Host.Hostname + "?\n  Only 'yes' will be accepted to approve.\n\n  Enter a value:")
 		if err != nil || strings.TrimSpace(answer) != "yes" {
 			fmt.Fprintln(c.Streams.Stdout, "\nApply cancelled.")
-			return nil, ExitError
+			return nil, "", ExitError
 		}
 	}
 	fmt.Fprintln(c.Streams.Stdout)
-	return p, ExitOK
+	return p, o.Digest, ExitOK
 }

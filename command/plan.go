@@ -117,9 +117,15 @@ func (c *PlanCommand) Run(args []string) int {
 		}
 	}
 
-	p, diags := c.makePlan(a.parallelism, &a.attrs)
+	// A plan only printed as text (no -out, -json or -markdown) keeps
+	// nothing of its unchanged resources but their count and addresses.
+	printOnly := a.out == "" && !a.json && !a.md.markdown
+	p, diags := c.makePlan(a.parallelism, &a.attrs, printOnly)
 	var enc *plan.Encoded
-	if p != nil {
+	// The plan is encoded (a large part of a large plan's time) only when
+	// something reads the bytes or their digest: the file, JSON, Markdown.
+	// The text of a plan not saved shows no digest (PlanOptions.NoDigest).
+	if p != nil && (a.out != "" || a.json || a.md.markdown) {
 		var err error
 		if enc, err = p.Encode(); err != nil {
 			diags = diags.Append(err)
@@ -139,7 +145,7 @@ func (c *PlanCommand) Run(args []string) int {
 			diags = diags.Append(diag.Errorf("cannot save the plan: %w", err))
 		}
 	}
-	o := views.PlanOptions{SavedTo: a.out, Markdown: a.md.options(a.out)}
+	o := views.PlanOptions{SavedTo: a.out, Markdown: a.md.options(a.out), NoDigest: enc == nil}
 	if enc != nil {
 		o.Digest = enc.Digest
 		if a.out != "" {
@@ -171,7 +177,7 @@ func (c *PlanCommand) Run(args []string) int {
 // plans them against this host. It returns the plan (nil when nothing
 // could be planned) and the diagnostics; a signal that stopped planning is
 // an errInterrupted diagnostic.
-func (b *Base) makePlan(parallelism int, attrs *attrFlags) (*plan.Plan, diag.Diagnostics) {
+func (b *Base) makePlan(parallelism int, attrs *attrFlags, printOnly bool) (*plan.Plan, diag.Diagnostics) {
 	cfg, pol, diags := b.loadConfig(attrs) // policy mode when policy.hcl is present
 	if diags.HasErrors() || cfg == nil {
 		return nil, diags
@@ -186,6 +192,10 @@ func (b *Base) makePlan(parallelism int, attrs *attrFlags) (*plan.Plan, diag.Dia
 		Logger:      b.Logger.Named("plan"),
 		Host:        facts,
 		Version:     Version,
+		PrintOnly:   printOnly,
+		// Nothing reads the recipes' syntax trees after evaluation but
+		// diagnostics, which get what they need from the files' bytes.
+		ReleaseSyntax: true,
 	}
 	p, pdiags := pl.Plan(b.ReadCtx, cfg)
 	if b.ReadCtx.Err() != nil {

@@ -103,6 +103,9 @@ type ResourceBlock struct {
 	// (package eval makes one copy of the block per such resource); ""
 	// at the top level.
 	Parent string
+	// released is set by ReleaseSyntax, which keeps attrRanges.
+	released   bool
+	attrRanges []attrRange
 }
 
 // HasGuards reports whether the resource has an only_if or not_if.
@@ -188,6 +191,9 @@ func ParseAddress(ref string) (typ, name string, ok bool) {
 // JustAttributes would complain about the notifies blocks Meta took, so
 // native bodies are read directly.
 func (b *ResourceBlock) Attributes() (hcl.Attributes, hcl.Diagnostics) {
+	if b.Body == nil {
+		return nil, nil // released (ReleaseBody)
+	}
 	sb, ok := b.Body.(*hclsyntax.Body)
 	if !ok {
 		return b.Body.JustAttributes()

@@ -58,7 +58,9 @@ func ValueTooDeep(v cty.Value) bool {
 }
 
 // Parse parses src as native HCL, or as HCL JSON when filename ends in
-// .json, after checking it against MaxSourceBytes and MaxNestingDepth.
+// .json, after checking it against MaxSourceBytes and MaxNestingDepth. A
+// large native file is parsed in parallel pieces (chunked.go), with the
+// same result.
 func Parse(src []byte, filename string) (*hcl.File, hcl.Diagnostics) {
 	if d := CheckSource(src, filename, false); d != nil {
 		return nil, hcl.Diagnostics{d}
@@ -66,7 +68,7 @@ func Parse(src []byte, filename string) (*hcl.File, hcl.Diagnostics) {
 	if strings.HasSuffix(filename, ".json") {
 		return hcljson.Parse(src, filename)
 	}
-	return hclsyntax.ParseConfig(src, filename, hcl.Pos{Line: 1, Column: 1, Byte: 0})
+	return parseNative(src, filename)
 }
 
 // CheckSource checks src (a file, or a template when template is set)

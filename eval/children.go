@@ -169,7 +169,7 @@ func (x *expansion) expand(inst *Instance, depth int) hcl.Diagnostics {
 			}
 			ctx, plain := childContext(x.scope.EvalContext(cb.Dir), nr)
 			x.ctxs[&cb] = plain
-			child, d, tmpl := evaluateBlock(&cb, t, x.scope, ctx, x.reg, x.source)
+			child, d, tmpl := evaluateBlock(&cb, t, x.scope, ctx, unmarkingContext(ctx), x.reg, x.source)
 			x.templates = append(x.templates, tmpl...)
 			diags = append(diags, inChild(d, inst)...)
 			if child == nil {
@@ -233,7 +233,7 @@ func checkChildren(c *config.Config, tb *config.TypeBlock, reg *resources.Regist
 				continue // config reported it
 			}
 			ctx, _ := childContext(scope.EvalContext(it.Resource.Dir), nr)
-			_, d, _ := evaluateBlock(it.Resource, ct, scope, ctx, reg, c.SourceText)
+			_, d, _ := evaluateBlock(it.Resource, ct, scope, ctx, unmarkingContext(ctx), reg, c.SourceText)
 			diags = append(diags, d...)
 		}
 	}

@@ -37,6 +37,10 @@ type Scope struct {
 	// leaves (["db", "password"]); an expression that reads one makes what
 	// it sets sensitive.
 	Sensitive [][]string
+	// ReleaseSyntax has Resources let go of each resource block's body as
+	// soon as the block is evaluated (config.ResourceBlock.ReleaseBody):
+	// the caller plans from the instances and evaluates nothing again.
+	ReleaseSyntax bool
 }
 
 // Instance is a resource block evaluated against its type's schema.
@@ -81,6 +85,21 @@ type Instance struct {
 	// Children are the child resources the actions of a resource of a
 	// custom type declare, in the order they converge.
 	Children []*Instance
+	// nodeReads is NodePathsRead(Block), kept for a sensitive instance
+	// when its block's body is released.
+	nodeReads [][]string
+}
+
+// NodePathsRead is NodePathsRead of the instance's block, also once the
+// block's body was released (Scope.ReleaseSyntax).
+func (inst *Instance) NodePathsRead() [][]string {
+	if inst.Block == nil {
+		return nil
+	}
+	if inst.nodeReads != nil {
+		return inst.nodeReads
+	}
+	return NodePathsRead(inst.Block)
 }
 
 // EvalContext is the plan-time evaluation context: node and host, and the
@@ -215,9 +234,11 @@ func Resources(c *config.Config, reg *resources.Registry, scope *Scope) ([]*Inst
 	var diags hcl.Diagnostics
 	var out []*Instance
 	ctxs := map[string]*hcl.EvalContext{}
+	plain := map[string]*hcl.EvalContext{} // unmarkingContext of each, made once
 	for _, b := range c.Resources {
 		if ctxs[b.Dir] == nil {
 			ctxs[b.Dir] = scope.EvalContext(b.Dir)
+			plain[b.Dir] = unmarkingContext(ctxs[b.Dir])
 		}
 	}
 	// Blocks are evaluated on every CPU (a third of a large plan's time was
@@ -236,7 +257,13 @@ func Resources(c *config.Config, reg *resources.Registry, scope *Scope) ([]*Inst
 			results[i].diags = hcl.Diagnostics{config.UnknownTypeDiag(b.Type, b.TypeRange, reg)}
 			return
 		}
-		results[i].inst, results[i].diags, results[i].templates = evaluateBlock(b, t, scope, ctxs[b.Dir], reg, c.SourceText)
+		results[i].inst, results[i].diags, results[i].templates = evaluateBlock(b, t, scope, ctxs[b.Dir], plain[b.Dir], reg, c.SourceText)
+		if inst := results[i].inst; inst != nil && scope != nil && scope.ReleaseSyntax {
+			if inst.Sensitive {
+				inst.nodeReads = append([][]string{}, NodePathsRead(b)...)
+			}
+			b.ReleaseBody()
+		}
 	})
 	for _, r := range results {
 		diags = append(diags, r.diags...)
@@ -299,14 +326,16 @@ func addTemplates(c *config.Config, templates []*TemplateError) {
 // the diagnostics when anything is wrong. Guard interpreters are resolved
 // against the built-in types.
 func Block(b *config.ResourceBlock, t resources.Type, scope *Scope) (*Instance, hcl.Diagnostics) {
-	inst, diags, _ := evaluateBlock(b, t, scope, scope.EvalContext(b.Dir), resources.Builtin(), nil)
+	ctx := scope.EvalContext(b.Dir)
+	inst, diags, _ := evaluateBlock(b, t, scope, ctx, unmarkingContext(ctx), resources.Builtin(), nil)
 	return inst, diags
 }
 
-func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx *hcl.EvalContext, reg *resources.Registry, source func(hcl.Range) string) (*Instance, hcl.Diagnostics, []*TemplateError) {
+// evaluateBlock decodes one resource block; plainCtx is
+// unmarkingContext(ctx), made once per context by the caller.
+func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx, plainCtx *hcl.EvalContext, reg *resources.Registry, source func(hcl.Range) string) (*Instance, hcl.Diagnostics, []*TemplateError) {
 	s := t.Schema()
 	ev := &evaluator{ctx: ctx, scope: scope}
-	plainCtx := unmarkingContext(ctx)
 	sensitiveProps := map[string]bool{}
 	var diags hcl.Diagnostics
 	values := map[string]cty.Value{}

@@ -72,14 +72,13 @@ func (t *fileType) Load(ctx context.Context, r *Resource) (*State, error) {
 	if !f.exists || (f.link != "" && !f.followed) || f.st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return st, nil
 	}
-	file, fst, err := openAt(f.dir, f.name, unix.O_RDONLY, unix.S_IFREG, idOf(&f.st))
+	data, fst, err := readRegular(f.dir, f.name, idOf(&f.st))
 	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) && pe.Op == "read" {
+			return nil, fmt.Errorf("reading %s: %w", f.path(), err)
+		}
 		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	defer file.Close()
-	data, err := io.ReadAll(file)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", f.path(), err)
 	}
 	si := statInfoOf(&fst)
 	for k, v := range ownerValues(si, true) {
@@ -112,8 +111,8 @@ func (t *fileType) Load(ctx context.Context, r *Resource) (*State, error) {
 // assumed to be anyone in particular, and naming an owner or a group in
 // the recipe does not make a file readable.
 func privateContent(f *found, si statInfo) string {
-	who := fmt.Sprintf("mode %04o, owner %s, group %s", si.mode, ownerName(si.uid), groupName(si.gid))
 	if si.mode&0o004 == 0 {
+		who := fmt.Sprintf("mode %04o, owner %s, group %s", si.mode, ownerName(si.uid), groupName(si.gid))
 		return "current content not shown: not every user of this host may read it (" + who + "); a plan shows only what every user may read"
 	}
 	if ok, err := searchableByAll(f.dir); err != nil || !ok {
@@ -295,27 +294,71 @@ func parentError(path, hint string, err error) error {
 }
 
 func (t *fileType) create(desired *Resource, path string) error {
+	nf, err := newFileOf(desired, path)
+	if err != nil {
+		return err
+	}
+	defer nf.dir.close()
+	if desired.Bool("atomic_update") {
+		return writeNew(nf.dir, nf.name, nf.content, nf.mode, nf.own)
+	}
+	return writeNewInPlace(nf.dir, nf.name, nf.content, nf.mode, nf.own)
+}
+
+// newFile is what creating a file needs: its held parent directory, its
+// name there, and its content, mode and owner.
+type newFile struct {
+	dir     *heldDir
+	name    string
+	content []byte
+	mode    uint32
+	own     ownership
+}
+
+// newFileOf works out desired's new file at path and holds its parent.
+func newFileOf(desired *Resource, path string) (*newFile, error) {
 	mode, set, err := modeBits(desired.Get("mode"))
 	if err != nil {
-		return fmt.Errorf("creating %s: %w", path, err)
+		return nil, fmt.Errorf("creating %s: %w", path, err)
 	}
 	if !set {
 		mode = 0o644
 	}
 	own, err := desiredOwnership(desired)
 	if err != nil {
-		return fmt.Errorf("creating %s: %w", path, err)
+		return nil, fmt.Errorf("creating %s: %w", path, err)
 	}
 	d, name, err := holdParent(path)
 	if err != nil {
-		return parentError(path, "create it with a directory resource", err)
+		return nil, parentError(path, "create it with a directory resource", err)
 	}
-	defer d.close()
-	content := []byte(desired.String("content"))
-	if desired.Bool("atomic_update") {
-		return writeNew(d, name, content, mode, own)
+	return &newFile{dir: d, name: name, content: []byte(desired.String("content")), mode: mode, own: own}, nil
+}
+
+// StagePath is the file's path (stage.go).
+func (t *fileType) StagePath(desired *Resource) string { return desired.String("path") }
+
+// Stage stages the creation of a file written atomically: the new file
+// under its temporary name, with its content, owner and mode, not synced
+// (stage.go). Other steps are not staged.
+func (t *fileType) Stage(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) (*Staged, error) {
+	if step.Kind != Create || !desired.Bool("atomic_update") {
+		return nil, nil
 	}
-	return writeNewInPlace(d, name, content, mode, own)
+	path := desired.String("path")
+	if err := ctxErr(ctx, "converging "+path); err != nil {
+		return nil, err
+	}
+	nf, err := newFileOf(desired, path)
+	if err != nil {
+		return nil, err
+	}
+	s, err := stageNew(nf.dir, nf.name, nf.content, nf.mode, nf.own)
+	if err != nil {
+		nf.dir.close()
+		return nil, err
+	}
+	return s, nil
 }
 
 func (t *fileType) update(env *Env, desired *Resource, current *State, path string, step *Step) error {
@@ -441,16 +484,21 @@ func (t *fileType) delete(env *Env, desired *Resource, current *State, path stri
 // fillFile writes content to the new file f, sets its owner and then its
 // mode (chown clears setuid and setgid), and fsyncs it.
 func fillFile(f *os.File, content []byte, mode uint32, own ownership) error {
+	if err := fillNew(f, content, mode, own); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+// fillNew is fillFile without the fsync (a staged file: stage.go).
+func fillNew(f *os.File, content []byte, mode uint32, own ownership) error {
 	if _, err := f.Write(content); err != nil {
 		return err
 	}
 	if err := chownFile(f, own); err != nil {
 		return err
 	}
-	if err := chmodFile(f, mode); err != nil {
-		return err
-	}
-	return f.Sync()
+	return chmodFile(f, mode)
 }
 
 // writeNew creates name in d atomically: a temporary file, filled and

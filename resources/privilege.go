@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"sync"
 
 	"github.com/zclconf/go-cty/cty"
 	"golang.org/x/sys/unix"
@@ -14,7 +15,7 @@ import (
 // checks it, so that apply never fails half-way on a permission the plan
 // could have seen missing. These are variables so tests can pretend.
 var (
-	effectiveUID = os.Geteuid
+	effectiveUID = sync.OnceValue(os.Geteuid) // asked once: it does not change while toque runs
 	// memberOf reports whether toque's user may give files group gid:
 	// its effective group, or one of its supplementary groups.
 	memberOf = func(gid int) bool {

@@ -152,7 +152,17 @@ func NormalizeMode(v cty.Value) (cty.Value, error) {
 }
 
 // ModeValue is the canonical mode value of the permission bits m.
-func ModeValue(m uint32) cty.Value { return cty.StringVal(fmt.Sprintf("%04o", m&MaxMode)) }
+func ModeValue(m uint32) cty.Value { return modeValues()[m&MaxMode] }
+
+// modeValues are the 4096 mode values, made once: every Load and every
+// comparison of a mode made one.
+var modeValues = sync.OnceValue(func() []cty.Value {
+	out := make([]cty.Value, MaxMode+1)
+	for m := range out {
+		out[m] = cty.StringVal(fmt.Sprintf("%04o", m))
+	}
+	return out
+})
 
 // modeBits returns the permission bits of a normalised mode value, and
 // whether it was set.

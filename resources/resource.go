@@ -555,6 +555,9 @@ func (p *Property) Equals(a, b cty.Value) bool {
 	if a.IsNull() || b.IsNull() {
 		return a.IsNull() && b.IsNull()
 	}
+	if a.RawEquals(b) {
+		return true // the same value normalises the same
+	}
 	if p.Normalize != nil {
 		if na, err := p.Normalize(a); err == nil {
 			a = na

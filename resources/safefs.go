@@ -114,7 +114,11 @@ func (e *UnsafeLinkError) Error() string {
 }
 
 // trustedOwner reports whether uid is root or the user toque runs as.
-func trustedOwner(uid uint32) bool { return uid == 0 || int64(uid) == int64(os.Geteuid()) }
+func trustedOwner(uid uint32) bool { return uid == 0 || int64(uid) == int64(processEUID()) }
+
+// processEUID is the user toque runs as, asked once: it does not change
+// while toque runs, and every read of a file asked again.
+var processEUID = sync.OnceValue(os.Geteuid)
 
 // replaceableBy says why a directory entry in a directory of stat ds could
 // be made or replaced by a user other than root and toque's own, or "" when
@@ -425,6 +429,56 @@ func openAt(d *heldDir, name string, flags int, kind uint32, want fileID) (*os.F
 	return os.NewFile(uintptr(fd), d.join(name)), st, nil
 }
 
+// readRegular reads the regular file name in d, as openAt opens it (no
+// link followed, no blocking on a fifo swapped in, the inode want when
+// known) but with no *os.File: one open, one fstat and, for a file that
+// does not grow meanwhile, one read. It returns the content and the
+// stat of the descriptor read.
+func readRegular(d *heldDir, name string, want fileID) ([]byte, unix.Stat_t, error) {
+	var st unix.Stat_t
+	fd, err := unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ELOOP) {
+		return nil, st, fmt.Errorf("%s is a symbolic link now: %w", d.join(name), ErrChanged)
+	}
+	if err != nil {
+		return nil, st, &fs.PathError{Op: "open", Path: d.join(name), Err: err}
+	}
+	defer unix.Close(fd)
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, st, &fs.PathError{Op: "stat", Path: d.join(name), Err: err}
+	}
+	switch {
+	case uint32(st.Mode)&unix.S_IFMT != unix.S_IFREG:
+		return nil, st, fmt.Errorf("%s is %s now: %w", d.join(name), article(kindOf(uint32(st.Mode))), ErrChanged)
+	case want.known() && idOf(&st) != want:
+		return nil, st, fmt.Errorf("%s is another file than the one read: %w", d.join(name), ErrChanged)
+	}
+	// One byte more than its size: a read that fills the buffer is a file
+	// that grew since the fstat, read on to its end.
+	buf := make([]byte, 0, max(st.Size, 0)+1)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return nil, st, &fs.PathError{Op: "read", Path: d.join(name), Err: err}
+		}
+		if n == 0 {
+			return buf, st, nil
+		}
+		buf = buf[:len(buf)+n]
+		if len(buf) < cap(buf) && int64(len(buf)) >= st.Size {
+			// Short of the buffer and all of the size: the end, as a
+			// regular file's read is short only there.
+			return buf, st, nil
+		}
+	}
+}
+
 // ErrChanged is wrapped by the errors of a built-in file-system type's
 // Converge that found the object it was to change replaced, or something
 // new where it was to create one, since Load read it: another process is
@@ -568,6 +622,14 @@ type dirKey struct {
 // every user of the host through (o+x), so that a file in d is reachable
 // by anyone its own mode lets read it.
 func searchableByAll(d *heldDir) (bool, error) {
+	// The verdict on d itself is most often known already (the files of
+	// one directory): one fstat of the held descriptor answers.
+	var own unix.Stat_t
+	if unix.Fstat(d.fd, &own) == nil {
+		if v, ok := openToAll.Load(dirKey{id: idOf(&own), ctime: own.Ctim}); ok {
+			return v.(bool), nil
+		}
+	}
 	fd, err := unix.Openat(d.fd, ".", oPath|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return false, &fs.PathError{Op: "open", Path: d.path, Err: err}
@@ -646,7 +708,26 @@ func (f *found) path() string { return f.dir.join(f.name) }
 // it points to under the rule for links on the way (UnsafeLinkError);
 // nothing there at the end of it is a missing target.
 func lookupPath(path string, follow bool) (*found, error) {
-	d, name, err := holdParent(path)
+	// A directory on the way that does not exist, found by one openat2
+	// that follows no link: nothing is there, and the step-by-step walk,
+	// which names the missing directory precisely for Converge's errors,
+	// would only find it again, component by component (most of a plan
+	// from nothing's reads, where every file's directory is to be made).
+	// Any other failure (a link on the way, no openat2) takes the walk.
+	var d *heldDir
+	var name string
+	var err error
+	if dir, base := filepath.Dir(path), filepath.Base(path); base != "/" && base != "." && base != ".." {
+		switch fd, oerr := openat2NoSymlinks(dir); {
+		case oerr == nil:
+			d, name = &heldDir{fd: fd, path: dir}, base
+		case errors.Is(oerr, unix.ENOENT):
+			return &found{name: base}, nil
+		}
+	}
+	if d == nil {
+		d, name, err = holdParent(path)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return &found{name: filepath.Base(path)}, nil
 	}

@@ -71,3 +71,7 @@ func touchFd(fd int) error {
 func reserve(fd int, n int64) error {
 	return unix.Fallocate(fd, unix.FALLOC_FL_KEEP_SIZE, 0, n)
 }
+
+// syncFS makes everything written to the file system of fd durable
+// (syncfs(2)): one flush for a whole group of staged files (stage.go).
+func syncFS(fd int) error { return unix.Syncfs(fd) }

@@ -24,3 +24,6 @@ func chownFd(fd int, uid, gid int) error { return unix.Fchown(fd, uid, gid) }
 func touchFd(fd int) error { return unix.Futimes(fd, nil) }
 
 func reserve(int, int64) error { return unix.ENOTSUP }
+
+// syncFS is not available here: staged files are synced one by one.
+func syncFS(int) error { return errNoSyncFS }

@@ -113,3 +113,10 @@ func (t *templateType) Plan(desired *Resource, current *State) (*Step, error) {
 func (t *templateType) Converge(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error {
 	return t.file.Converge(ctx, env, desired, current, step)
 }
+
+// StagePath and Stage are the file type's (stage.go).
+func (t *templateType) StagePath(desired *Resource) string { return t.file.StagePath(desired) }
+
+func (t *templateType) Stage(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) (*Staged, error) {
+	return t.file.Stage(ctx, env, desired, current, step)
+}

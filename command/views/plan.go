@@ -1,6 +1,7 @@
 package views
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 
@@ -14,8 +15,15 @@ type PlanOptions struct {
 	// text ends with how to apply it.
 	SavedTo string
 	// Digest is the plan's digest when the caller has it (the encoded or
-	// verified file's); "" computes it.
+	// verified file's); "" computes it, unless NoDigest is set.
 	Digest string
+	// NoDigest leaves the digest out of the text: the plan was neither
+	// saved nor read from a file nor is it about to be applied, so no
+	// file or journal can ever carry its digest (its salt and creation
+	// time are new on every run), and encoding a large plan only to print
+	// it is a large part of a no-op plan's time. JSON and Markdown, whose
+	// formats carry a digest, compute it anyway.
+	NoDigest bool
 	// Markdown holds the Markdown options (ignored by other forms).
 	Markdown MarkdownOptions
 	// Signature says who signed the plan (show, plan -sign-key); nil says
@@ -79,7 +87,14 @@ func (t *planText) Show(p *plan.Plan, diags diag.Diagnostics, o PlanOptions) err
 	if p == nil || p.Errored {
 		return nil
 	}
-	return RenderText(t.v.Streams.Stdout, p, RenderOptions{Color: t.v.Color, SavedTo: o.SavedTo, Digest: o.Digest, Registry: t.v.Registry, Signature: o.Signature})
+	// Buffered: a plan of 10,000 changes is 80,000 lines, each a write(2)
+	// otherwise.
+	w := bufio.NewWriterSize(t.v.Streams.Stdout, 64<<10)
+	err := RenderText(w, p, RenderOptions{Color: t.v.Color, SavedTo: o.SavedTo, Digest: o.Digest, NoDigest: o.NoDigest, Registry: t.v.Registry, Signature: o.Signature})
+	if ferr := w.Flush(); err == nil {
+		err = ferr
+	}
+	return err
 }
 
 // planJSON prints one JSON document on stdout: the plan in the format of

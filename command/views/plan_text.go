@@ -24,8 +24,10 @@ type RenderOptions struct {
 	// Width wraps the summary's address lists; 0 means 80.
 	Width int
 	// Digest is the plan's digest when the caller has it already (from
-	// Encode); empty means compute it.
+	// Encode); empty means compute it, unless NoDigest is set.
 	Digest string
+	// NoDigest leaves the "Plan digest" line out (PlanOptions.NoDigest).
+	NoDigest bool
 	// Registry holds this build's resource types, whose schemas decide
 	// defaults, sensitivity and what a resource is shown by; nil means
 	// resources.Builtin().
@@ -78,7 +80,8 @@ func (pt painter) symbol(k resources.Kind) string {
 }
 
 // RenderText writes p for reviewers, in Terraform's style: each resource
-// with work, its changes and diffs, the summary, and the plan's digest.
+// with work, its changes and diffs, the summary, and the plan's digest
+// (unless NoDigest).
 // Unchanged resources are counted, not listed. What it shows of a resource
 // is derived from the values apply uses (plan.Show); sensitive values are
 // never shown; every string that came from recipes, the host or the plan
@@ -157,11 +160,12 @@ func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 
 	bw.printf("\n")
 	renderSummary(bw, pt, p, o.Width)
-	digest := o.Digest
-	if digest == "" {
-		digest = p.Digest()
+	if digest := o.Digest; digest != "" || !o.NoDigest {
+		if digest == "" {
+			digest = p.Digest()
+		}
+		bw.printf("\nPlan digest: %s\n", EscapeLine(digest))
 	}
-	bw.printf("\nPlan digest: %s\n", EscapeLine(digest))
 	if line := o.Signature.line(); line != "" {
 		bw.printf("%s\n", line)
 	}

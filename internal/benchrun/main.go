@@ -21,6 +21,9 @@ import (
 	"time"
 )
 
+// profile, when set, is where the toque_pprof build writes its profiles.
+var profile string
+
 type sample struct {
 	wall   time.Duration
 	maxRSS int64 // KiB
@@ -34,18 +37,65 @@ func main() {
 	runs := flag.Int("runs", 5, "runs per measurement (the median is reported)")
 	par := flag.Int("parallelism", 10, "toque -parallelism")
 	guards := flag.Int("guards", 0, "instead: time the plan of this many execute resources with a not_if script guard (see guards.go)")
+	scale := flag.Bool("scale", false, "instead: the scale workload of issue 16 (see scale.go), for each -n and -layouts")
+	layouts := flag.String("layouts", "one,spread", "with -scale: the recipes as one file (one), over 100 files (spread), or both")
+	genDir := flag.String("generate", "", "instead: write the scale workload for the first -n and -layouts into DIR/recipes (targets under DIR/root) and stop")
+	keep := flag.Bool("keep", false, "leave the runs' files (remove them later: a removal of 100,000 files slows the next minutes' creates on ext4)")
+	prebuilt := flag.String("bin", "", "time this toque binary instead of building the working tree's")
+	flag.StringVar(&profile, "profile", "", "build toque with the toque_pprof tag and write CPU and heap profiles of every run under this directory")
 	packages := flag.Int("packages", 0, "instead: time the plan of this many installed package resources (see packages.go)")
 	remoteFiles := flag.Int("remote-files", 0, "instead: time the plan of this many remote_file resources whose checksums match (see packages.go)")
 	custom := flag.Int("customtypes", 0, "instead: time the plan of this many resources of a type written in HCL, with and without batch (see customtypes.go)")
 	flag.Parse()
 
+	if *genDir != "" {
+		n, err := strconv.Atoi(strings.TrimSpace(strings.Split(*ns, ",")[0]))
+		check(err)
+		files, ok := scaleLayouts[strings.Split(*layouts, ",")[0]]
+		if !ok {
+			check(fmt.Errorf("unknown layout %q (one, spread)", *layouts))
+		}
+		recipes, root := filepath.Join(*genDir, "recipes"), filepath.Join(*genDir, "root")
+		check(os.MkdirAll(recipes, 0o755))
+		check(os.MkdirAll(root, 0o755))
+		fmt.Printf("%d resources in %s, managing %s\n", generateScale(recipes, root, n, files), recipes, root)
+		return
+	}
 	work, err := os.MkdirTemp("", "toque-bench-")
 	check(err)
-	defer os.RemoveAll(work)
+	if *keep {
+		fmt.Printf("(the runs' files stay in %s)\n", work)
+	} else {
+		defer os.RemoveAll(work)
+	}
 	bin := filepath.Join(work, "toque")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	check(build.Run())
+	if *prebuilt != "" {
+		if bin, err = filepath.Abs(*prebuilt); err != nil {
+			check(err)
+		}
+	}
+	buildArgs := []string{"build", "-o", bin}
+	if profile != "" {
+		abs, err := filepath.Abs(profile)
+		check(err)
+		profile = abs
+		buildArgs = append(buildArgs, "-tags", "toque_pprof")
+	}
+	if *prebuilt == "" {
+		build := exec.Command("go", append(buildArgs, ".")...)
+		build.Stderr = os.Stderr
+		check(build.Run())
+	}
+	if *scale {
+		var counts []int
+		for _, f := range strings.Split(*ns, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			check(err)
+			counts = append(counts, n)
+		}
+		benchScale(work, bin, counts, strings.Split(*layouts, ","), *runs, *par)
+		return
+	}
 	if *guards > 0 {
 		benchGuards(work, bin, *guards, *runs, *par)
 		return
@@ -123,11 +173,11 @@ func timed(env []string, bin string, args ...string) sample {
 			os.Exit(1)
 		}
 	}
-	var rss int64
+	s := sample{wall: wall, cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		rss = ru.Maxrss
+		s.maxRSS = ru.Maxrss
 	}
-	return sample{wall: wall, maxRSS: rss, cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
+	return s
 }
 
 func report(n int, phase string, s []sample) {

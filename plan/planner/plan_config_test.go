@@ -88,3 +88,36 @@ fake_file "/srv/index.html" {
 		}
 	})
 }
+
+// TestPrintOnlyForgetsUnchangedResources: a plan only printed keeps no
+// reading and no desired values of an unchanged resource, and all of them
+// of a changed one.
+func TestPrintOnlyForgetsUnchangedResources(t *testing.T) {
+	dir := t.TempDir()
+	recipe := "fake_file \"/same\" {\n  content = \"same\"\n}\nfake_file \"/changed\" {\n  content = \"new\"\n}\n"
+	if err := os.WriteFile(filepath.Join(dir, "default.hcl"), []byte(recipe), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := plantest.NewFakeType()
+	f.Set("/same", map[string]cty.Value{"content": cty.StringVal("same"), "mode": cty.StringVal("0644")})
+	f.Set("/changed", map[string]cty.Value{"content": cty.StringVal("old"), "mode": cty.StringVal("0644")})
+	for _, printOnly := range []bool{false, true} {
+		p := plantest.FixedPlanner(f, 2)
+		p.PrintOnly = printOnly
+		cfg, diags := config.LoadDir(dir, p.Registry)
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		pl, diags := p.Plan(context.Background(), cfg)
+		if diags.HasErrors() || len(pl.Resources) != 2 {
+			t.Fatalf("plan: %v %+v", diags, pl)
+		}
+		same, changed := pl.Resources[0], pl.Resources[1]
+		if changed.Current == nil || changed.Fingerprint == "" || changed.Desired == nil {
+			t.Errorf("print only %v: the changed resource lost its reading or desired values: %+v", printOnly, changed)
+		}
+		if kept := same.Current != nil || same.Fingerprint != "" || same.Desired != nil; kept == printOnly {
+			t.Errorf("print only %v: the unchanged resource's reading and desired values kept: %v", printOnly, kept)
+		}
+	}
+}

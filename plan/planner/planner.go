@@ -99,6 +99,16 @@ type Planner struct {
 	Guards plan.GuardFunc
 	// Rand is the source of the plan's salt; nil means crypto/rand.
 	Rand io.Reader
+	// ReleaseSyntax has Plan let go of the configuration's syntax trees
+	// once its resources are evaluated (config.Config.ReleaseSyntax): the
+	// caller reads nothing of them afterwards but ranges and bytes.
+	ReleaseSyntax bool
+	// PrintOnly says the plan will only be printed as text: not saved,
+	// encoded, shown as JSON or Markdown, nor applied. A resource of one
+	// action planned unchanged then keeps no desired values and no live
+	// reading (Current, Fingerprint), which the text never shows: they
+	// were most of a no-op plan's memory and a tenth of its time.
+	PrintOnly bool
 	// Resolver evaluates the values known only at apply that the plan can
 	// know already, and the guards decided at apply for what they say now;
 	// nil means eval.Resolver.
@@ -142,9 +152,24 @@ func (p *Planner) Plan(ctx context.Context, cfg *config.Config) (*plan.Plan, hcl
 	}
 	scope, attrs, d := eval.NewScope(cfg, p.Host.Value())
 	evalDiags = append(evalDiags, d...)
+	if p.ReleaseSyntax {
+		cfg.ReleaseFiles()
+		scope.ReleaseSyntax = true
+	}
 	insts, d := eval.Resources(cfg, reg, scope)
 	evalDiags = append(evalDiags, d...)
 	diags = append(diags, evalDiags...)
+	// Attributes a sensitive resource (or its children) reads are as
+	// secret as it is.
+	readBySensitive := &eval.Scope{}
+	for _, inst := range eval.Flatten(insts) {
+		if inst.Sensitive {
+			readBySensitive.Sensitive = append(readBySensitive.Sensitive, inst.NodePathsRead()...)
+		}
+	}
+	if p.ReleaseSyntax {
+		cfg.ReleaseSyntax()
+	}
 
 	pl, planDiags := p.PlanInstances(ctx, insts)
 	diags = append(diags, planDiags...)
@@ -174,15 +199,7 @@ func (p *Planner) Plan(ctx context.Context, cfg *config.Config) (*plan.Plan, hcl
 		}
 	}
 	{
-		// Attributes a sensitive resource (or its children) reads are as
-		// secret as it is.
-		read := &eval.Scope{}
-		for _, inst := range eval.Flatten(insts) {
-			if inst.Sensitive && inst.Block != nil {
-				read.Sensitive = append(read.Sensitive, eval.NodePathsRead(inst.Block)...)
-			}
-		}
-		recorded, err := attributesOf(attrs.Leaves(), cfg, read)
+		recorded, err := attributesOf(attrs.Leaves(), cfg, readBySensitive)
 		if err != nil {
 			evalDiags = evalDiags.Append(&hcl.Diagnostic{
 				Severity: hcl.DiagError,
@@ -532,10 +549,13 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 	}
 
 	res.GuardSpecs = inst.Guards
+	// (A resource with values known at apply, or with or of child
+	// resources, keeps all: the text reads its parts.)
+	printOnly := p.PrintOnly && len(inst.Actions) <= 1 && len(inst.Lazy) == 0 && inst.Parent == nil && len(inst.Children) == 0
 	readings, err := p.lifecycle(logger).EvaluateActions(ctx, &plan.Subject{
 		Address: addr, Type: inst.Type, Desired: desired, Guards: inst.Guards,
 		Sensitive: inst.Sensitive, SensitiveProps: res.SensitiveProperties, Salt: salt,
-		State: pre, Lazy: inst.Lazy, Deferred: plan.DeferredShow,
+		State: pre, ForgetNoOp: printOnly, Lazy: inst.Lazy, Deferred: plan.DeferredShow,
 	}, inst.Actions)
 	rd := readings[0]
 	if err != nil {
@@ -556,6 +576,9 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 	res.Current = rd.Current
 	res.Fingerprint = rd.Fingerprint()
 	res.Changes = changesOf(desired, step.Changes)
+	if printOnly && step.Kind == resources.NoOp {
+		res.Desired = nil
+	}
 	steps = append(steps, step)
 	for i, later := range readings[1:] {
 		st := later.Step
@@ -823,12 +846,8 @@ func attributeRange(inst *eval.Instance, name string) *hcl.Range {
 	if inst.Block == nil {
 		return nil
 	}
-	if inst.Block.Body != nil {
-		if attrs, d := inst.Block.Body.JustAttributes(); !d.HasErrors() {
-			if a, ok := attrs[name]; ok {
-				return a.Expr.Range().Ptr()
-			}
-		}
+	if r, ok := inst.Block.AttributeRange(name); ok {
+		return r.Ptr()
 	}
 	return inst.Block.DeclRange.Ptr()
 }
