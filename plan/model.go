@@ -440,15 +440,21 @@ func (p *Plan) KnownAtApply() []string {
 func (p *Plan) deferredWork(has func(r *Resource, nr *NotifiedRun) bool) []string {
 	var out []string
 	seen := map[string]bool{}
-	byAddr := map[string]*Resource{}
 	for _, r := range p.Resources {
-		if r == nil {
-			continue
-		}
-		byAddr[r.Address] = r
-		if r.AnyWork() && has(r, nil) && !seen[r.Address] {
+		if r != nil && r.AnyWork() && has(r, nil) && !seen[r.Address] {
 			seen[r.Address] = true
 			out = append(out, r.Address)
+		}
+	}
+	if len(p.NotifiedRuns) == 0 {
+		return out
+	}
+	// (Indexed only when there are notified runs: a plan of 100,000
+	// resources has no use for the map otherwise.)
+	byAddr := make(map[string]*Resource, len(p.Resources))
+	for _, r := range p.Resources {
+		if r != nil {
+			byAddr[r.Address] = r
 		}
 	}
 	for _, nr := range p.NotifiedRuns {

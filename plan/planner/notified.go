@@ -25,29 +25,15 @@ type notifyKey struct{ addr, action string }
 // (nil where planning failed).
 func (p *Planner) planNotifications(ctx context.Context, logger hclog.Logger, insts []*eval.Instance, ress []*plan.Resource, pl *plan.Plan, salt string) hcl.Diagnostics {
 	var diags hcl.Diagnostics
-	instBy := map[string]*eval.Instance{}
-	resBy := map[string]*plan.Resource{}
-	slotOf := map[string]int{}
-	for i, r := range pl.Resources {
-		slotOf[r.Address] = i
-		resBy[r.Address] = r
-	}
 	anyEdge := false
-	for i, inst := range insts {
-		if inst == nil || inst.Resource == nil || ress[i] == nil {
-			continue
-		}
-		instBy[ress[i].Address] = inst
-		for _, e := range inst.Notifies {
+	for _, inst := range insts {
+		if inst != nil && len(inst.Notifies) > 0 {
 			anyEdge = true
-			n := plan.Notification{Target: e.Target.Address(), Action: e.Action, Timing: e.Timing, Subscribe: e.Subscribe}
-			ress[i].Notifications = append(ress[i].Notifications, n)
-			if t := resBy[n.Target]; t != nil {
-				t.NotifiedBy = append(t.NotifiedBy, plan.Trigger{Notifier: ress[i].Address, Action: n.Action, Timing: n.Timing, Subscribe: n.Subscribe})
-			}
+			break
 		}
 	}
 	if !anyEdge {
+		// (No index of N resources for a plan with no notification.)
 		for _, r := range pl.Resources {
 			if r.Action == "nothing" {
 				r.Reason = plan.ReasonNotNotified
@@ -55,7 +41,26 @@ func (p *Planner) planNotifications(ctx context.Context, logger hclog.Logger, in
 		}
 		return nil
 	}
-
+	instBy := map[string]*eval.Instance{}
+	resBy := map[string]*plan.Resource{}
+	slotOf := map[string]int{}
+	for i, r := range pl.Resources {
+		slotOf[r.Address] = i
+		resBy[r.Address] = r
+	}
+	for i, inst := range insts {
+		if inst == nil || inst.Resource == nil || ress[i] == nil {
+			continue
+		}
+		instBy[ress[i].Address] = inst
+		for _, e := range inst.Notifies {
+			n := plan.Notification{Target: e.Target.Address(), Action: e.Action, Timing: e.Timing, Subscribe: e.Subscribe}
+			ress[i].Notifications = append(ress[i].Notifications, n)
+			if t := resBy[n.Target]; t != nil {
+				t.NotifiedBy = append(t.NotifiedBy, plan.Trigger{Notifier: ress[i].Address, Action: n.Action, Timing: n.Timing, Subscribe: n.Subscribe})
+			}
+		}
+	}
 	protos := map[notifyKey]*plan.NotifiedRun{}
 	failed := map[notifyKey]bool{}
 	planKey := func(k notifyKey) *plan.NotifiedRun {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -405,22 +406,28 @@ type outcome struct {
 func (p *Planner) planLevel(ctx context.Context, logger hclog.Logger, insts []*eval.Instance, salt string, par int, results map[*eval.Instance]outcome) {
 	out := make([]outcome, len(insts))
 	pre := p.preload(ctx, logger, insts)
-	sem := make(chan struct{}, par)
+	// par workers take the resources in order (rather than a goroutine
+	// for each of 100,000 resources).
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	for i, inst := range insts {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			out[i].diags = interrupted(inst, ctx.Err())
-			continue
-		}
+	for range min(par, len(insts)) {
 		wg.Add(1)
-		go func(i int, inst *eval.Instance) {
+		go func() {
 			defer wg.Done()
-			defer func() { <-sem }()
-			res, steps, d := p.planOne(ctx, logger, inst, salt, pre[inst])
-			out[i] = outcome{res, steps, d}
-		}(i, inst)
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(insts) {
+					return
+				}
+				inst := insts[i]
+				if err := ctx.Err(); err != nil {
+					out[i].diags = interrupted(inst, err)
+					continue
+				}
+				res, steps, d := p.planOne(ctx, logger, inst, salt, pre[inst])
+				out[i] = outcome{res, steps, d}
+			}
+		}()
 	}
 	wg.Wait()
 	for i, inst := range insts {
