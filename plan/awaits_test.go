@@ -92,3 +92,24 @@ func TestReadChecksWhatAValueKnownAtApplyWaitsFor(t *testing.T) {
 		})
 	}
 }
+
+// TestMeetersOfNamesLateAndIdleOnes: what meets a need too late, or would
+// meet it with work, is what the planner names when nothing earlier does.
+func TestMeetersOfNamesLateAndIdleOnes(t *testing.T) {
+	reg := resources.Builtin()
+	p := awaitingPlan(t)
+	pkg := p.Resources[1]
+	if ms := p.MeetersOf(reg, pkg, pkg.Awaits[0]); len(ms) != 1 || ms[0].String() != "apt_update[lists] (action update)" {
+		t.Errorf("meeters %v", ms)
+	}
+	p.Resources[0], p.Resources[1] = p.Resources[1], p.Resources[0]
+	if ms := p.LaterMeetersOf(reg, pkg, pkg.Awaits[0]); len(ms) != 1 || ms[0].Address != "apt_update[lists]" || len(p.MeetersOf(reg, pkg, pkg.Awaits[0])) != 0 {
+		t.Errorf("later %v", ms)
+	}
+	p = awaitingPlan(t)
+	pkg = p.Resources[1]
+	p.Resources[0].Action, p.Resources[0].Kind, p.Resources[0].StepReason = "periodic", resources.NoOp, "lists updated less than frequency ago"
+	if ms := p.IdleMeetersOf(reg, pkg, pkg.Awaits[0]); len(ms) != 1 || ms[0].Reason != "lists updated less than frequency ago" {
+		t.Errorf("idle %v", ms)
+	}
+}

@@ -113,6 +113,29 @@ apt_update "lists" {
 }
 late_pkg "toque-late" {}
 `, errs: []string{"apt_update[lists] (action update, notified by file[", "would meet it, but runs after late_pkg[toque-late]", "notify it immediately"}},
+		{name: "several actions", recipe: `
+apt_update "lists" {
+  action = "update"
+}
+late_pkg "toque-late" {
+  action = ["install", "upgrade"]
+}
+`, errs: []string{"toque-late is not available", "late_pkg[toque-late] takes several actions, and its version would be known only at apply"}},
+		{name: "a notified run", recipe: `
+apt_update "lists" {
+  action = "update"
+}
+file "ROOT/trigger" {
+  content = "x"
+  notifies "install" {
+    resource = "late_pkg[toque-late]"
+    timing   = "immediately"
+  }
+}
+late_pkg "toque-late" {
+  action = "nothing"
+}
+`, errs: []string{"toque-late is not available", "The notified action install of late_pkg[toque-late] cannot wait for that at apply"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pl, diags := planLate(t, tc.recipe)
@@ -136,6 +159,9 @@ late_pkg "toque-late" {}
 				}
 				if len(pkg.Awaits) != 0 {
 					t.Errorf("deferred all the same: %+v", pkg.Awaits)
+				}
+				if _, err := json.Marshal(pl); err != nil {
+					t.Errorf("the errored plan cannot be written: %v", err)
 				}
 				return
 			}

@@ -654,11 +654,17 @@ func (p *Planner) checkAwaited(pl *plan.Plan, awaiting []awaited) hcl.Diagnostic
 		reg = p.Registry
 	}
 	var diags hcl.Diagnostics
+	type key struct {
+		res  *plan.Resource
+		prop string
+	}
+	seen := map[key]bool{} // one verdict per property, whatever its steps
 	for _, w := range awaiting {
 		a := plan.AwaitOf(w.need)
-		if w.res.Awaited(a.Property) {
+		if seen[key{w.res, a.Property}] {
 			continue
 		}
+		seen[key{w.res, a.Property}] = true
 		addr := w.res.Address
 		if len(w.res.Then) > 0 {
 			diags = diags.Append(&hcl.Diagnostic{
