@@ -238,9 +238,14 @@ package "toque-nosuch" {}
 	}
 }
 
+// TestE2EPackageRepositoryAddedInTheSamePlan: a package only a repository
+// the same plan adds offers is planned with its version known at apply,
+// and installed in one apply: the apt_update the repository notifies
+// immediately reads its lists, and the package is read and planned again
+// right before it converges. The next plan has nothing to do.
 func TestE2EPackageRepositoryAddedInTheSamePlan(t *testing.T) {
 	w := newPkgWorld(t, false)
-	repo := fmt.Sprintf(`
+	w.recipe("main.hcl", fmt.Sprintf(`
 apt_repository "fixtures" {
   uri          = "file:%s"
   distribution = "./"
@@ -254,29 +259,113 @@ apt_repository "fixtures" {
 apt_update "lists" {
   action = "nothing"
 }
+
+package "toque-app" {}
+`, w.repo))
+	r := w.toqueNS(0, "plan", "-out="+w.planFile())
+	for _, want := range []string{
+		"# package[toque-app] will be created",
+		"#   version is known at apply: it needs a repository that offers package toque-app",
+		"#     waits for apt_update[lists] (action update, notified by apt_repository[fixtures])",
+		`+ version = (known at apply)`,
+		"1 with values known at apply",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("plan lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	var view struct {
+		Resources []struct {
+			Address string `json:"address"`
+			Changes []struct {
+				Property     string `json:"property"`
+				After        string `json:"after"`
+				KnownAtApply bool   `json:"known_at_apply"`
+			} `json:"changes"`
+			Awaits []struct {
+				Property string   `json:"property"`
+				After    []string `json:"after"`
+			} `json:"awaits"`
+		} `json:"resources"`
+	}
+	js := w.toqueNS(0, "show", "-json", w.planFile())
+	if err := json.Unmarshal([]byte(js.stdout), &view); err != nil {
+		t.Fatalf("show -json: %v\n%s", err, js.stdout)
+	}
+	found := false
+	for _, res := range view.Resources {
+		if res.Address != "package[toque-app]" {
+			continue
+		}
+		found = len(res.Changes) == 1 && res.Changes[0].Property == "version" && res.Changes[0].KnownAtApply && res.Changes[0].After == "(known at apply)" &&
+			len(res.Awaits) == 1 && res.Awaits[0].Property == "version" && len(res.Awaits[0].After) == 1
+	}
+	if !found {
+		t.Errorf("show -json does not mark the version unknown:\n%s", js.stdout)
+	}
+	if md := w.toqueNS(0, "show", "-markdown", w.planFile()); !strings.Contains(md.stdout, "`version` = `(known at apply)`") {
+		t.Errorf("show -markdown:\n%s", md.stdout)
+	}
+
+	r = w.toqueNS(0, "apply", w.planFile())
+	if !strings.Contains(r.stdout, "package[toque-app]: Creation complete") {
+		t.Errorf("apply:\n%s", r)
+	}
+	if got := w.status("toque-app"); got != "1.0 installed" {
+		t.Fatalf("toque-app: %q\n%s", got, r)
+	}
+	if got := w.status("toque-dep"); got != "1.0 installed" {
+		t.Fatalf("toque-dep, its dependency: %q", got)
+	}
+	r = w.toqueNS(0, "plan", "-detailed-exitcode")
+	if !strings.Contains(r.stdout, "No changes.") {
+		t.Errorf("second plan:\n%s", r.stdout)
+	}
+}
+
+// TestE2EPackageStillMissingAtApply: a package deferred to apply that the
+// repository the plan adds does not offer either fails, with what it
+// needs and where apt searched; what came before it is applied, and the
+// plan says how to install a package from a new repository in one apply
+// when nothing updates the lists before it.
+func TestE2EPackageStillMissingAtApply(t *testing.T) {
+	w := newPkgWorld(t, false)
+	repo := fmt.Sprintf(`
+apt_repository "fixtures" {
+  uri          = "file:%s"
+  distribution = "./"
+  trusted      = true
+}
 `, w.repo)
 	w.recipe("main.hcl", repo+`
 package "toque-fixture" {}
 `)
 	r := w.toqueNS(1, "plan")
-	for _, want := range []string{"Value known only at apply", "package[toque-fixture] needs a repository that offers package toque-fixture, which only apt_repository[fixtures], in this plan, provides", "Apply apt_repository[fixtures] first"} {
+	for _, want := range []string{"Missing a repository that offers package toque-fixture", "(searched: (none: no repository is configured))", "update apt's lists before package[toque-fixture] in the plan"} {
 		if !strings.Contains(strings.Join(strings.Fields(r.stderr), " "), want) {
 			t.Errorf("error lacks %q:\n%s", want, r.stderr)
 		}
 	}
-	w.recipe("main.hcl", repo)
-	r = w.toqueNS(0, "plan", "-out="+w.planFile())
-	if !strings.Contains(r.stdout, "apt_update[lists] will run: notified by apt_repository[fixtures] (immediately)") {
-		t.Fatalf("plan:\n%s", r.stdout)
-	}
-	w.toqueNS(0, "apply", w.planFile())
 	w.recipe("main.hcl", repo+`
-package "toque-fixture" {}
+apt_update "lists" {
+  action = "update"
+}
+
+package "toque-nosuch" {}
 `)
 	w.toqueNS(0, "plan", "-out="+w.planFile())
-	w.toqueNS(0, "apply", w.planFile())
-	if got := w.status("toque-fixture"); got != "2.0 installed" {
-		t.Fatalf("status %q", got)
+	r = w.toqueNS(-1, "apply", w.planFile())
+	if r.code == 0 {
+		t.Fatalf("apply succeeded:\n%s", r)
+	}
+	out := strings.Join(strings.Fields(r.stdout+r.stderr), " ")
+	for _, want := range []string{"package[toque-nosuch]: failed", "package[toque-nosuch]: package toque-nosuch is still not available from any configured repository now that the earlier resources of this apply have updated apt's lists (searched: file:" + w.repo + " ./)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("apply lacks %q:\n%s", want, r)
+		}
+	}
+	if r := w.ns("test", "-f", "/etc/apt/sources.list.d/fixtures.list"); r.code != 0 {
+		t.Error("the repository before the failed package was not added")
 	}
 }
 
@@ -495,19 +584,16 @@ func TestE2EPackagesExample(t *testing.T) {
 		return r
 	}
 	r := run("plan", "-out="+plan)
-	if !strings.Contains(r.stdout, `? package "toque-hello"`) || !strings.Contains(r.stdout, `+ apt_repository "toque-example"`) {
-		t.Fatalf("first plan:\n%s", r.stdout)
-	}
-	run("apply", plan)
-	r = run("plan", "-out="+plan)
-	if !strings.Contains(r.stdout, `+ package "toque-hello"`) {
-		t.Fatalf("second plan:\n%s", r.stdout)
+	for _, want := range []string{`+ apt_repository "toque-example"`, `+ package "toque-hello"`, "+ version = (known at apply)"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Fatalf("plan lacks %q:\n%s", want, r.stdout)
+		}
 	}
 	run("apply", plan)
 	if got := w.ns("cat", "/usr/share/toque-hello/hello.txt"); got.stdout != "Hello from a package toque installed.\n" {
 		t.Fatalf("hello.txt: %s", got)
 	}
 	if r := run("plan"); !strings.Contains(r.stdout, "No changes.") {
-		t.Fatalf("third plan:\n%s", r.stdout)
+		t.Fatalf("second plan:\n%s", r.stdout)
 	}
 }

@@ -441,12 +441,40 @@ func (r *run) preflightOne(ctx context.Context, e *entry) preflightResult {
 	}
 	sr := &StaleResource{Address: pr.Address, Planned: pr.Kind, Now: step.Kind}
 	if pr.Current != nil {
-		sr.Differences = plan.CompareCurrent(pr.Current, rd.Current)
+		sr.Differences = exactDifferences(e.typ, pr, pr.Current, rd.Current)
+		if len(pr.Awaits) > 0 && len(sr.Differences) == 0 && step.Kind == pr.Kind {
+			// Only what its values known at apply are known from moved
+			// (the repositories offer it already): they are unknown to
+			// this plan, whatever they are now.
+			return preflightResult{}
+		}
 		if len(sr.Differences) == 0 {
 			sr.Differences = []plan.Difference{{Property: "fingerprint", Then: e.planned, Now: rd.Fingerprint()}}
 		}
 	}
 	return preflightResult{stale: sr}
+}
+
+// exactDifferences is how now differs from then, the plan's reading of
+// pr, leaving out the facts pr's values known only at apply by its type
+// are known from (resources.Awaiter): the plan treats those values as
+// unknown, so what they come from may move.
+func exactDifferences(t resources.Type, pr *plan.Resource, then, now *plan.Current) []plan.Difference {
+	ds := plan.CompareCurrent(then, now)
+	if len(pr.Awaits) == 0 {
+		return ds
+	}
+	out := ds[:0]
+	for _, d := range ds {
+		aside := false
+		for _, a := range pr.Awaits {
+			aside = aside || resources.KnownFrom(t, a.Property, d.Property)
+		}
+		if !aside {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // inDoubt is the stale entry of a run an earlier apply of the plan started
@@ -993,10 +1021,23 @@ func (r *run) convergeStep(ctx context.Context, e *entry, view *plan.Resource, p
 		rr.KnownAtApply = rd.Resolved
 	}
 	if planned != "" && rd.Fingerprint() != planned {
-		rr.DiffersFromPlan = describeDifferences(e.pr.Current, rd.Current)
-		r.logger.Info("live state differs from the plan because of an earlier change in this run", "resource", e.pr.Address, "differences", rr.DiffersFromPlan)
+		rr.DiffersFromPlan = describeDifferences(e.typ, e.pr, rd.Current)
+		if rr.DiffersFromPlan != "" {
+			r.logger.Info("live state differs from the plan because of an earlier change in this run", "resource", e.pr.Address, "differences", rr.DiffersFromPlan)
+		}
 	}
 	step := rd.Step
+	if ns := step.AwaitedNeeds(); len(ns) > 0 && step.Kind.IsWork() {
+		// What an earlier resource of this apply was to provide is still
+		// missing (Need.AtApply): its value is not known even now.
+		if ns[0].StillMissing != "" {
+			return errors.New(ns[0].StillMissing)
+		}
+		return fmt.Errorf("%s is still missing now that the earlier resources of this apply have run, so its %s is not known: %s", ns[0].What, ns[0].Property, ns[0].Missing)
+	}
+	for _, a := range view.Awaits {
+		rr.KnownAtApply = append(rr.KnownAtApply, a.Property)
+	}
 	if step.Kind == resources.NoOp {
 		rr.Outcome = OutcomeUnchanged
 		rr.Reason = "already in the planned state"
@@ -1208,13 +1249,19 @@ func samePlanned(pr *plan.Resource, step *resources.Step) error {
 	return nil
 }
 
-// describeDifferences says how a reading differs from the plan's.
-func describeDifferences(then, now *plan.Current) string {
+// describeDifferences says how now, a reading of pr (of type t), differs
+// from the plan's; "" when only what its values known at apply by its
+// type are known from moved (exactDifferences).
+func describeDifferences(t resources.Type, pr *plan.Resource, now *plan.Current) string {
+	then := pr.Current
 	if then == nil {
 		return "not read at plan time"
 	}
-	ds := plan.CompareCurrent(then, now)
-	if len(ds) == 0 {
+	ds := exactDifferences(t, pr, then, now)
+	switch {
+	case len(ds) == 0 && len(pr.Awaits) > 0:
+		return ""
+	case len(ds) == 0:
 		return "the live state's fingerprint differs from the plan's"
 	}
 	parts := make([]string, len(ds))

@@ -155,7 +155,7 @@ func (r *run) walk(ctx context.Context, e *entry, si int, seq []resources.Sequen
 		planned = "" // a later action starts from a predicted state
 	}
 	if planned != "" && rd.Fingerprint() != planned {
-		rr.DiffersFromPlan = describeDifferences(e.pr.Current, rd.Current)
+		rr.DiffersFromPlan = describeDifferences(e.typ, e.pr, rd.Current)
 	}
 	if step.Kind != resources.NoOp {
 		if err := allowed(view, step); err != nil {

@@ -41,7 +41,8 @@ import (
 // see the difference: a planned create of one action, of a type that
 // stages it, with no guards (they run again right before converging), no
 // notification edges either way, without ignore_failure, with no value
-// known only at apply (it is evaluated right before converging), not a
+// known only at apply (the recipe's lazy values or its type's awaited
+// ones: evaluated or read right before converging), not a
 // child resource, with no work left for later by an earlier resource
 // pending (it is done before the next resource), and whose path
 // is neither a staged path, nor under one, nor above one. Anything else
@@ -131,7 +132,7 @@ func (r *run) stager(e *entry, g *group, nt *notifier) (resources.Stager, string
 	pr := e.pr
 	if !groupCommit || e.typ == nil || e.desired == nil || e.earlier != nil || pr.Kind != resources.Create || pr.Steps() != 1 ||
 		len(pr.GuardSpecs) > 0 || len(pr.Notifications) > 0 || len(pr.NotifiedBy) > 0 || len(nt.edges[pr.Address]) > 0 || pr.IgnoreFailure ||
-		len(pr.Lazy) > 0 || pr.Parent != "" || len(r.later.Pending()) > 0 {
+		len(pr.Lazy) > 0 || len(pr.Awaits) > 0 || pr.Parent != "" || len(r.later.Pending()) > 0 {
 		return nil, "", false
 	}
 	st, ok := e.typ.(resources.Stager)
@@ -163,7 +164,7 @@ func (r *run) stage(ctx context.Context, e *entry, rr *ResourceReport, st resour
 		return it
 	}
 	if e.planned != "" && rd.Fingerprint() != e.planned {
-		it.differs = describeDifferences(e.pr.Current, rd.Current)
+		it.differs = describeDifferences(e.typ, e.pr, rd.Current)
 		r.logger.Info("live state differs from the plan because of an earlier change in this run", "resource", e.pr.Address, "differences", it.differs)
 	}
 	step := rd.Step

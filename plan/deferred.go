@@ -162,6 +162,23 @@ func GuardReads(s *guard.Spec) lazy.Reads {
 // notified runs (nr, nil for a resource): the resources before it, the
 // notified runs in their turns, and, for a notified run, its notifiers.
 func (p *Plan) earlierFor(r *Resource, nr *NotifiedRun) []*Resource {
+	es := p.earlierEntries(r, nr)
+	out := make([]*Resource, len(es))
+	for i, e := range es {
+		out[i] = e.view
+	}
+	return out
+}
+
+// entry is a resource of a plan (run nil), or the view of one of its
+// notified runs (run).
+type entry struct {
+	view *Resource
+	run  *NotifiedRun
+}
+
+// earlierEntries is earlierFor, keeping which entries are notified runs.
+func (p *Plan) earlierEntries(r *Resource, nr *NotifiedRun) []entry {
 	slot := len(p.Resources)
 	if nr != nil {
 		slot = min(nr.Slot+1, len(p.Resources))
@@ -173,10 +190,10 @@ func (p *Plan) earlierFor(r *Resource, nr *NotifiedRun) []*Resource {
 			}
 		}
 	}
-	out := make([]*Resource, 0, slot)
+	out := make([]entry, 0, slot)
 	for i := 0; i < slot; i++ {
 		if p.Resources[i].Address != r.Address {
-			out = append(out, p.Resources[i])
+			out = append(out, entry{view: p.Resources[i]})
 		}
 	}
 	for _, other := range p.NotifiedRuns {
@@ -184,7 +201,7 @@ func (p *Plan) earlierFor(r *Resource, nr *NotifiedRun) []*Resource {
 			continue
 		}
 		if other.Slot < slot || (nr == nil && other.Slot == slot && other.Before) {
-			out = append(out, p.NotifiedView(other))
+			out = append(out, entry{view: p.NotifiedView(other), run: other})
 		}
 	}
 	return out

@@ -59,6 +59,10 @@ type Shown struct {
 	// Lazy are the values known only at apply, in schema order: what
 	// apply evaluates, what it reads, and why it waits.
 	Lazy []ShownLazy
+	// Awaits are the values the resource type knows only at apply
+	// (Resource.Awaits), in the plan's order: what each waits for, and the
+	// earlier resources that provide it.
+	Awaits []ShownAwait
 	// Steps are, for a resource of a type written in HCL, the
 	// converge_if_changed and converge_by steps its action will run
 	// (Resource.Groups), in order, each with where the type declares it.
@@ -86,6 +90,22 @@ type ShownLazy struct {
 	// it reads (Writer.String): why it waits for apply.
 	After []string
 }
+
+// ShownAwait is one value a resource type knows only at apply, as
+// reviewers are shown it.
+type ShownAwait struct {
+	Property string
+	// What is what it waits for: "a repository that offers package
+	// nginx".
+	What string
+	// After are the earlier resources and notified runs of the plan that
+	// provide it (Meeter.String).
+	After []string
+}
+
+// KnownAtApplyByType is how a value a resource type knows only at apply
+// (Resource.Awaits) is shown where a value would be.
+const KnownAtApplyByType = "(known at apply)"
 
 // KnownAtApply is how a value known only at apply is shown where a value
 // would be: "(known at apply: file(\"/srv/keys/api.key\"))".
@@ -219,15 +239,30 @@ func (p *Plan) showDeferred(reg *resources.Registry, s *Shown, nr *NotifiedRun) 
 		}
 		g.After = waits(p.DeferredWhy(reg, r, nr, GuardReads(specAt(r.GuardSpecs, i))))
 	}
+	for _, a := range r.Awaits {
+		sa := ShownAwait{Property: a.Property, What: a.What}
+		for i, m := range p.MeetersOf(reg, r, a) {
+			if i == maxWaits {
+				sa.After = append(sa.After, "and more")
+				break
+			}
+			sa.After = append(sa.After, m.String())
+		}
+		s.Awaits = append(s.Awaits, sa)
+	}
 	byName := map[string]ShownLazy{}
 	for _, l := range s.Lazy {
 		byName[l.Property] = l
 	}
 	for i := range s.Changes {
-		if l, ok := byName[s.Changes[i].Property]; ok {
-			s.Changes[i].After = l.KnownAtApply()
-			s.Changes[i].KnownAtApply = true
-			s.Changes[i].Diff, s.Changes[i].DiffNote = "", ""
+		c := &s.Changes[i]
+		if l, ok := byName[c.Property]; ok {
+			c.After = l.KnownAtApply()
+			c.KnownAtApply = true
+			c.Diff, c.DiffNote = "", ""
+		} else if r.Awaited(c.Property) {
+			c.After, c.KnownAtApply, c.Default = KnownAtApplyByType, true, false
+			c.Diff, c.DiffNote = "", ""
 		}
 	}
 	for i := range s.Context {

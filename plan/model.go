@@ -25,7 +25,14 @@ import (
 // reads format 2 would converge a resource without its lazy values, so
 // format 2 builds refuse format 3 plans, and this build refuses format 2
 // ones: make a new plan.
-const FormatVersion = 3
+//
+// Format 4 adds values a resource type knows only at apply
+// (Resource.Awaits: a package's version when only a repository the same
+// plan adds offers it). A format 3 build would read such a plan without
+// checking what its deferred values wait for, so it refuses format 4,
+// and this build refuses format 3 plans as it refuses any other: make a
+// new plan.
+const FormatVersion = 4
 
 // Plan is the persisted result of `toque plan`: everything apply needs, with
 // no HCL re-read, and everything a reviewer reads.
@@ -141,6 +148,16 @@ type Resource struct {
 	// the reviewer was shown. The plan was made with these values unknown;
 	// staleness checks treat them as unknown.
 	Lazy map[string]*LazyExpr `json:"lazy,omitempty"`
+	// Awaits are the values the resource type itself knows only at apply,
+	// each waiting for a need an earlier resource of the plan meets when
+	// it runs (Await): the version apt installs of a package only a
+	// repository the plan adds offers. Each is a property of Changes
+	// with no Planned value that Desired does not set; apply plans the
+	// resource again right before converging it, and fails it if the
+	// need is still unmet. Read refuses a plan where no earlier resource
+	// with work meets one (Plan.MeetersOf). Staleness treats them as
+	// unknown (resources.Awaiter).
+	Awaits []Await `json:"awaits,omitempty"`
 	// SensitiveProperties names the set properties whose values are hidden:
 	// those the type marks sensitive, and those whose value the recipe made
 	// sensitive (sensitive(), or an expression reading a sensitive node
@@ -430,9 +447,10 @@ func (p *Plan) DecidedAtApply() []string {
 }
 
 // KnownAtApply lists, in plan order, the resources with work (their own,
-// or a notified run's) and values known only at apply, each once.
+// or a notified run's) and values known only at apply (the recipe's,
+// Lazy, or their type's, Awaits), each once.
 func (p *Plan) KnownAtApply() []string {
-	return p.deferredWork(func(r *Resource, _ *NotifiedRun) bool { return len(r.Lazy) > 0 })
+	return p.deferredWork(func(r *Resource, _ *NotifiedRun) bool { return len(r.Lazy) > 0 || len(r.Awaits) > 0 })
 }
 
 // deferredWork lists the addresses of resources with work, and then of

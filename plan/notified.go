@@ -55,6 +55,7 @@ func (p *Plan) NotifiedView(nr *NotifiedRun) *Resource {
 	v.Changes, v.Groups, v.Guards, v.GuardSpecs = nr.Changes, nr.Groups, nr.Guards, nr.GuardSpecs
 	v.Current, v.Fingerprint = nr.Current, nr.Fingerprint
 	v.Notifications, v.NotifiedBy = nil, nil
+	v.Awaits = nil // the resource's own action's, not the run's
 	return v
 }
 

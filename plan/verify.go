@@ -72,6 +72,11 @@ func (p *Plan) check() error {
 			}
 		}
 	}
+	for _, r := range p.Resources {
+		if err := p.checkAwaits(reg, r); err != nil {
+			return err
+		}
+	}
 	incoming := p.IncomingEdges()
 	for _, r := range p.Resources {
 		if !sameTriggers(r.NotifiedBy, incoming[r.Address]) {
@@ -377,4 +382,58 @@ func walkLeaves(v cty.Value, path []string, f func([]string, cty.Value)) {
 	if len(path) > 0 {
 		f(path, v)
 	}
+}
+
+// checkAwaits checks r's values known only at apply by its type
+// (Resource.Awaits): each is a property of its type the recipe does not
+// set, whose change holds no planned value, of a resource of one action
+// with work, and an earlier resource or notified run of the plan with
+// work meets what it waits for (MeetersOf) — the planner's own rule, so
+// a plan cannot defer a value to something that is not in it, nor hide a
+// value it does carry behind "(known at apply)".
+func (p *Plan) checkAwaits(reg *resources.Registry, r *Resource) error {
+	if len(r.Awaits) == 0 {
+		return nil
+	}
+	if !r.Kind.IsWork() || len(r.Then) > 0 {
+		return fmt.Errorf("%s: a value known at apply of a resource that takes no action, or several", r.Address)
+	}
+	t, ok := reg.Lookup(r.Type)
+	if !ok {
+		return fmt.Errorf("%s: a value known at apply of type %q, which the plan does not define", r.Address, r.Type)
+	}
+	seen := map[string]bool{}
+	for _, a := range r.Awaits {
+		prop := t.Schema().Property(a.Property)
+		switch {
+		case prop == nil:
+			return fmt.Errorf("%s: a value known at apply for %q, which type %q does not have", r.Address, truncate(a.Property, 40), r.Type)
+		case prop.Identity || prop.NameProperty:
+			return fmt.Errorf("%s: a value known at apply for %q, which names the resource", r.Address, a.Property)
+		case seen[a.Property]:
+			return fmt.Errorf("%s: %q is known at apply twice", r.Address, a.Property)
+		case r.Lazy[a.Property] != nil:
+			return fmt.Errorf("%s: %q is known at apply both from the recipe and from its type", r.Address, a.Property)
+		}
+		if _, set := r.Desired[a.Property]; set {
+			return fmt.Errorf("%s: %q has a value and a value known at apply", r.Address, a.Property)
+		}
+		seen[a.Property] = true
+		changed := false
+		for _, c := range r.Changes {
+			if c.Property == a.Property {
+				if c.Planned != nil {
+					return fmt.Errorf("%s: %q has a planned value and is known at apply", r.Address, a.Property)
+				}
+				changed = true
+			}
+		}
+		if !changed {
+			return fmt.Errorf("%s: %q is known at apply, but the plan does not change it", r.Address, a.Property)
+		}
+		if len(p.MeetersOf(reg, r, a)) == 0 {
+			return fmt.Errorf("%s: its %s is known only at apply, once %s, but no earlier resource of the plan with work provides that", r.Address, a.Property, truncate(a.What, 80))
+		}
+	}
+	return nil
 }

@@ -114,6 +114,15 @@ func (t *aptUpdateType) Plan(desired *Resource, current *State) (*Step, error) {
 	}
 }
 
+// Meets says that an apt_update that runs (update, or periodic when
+// due) meets a package's need for a repository that offers it, at apply:
+// the package's version is known once the lists it reads are
+// (resources.NeedMeeter).
+func (t *aptUpdateType) Meets(desired *Resource, n Need) bool {
+	a := effectiveAction(desired)
+	return n.Namespace == NamespaceAptSource && (a == "update" || a == "periodic")
+}
+
 // listsUpdated words when the lists were last updated.
 func listsUpdated(updated string) string {
 	if updated == "never" {

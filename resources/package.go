@@ -702,7 +702,7 @@ func (t *packageType) Plan(desired *Resource, current *State) (*Step, error) {
 		return nil, d.err
 	}
 	if len(missing) > 0 {
-		return missingStep(desired, missing, current.Extra[xSearched]), nil
+		return missingStep(desired, current, d, missing, current.Extra[xSearched]), nil
 	}
 	if d.op == nil {
 		return &Step{Kind: NoOp, Reason: strings.Join(d.why, "; ")}, nil
@@ -763,31 +763,66 @@ func otherChanges(apt string, reqs []pkgRequest) string {
 	return strings.Join(out, ", ")
 }
 
-// missingStep is the step of an install no repository can satisfy: it
-// needs a repository that offers the packages, which the plan refuses
-// (naming the repositories searched) unless an earlier resource adds one,
-// and then, for now, too — the version would be known only at apply.
-func missingStep(desired *Resource, missing []string, searched string) *Step {
+// missingStep is the step of an install some of whose packages no
+// configured repository offers now. What apt will install is then known
+// only once an earlier resource of the plan updates apt's lists with a
+// repository that offers them (apt_update): a need met at apply
+// (Need.AtApply), whose step changes the version to a value known only
+// at apply. The planner accepts it when an earlier step meets the need,
+// and otherwise refuses it with Missing, naming the repositories
+// searched. A resource that pins versions (a list with a version for
+// some packages) is not deferred: its need is plainly Missing.
+func missingStep(desired *Resource, current *State, d pkgDecision, missing []string, searched string) *Step {
 	what := "package " + missing[0]
 	if len(missing) > 1 {
 		what = "packages " + words.Join(missing, "")
 	}
-	msg := fmt.Sprintf("%s: %s is not available from any configured repository (searched: %s). Check the name; or add the repository that has it (apt_repository) and update apt's lists (apt_update), in an earlier apply.",
-		desired.Address(), what, searched)
-	return &Step{
-		Kind:   Create,
-		Reason: what + " (not available)",
-		Needs: []Need{{
-			Namespace: NamespaceAptSource, Value: "apt", AtApply: true,
-			What:    "a repository that offers " + what,
-			Missing: msg,
-		}},
+	addr := desired.Address()
+	msg := fmt.Sprintf("%s: %s is not available from any configured repository (searched: %s). Check the name; or add the repository that has it (apt_repository) and update apt's lists before %s in the plan, with an apt_update that runs (notified immediately by the apt_repository, or action update): the version is then known at apply, in one apply.",
+		addr, what, searched, addr)
+	need := Need{Namespace: NamespaceAptSource, Value: "apt", What: "a repository that offers " + what, Missing: msg}
+	if desired.IsSet("version") {
+		need.Missing = fmt.Sprintf("%s: %s is not available from any configured repository (searched: %s). Check the name; or add the repository that has it (apt_repository) and update apt's lists (apt_update) in an earlier apply: with version set, toque does not defer what apt installs to apply.",
+			addr, what, searched)
+		return &Step{Kind: Create, Reason: what + " (not available)", Needs: []Need{need}}
 	}
+	need.AtApply, need.Property = true, "version"
+	need.StillMissing = fmt.Sprintf("%s is still not available from any configured repository now that the earlier resources of this apply have updated apt's lists (searched: %s): check the name, and that the repository offers it for this host's architecture",
+		what, searched)
+	_, multi, _ := requests(desired)
+	ch := Change{Property: "version", Before: cty.NilVal, After: cty.UnknownVal(cty.String)}
+	if multi {
+		ch.After = cty.UnknownVal(cty.List(cty.String))
+		if current.Exists {
+			ch.Before = cty.ListVal(d.before)
+		}
+	} else if len(d.before) > 0 && !d.before[0].IsNull() {
+		ch.Before = d.before[0]
+	}
+	kind := Create
+	if current.Exists {
+		kind = Update
+	}
+	reason := what + " (not available now: no configured repository offers it, so what apt installs is known at apply)"
+	if len(d.why) > 0 {
+		reason = strings.Join(d.why, "; ") + "; " + reason
+	}
+	return &Step{Kind: kind, Reason: reason, Changes: []Change{ch}, Groups: []string{"version"}, Needs: []Need{need}}
+}
+
+// KnownFrom says which facts of a package's reading its version, when
+// deferred to apply, is known from (resources.Awaiter): what the
+// repositories offer — the candidates, the repositories searched — and
+// what apt, asked with them, would do.
+func (t *packageType) KnownFrom(property, fact string) bool {
+	return property == "version" && (strings.HasPrefix(fact, xCandidate) || fact == xSearched || fact == xApt || fact == xRefused)
 }
 
 // NamespaceAptSource is the namespace of the need "a repository offers
-// this package", which apt_repository provides when it adds or changes
-// one.
+// this package", met at apply by an earlier apt_update that runs (it
+// reads the lists of the repositories an apt_repository adds); an
+// apt_repository that adds or changes one provides it too, but apt sees
+// the repository only once its lists are read.
 const NamespaceAptSource = "apt-source"
 
 // Converge runs the package manager for the step's packages, as decided

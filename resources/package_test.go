@@ -312,12 +312,37 @@ func TestPackageOverwriteConfigFiles(t *testing.T) {
 func TestPackageNotAvailable(t *testing.T) {
 	e := newPkgEnv(t)
 	_, step := e.mustPlan(e.res("toque-nosuch", "install", nil), Create)
-	if len(step.Needs) != 1 || !step.Needs[0].AtApply || step.Needs[0].Namespace != NamespaceAptSource {
-		t.Fatalf("needs %+v", step.Needs)
+	// Its version is known at apply, once an earlier apt_update reads a
+	// repository that offers it (Need.AtApply).
+	if len(step.Needs) != 1 || !step.Needs[0].AtApply || step.Needs[0].Property != "version" || step.Needs[0].Namespace != NamespaceAptSource ||
+		len(step.Changes) != 1 || step.Changes[0].Property != "version" || step.Changes[0].After.IsKnown() {
+		t.Fatalf("step %+v", step)
 	}
 	msg := step.Needs[0].Missing
-	if !strings.Contains(msg, "package toque-nosuch is not available from any configured repository (searched: file:"+e.repo+" ./)") {
-		t.Fatalf("message %q must name the repositories searched", msg)
+	if !strings.Contains(msg, "package toque-nosuch is not available from any configured repository (searched: file:"+e.repo+" ./)") ||
+		!strings.Contains(msg, "in one apply") {
+		t.Fatalf("message %q must name the repositories searched, and say how to install it in one apply", msg)
+	}
+	upd := AptUpdateType().(NeedMeeter)
+	for action, meets := range map[string]bool{"update": true, "periodic": true, "nothing": false} {
+		if got := upd.Meets(NewResource(upd.Schema(), "lists", action, nil), step.Needs[0]); got != meets {
+			t.Errorf("apt_update %s meets it: %v", action, got)
+		}
+	}
+	// Known from what the repositories offer, not from what is installed.
+	typ := PackageType().(Awaiter)
+	for fact, from := range map[string]bool{"candidate:toque-nosuch": true, "searched": true, "apt": true, "state:toque-nosuch": false, "held:toque-nosuch": false} {
+		if typ.KnownFrom("version", fact) != from {
+			t.Errorf("version known from %s: %v", fact, !from)
+		}
+	}
+	// A list with versions pinned is not deferred.
+	_, step = e.mustPlan(e.res("toque-nosuch", "install", map[string]cty.Value{
+		"package_name": cty.ListVal([]cty.Value{str("toque-nosuch"), str("toque-fixture")}),
+		"version":      cty.ListVal([]cty.Value{cty.NullVal(cty.String), str("1.0")}),
+	}), Create)
+	if len(step.Needs) != 1 || step.Needs[0].AtApply || !strings.Contains(step.Needs[0].Missing, "in an earlier apply") {
+		t.Fatalf("pinned: needs %+v", step.Needs)
 	}
 	_, _, err := e.plan(e.res("toque-fixture", "install", map[string]cty.Value{"version": str("3.0")}))
 	if err == nil || err.Error() != "version 3.0 of toque-fixture is not available from the configured repositories (they offer: 2.0, 1.0)" {

@@ -123,14 +123,76 @@ type Need struct {
 	// directory ("package nginx is not available from any configured
 	// repository…").
 	Missing string
-	// AtApply marks a need that an earlier step can meet only at apply: a
-	// package that only a repository added in the same plan offers, whose
-	// version nobody can know before that repository's lists are read.
-	// toque's values known at apply are the recipe's (lazy(…)): a type
-	// cannot yet defer its own reading to apply, so a need an earlier (or
-	// a later) step would meet this way is a plan error naming that step
-	// (apply it first), and one nothing meets is Missing.
-	AtApply bool
+	// AtApply marks a need that an earlier step meets only when it runs,
+	// at apply, and Property the value of this step that is known only
+	// then: a package that no configured repository offers yet, but that
+	// an earlier apt_update of the plan may find, has its version known
+	// only once those lists are read. The step holds a change of Property
+	// whose After is unknown (what it would be, were the need met). The
+	// planner accepts such a step only when an earlier step of the plan
+	// with work meets the need (NeedMeeter): the plan then carries
+	// Property as a value the type knows only at apply, and apply reads
+	// and plans the resource again right before converging it, failing
+	// it if the need is still unmet. When no earlier step meets it, the
+	// need is Missing, as any other. A need met at apply names a Property;
+	// StillMissing is what apply says when the need is still unmet right
+	// before the step converges (the type's words, as Missing's).
+	AtApply      bool
+	Property     string
+	StillMissing string
+}
+
+// NeedMeeter is implemented by a type whose steps with work meet needs
+// that later steps wait for at apply (Need.AtApply): apt_update, whose
+// run reads the lists a package's version is known from. Meets says,
+// from a resource's desired values and action alone, with no I/O, whether
+// a step of it with work meets n. The planner asks it of the resources
+// converging before one whose value waits, and a plan is checked with it
+// when it is read, so that a plan defers a value only to what its own
+// earlier resources provide.
+type NeedMeeter interface {
+	Type
+	Meets(desired *Resource, n Need) bool
+}
+
+// MeetsNeed reports whether a step of desired's type t with work meets n
+// (t is a NeedMeeter that says so).
+func MeetsNeed(t Type, desired *Resource, n Need) bool {
+	m, ok := t.(NeedMeeter)
+	return ok && desired != nil && m.Meets(desired, n)
+}
+
+// Awaiter is implemented by a type whose steps may leave a value known
+// only at apply (Need.AtApply). KnownFrom reports whether fact, a key of
+// its reading's State.Extra, is one of those property is known from (for
+// package's version: what the repositories offer), with no I/O. A plan
+// that defers property leaves those facts unchecked: pre-flight, which
+// treats property as unknown, does not call the plan stale because one
+// moved, nor does apply report the resource as differing from the plan;
+// every other part of the reading is compared exactly.
+type Awaiter interface {
+	Type
+	KnownFrom(property, fact string) bool
+}
+
+// KnownFrom reports whether fact of a reading of type t is one that
+// property, deferred to apply, is known from (t is an Awaiter that says
+// so).
+func KnownFrom(t Type, property, fact string) bool {
+	a, ok := t.(Awaiter)
+	return ok && a.KnownFrom(property, fact)
+}
+
+// AwaitedNeeds lists the needs of step that an earlier step meets only at
+// apply, each naming the value it leaves unknown (Need.AtApply).
+func (st *Step) AwaitedNeeds() []Need {
+	var out []Need
+	for _, n := range st.Needs {
+		if n.AtApply && n.Property != "" {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // MissingError says the host lacks something a value names (a user or a

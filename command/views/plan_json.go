@@ -15,7 +15,7 @@ import (
 // JSONViewVersion is the version of the `toque show -json` format
 // (docs/plan-json.md). The minor version grows when fields are added; the
 // major version changes only when a field changes meaning or is removed.
-const JSONViewVersion = "1.4"
+const JSONViewVersion = "1.5"
 
 // The view types below are the documented machine format. They are kept
 // apart from the plan file model so that either can change without silently
@@ -176,6 +176,16 @@ type jsonResource struct {
 	// KnownAtApply are the values known only at apply, which desired does
 	// not hold (1.3).
 	KnownAtApply []jsonLazy `json:"known_at_apply"`
+	// Awaits are the values the resource type knows only at apply (1.5).
+	Awaits []jsonAwait `json:"awaits"`
+}
+
+// jsonAwait is a value a resource type knows only at apply: what it
+// waits for, and the earlier resources that provide it.
+type jsonAwait struct {
+	Property string   `json:"property"`
+	Needs    string   `json:"needs"`
+	After    []string `json:"after"`
 }
 
 type jsonLazy struct {
@@ -450,6 +460,10 @@ func viewResource(s *plan.Shown, notifiedBy []plan.Trigger) jsonResource {
 			jl.Reads[rd.Property] = rd.Value
 		}
 		out.KnownAtApply = append(out.KnownAtApply, jl)
+	}
+	out.Awaits = make([]jsonAwait, 0, len(s.Awaits))
+	for _, a := range s.Awaits {
+		out.Awaits = append(out.Awaits, jsonAwait{Property: a.Property, Needs: a.What, After: nonNil(a.After)})
 	}
 	for _, u := range s.Unmanaged {
 		out.Unmanaged = append(out.Unmanaged, jsonUnmanaged{Property: u.Property, Current: u.Value})

@@ -227,7 +227,11 @@ func markdownHead(p *plan.Plan, o MarkdownOptions) string {
 	fmt.Fprintf(&b, "**Plan: %d to create, %d to update, %d to delete, %d to run, %d skipped, %d unchanged%s.**\n\n",
 		c.Create, c.Update, c.Delete, c.Run, c.Skip, c.NoOp, deferredCounts(c))
 	if c.DecidedAtApply+c.KnownAtApply > 0 {
-		b.WriteString("> [!NOTE]\n> Some of this plan is decided at apply: a guard written `lazy(…)` runs right before its resource converges, and a value written `lazy(…)` is evaluated then, because an earlier resource of this plan could change what it reads. The plan shows what each would do if its guards let it, and the expression of each value, not the value.\n\n")
+		b.WriteString("> [!NOTE]\n> Some of this plan is decided at apply: a guard written `lazy(…)` runs right before its resource converges, and a value written `lazy(…)` is evaluated then, because an earlier resource of this plan could change what it reads. The plan shows what each would do if its guards let it, and the expression of each value, not the value.")
+		if awaitsAny(p) {
+			b.WriteString(" A value shown `" + plan.KnownAtApplyByType + "` is one its resource type knows only once an earlier resource of this plan has run (the version of a package that only a repository this plan adds offers): the resource is read and planned again right before it converges, and fails if it is still missing.")
+		}
+		b.WriteString("\n\n")
 	}
 
 	groups := []struct {
@@ -504,8 +508,14 @@ func markdownResource(s *plan.Shown) string {
 		b.WriteString("\n")
 	}
 
-	if len(s.Lazy) > 0 {
+	if len(s.Lazy)+len(s.Awaits) > 0 {
 		b.WriteString("**Known at apply**\n\n")
+		for _, a := range s.Awaits {
+			fmt.Fprintf(&b, "- %s = %s: the resource type knows it once it has %s, and reads and plans the resource again right before it converges\n", mdCode(a.Property), mdCode(plan.KnownAtApplyByType), EscapeLine(a.What))
+			if len(a.After) > 0 {
+				fmt.Fprintf(&b, "  - waits for %s\n", mdList(a.After))
+			}
+		}
 		for _, l := range s.Lazy {
 			fmt.Fprintf(&b, "- %s = %s, evaluated right before the resource converges (%s)\n", mdCode(l.Property), mdCode(l.KnownAtApply()), mdCode(l.Source))
 			for _, rd := range l.Reads {
@@ -681,4 +691,15 @@ func longestRun(s string, c byte) int {
 		}
 	}
 	return best
+}
+
+// awaitsAny reports whether a resource of p has a value its type knows
+// only at apply (plan.Resource.Awaits).
+func awaitsAny(p *plan.Plan) bool {
+	for _, r := range p.Resources {
+		if r != nil && len(r.Awaits) > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -53,6 +53,7 @@ func markdownScenarios(t *testing.T) map[string]struct {
 		"sensitive":           {g["sensitive"], MarkdownOptions{PlanFile: "plan.out"}},
 		"guards":              {guards, MarkdownOptions{PlanFile: "plan.out"}},
 		"deferred":            {g["deferred"], MarkdownOptions{PlanFile: "plan.out"}},
+		"awaits":              {g["awaits"], MarkdownOptions{PlanFile: "plan.out"}},
 		"truncated":           {largePlan(t, 40), MarkdownOptions{PlanFile: "plan.out", MaxBytes: 4000}},
 	}
 }

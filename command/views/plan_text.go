@@ -326,6 +326,10 @@ func renderStep(bw *errWriter, pt painter, s *plan.Shown, label string) {
 		bw.printf("  %s\n", pt.faint(line))
 		renderWaits(bw, pt, l.After)
 	}
+	for _, a := range s.Awaits {
+		bw.printf("  %s\n", pt.faint(fmt.Sprintf("#   %s is known at apply: it needs %s", EscapeLine(a.Property), EscapeLine(a.What))))
+		renderWaits(bw, pt, a.After)
+	}
 	for _, st := range s.Steps {
 		bw.printf("  %s\n", pt.faint(fmt.Sprintf("#   runs %s (%s)", EscapeLine(st.Label), EscapeLine(st.Source))))
 	}

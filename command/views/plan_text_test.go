@@ -94,6 +94,7 @@ func goldenScenarios(t *testing.T) map[string]*plan.Plan {
 				skipGuards.Guard(f.Inst("/etc/once", "create", 12, map[string]cty.Value{"content": plantest.Str("x\n")})),
 			}
 		}),
+		"awaits": awaitsScenario(t),
 		"deferred": scenario(t, func(f *plantest.FakeType) {
 			f.Set("/etc/app.conf", map[string]cty.Value{"content": plantest.Str("key=old\n"), "mode": plantest.Str("0600")})
 		}, deferredGuards, func(f *plantest.FakeType) []*eval.Instance {
@@ -105,6 +106,31 @@ func goldenScenarios(t *testing.T) map[string]*plan.Plan {
 			}
 		}),
 	}
+}
+
+// awaitsScenario plans a package the lists do not offer, after an update
+// of the lists that meets its need at apply, and one they offer.
+func awaitsScenario(t *testing.T) *plan.Plan {
+	t.Helper()
+	repo := plantest.FakeRepo{Dir: t.TempDir()}
+	if err := os.MkdirAll(filepath.Join(repo.Dir, "lists"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo.Dir, "lists", "toque-fixture"), []byte("2.0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := plantest.NewFakeType()
+	p := plantest.FixedPlanner(f, 4)
+	p.Registry = testRegistry()
+	pl, diags := p.PlanInstances(context.Background(), []*eval.Instance{
+		repo.Inst("fake_update", "lists", "update", 1),
+		repo.Inst("fake_package", "toque-late", "install", 4),
+		repo.Inst("fake_package", "toque-fixture", "install", 6),
+	})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	return pl
 }
 
 // deferredGuards are the guards of the "deferred" scenario: decided at
@@ -135,7 +161,7 @@ func skipGuardsTable() *plantest.FakeGuards {
 
 // testRegistry holds the fake type the scenarios plan with.
 func testRegistry() *resources.Registry {
-	return resources.NewRegistry(plantest.NewFakeType())
+	return resources.NewRegistry(append([]resources.Type{plantest.NewFakeType()}, plantest.FakeRepo{}.Types()...)...)
 }
 
 func TestRenderTextGolden(t *testing.T) {
@@ -156,12 +182,16 @@ func TestRenderTextGolden(t *testing.T) {
 }
 
 func TestJSONViewGolden(t *testing.T) {
-	pl := goldenScenarios(t)["update"]
-	b, err := JSONView(pl, JSONOptions{Registry: testRegistry()})
-	if err != nil {
-		t.Fatal(err)
+	g := goldenScenarios(t)
+	for _, name := range []string{"update", "awaits"} {
+		t.Run(name, func(t *testing.T) {
+			b, err := JSONView(g[name], JSONOptions{Registry: testRegistry()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, filepath.Join("testdata", name+".json.golden"), b)
+		})
 	}
-	checkGolden(t, filepath.Join("testdata", "update.json.golden"), b)
 }
 
 func checkGolden(t *testing.T, path string, got []byte) {

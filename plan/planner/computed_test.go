@@ -69,53 +69,6 @@ func TestPlanKeepsComputedValuesAndNotes(t *testing.T) {
 	}
 }
 
-// TestPlanNeedsMetOnlyAtApply: a need whose Missing text is the type's,
-// and one an earlier step meets only at apply (a package from a
-// repository the same plan adds).
-func TestPlanNeedsMetOnlyAtApply(t *testing.T) {
-	typ := &atApplyType{newNeedy()}
-	mk := func(name string, line int, needs, provides []string) *eval.Instance {
-		i := instOf(typ.needyType, name, line, needs, provides)
-		i.Type = typ
-		return i
-	}
-	p := plantest.FixedPlanner(plantest.NewFakeType(), 4)
-	p.Registry = resources.NewRegistry(typ)
-	_, diags := p.PlanInstances(context.Background(), []*eval.Instance{
-		mk("pkg-before", 1, []string{"repo"}, nil),
-		mk("repository", 2, nil, []string{"repo"}),
-		mk("pkg-after", 3, []string{"repo"}, nil),
-		mk("pkg-other", 4, []string{"elsewhere"}, nil),
-	})
-	if len(diags) != 3 {
-		t.Fatalf("diagnostics %v", diags)
-	}
-	// Before or after its provider, a need met only at apply names it:
-	// declaring it earlier would not help.
-	for i, line := range []int{1, 3} {
-		if d := diags[i]; d.Summary != "Value known only at apply" || !strings.Contains(d.Detail, "only needy[repository], in this plan") || !strings.Contains(d.Detail, "Apply needy[repository] first") || d.Subject.Start.Line != line {
-			t.Errorf("need met at apply: %q %q line %d", d.Summary, d.Detail, d.Subject.Start.Line)
-		}
-	}
-	if d := diags[2]; d.Summary != "Missing thing" || d.Detail != "pkg-other: no repository offers it" || d.Subject.Start.Line != 4 {
-		t.Errorf("unmet need: %q %q line %d", d.Summary, d.Detail, d.Subject.Start.Line)
-	}
-}
-
-// atApplyType is needyType whose needs are met only at apply, with a
-// message of its own when nothing meets them.
-type atApplyType struct{ *needyType }
-
-func (t *atApplyType) Plan(d *resources.Resource, st *resources.State) (*resources.Step, error) {
-	step, err := t.needyType.Plan(d, st)
-	for i := range step.Needs {
-		step.Needs[i].AtApply = true
-		step.Needs[i].What = "thing"
-		step.Needs[i].Missing = d.Name + ": no repository offers it"
-	}
-	return step, err
-}
-
 // instOf is a needy instance at line of a.hcl that needs and provides
 // what is given.
 func instOf(typ *needyType, name string, line int, needs, provides []string) *eval.Instance {

@@ -225,6 +225,15 @@ func (p *Planner) planNotified(ctx context.Context, logger hclog.Logger, inst *e
 		return nr, nil
 	}
 	step := rd.Step
+	if n := step.AwaitedNeeds(); len(n) > 0 && step.Kind.IsWork() {
+		// Only a resource's own action waits for an earlier one at apply.
+		return nil, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Missing " + n[0].What,
+			Detail:   fmt.Sprintf("%s\n\nThe notified action %s of %s cannot wait for that at apply: only a resource's own action can. Give %s its own action, declared after what adds the repository.", n[0].Missing, action, addr, addr),
+			Subject:  declRange(inst),
+		}}
+	}
 	nr.Kind, nr.StepReason, nr.Groups = step.Kind, step.Reason, step.Groups
 	nr.Current = rd.Current
 	nr.Fingerprint = rd.Fingerprint()

@@ -356,6 +356,9 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 	types := map[string]bool{}
 	// What each need's first provider is, for a need met too late.
 	provided, providers := map[string]bool{}, map[string]*eval.Instance{}
+	// The needs an earlier step meets only at apply, checked once the
+	// notified runs, which may meet them, are planned.
+	var awaiting []awaited
 	for i := len(order) - 1; i >= 0; i-- {
 		for _, st := range results[order[i]].steps {
 			if st.Kind.IsWork() {
@@ -384,10 +387,16 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 		}
 		for _, st := range o.steps {
 			diags = append(diags, unmetNeeds(current(inst), st, provided, providers)...)
+			if o.res != nil && st.Kind.IsWork() {
+				for _, n := range st.AwaitedNeeds() {
+					awaiting = append(awaiting, awaited{current(inst), o.res, n})
+				}
+			}
 		}
 	}
 	if ctx.Err() == nil {
 		diags = append(diags, p.planNotifications(ctx, logger, planned, ress, pl, salt)...)
+		diags = append(diags, p.checkAwaited(pl, awaiting)...)
 	}
 	markErrored(pl, diags)
 	logger.Debug("planned resources", "count", len(pl.Resources), "parallelism", par, "errored", pl.Errored, "duration", time.Since(start))
@@ -613,19 +622,10 @@ func unmetNeeds(inst *eval.Instance, step *resources.Step, provided map[string]b
 	var diags hcl.Diagnostics
 	if step.Kind.IsWork() {
 		for _, n := range step.Needs {
-			if provided[needKey(n)] && !n.AtApply {
-				continue
+			if n.AtApply && n.Property != "" {
+				continue // met at apply, or not: checkAwaited
 			}
-			if p := providers[needKey(n)]; n.AtApply && p != nil && p != inst {
-				// Met only once p is applied (Need.AtApply): a value
-				// known at apply, which toque does not plan yet.
-				diags = diags.Append(&hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  "Value known only at apply",
-					Detail: fmt.Sprintf("%s needs %s, which only %s, in this plan, provides, and only once it is applied: what %s would do is known only at apply, and toque does not plan values known at apply yet. Apply %s first (plan and apply with %s left out, or guarded with only_if), then plan again.",
-						instAddress(inst), n.What, instAddress(p), instAddress(inst), instAddress(p), instAddress(inst)),
-					Subject: needRange(inst, n),
-				})
+			if provided[needKey(n)] {
 				continue
 			}
 			if n.Missing != "" {
@@ -656,6 +656,80 @@ func unmetNeeds(inst *eval.Instance, step *resources.Step, provided map[string]b
 		for _, n := range step.Provides {
 			provided[needKey(n)] = true
 		}
+	}
+	return diags
+}
+
+// awaited is a need of a resource's step that an earlier step meets only
+// at apply (resources.Need.AtApply).
+type awaited struct {
+	inst *eval.Instance
+	res  *plan.Resource
+	need resources.Need
+}
+
+// checkAwaited records, for each need met at apply, the value its
+// resource's type knows only then (plan.Resource.Awaits), when an
+// earlier resource or notified run of pl with work meets it
+// (resources.NeedMeeter). One nothing earlier meets is the need's
+// Missing error, naming what meets it too late, or has no work; a
+// resource of several actions cannot wait (its later actions are
+// planned from what the first leaves, which is not known).
+func (p *Planner) checkAwaited(pl *plan.Plan, awaiting []awaited) hcl.Diagnostics {
+	if len(awaiting) == 0 {
+		return nil
+	}
+	reg, err := pl.TypeRegistry(p.Registry)
+	if err != nil {
+		reg = p.Registry
+	}
+	var diags hcl.Diagnostics
+	type key struct {
+		res  *plan.Resource
+		prop string
+	}
+	seen := map[key]bool{} // one verdict per property, whatever its steps
+	for _, w := range awaiting {
+		a := plan.AwaitOf(w.need)
+		if seen[key{w.res, a.Property}] {
+			continue
+		}
+		seen[key{w.res, a.Property}] = true
+		addr := w.res.Address
+		if len(w.res.Then) > 0 {
+			diags = diags.Append(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Missing " + w.need.What,
+				Detail: fmt.Sprintf("%s\n\n%s takes several actions, and its %s would be known only at apply, from which its later actions could not be planned: give it one action.",
+					w.need.Missing, addr, a.Property),
+				Subject: needRange(w.inst, w.need),
+			})
+			continue
+		}
+		if len(pl.MeetersOf(reg, w.res, a)) > 0 {
+			w.res.Awaits = append(w.res.Awaits, a)
+			continue
+		}
+		detail := w.need.Missing
+		if detail == "" {
+			detail = fmt.Sprintf("%s needs %s, and no earlier resource of the plan provides it.", addr, w.need.What)
+		}
+		for _, m := range pl.LaterMeetersOf(reg, w.res, a) {
+			if m.Notified {
+				detail += fmt.Sprintf("\n\n%s would meet it, but runs after %s: a notified run runs in its notifier's turn (immediately, before) or at the end (delayed), so notify it immediately from a resource declared before %s.", m, addr, addr)
+			} else {
+				detail += fmt.Sprintf("\n\n%s would meet it, but converges after %s: resources converge in the order they are declared, so declare it before %s.", m, addr, addr)
+			}
+		}
+		for _, m := range pl.IdleMeetersOf(reg, w.res, a) {
+			detail += fmt.Sprintf("\n\n%s would meet it, but it has nothing to do in this plan (%s).", m, m.Reason)
+		}
+		diags = diags.Append(&hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Missing " + w.need.What,
+			Detail:   detail,
+			Subject:  needRange(w.inst, w.need),
+		})
 	}
 	return diags
 }
@@ -771,6 +845,9 @@ func changesOf(desired *resources.Resource, changes []resources.Change) []plan.C
 	out := make([]plan.Change, len(changes))
 	for i, c := range changes {
 		out[i] = plan.Change{Property: c.Property, Note: c.Note}
+		if c.After != cty.NilVal && !c.After.IsWhollyKnown() {
+			continue // known only at apply (Resource.Lazy, Resource.Awaits)
+		}
 		if planned(desired, c) {
 			v := plan.Value{Value: c.After}
 			out[i].Planned = &v

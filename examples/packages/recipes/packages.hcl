@@ -18,13 +18,12 @@ apt_update "lists" {
   action = "nothing" # runs only when notified
 }
 
-# The package the repository offers. Until the repository is configured,
-# what apt would install cannot be known at plan time, and toque refuses
-# to plan a guess: the guard leaves the package out of the first apply,
-# which adds the repository; the next plan installs it.
-package "toque-hello" {
-  only_if = "test -e /etc/apt/sources.list.d/toque-example.list"
-}
+# The package the repository offers. Until the repository is configured
+# and its lists read, what apt would install cannot be known at plan time:
+# the plan shows its version as known at apply, waiting for the update the
+# repository notifies above, and apply reads and plans it again right
+# before installing it, in the same apply.
+package "toque-hello" {}
 
 # A package from the distribution's own repositories would be declared the
 # same way, with or without a pinned version:
