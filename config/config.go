@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
@@ -186,6 +187,18 @@ func ParseAddress(ref string) (typ, name string, ok bool) {
 	return typ, name, true
 }
 
+// metaNames is the names of MetaSchema's attributes and blocks, made once.
+var metaNames = sync.OnceValue(func() map[string]bool {
+	isMeta := map[string]bool{}
+	for _, a := range MetaSchema.Attributes {
+		isMeta[a.Name] = true
+	}
+	for _, b := range MetaSchema.Blocks {
+		isMeta[b.Type] = true
+	}
+	return isMeta
+})
+
 // Attributes returns the type-specific attributes of the block's body
 // (the remainder after the meta-arguments were taken), unevaluated. hclsyntax's
 // JustAttributes would complain about the notifies blocks Meta took, so
@@ -199,14 +212,8 @@ func (b *ResourceBlock) Attributes() (hcl.Attributes, hcl.Diagnostics) {
 		return b.Body.JustAttributes()
 	}
 	var diags hcl.Diagnostics
-	isMeta := map[string]bool{}
-	for _, a := range MetaSchema.Attributes {
-		isMeta[a.Name] = true
-	}
-	for _, b := range MetaSchema.Blocks {
-		isMeta[b.Type] = true
-	}
-	attrs := hcl.Attributes{}
+	isMeta := metaNames()
+	attrs := make(hcl.Attributes, len(sb.Attributes))
 	for name, a := range sb.Attributes {
 		if !isMeta[name] {
 			attrs[name] = a.AsHCLAttribute()

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
 
 // ReleaseSyntax lets go of the syntax trees of c's files and resource
@@ -62,10 +63,18 @@ func (b *ResourceBlock) ReleaseBody() {
 	if b.released {
 		return
 	}
-	if b.Body != nil {
-		// As attributeRange read them: all of them, or none when the body
-		// has something JustAttributes refuses.
-		if attrs, d := b.Body.JustAttributes(); !d.HasErrors() {
+	if sb, ok := b.Body.(*hclsyntax.Body); ok {
+		// The type-specific attributes, as Attributes reads them (without
+		// making hcl.Attribute copies of every one).
+		isMeta := metaNames()
+		b.attrRanges = make([]attrRange, 0, len(sb.Attributes))
+		for name, a := range sb.Attributes {
+			if !isMeta[name] {
+				b.attrRanges = append(b.attrRanges, attrRange{name: name, rng: a.Expr.Range()})
+			}
+		}
+	} else if b.Body != nil {
+		if attrs, d := b.Attributes(); !d.HasErrors() {
 			b.attrRanges = make([]attrRange, 0, len(attrs))
 			for name, a := range attrs {
 				b.attrRanges = append(b.attrRanges, attrRange{name: name, rng: a.Expr.Range()})
@@ -96,7 +105,7 @@ func (b *ResourceBlock) AttributeRange(name string) (hcl.Range, bool) {
 	if b.Body == nil {
 		return hcl.Range{}, false
 	}
-	attrs, d := b.Body.JustAttributes()
+	attrs, d := b.Attributes()
 	if d.HasErrors() {
 		return hcl.Range{}, false
 	}

@@ -34,6 +34,10 @@ func TestReleaseSyntaxKeepsWhatPlanningReads(t *testing.T) {
 			before[b.Address()+name] = where{r, ok}
 		}
 	}
+	// A block with notifies blocks says where its attributes are too.
+	if w := before["execute[x]command"]; !w.ok || w.rng.Start.Line != 8 {
+		t.Errorf("execute[x] command at %v %v, want line 8", w.rng, w.ok)
+	}
 	f := c.Parser.Files()[filepath.Join(dir, "site.hcl")]
 	offset := len("# site\nfile \"/srv/a\" {\n  con")
 	wantContext := f.Nav.(interface{ ContextString(int) string }).ContextString(offset)

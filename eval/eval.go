@@ -338,7 +338,7 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx,
 	ev := &evaluator{ctx: ctx, scope: scope}
 	sensitiveProps := map[string]bool{}
 	var diags hcl.Diagnostics
-	values := map[string]cty.Value{}
+	values := make(map[string]cty.Value, len(s.Properties))
 
 	var attrs hcl.Attributes
 	if b.Body != nil {
@@ -352,10 +352,6 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx,
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].Range.Start.Byte < list[j].Range.Start.Byte })
 
-	propNames := make([]string, len(s.Properties))
-	for i, p := range s.Properties {
-		propNames[i] = p.Name
-	}
 	metaNames := []string{"action", "only_if", "not_if", "guard_interpreter", "ignore_failure", "sensitive", "notifies", "subscribes"}
 
 	errored := map[string]bool{}
@@ -382,7 +378,7 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx,
 				Severity: hcl.DiagError,
 				Summary:  "Unknown property",
 				Detail: fmt.Sprintf("The resource type %q has no property %q.%s Its properties are %s, and every resource takes %s.",
-					s.Name, a.Name, words.DidYouMean(a.Name, append(append([]string(nil), propNames...), metaNames...)), words.Quoted(propNames), words.Quoted(metaNames)),
+					s.Name, a.Name, words.DidYouMean(a.Name, append(s.PropertyNames(), metaNames...)), words.Quoted(s.PropertyNames()), words.Quoted(metaNames)),
 				Subject: a.NameRange.Ptr(),
 			})
 			continue
@@ -523,8 +519,11 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx,
 	// Guards that read a sensitive attribute (or use sensitive()) hide
 	// their command, output and environment like a sensitive resource's.
 	guardsSensitive := sensitive || ev.marksOrReadsSensitive(onlyIf) || ev.marksOrReadsSensitive(notIf)
-	lazyProps := map[string]bool{}
+	var lazyProps map[string]bool
 	for k := range lazies {
+		if lazyProps == nil {
+			lazyProps = map[string]bool{}
+		}
 		lazyProps[k] = true
 	}
 	in := guard.Input{

@@ -211,7 +211,10 @@ type Lifecycle struct {
 // an error holds what was found before it (the guards' outcomes).
 func (l *Lifecycle) Evaluate(ctx context.Context, s *Subject) (*Reading, error) {
 	rd := &Reading{DecidedBy: -1}
-	log := l.logger().With("resource", s.Address, "action", s.Desired.Action)
+	log := l.logger()
+	if !isNull(log) {
+		log = log.With("resource", s.Address, "action", s.Desired.Action)
+	}
 	fail := func(phase Phase, err error) (*Reading, error) {
 		var le *LifecycleError
 		if e, ok := err.(*LifecycleError); ok {
@@ -301,7 +304,9 @@ func (l *Lifecycle) Evaluate(ctx context.Context, s *Subject) (*Reading, error) 
 	if !(s.ForgetNoOp && step.Kind == resources.NoOp) {
 		rd.Current = StoreCurrent(desired.Schema(), st, s.Salt, s.Sensitive, s.SensitiveProps...)
 	}
-	log.Trace("evaluated", "kind", step.Kind, "load", loadDur, "plan", time.Since(t1))
+	if log.IsTrace() {
+		log.Trace("evaluated", "kind", step.Kind, "load", loadDur, "plan", time.Since(t1))
+	}
 	return rd, nil
 }
 
@@ -320,6 +325,13 @@ func (l *Lifecycle) evaluateGuards(ctx context.Context, s *Subject) ([]guard.Out
 		o.Expr = l.Resolver.Guard
 	}
 	return guard.EvaluateAllWith(ctx, l.Registry, s.Guards, l.logger().Named("guard"), o)
+}
+
+// isNull reports whether log discards everything (the planner's default
+// logger), so that Evaluate names no sub-logger for each of 100,000
+// resources.
+func isNull(log hclog.Logger) bool {
+	return !log.IsError() && !log.IsWarn() && !log.IsInfo() && !log.IsDebug() && !log.IsTrace()
 }
 
 func (l *Lifecycle) logger() hclog.Logger {

@@ -60,8 +60,8 @@ func (t *fileType) Schema() *Schema { return t.schema }
 // names in a directory other users can write (hardLinkRisk).
 func (t *fileType) Load(ctx context.Context, r *Resource) (*State, error) {
 	path := r.String("path")
-	if err := ctxErr(ctx, "reading "+path); err != nil {
-		return nil, err
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	f, err := lookupPath(path, r.Bool("manage_symlink_source"))
 	if err != nil {
@@ -81,9 +81,7 @@ func (t *fileType) Load(ctx context.Context, r *Resource) (*State, error) {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	si := statInfoOf(&fst)
-	for k, v := range ownerValues(si, true) {
-		st.Values[k] = v
-	}
+	setOwnerValues(st.Values, si, true)
 	st.obj = idOf(&fst)
 	content := cty.StringVal(string(data))
 	st.Values["content"] = content

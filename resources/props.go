@@ -346,14 +346,18 @@ func article(kind string) string {
 
 // ownerValues are the live mode, owner and group of si.
 func ownerValues(si statInfo, withMode bool) map[string]cty.Value {
-	v := map[string]cty.Value{
-		"owner": cty.StringVal(ownerName(si.uid)),
-		"group": cty.StringVal(groupName(si.gid)),
-	}
+	v := make(map[string]cty.Value, 4)
+	setOwnerValues(v, si, withMode)
+	return v
+}
+
+// setOwnerValues sets ownerValues' values in v.
+func setOwnerValues(v map[string]cty.Value, si statInfo, withMode bool) {
+	v["owner"] = cty.StringVal(ownerName(si.uid))
+	v["group"] = cty.StringVal(groupName(si.gid))
 	if withMode {
 		v["mode"] = ModeValue(si.mode)
 	}
-	return v
 }
 
 // parentDir is the directory path is in.

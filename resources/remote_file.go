@@ -330,9 +330,7 @@ func loadLocalFile(path string) (*State, error) {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	si := statInfoOf(&fst)
-	for k, v := range ownerValues(si, true) {
-		st.Values[k] = v
-	}
+	setOwnerValues(st.Values, si, true)
 	st.obj = idOf(&fst)
 	st.Values["checksum"] = cty.StringVal(hex.EncodeToString(h.Sum(nil)))
 	if text := head.String(); len(text) <= maxDiffBytes && utf8.ValidString(text) && cty.StringVal(text).AsString() == text {

@@ -469,6 +469,16 @@ func (s *Schema) Property(name string) *Property {
 	return s.index[name]
 }
 
+// PropertyNames lists the names of s's properties, in order, in a new
+// slice.
+func (s *Schema) PropertyNames() []string {
+	names := make([]string, len(s.Properties))
+	for i, p := range s.Properties {
+		names[i] = p.Name
+	}
+	return names
+}
+
 // NameProperty returns the property that defaults to the block label, or nil.
 func (s *Schema) NameProperty() *Property {
 	for _, p := range s.Properties {
