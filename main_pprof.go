@@ -9,11 +9,13 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
+	"runtime/trace"
 	"time"
 )
 
 // startProfiling, in a build with the toque_pprof tag (made by
-// internal/benchrun -profile), writes a CPU profile of the whole run and,
+// internal/benchrun -profile), writes a CPU profile and an execution trace
+// of the whole run and,
 // at its end, a heap profile (allocations and what is in use) into
 // TOQUE_PPROF_DIR. Release builds have none of this (main_noprof.go).
 func startProfiling() (stop func()) {
@@ -36,10 +38,26 @@ func startProfiling() (stop func()) {
 		f.Close()
 		return fail(err)
 	}
+	// An execution trace too (go tool trace): where the wall time goes
+	// when the CPU profile does not say (waiting, one core idle).
+	tf, err := os.Create(filepath.Join(dir, "trace.out"))
+	if err != nil {
+		pprof.StopCPUProfile()
+		f.Close()
+		return fail(err)
+	}
+	if err := trace.Start(tf); err != nil {
+		tf.Close()
+		tf = nil
+	}
 	done := make(chan struct{})
 	go samplePeakHeap(dir, done)
 	return func() {
 		close(done)
+		if tf != nil {
+			trace.Stop()
+			tf.Close()
+		}
 		pprof.StopCPUProfile()
 		f.Close()
 		h, err := os.Create(filepath.Join(dir, "heap.pprof"))
