@@ -403,22 +403,31 @@ func newResourceBlock(b *hcl.Block, dir string) (*ResourceBlock, hcl.Diagnostics
 		TypeRange:  b.TypeRange,
 		LabelRange: b.LabelRanges[0],
 	}
+	if sb, ok := b.Body.(*hclsyntax.Body); ok && noMeta(sb) {
+		// Nothing for MetaSchema to take (most resources): the body is
+		// the rest as it is, without PartialContent's copy.
+		rb.Body = b.Body
+		return rb, diags
+	}
 	content, rest, d := b.Body.PartialContent(MetaSchema)
 	diags = append(diags, d...)
 	diags = append(diags, blockMetaAsAttribute(rest)...)
 	rb.Body = rest
 	if content != nil {
 		m := &rb.Meta
-		for name, dst := range map[string]*hcl.Expression{
-			"action":            &m.Action,
-			"only_if":           &m.OnlyIf,
-			"not_if":            &m.NotIf,
-			"guard_interpreter": &m.GuardInterpreter,
-			"ignore_failure":    &m.IgnoreFailure,
-			"sensitive":         &m.Sensitive,
+		for _, f := range [...]struct {
+			name string
+			dst  *hcl.Expression
+		}{
+			{"action", &m.Action},
+			{"only_if", &m.OnlyIf},
+			{"not_if", &m.NotIf},
+			{"guard_interpreter", &m.GuardInterpreter},
+			{"ignore_failure", &m.IgnoreFailure},
+			{"sensitive", &m.Sensitive},
 		} {
-			if a, ok := content.Attributes[name]; ok {
-				*dst = a.Expr
+			if a, ok := content.Attributes[f.name]; ok {
+				*f.dst = a.Expr
 			}
 		}
 		for _, nb := range content.Blocks {
@@ -435,6 +444,21 @@ func newResourceBlock(b *hcl.Block, dir string) (*ResourceBlock, hcl.Diagnostics
 		}
 	}
 	return rb, diags
+}
+
+// noMeta reports whether sb holds no block and no attribute MetaSchema
+// names: PartialContent(MetaSchema) would take nothing from it.
+func noMeta(sb *hclsyntax.Body) bool {
+	if len(sb.Blocks) > 0 {
+		return false
+	}
+	isMeta := metaNames()
+	for name := range sb.Attributes {
+		if isMeta[name] {
+			return false
+		}
+	}
+	return true
 }
 
 func decodeNotify(b *hcl.Block) (*NotifyBlock, hcl.Diagnostics) {
