@@ -528,7 +528,23 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 	}
 	desired := inst.Resource
 	schema := desired.Schema()
-	log := logger.With("resource", addr)
+	log := logger
+	if log.IsDebug() {
+		log = logger.With("resource", addr)
+	}
+	// A plan only printed as text keeps nothing of a resource of one
+	// action planned unchanged but what the text shows (no desired values,
+	// no live reading): they were most of a no-op plan's memory. (A
+	// resource with values known at apply, or with or of child resources,
+	// keeps all: the text reads its parts.) Its desired values are made
+	// once its step says they are needed.
+	printOnly := p.PrintOnly && len(inst.Actions) <= 1 && len(inst.Lazy) == 0 && inst.Parent == nil && len(inst.Children) == 0
+	forget := false // set once its step is read and changes nothing
+	defer func() {
+		if res != nil && res.Desired == nil && !forget {
+			res.Desired = plan.DesiredValues(desired)
+		}
+	}()
 
 	res = &plan.Resource{
 		Address:       addr,
@@ -537,7 +553,6 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 		Action:        desired.Action,
 		Sensitive:     inst.Sensitive,
 		IgnoreFailure: inst.IgnoreFailure,
-		Desired:       plan.DesiredValues(desired),
 		Lazy:          inst.Lazy,
 	}
 	if res.Action == "" {
@@ -565,9 +580,6 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 	}
 
 	res.GuardSpecs = inst.Guards
-	// (A resource with values known at apply, or with or of child
-	// resources, keeps all: the text reads its parts.)
-	printOnly := p.PrintOnly && len(inst.Actions) <= 1 && len(inst.Lazy) == 0 && inst.Parent == nil && len(inst.Children) == 0
 	readings, err := p.lifecycle(logger).EvaluateActions(ctx, &plan.Subject{
 		Address: addr, Type: inst.Type, Desired: desired, Guards: inst.Guards,
 		Sensitive: inst.Sensitive, SensitiveProps: res.SensitiveProperties, Salt: salt,
@@ -592,9 +604,7 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 	res.Current = rd.Current
 	res.Fingerprint = rd.Fingerprint()
 	res.Changes = changesOf(desired, step.Changes)
-	if printOnly && step.Kind == resources.NoOp {
-		res.Desired = nil
-	}
+	forget = printOnly && step.Kind == resources.NoOp
 	steps = append(steps, step)
 	for i, later := range readings[1:] {
 		st := later.Step
