@@ -857,7 +857,25 @@ func (ev *evaluator) value(expr hcl.Expression) (cty.Value, hcl.Diagnostics) {
 }
 
 // raw is value with sensitive() marks kept.
+// stringLiteral is the value of a quoted string with no interpolation
+// ("0644", most contents), which is the value of its one literal part:
+// what TemplateExpr.Value returns, without building the string again.
+func stringLiteral(expr hcl.Expression) (cty.Value, bool) {
+	t, ok := expr.(*hclsyntax.TemplateExpr)
+	if !ok || len(t.Parts) != 1 {
+		return cty.NilVal, false
+	}
+	lit, ok := t.Parts[0].(*hclsyntax.LiteralValueExpr)
+	if !ok || lit.Val.Type() != cty.String || !lit.Val.IsKnown() || lit.Val.IsNull() || lit.Val.IsMarked() {
+		return cty.NilVal, false
+	}
+	return lit.Val, true
+}
+
 func (ev *evaluator) raw(expr hcl.Expression) (cty.Value, hcl.Diagnostics) {
+	if v, ok := stringLiteral(expr); ok {
+		return v, nil
+	}
 	v, diags := expr.Value(ev.ctx)
 	if ev.scope.ReadsSensitive(expr) {
 		diag.MarkSensitive(diags)
