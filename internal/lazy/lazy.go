@@ -164,6 +164,14 @@ func FindCalls(expr hcl.Expression, name string) []*hclsyntax.FunctionCallExpr {
 	if !ok {
 		return nil
 	}
+	switch e := se.(type) {
+	case *hclsyntax.LiteralValueExpr, *hclsyntax.ScopeTraversalExpr:
+		return nil // (most values of a recipe: no walk)
+	case *hclsyntax.TemplateExpr:
+		if e.IsStringLiteral() {
+			return nil
+		}
+	}
 	var out []*hclsyntax.FunctionCallExpr
 	hclsyntax.VisitAll(se, func(n hclsyntax.Node) hcl.Diagnostics {
 		if c, ok := n.(*hclsyntax.FunctionCallExpr); ok && c.Name == name {
