@@ -632,7 +632,7 @@ func duplicates(insts []*Instance) hcl.Diagnostics {
 		inst *Instance
 		prop string
 	}
-	first := map[string]claim{}
+	first := make(map[string]claim, len(insts))
 	for _, inst := range insts {
 		if inst.Block == nil || alternative(inst) {
 			continue

@@ -306,7 +306,7 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 	// child resources of those that will take their actions (not the
 	// children of one skipped by a guard, or whose action is nothing),
 	// then theirs. Each level is read in parallel.
-	results := map[*eval.Instance]outcome{}
+	results := make(map[*eval.Instance]outcome, len(insts))
 	start := time.Now()
 	for level := insts; len(level) > 0; {
 		p.planLevel(ctx, logger, level, salt, par, results)
