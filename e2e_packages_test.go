@@ -308,7 +308,7 @@ package "toque-app" {}
 	}
 
 	r = w.toqueNS(0, "apply", w.planFile())
-	if !strings.Contains(r.stdout, "package[toque-app]: Creation complete") {
+	if !strings.Contains(r.stdout, "package[toque-app]: Creation complete") || !strings.Contains(r.stdout, "decided at apply: read version once the resources before it ran") {
 		t.Errorf("apply:\n%s", r)
 	}
 	if got := w.status("toque-app"); got != "1.0 installed" {

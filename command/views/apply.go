@@ -116,8 +116,21 @@ func (a *applyText) PostApply(r *plan.Resource, rr apply.ResourceReport) {
 	}
 	if len(rr.KnownAtApply) > 0 || len(rr.DecidedAtApply) > 0 {
 		var parts []string
-		if len(rr.KnownAtApply) > 0 {
-			parts = append(parts, "evaluated "+strings.Join(rr.KnownAtApply, ", "))
+		// The recipe's lazy values are evaluated; the values its type
+		// knows only at apply (Awaits: a package's version) are read.
+		var evaluated, read []string
+		for _, prop := range rr.KnownAtApply {
+			if awaited(r, prop) {
+				read = append(read, prop)
+			} else {
+				evaluated = append(evaluated, prop)
+			}
+		}
+		if len(evaluated) > 0 {
+			parts = append(parts, "evaluated "+strings.Join(evaluated, ", "))
+		}
+		if len(read) > 0 {
+			parts = append(parts, "read "+strings.Join(read, ", ")+" once the resources before it ran")
 		}
 		if len(rr.DecidedAtApply) > 0 && rr.Outcome != apply.OutcomeSkipped {
 			parts = append(parts, strings.Join(rr.DecidedAtApply, ", "))
@@ -336,4 +349,14 @@ func (a *applyJSON) Diagnostics(diags diag.Diagnostics, exitCode int) {
 	}
 	first := errs[0]
 	a.ew.Error(kindOf(first), first.Err, worded(first).Error(), exitCode, a.v.JSONDiagnostics(errs))
+}
+
+// awaited reports whether r's type knew prop only at apply (plan.Await).
+func awaited(r *plan.Resource, prop string) bool {
+	for _, a := range r.Awaits {
+		if a.Property == prop {
+			return true
+		}
+	}
+	return false
 }
