@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -293,22 +294,29 @@ func (r *run) preflight(ctx context.Context) error {
 	// Every check only reads (Load, guards), and checks are independent:
 	// they run like the planner's reads, PreflightParallelism at a time;
 	// their results are taken in plan order.
+	// The files of a directory are read through one descriptor of it, as
+	// the planner reads them (resources.DirCache): nothing is changed
+	// before every check is done.
 	results := make([]preflightResult, len(r.entries))
-	sem := make(chan struct{}, PreflightParallelism)
+	dirs := resources.NewDirCache()
+	rctx := resources.WithDirCache(ctx, dirs)
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	for i, e := range r.entries {
-		if ctx.Err() != nil {
-			break
-		}
+	for range min(PreflightParallelism, len(r.entries)) {
 		wg.Add(1)
-		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
-			defer func() { <-sem }()
-			results[i] = r.preflightOne(ctx, e)
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= len(r.entries) {
+					return
+				}
+				results[i] = r.preflightOne(rctx, r.entries[i])
+			}
 		}()
 	}
 	wg.Wait()
+	dirs.Close()
 	if err := ctx.Err(); err != nil {
 		return &InterruptedError{Aborted: true, NotStarted: countWork(r.p), Err: err}
 	}

@@ -63,7 +63,7 @@ func (t *fileType) Load(ctx context.Context, r *Resource) (*State, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
-	f, err := lookupPath(path, r.Bool("manage_symlink_source"))
+	f, err := lookupPathIn(dirCacheOf(ctx), path, r.Bool("manage_symlink_source"))
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
@@ -113,7 +113,7 @@ func privateContent(f *found, si statInfo) string {
 		who := fmt.Sprintf("mode %04o, owner %s, group %s", si.mode, ownerName(si.uid), groupName(si.gid))
 		return "current content not shown: not every user of this host may read it (" + who + "); a plan shows only what every user may read"
 	}
-	if ok, err := searchableByAll(f.dir); err != nil || !ok {
+	if ok, err := f.dir.searchable(); err != nil || !ok {
 		return "current content not shown: a directory on the way to it is closed to other users; a plan shows only what every user may read"
 	}
 	return ""

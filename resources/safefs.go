@@ -3,6 +3,7 @@
 package resources
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -45,13 +46,103 @@ const maxLinks = 40
 type heldDir struct {
 	fd   int
 	path string
+	// shared marks a directory a DirCache holds for the reads of one
+	// plan: close leaves it open (the cache closes it), and whether
+	// everyone may reach it is decided once (searchable).
+	shared     bool
+	searchOnce sync.Once
+	searchOK   bool
+	searchErr  error
 }
 
 func (d *heldDir) close() {
-	if d != nil && d.fd >= 0 {
+	if d != nil && d.fd >= 0 && !d.shared {
 		unix.Close(d.fd)
 		d.fd = -1
 	}
+}
+
+// searchable is searchableByAll(d), decided once for a shared d.
+func (d *heldDir) searchable() (bool, error) {
+	if !d.shared {
+		return searchableByAll(d)
+	}
+	d.searchOnce.Do(func() { d.searchOK, d.searchErr = searchableByAll(d) })
+	return d.searchOK, d.searchErr
+}
+
+// DirCache holds the parent directories of the paths one plan reads, so
+// that the reads of the 10,000 files of one directory open, check and
+// close that directory once rather than 10,000 times. Each is opened as
+// lookupPath opens a parent (openat2 following no link); a file is then
+// looked up and read relative to that descriptor, exactly as with a
+// directory held for one read. It is only for reading a state that
+// nothing changes meanwhile — the planner's reads, never apply's — and is
+// bounded (dirCacheMax; further directories are held per read as
+// before). The zero value is not usable: NewDirCache.
+type DirCache struct {
+	mu   sync.Mutex
+	dirs map[string]*heldDir
+}
+
+// dirCacheMax bounds the descriptors a DirCache holds.
+const dirCacheMax = 256
+
+// NewDirCache returns an empty cache; Close it when the plan is read.
+func NewDirCache() *DirCache { return &DirCache{dirs: map[string]*heldDir{}} }
+
+// Close closes every directory c holds; c then holds none.
+func (c *DirCache) Close() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, d := range c.dirs {
+		unix.Close(d.fd)
+		d.fd = -1
+	}
+	c.dirs = map[string]*heldDir{}
+}
+
+// hold returns dir held as lookupPath would hold it, shared when c has
+// room for it (else the caller's to close).
+func (c *DirCache) hold(dir string) (*heldDir, error) {
+	c.mu.Lock()
+	d, ok := c.dirs[dir]
+	c.mu.Unlock()
+	if ok {
+		return d, nil
+	}
+	fd, err := openat2NoSymlinks(dir)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d, ok := c.dirs[dir]; ok {
+		unix.Close(fd) // another read held it meanwhile
+		return d, nil
+	}
+	if len(c.dirs) >= dirCacheMax {
+		return &heldDir{fd: fd, path: dir}, nil
+	}
+	d = &heldDir{fd: fd, path: dir, shared: true}
+	c.dirs[dir] = d
+	return d, nil
+}
+
+type dirCacheKey struct{}
+
+// WithDirCache returns ctx carrying c, for the Loads of the built-in
+// path types to read through (the planner's, not apply's).
+func WithDirCache(ctx context.Context, c *DirCache) context.Context {
+	return context.WithValue(ctx, dirCacheKey{}, c)
+}
+
+func dirCacheOf(ctx context.Context) *DirCache {
+	c, _ := ctx.Value(dirCacheKey{}).(*DirCache)
+	return c
 }
 
 // join is the path of name in d.
@@ -708,6 +799,11 @@ func (f *found) path() string { return f.dir.join(f.name) }
 // it points to under the rule for links on the way (UnsafeLinkError);
 // nothing there at the end of it is a missing target.
 func lookupPath(path string, follow bool) (*found, error) {
+	return lookupPathIn(nil, path, follow)
+}
+
+// lookupPathIn is lookupPath holding path's parent from c when c is set.
+func lookupPathIn(c *DirCache, path string, follow bool) (*found, error) {
 	// A directory on the way that does not exist, found by one openat2
 	// that follows no link: nothing is there, and the step-by-step walk,
 	// which names the missing directory precisely for Converge's errors,
@@ -718,9 +814,19 @@ func lookupPath(path string, follow bool) (*found, error) {
 	var name string
 	var err error
 	if dir, base := filepath.Dir(path), filepath.Base(path); base != "/" && base != "." && base != ".." {
-		switch fd, oerr := openat2NoSymlinks(dir); {
+		var held *heldDir
+		var oerr error
+		if c != nil {
+			held, oerr = c.hold(dir)
+		} else {
+			var fd int
+			if fd, oerr = openat2NoSymlinks(dir); oerr == nil {
+				held = &heldDir{fd: fd, path: dir}
+			}
+		}
+		switch {
 		case oerr == nil:
-			d, name = &heldDir{fd: fd, path: dir}, base
+			d, name = held, base
 		case errors.Is(oerr, unix.ENOENT):
 			return &found{name: base}, nil
 		}
