@@ -350,7 +350,7 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx,
 	for _, a := range attrs {
 		list = append(list, a)
 	}
-	sort.Slice(list, func(i, j int) bool { return list[i].Range.Start.Byte < list[j].Range.Start.Byte })
+	slices.SortFunc(list, func(a, b *hcl.Attribute) int { return a.Range.Start.Byte - b.Range.Start.Byte })
 
 	metaNames := []string{"action", "only_if", "not_if", "guard_interpreter", "ignore_failure", "sensitive", "notifies", "subscribes"}
 
