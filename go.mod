@@ -14,6 +14,7 @@ require (
 	github.com/posener/complete v1.2.3
 	github.com/zclconf/go-cty v1.19.0
 	golang.org/x/sys v0.49.0
+	golang.org/x/term v0.47.0
 )
 
 require (

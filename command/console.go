@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"syscall"
@@ -41,7 +42,8 @@ Usage: toque [-chdir=DIR] console [options]
   The console reads the recipes and the host's facts, nothing else: it
   evaluates no resource, runs no guard and reads no resource's state.
 
-  At a terminal it prompts; with piped input (echo 'node.web.port' | toque
+  At a terminal it prompts, with line editing and a history of the last
+  100 lines (up and down arrows); with piped input (echo 'node.web.port' | toque
   console) it prints each value on one line, reports errors as
   diagnostics, and exits 1 at the end if any expression failed.
 
@@ -67,7 +69,25 @@ func (c *ConsoleCommand) Run(args []string) int {
 	if f, ok := c.Streams.Stdin.(*os.File); ok {
 		interactive = isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())
 	}
-	view := views.NewConsole(c.view(col.noColor), interactive)
+	// At a terminal, lines are read with editing and history (x/term),
+	// the terminal in raw mode until the console ends.
+	v := c.view(col.noColor)
+	var ed *lineEditor
+	if interactive {
+		in, _ := c.Streams.Stdin.(*os.File)
+		out, _ := c.Streams.Stdout.(*os.File)
+		if in != nil && out != nil {
+			if e, err := newLineEditor(in, out); err == nil {
+				ed = e
+				defer ed.close()
+				v.Streams.Stdout = ed
+				if errf, ok := c.Streams.Stderr.(*os.File); ok && isatty.IsTerminal(errf.Fd()) {
+					v.Streams.Stderr = ed
+				}
+			}
+		}
+	}
+	view := views.NewConsole(v, interactive)
 
 	cfg, _, diags := c.loadConfig(&attrs)
 	if cfg == nil || diags.HasErrors() {
@@ -87,7 +107,7 @@ func (c *ConsoleCommand) Run(args []string) int {
 		return exitStatus(diags)
 	}
 	view.Welcome(facts.Hostname)
-	s := &consoleSession{base: c.Base, view: view, con: con}
+	s := &consoleSession{base: c.Base, view: view, con: con, ed: ed}
 	return s.run(interactive)
 }
 
@@ -106,6 +126,8 @@ type consoleSession struct {
 	// errs are the errors reported so far: piped input exits with their
 	// status.
 	errs diag.Diagnostics
+	// ed reads the lines at a terminal (nil: read them as they come).
+	ed *lineEditor
 }
 
 // run reads until the input ends, exit, or a Ctrl-C. It returns the exit
@@ -115,14 +137,32 @@ type consoleSession struct {
 func (s *consoleSession) run(interactive bool) int {
 	lines := make(chan string)
 	readErr := make(chan error, 1)
+	// prompts asks the line editor for the next line, with its prompt: it
+	// reads only when asked, so that its prompt follows what the line
+	// before printed.
+	prompts := make(chan string, 1)
 	go func() {
+		defer close(lines)
+		if s.ed != nil {
+			for p := range prompts {
+				line, err := s.ed.readLine(p)
+				if err != nil {
+					if errors.Is(err, io.EOF) {
+						err = nil
+					}
+					readErr <- err
+					return
+				}
+				lines <- line
+			}
+			return
+		}
 		sc := bufio.NewScanner(s.base.Streams.Stdin)
 		sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
 		for sc.Scan() {
 			lines <- sc.Text()
 		}
 		readErr <- sc.Err()
-		close(lines)
 	}()
 
 	var pending []byte
@@ -134,7 +174,11 @@ func (s *consoleSession) run(interactive bool) int {
 		return exitStatus(s.errs)
 	}
 	for {
-		s.view.Prompt(len(pending) > 0)
+		if s.ed != nil {
+			prompts <- s.view.PromptText(len(pending) > 0)
+		} else {
+			s.view.Prompt(len(pending) > 0)
+		}
 		var text string
 		var ok bool
 		select {

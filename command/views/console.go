@@ -35,17 +35,22 @@ func (c *Console) Welcome(hostname string) {
 	fmt.Fprintf(c.v.Streams.Stdout, "toque console on %s: expressions see node, host and every function, as a recipe's properties do.\nType :help for help, exit or Ctrl-D to leave.\n\n", EscapeLine(hostname))
 }
 
+// PromptText is the prompt: "> ", or ". " while an expression continues
+// on the next line. A line editor draws it itself.
+func (c *Console) PromptText(continued bool) string {
+	if continued {
+		return ". "
+	}
+	return "> "
+}
+
 // Prompt asks for input, at a terminal: "> ", or ". " while an expression
 // continues on the next line.
 func (c *Console) Prompt(continued bool) {
 	if !c.interactive {
 		return
 	}
-	if continued {
-		fmt.Fprint(c.v.Streams.Stdout, ". ")
-		return
-	}
-	fmt.Fprint(c.v.Streams.Stdout, "> ")
+	fmt.Fprint(c.v.Streams.Stdout, c.PromptText(continued))
 }
 
 // End ends the session's last prompt line, at a terminal.
