@@ -2,6 +2,7 @@ package resources
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -36,6 +37,8 @@ func newGroupType(root string) *groupType {
 				Description: "Users in the group (besides those whose primary group it is): exactly these, or with append = true at least these. Each must exist, or be created by a user resource earlier in the plan."},
 			{Name: "append", Type: cty.Bool, NonState: true, Default: cty.False,
 				Description: "Add members to the group and keep the others (true), or make the members exactly the list (false)."},
+			{Name: "excluded_members", Type: cty.List(cty.String), NonState: true, LoadInput: true, Normalize: normalizeNameList, Validate: validateMembers,
+				Description: "With append = true, users to take out of the group when they are in it (Chef's excluded_members); the plan shows them leaving members."},
 			{Name: "system", Type: cty.Bool, NonState: true, Default: cty.False,
 				Description: "Create a system group (groupadd --system: a gid below GID_MIN). Used only on create."},
 		},
@@ -97,13 +100,15 @@ func groupState(db *accountsDB, r *Resource) *State {
 	}
 	st.Exists = true
 	members := g.members
-	if r.Bool("append") && r.IsSet("members") {
+	if r.Bool("append") && (r.IsSet("members") || r.IsSet("excluded_members")) {
+		// Only the members the recipe names, to add or to take out.
 		members = nil
-		for _, m := range want {
-			if slices.Contains(g.members, m) {
+		for _, m := range append(want, stringsOf(r.Get("excluded_members"))...) {
+			if slices.Contains(g.members, m) && !slices.Contains(members, m) {
 				members = append(members, m)
 			}
 		}
+		slices.Sort(members)
 	}
 	st.Values = map[string]cty.Value{
 		"gid":     cty.NumberUIntVal(uint64(g.gid)),
@@ -127,7 +132,17 @@ func (t *groupType) Plan(desired *Resource, current *State) (*Step, error) {
 		if !current.Exists && action == "manage" {
 			return &Step{Kind: NoOp, Reason: "does not exist; manage changes an existing group only"}, nil
 		}
+		if err := checkExcluded(desired); err != nil {
+			return nil, err
+		}
 		step = ConvergeIfChanged(desired, current)
+		if out := removed(desired, current); len(out) > 0 && step.Change("members") == nil {
+			// members unset: excluded_members alone takes them out.
+			step.Changes = append(step.Changes, Change{Property: "members", Before: current.Values["members"], After: nameList(without(stringsOf(current.Values["members"]), out))})
+			if step.Kind == NoOp {
+				step.Kind, step.Reason = Update, "differs"
+			}
+		}
 		if step.Kind == NoOp {
 			return step, nil
 		}
@@ -147,7 +162,14 @@ func (t *groupType) Plan(desired *Resource, current *State) (*Step, error) {
 			}
 		}
 		if step.Change("members") != nil && desired.Bool("append") && current.Exists {
-			step.Reason += fmt.Sprintf(" (append = true adds %s and keeps the other members)", strings.Join(added(desired, current), ", "))
+			var what []string
+			if in := added(desired, current); len(in) > 0 {
+				what = append(what, "adds "+strings.Join(in, ", "))
+			}
+			if out := removed(desired, current); len(out) > 0 {
+				what = append(what, "takes out "+strings.Join(out, ", ")+" (excluded_members)")
+			}
+			step.Reason += fmt.Sprintf(" (append = true %s and keeps the other members)", strings.Join(what, ", "))
 		}
 		if step.Kind == Create {
 			step.Provides = append(step.Provides, Need{Namespace: NamespaceGroup, Value: name, What: "group"})
@@ -169,6 +191,49 @@ func (t *groupType) Plan(desired *Resource, current *State) (*Step, error) {
 	return step, nil
 }
 
+// checkExcluded refuses excluded_members without append (members is then
+// the exact list), and a user both in members and in excluded_members.
+func checkExcluded(desired *Resource) error {
+	if !desired.IsSet("excluded_members") {
+		return nil
+	}
+	if !desired.Bool("append") {
+		return &PropertyError{Property: "excluded_members", Err: errors.New("excluded_members takes users out of the group only with append = true; without append, members is the exact list of members: leave the users out of it")}
+	}
+	for _, m := range stringsOf(desired.Get("excluded_members")) {
+		if slices.Contains(stringsOf(desired.Get("members")), m) {
+			return &PropertyError{Property: "excluded_members", Err: fmt.Errorf("%s is in members and in excluded_members: keep it in one", m)}
+		}
+	}
+	return nil
+}
+
+// removed are desired's excluded_members that current has (append only).
+func removed(desired *Resource, current *State) []string {
+	if !desired.Bool("append") || !current.Exists {
+		return nil
+	}
+	have := stringsOf(current.Values["members"])
+	var out []string
+	for _, m := range stringsOf(desired.Get("excluded_members")) {
+		if slices.Contains(have, m) && !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// without is list less the names in out.
+func without(list, out []string) []string {
+	var keep []string
+	for _, m := range list {
+		if !slices.Contains(out, m) {
+			keep = append(keep, m)
+		}
+	}
+	return keep
+}
+
 // added are desired's members that current lacks.
 func added(desired *Resource, current *State) []string {
 	have := stringsOf(current.Values["members"])
@@ -184,7 +249,8 @@ func added(desired *Resource, current *State) []string {
 // Converge carries out step. Members are set with gpasswd, which keeps
 // /etc/gshadow in step (groupadd and groupmod --users change only
 // /etc/group): exactly (--members), or one added user at a time (--add)
-// with append = true, so that members someone else adds meanwhile stay.
+// with append = true, so that members someone else adds meanwhile stay
+// (and one excluded user at a time taken out, --delete).
 // A create whose members cannot be set is undone (groupdel).
 func (t *groupType) Converge(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error {
 	name := desired.String("group_name")
@@ -230,6 +296,11 @@ func (t *groupType) Converge(ctx context.Context, env *Env, desired *Resource, c
 		if desired.Bool("append") {
 			for _, m := range added(desired, current) {
 				if err := t.tools.run(ctx, env, "gpasswd", []string{"--add", m, name}, nil, ""); err != nil {
+					return err
+				}
+			}
+			for _, m := range removed(desired, current) {
+				if err := t.tools.run(ctx, env, "gpasswd", []string{"--delete", m, name}, nil, ""); err != nil {
 					return err
 				}
 			}

@@ -2,6 +2,7 @@ package resources
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -117,5 +118,67 @@ func TestFailingGroupCreateLeavesNothing(t *testing.T) {
 	}
 	if dbDigest(t, root) != before {
 		t.Error("the failed groupadd changed the databases")
+	}
+}
+
+// excluded_members, with append = true, takes users out of a group when
+// they are in it (Chef's), shown as members leaving; it is an error
+// without append, and for a user also in members.
+func TestGroupExcludedMembers(t *testing.T) {
+	root := accountsRoot(t)
+	typ, utyp := newGroupType(root), newUserType(root)
+	env := testEnv(t)
+	for _, u := range []string{"ann", "bob", "cid", "dan"} {
+		apply(t, utyp, env, newRes(t, utyp, "create", map[string]any{"username": u, "gid": "users"}), Create)
+	}
+	apply(t, typ, env, newRes(t, typ, "create", map[string]any{"group_name": "crew", "gid": 4400, "members": []string{"ann", "bob", "dan"}}), Create)
+
+	// eve is no member (nor user): nothing to take out for her.
+	out := map[string]any{"group_name": "crew", "append": true, "excluded_members": []string{"dan", "eve"}}
+	_, step := plan(t, typ, newRes(t, typ, "create", out))
+	c := step.Change("members")
+	if step.Kind != Update || c == nil || stringsOf(c.Before)[0] != "dan" || len(stringsOf(c.After)) != 0 {
+		t.Fatalf("step %s %+v", step.Kind, step.Changes)
+	}
+	if !strings.Contains(step.Reason, "takes out dan (excluded_members)") {
+		t.Errorf("reason %q", step.Reason)
+	}
+	apply(t, typ, env, newRes(t, typ, "create", out), Update)
+	if got := dbLine(t, root, "group", "crew"); got != "crew:x:4400:ann,bob" {
+		t.Errorf("group: %q", got)
+	}
+	if got := dbLine(t, root, "gshadow", "crew"); !strings.HasSuffix(got, ":ann,bob") {
+		t.Errorf("gshadow: %q", got)
+	}
+	apply(t, typ, env, newRes(t, typ, "create", out), NoOp)
+
+	// Adding and taking out at once; ann, named by neither, stays.
+	both := map[string]any{"group_name": "crew", "append": true, "members": []string{"cid"}, "excluded_members": []string{"bob"}}
+	_, step = plan(t, typ, newRes(t, typ, "create", both))
+	if !strings.Contains(step.Reason, "adds cid, takes out bob (excluded_members)") {
+		t.Errorf("reason %q", step.Reason)
+	}
+	apply(t, typ, env, newRes(t, typ, "create", both), Update)
+	if got := dbLine(t, root, "group", "crew"); got != "crew:x:4400:ann,cid" {
+		t.Errorf("group: %q", got)
+	}
+
+	for _, bad := range []struct {
+		props map[string]any
+		want  string
+	}{
+		{map[string]any{"group_name": "crew", "members": []string{"ann"}, "excluded_members": []string{"bob"}}, "only with append = true"},
+		{map[string]any{"group_name": "crew", "append": true, "members": []string{"ann"}, "excluded_members": []string{"ann"}}, "ann is in members and in excluded_members"},
+	} {
+		r := newRes(t, typ, "create", bad.props)
+		st, err := typ.Load(context.Background(), r.LoadView())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = typ.Plan(r, st)
+		var pe *PropertyError
+		if !errors.As(err, &pe) || pe.Property != "excluded_members" || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%v: got %v", bad.props, err)
+		}
 	}
 }
