@@ -50,6 +50,10 @@ func newUserType(root string) *userType {
 				Description: "Create a system account (useradd --system: a uid below UID_MIN, no aging). Used only on create."},
 			{Name: "manage_home", Type: cty.Bool, NonState: true, Default: cty.False,
 				Description: "Create the home directory on create, move it when home changes, and delete it (and the mail spool) on remove."},
+			{Name: "non_unique", Type: cty.Bool, NonState: true, Default: cty.False,
+				Description: "Allow a uid another user has (useradd/usermod --non-unique), as Chef's; without it a taken uid is a plan error."},
+			{Name: "force", Type: cty.Bool, NonState: true, Default: cty.False,
+				Description: "With remove: remove the user even while logged in, its own group even while it is another user's primary group, and with manage_home its home even when another user owns it (userdel --force), as Chef's."},
 		},
 		Actions:       []string{"create", "remove", "modify", "manage", "lock", "unlock"},
 		DefaultAction: "create",
@@ -165,6 +169,9 @@ func (t *userType) Plan(desired *Resource, current *State) (*Step, error) {
 			if desired.Bool("manage_home") {
 				step.Reason += fmt.Sprintf(", with its home directory %s and mail spool (manage_home)", stringOr(current.Values["home"]))
 			}
+			if desired.Bool("force") {
+				step.Reason += ", even while it is logged in (force)"
+			}
 		}
 	case "lock", "unlock":
 		step, err = planLock(desired, current, action)
@@ -199,9 +206,9 @@ func (t *userType) planConverge(desired *Resource, current *State, action string
 	if step.Kind == NoOp {
 		return step, nil
 	}
-	if step.Change("uid") != nil {
+	if step.Change("uid") != nil && !desired.Bool("non_unique") {
 		if other := current.Extra["uid_taken_by"]; other != "" {
-			return nil, &PropertyError{Property: "uid", Err: fmt.Errorf("uid %s is taken by user %s; choose another uid", desired.Get("uid").AsBigFloat().Text('f', 0), other)}
+			return nil, &PropertyError{Property: "uid", Err: fmt.Errorf("uid %s is taken by user %s; choose another uid, or set non_unique = true to share it", desired.Get("uid").AsBigFloat().Text('f', 0), other)}
 		}
 	}
 	if step.Change("gid") != nil && current.Extra["primary_group"] != "" {
@@ -294,6 +301,9 @@ func (t *userType) Converge(ctx context.Context, env *Env, desired *Resource, cu
 		if desired.Bool("manage_home") {
 			args = append(args, "--remove")
 		}
+		if desired.Bool("force") {
+			args = append(args, "--force")
+		}
 		return t.tools.run(ctx, env, "userdel", append(args, name), nil, "")
 	case Update:
 		return t.update(ctx, env, desired, current, step)
@@ -310,6 +320,9 @@ func accountArgs(desired *Resource, step *Step, create bool) []string {
 		switch c.Property {
 		case "uid":
 			args = append(args, "--uid", v.AsBigFloat().Text('f', 0))
+			if desired.Bool("non_unique") {
+				args = append(args, "--non-unique")
+			}
 		case "gid":
 			args = append(args, "--gid", v.AsString())
 		case "comment":

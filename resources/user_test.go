@@ -2,6 +2,7 @@ package resources
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -379,5 +380,62 @@ func TestUserLoadAll(t *testing.T) {
 	}
 	if sts[2].Values["gid"].AsString() != "0" || sts[2].Values["password"].AsString() != "*" {
 		t.Errorf("root: %#v", sts[2])
+	}
+}
+
+// non_unique lets a user share another's uid (useradd and usermod
+// --non-unique), which is otherwise a plan error; force removes with
+// userdel --force. With the real shadow tools.
+func TestUserNonUniqueAndForce(t *testing.T) {
+	root := accountsRoot(t)
+	typ := newUserType(root)
+	env := testEnv(t)
+	apply(t, typ, env, newRes(t, typ, "create", map[string]any{"username": "ann", "uid": 4500, "gid": "users"}), Create)
+
+	twin := map[string]any{"username": "bob", "uid": 4500, "gid": "users"}
+	r := newRes(t, typ, "create", twin)
+	st, err := typ.Load(context.Background(), r.LoadView())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pe *PropertyError
+	if _, err := typ.Plan(r, st); !errors.As(err, &pe) || pe.Property != "uid" || !strings.Contains(err.Error(), "taken by user ann") || !strings.Contains(err.Error(), "non_unique = true") {
+		t.Fatalf("a taken uid: %v", err)
+	}
+	twin["non_unique"] = true
+	apply(t, typ, env, newRes(t, typ, "create", twin), Create)
+	if got := dbLine(t, root, "passwd", "bob"); !strings.HasPrefix(got, "bob:x:4500:") {
+		t.Errorf("passwd: %q", got)
+	}
+	// And usermod: cid moves onto the shared uid.
+	apply(t, typ, env, newRes(t, typ, "create", map[string]any{"username": "cid", "uid": 4501, "gid": "users"}), Create)
+	apply(t, typ, env, newRes(t, typ, "create", map[string]any{"username": "cid", "uid": 4500, "gid": "users", "non_unique": true}), Update)
+	if got := dbLine(t, root, "passwd", "cid"); !strings.HasPrefix(got, "cid:x:4500:") {
+		t.Errorf("passwd: %q", got)
+	}
+
+	// userdel keeps a user's own group (USERGROUPS_ENAB) while it is
+	// another user's primary group, and --force removes it anyway.
+	for _, force := range []bool{false, true} {
+		apply(t, typ, env, newRes(t, typ, "create", map[string]any{"username": "zed"}), Create)
+		apply(t, typ, env, newRes(t, typ, "create", map[string]any{"username": "yan", "gid": "zed"}), Create)
+		rm := newRes(t, typ, "remove", map[string]any{"username": "zed", "force": force})
+		_, step := plan(t, typ, rm)
+		if got := strings.Contains(step.Reason, "even while it is logged in (force)"); step.Kind != Delete || got != force {
+			t.Errorf("remove (force %v): %s %q", force, step.Kind, step.Reason)
+		}
+		apply(t, typ, env, rm, Delete)
+		if got := dbLine(t, root, "passwd", "zed"); got != "" {
+			t.Errorf("zed is still there: %q", got)
+		}
+		if kept := dbLine(t, root, "group", "zed") != ""; kept == force {
+			t.Errorf("force %v: group zed kept %v", force, kept)
+		}
+		apply(t, typ, env, newRes(t, typ, "remove", map[string]any{"username": "yan"}), Delete)
+		if force {
+			break
+		}
+		writeFile(t, filepath.Join(root, "etc/group"), strings.ReplaceAll(readFile(t, filepath.Join(root, "etc/group")), dbLine(t, root, "group", "zed")+"\n", ""), 0o644)
+		writeFile(t, filepath.Join(root, "etc/gshadow"), strings.ReplaceAll(readFile(t, filepath.Join(root, "etc/gshadow")), dbLine(t, root, "gshadow", "zed")+"\n", ""), 0o640)
 	}
 }
