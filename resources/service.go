@@ -247,7 +247,7 @@ func planUnitStep(action, name string, current *State) (*Step, error) {
 
 // missingUnit is the plan's error for a unit nothing provides.
 func missingUnit(name string) string {
-	return fmt.Sprintf("The unit %s is not on this host (systemd does not find it), and no systemd_unit resource earlier in the plan creates it: apply would fail there, after earlier resources changed the host. Declare a systemd_unit resource for %s before this one, or check the name. A unit a package installs earlier in the same plan is known only once that package is installed: apply the package first (values known at apply are not supported yet).", name, name)
+	return fmt.Sprintf("The unit %s is not on this host (systemd does not find it), and no systemd_unit resource earlier in the plan creates it: apply would fail there, after earlier resources changed the host. Declare a systemd_unit resource for %s before this one, or check the name. A unit that a package of this plan installs is on the host only once the package is: apply the package first (toque cannot tell before which units a package brings).", name, name)
 }
 
 // maskedWhere words where a masked unit is masked.
