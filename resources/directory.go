@@ -146,16 +146,9 @@ func (t *directoryType) Converge(ctx context.Context, env *Env, desired *Resourc
 }
 
 func (t *directoryType) create(desired *Resource, path string) error {
-	mode, set, err := modeBits(desired.Get("mode"))
+	mode, own, err := newObjectAttrs(desired, path, 0o755)
 	if err != nil {
-		return fmt.Errorf("creating %s: %w", path, err)
-	}
-	if !set {
-		mode = 0o755
-	}
-	own, err := desiredOwnership(desired)
-	if err != nil {
-		return fmt.Errorf("creating %s: %w", path, err)
+		return err
 	}
 	var d *heldDir
 	name := filepath.Base(path)

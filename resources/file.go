@@ -315,16 +315,9 @@ type newFile struct {
 
 // newFileOf works out desired's new file at path and holds its parent.
 func newFileOf(desired *Resource, path string) (*newFile, error) {
-	mode, set, err := modeBits(desired.Get("mode"))
+	mode, own, err := newObjectAttrs(desired, path, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("creating %s: %w", path, err)
-	}
-	if !set {
-		mode = 0o644
-	}
-	own, err := desiredOwnership(desired)
-	if err != nil {
-		return nil, fmt.Errorf("creating %s: %w", path, err)
+		return nil, err
 	}
 	d, name, err := holdParent(path)
 	if err != nil {
@@ -401,16 +394,7 @@ func (t *fileType) update(env *Env, desired *Resource, current *State, path stri
 		if desired.Bool("atomic_update") {
 			// The new inode keeps the old one's mode and owner unless the
 			// recipe sets others.
-			m, o := live.mode, ownership{uid: int(live.uid), gid: int(live.gid)}
-			if modeSet {
-				m = mode
-			}
-			if own.uid >= 0 {
-				o.uid = own.uid
-			}
-			if own.gid >= 0 {
-				o.gid = own.gid
-			}
+			m, o := replacementAttrs(live, mode, modeSet, own)
 			nf, err := replaceAtomic(f.dir, f.name, content, m, o)
 			if err != nil {
 				return err
@@ -421,20 +405,9 @@ func (t *fileType) update(env *Env, desired *Resource, current *State, path stri
 			return err
 		}
 	}
-	if step.HasGroup("mode") && modeSet && !atomic {
-		if err := chmodFile(target, mode); err != nil {
+	if !atomic {
+		if err := convergeModeOwner(target, step, mode, modeSet, own); err != nil {
 			return err
-		}
-	}
-	if step.HasGroup("owner") && !atomic {
-		if err := chownFile(target, own); err != nil {
-			return err
-		}
-		if modeSet && mode&0o6000 != 0 {
-			// chown clears setuid and setgid; put them back.
-			if err := chmodFile(target, mode); err != nil {
-				return err
-			}
 		}
 	}
 	if step.HasGroup("touch") {

@@ -291,6 +291,60 @@ type ownership struct{ uid, gid int }
 
 // desiredOwnership resolves the set owner and group of r to ids. Unset ones
 // are -1.
+// newObjectAttrs are the mode (def when the recipe sets none) and owner a
+// new file or directory of desired gets; an error says what creating
+// path failed on.
+func newObjectAttrs(desired *Resource, path string, def uint32) (uint32, ownership, error) {
+	mode, set, err := modeBits(desired.Get("mode"))
+	if err != nil {
+		return 0, ownership{}, fmt.Errorf("creating %s: %w", path, err)
+	}
+	if !set {
+		mode = def
+	}
+	own, err := desiredOwnership(desired)
+	if err != nil {
+		return 0, ownership{}, fmt.Errorf("creating %s: %w", path, err)
+	}
+	return mode, own, nil
+}
+
+// replacementAttrs are the mode and owner of a new inode that replaces
+// one whose are live: the live ones, unless the recipe sets others.
+func replacementAttrs(live statInfo, mode uint32, modeSet bool, own ownership) (uint32, ownership) {
+	m, o := live.mode, ownership{uid: int(live.uid), gid: int(live.gid)}
+	if modeSet {
+		m = mode
+	}
+	if own.uid >= 0 {
+		o.uid = own.uid
+	}
+	if own.gid >= 0 {
+		o.gid = own.gid
+	}
+	return m, o
+}
+
+// convergeModeOwner sets, on the open file f, the mode and the owner that
+// step changes; chown clears setuid and setgid, so a mode holding them is
+// set again after it.
+func convergeModeOwner(f *os.File, step *Step, mode uint32, modeSet bool, own ownership) error {
+	if step.HasGroup("mode") && modeSet {
+		if err := chmodFile(f, mode); err != nil {
+			return err
+		}
+	}
+	if step.HasGroup("owner") {
+		if err := chownFile(f, own); err != nil {
+			return err
+		}
+		if modeSet && mode&0o6000 != 0 {
+			return chmodFile(f, mode)
+		}
+	}
+	return nil
+}
+
 func desiredOwnership(r *Resource) (ownership, error) {
 	o := ownership{uid: -1, gid: -1}
 	var err error

@@ -530,16 +530,9 @@ func (t *remoteFileType) Converge(ctx context.Context, env *Env, desired *Resour
 }
 
 func (t *remoteFileType) create(desired *Resource, path string, blob *os.File, sha string) error {
-	mode, set, err := modeBits(desired.Get("mode"))
+	mode, own, err := newObjectAttrs(desired, path, 0o644)
 	if err != nil {
-		return fmt.Errorf("creating %s: %w", path, err)
-	}
-	if !set {
-		mode = 0o644
-	}
-	own, err := desiredOwnership(desired)
-	if err != nil {
-		return fmt.Errorf("creating %s: %w", path, err)
+		return err
 	}
 	if blob == nil {
 		return fmt.Errorf("creating %s: no content was planned", path)
@@ -584,16 +577,7 @@ func (t *remoteFileType) update(env *Env, desired *Resource, current *State, pat
 		if _, err := backupFrom(env, path, file, live.mode, desired.Int("backup"), time.Now()); err != nil {
 			return err
 		}
-		m, o := live.mode, ownership{uid: int(live.uid), gid: int(live.gid)}
-		if modeSet {
-			m = mode
-		}
-		if own.uid >= 0 {
-			o.uid = own.uid
-		}
-		if own.gid >= 0 {
-			o.gid = own.gid
-		}
+		m, o := replacementAttrs(live, mode, modeSet, own)
 		nf, err := writeVerified(f.dir, f.name, blob, sha, m, o, false)
 		if err != nil {
 			return err
@@ -601,20 +585,7 @@ func (t *remoteFileType) update(env *Env, desired *Resource, current *State, pat
 		nf.Close()
 		return nil
 	}
-	if step.HasGroup("mode") && modeSet {
-		if err := chmodFile(file, mode); err != nil {
-			return err
-		}
-	}
-	if step.HasGroup("owner") {
-		if err := chownFile(file, own); err != nil {
-			return err
-		}
-		if modeSet && mode&0o6000 != 0 {
-			return chmodFile(file, mode)
-		}
-	}
-	return nil
+	return convergeModeOwner(file, step, mode, modeSet, own)
 }
 
 // writeVerified copies blob into a temporary file in d, checking that the
