@@ -331,7 +331,7 @@ func (l *Lifecycle) evaluateGuards(ctx context.Context, s *Subject) ([]guard.Out
 // logger), so that Evaluate names no sub-logger for each of 100,000
 // resources.
 func isNull(log hclog.Logger) bool {
-	return !log.IsError() && !log.IsWarn() && !log.IsInfo() && !log.IsDebug() && !log.IsTrace()
+	return !log.IsError() // (the highest level: off when it is)
 }
 
 func (l *Lifecycle) logger() hclog.Logger {
