@@ -10,13 +10,13 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/guard"
+	"github.com/toquehq/toque/internal/parallel"
 	"github.com/toquehq/toque/plan"
 	"github.com/toquehq/toque/resources"
 )
@@ -300,22 +300,11 @@ func (r *run) preflight(ctx context.Context) error {
 	results := make([]preflightResult, len(r.entries))
 	dirs := resources.NewDirCache()
 	rctx := resources.WithDirCache(ctx, dirs)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(PreflightParallelism, len(r.entries)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				i := int(next.Add(1) - 1)
-				if i >= len(r.entries) {
-					return
-				}
-				results[i] = r.preflightOne(rctx, r.entries[i])
-			}
-		}()
-	}
-	wg.Wait()
+	parallel.For(len(r.entries), PreflightParallelism, func(i int) {
+		if ctx.Err() == nil {
+			results[i] = r.preflightOne(rctx, r.entries[i])
+		}
+	})
 	dirs.Close()
 	if err := ctx.Err(); err != nil {
 		return &InterruptedError{Aborted: true, NotStarted: countWork(r.p), Err: err}

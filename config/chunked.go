@@ -3,10 +3,11 @@ package config
 import (
 	"bytes"
 	"runtime"
-	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/toquehq/toque/internal/parallel"
 )
 
 // A native recipe file is parsed in pieces cut at top-level block
@@ -53,7 +54,7 @@ func parseNative(src []byte, filename string) (*hcl.File, hcl.Diagnostics) {
 		cuts = cutPoints(src, chunkBytes)
 	}
 	parsed := make([]parsedPiece, len(cuts))
-	parallel(len(cuts), func(i int) { parsed[i] = parsePiece(src, filename, cuts[i]) })
+	parallel.For(len(cuts), runtime.GOMAXPROCS(0), func(i int) { parsed[i] = parsePiece(src, filename, cuts[i]) })
 	for _, pp := range parsed {
 		if pp.refused {
 			return hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
@@ -160,28 +161,4 @@ func cutPoints(src []byte, size int) []piece {
 		out = append(out, piece{off: 0, end: 0, line: 1})
 	}
 	return out
-}
-
-// parallel calls f(0) … f(n-1) on every CPU; one item runs here.
-func parallel(n int, f func(int)) {
-	if n == 1 {
-		f(0)
-		return
-	}
-	work := make(chan int, n)
-	for i := range n {
-		work <- i
-	}
-	close(work)
-	var wg sync.WaitGroup
-	for w := 0; w < min(runtime.GOMAXPROCS(0), n); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				f(i)
-			}
-		}()
-	}
-	wg.Wait()
 }

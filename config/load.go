@@ -7,13 +7,13 @@ import (
 	"runtime"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/toquehq/toque/internal/parallel"
 	"github.com/toquehq/toque/internal/words"
 	"github.com/toquehq/toque/resources"
 )
@@ -486,22 +486,7 @@ type parsedFile struct {
 // in parser, so diagnostics can show snippets. Results keep paths' order.
 func parseFiles(parser *hclparse.Parser, paths []string) []parsedFile {
 	out := make([]parsedFile, len(paths))
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < min(runtime.GOMAXPROCS(0), len(paths)); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				out[i] = parseFile(paths[i])
-			}
-		}()
-	}
-	for i := range paths {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
+	parallel.For(len(paths), runtime.GOMAXPROCS(0), func(i int) { out[i] = parseFile(paths[i]) })
 	// hclparse.Parser is not safe for concurrent use; its Files map is
 	// filled here, after the parallel part.
 	files := parser.Files()

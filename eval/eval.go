@@ -8,8 +8,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -22,6 +20,7 @@ import (
 	"github.com/toquehq/toque/guard"
 	"github.com/toquehq/toque/internal/diag"
 	"github.com/toquehq/toque/internal/lazy"
+	"github.com/toquehq/toque/internal/parallel"
 	"github.com/toquehq/toque/internal/words"
 	"github.com/toquehq/toque/resources"
 )
@@ -986,27 +985,5 @@ func (ev *evaluator) boolean(expr hcl.Expression, name string) (bool, hcl.Diagno
 // parallelFor calls f(0) … f(n-1) on every CPU and returns when all are
 // done. Small inputs run on the calling goroutine.
 func parallelFor(n int, f func(int)) {
-	workers := min(runtime.GOMAXPROCS(0), n/64+1)
-	if workers <= 1 {
-		for i := 0; i < n; i++ {
-			f(i)
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				f(i)
-			}
-		}()
-	}
-	wg.Wait()
+	parallel.For(n, min(runtime.GOMAXPROCS(0), n/64+1), f)
 }

@@ -16,11 +16,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/toquehq/toque/internal/host"
+	"github.com/toquehq/toque/internal/parallel"
 )
 
 // The plan file is one JSON document, the envelope
@@ -101,25 +100,10 @@ func (p *Plan) canonical() ([]byte, error) {
 	// element, and Resources is the last field of Plan.
 	parts := make([][]byte, len(p.Resources))
 	errs := make([]error, len(p.Resources))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(parts) {
-					return
-				}
-				parts[i], errs[i] = json.Marshal(p.Resources[i])
-			}
-		}()
-	}
+	parallel.For(len(parts), runtime.GOMAXPROCS(0), func(i int) { parts[i], errs[i] = json.Marshal(p.Resources[i]) })
 	shallow := *p
 	shallow.Resources = nil
 	head, err := json.Marshal(&shallow)
-	wg.Wait()
 	if err != nil {
 		return nil, err
 	}

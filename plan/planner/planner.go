@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -20,6 +18,7 @@ import (
 	"github.com/toquehq/toque/eval"
 	"github.com/toquehq/toque/guard"
 	"github.com/toquehq/toque/internal/host"
+	"github.com/toquehq/toque/internal/parallel"
 	"github.com/toquehq/toque/plan"
 	"github.com/toquehq/toque/resources"
 )
@@ -420,30 +419,15 @@ type outcome struct {
 func (p *Planner) planLevel(ctx context.Context, logger hclog.Logger, insts []*eval.Instance, salt string, par int, results map[*eval.Instance]outcome) {
 	out := make([]outcome, len(insts))
 	pre := p.preload(ctx, logger, insts)
-	// par workers take the resources in order (rather than a goroutine
-	// for each of 100,000 resources).
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(par, len(insts)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(insts) {
-					return
-				}
-				inst := insts[i]
-				if err := ctx.Err(); err != nil {
-					out[i].diags = interrupted(inst, err)
-					continue
-				}
-				res, steps, d := p.planOne(ctx, logger, inst, salt, pre[inst])
-				out[i] = outcome{res, steps, d}
-			}
-		}()
-	}
-	wg.Wait()
+	parallel.For(len(insts), par, func(i int) {
+		inst := insts[i]
+		if err := ctx.Err(); err != nil {
+			out[i].diags = interrupted(inst, err)
+			return
+		}
+		res, steps, d := p.planOne(ctx, logger, inst, salt, pre[inst])
+		out[i] = outcome{res, steps, d}
+	})
 	for i, inst := range insts {
 		results[inst] = out[i]
 	}
