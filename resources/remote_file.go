@@ -454,6 +454,10 @@ func (t *remoteFileType) contentChanges(current *State, sha string) []Change {
 		where = "from " + fs.from + ", "
 	}
 	switch {
+	case fs.private != "":
+		// Downloaded with credentials: what came is as secret as they are.
+		sum.Note = fmt.Sprintf("%s%s, %s", where, fs.private, humanBytes(fs.size))
+		return []Change{sum}
 	case fs.binary:
 		sum.Note = fmt.Sprintf("%sbinary content, %s: no diff", where, humanBytes(fs.size))
 		return []Change{sum}

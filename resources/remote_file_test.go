@@ -369,6 +369,14 @@ func TestRemoteFileCredentialsNeverShown(t *testing.T) {
 	if st.Private["content"] == "" || strings.Contains(step.Change("checksum").Note, "s3cr3t") {
 		t.Errorf("private %v note %q", st.Private, step.Change("checksum").Note)
 	}
+	// What a download with credentials brought is not shown either: no
+	// content change carries it, the checksum says why.
+	if c := step.Change("content"); c != nil {
+		t.Errorf("the downloaded content is in the plan: %#v", c.After)
+	}
+	if !strings.Contains(step.Change("checksum").Note, "downloaded with credentials") {
+		t.Errorf("checksum note %q", step.Change("checksum").Note)
+	}
 	if srv.lastAuth == "" {
 		t.Error("the URL's credentials were not sent")
 	}
