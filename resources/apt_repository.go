@@ -87,7 +87,10 @@ func validateRepoURI(v cty.Value) error {
 	}
 	s := v.AsString()
 	u, err := url.Parse(s)
-	if err != nil || u.Scheme == "" || strings.ContainsAny(s, " \t\n[]") {
+	if err != nil {
+		return errors.New("uri is not a URI: it does not parse (not shown: it may hold a password)")
+	}
+	if u.Scheme == "" || strings.ContainsAny(s, " \t\n[]") {
 		return fmt.Errorf("uri %q is not a URI with a scheme (https://…, http://…, file:/…)", redactURL(s))
 	}
 	if (u.Scheme == "http" || u.Scheme == "https") && u.Host == "" {

@@ -128,7 +128,9 @@ func normalizeSources(v cty.Value) (cty.Value, error) {
 func validateHTTPURL(s string) error {
 	u, err := url.Parse(s)
 	if err != nil {
-		return fmt.Errorf("%s is not a URL", redactURL(s))
+		// (Not echoed: what does not parse may hold a password that a
+		// redaction cannot find.)
+		return errors.New("a source is not a URL: it does not parse")
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return fmt.Errorf("%s is not an http or https URL", redactURL(s))

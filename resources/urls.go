@@ -7,7 +7,9 @@ import (
 
 // userinfoInURL finds the user:password@ part of URLs inside any text (an
 // error message, a line of apt's output).
-var userinfoInURL = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]+@`)
+// It runs to the last "@" of the authority (which ends at "/", "?", "#"
+// or a space), so a password holding "@" is hidden whole.
+var userinfoInURL = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#\s]*@`)
 
 // redactURL hides the credentials a URL carries: https://user:secret@host/x
 // becomes https://***@host/x. Text that is not a URL is redacted the same
