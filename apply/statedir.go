@@ -330,11 +330,6 @@ func openDirError(path string, err error, lstat func(*unix.Stat_t) error) error 
 	return &fs.PathError{Op: "open", Path: path, Err: err}
 }
 
-// checkAncestors checks dir and every directory above it, as written and
-// with symbolic links resolved: each must be changeable only by root or by
-// toque's user (owned by one of them, and writable by group or others only
-// with the sticky bit, or by root's or toque's own group). Missing
-// directories are skipped: they will be created by toque.
 // mkdirParents is os.MkdirAll(dir, 0755), except that each directory it
 // creates is left writable and searchable by its owner whatever the umask:
 // under umask 0277 MkdirAll's first directory would be 0500, and a user
@@ -367,6 +362,11 @@ func mkdirParents(dir string) error {
 	return nil
 }
 
+// checkAncestors checks dir and every directory above it, as written and
+// with symbolic links resolved: each must be changeable only by root or by
+// toque's user (owned by one of them, and writable by group or others only
+// with the sticky bit, or by root's or toque's own group). Missing
+// directories are skipped: they will be created by toque.
 func checkAncestors(dir string) error {
 	seen := map[string]bool{}
 	check := func(p string) error {

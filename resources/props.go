@@ -289,8 +289,6 @@ func groupName(gid uint32) string {
 // ownership is the uid and gid a converge sets; -1 leaves one as it is.
 type ownership struct{ uid, gid int }
 
-// desiredOwnership resolves the set owner and group of r to ids. Unset ones
-// are -1.
 // newObjectAttrs are the mode (def when the recipe sets none) and owner a
 // new file or directory of desired gets; an error says what creating
 // path failed on.
@@ -345,6 +343,8 @@ func convergeModeOwner(f *os.File, step *Step, mode uint32, modeSet bool, own ow
 	return nil
 }
 
+// desiredOwnership resolves the set owner and group of r to ids. Unset ones
+// are -1.
 func desiredOwnership(r *Resource) (ownership, error) {
 	o := ownership{uid: -1, gid: -1}
 	var err error
