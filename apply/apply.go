@@ -1046,9 +1046,6 @@ func (r *run) convergeStep(ctx context.Context, e *entry, view *plan.Resource, p
 	if err := allowed(view, step); err != nil {
 		return err
 	}
-	if err := samePlanned(view, step); err != nil {
-		return err
-	}
 	if step.Reason != "" && step.Reason != view.Reason {
 		rr.Reason = step.Reason
 	}
@@ -1189,8 +1186,19 @@ func conditionWord(s *guard.Spec, c, now bool) string {
 
 // allowed checks that step, planned from a reading taken in this run, does
 // no more than the plan showed: the same kind of step (or an update instead
-// of a planned create), changing only properties the plan listed.
+// of a planned create), changing only properties the plan listed, to the
+// values the plan showed for those the type computes from the host
+// (samePlanned). Every path that converges a resource asks it: one at a
+// time, a staged group, a child resource.
 func allowed(pr *plan.Resource, step *resources.Step) error {
+	if err := withinKinds(pr, step); err != nil {
+		return err
+	}
+	return samePlanned(pr, step)
+}
+
+// withinKinds is allowed's check of the step's kind and properties.
+func withinKinds(pr *plan.Resource, step *resources.Step) error {
 	planned, now := pr.Kind, step.Kind
 	if planned != now && !(planned == resources.Create && now == resources.Update) {
 		return fmt.Errorf("refused to %s: the plan showed %s, and an earlier change in this run means the resource now needs %s, which nobody reviewed; run toque plan again", now, planned, now)
