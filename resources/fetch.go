@@ -353,6 +353,16 @@ func httpClient(caFile string) (*http.Client, error) {
 			if req.URL.Scheme != "https" && req.URL.Scheme != "http" {
 				return &redirectError{fmt.Sprintf("redirected to %s, which is not http or https", redactURL(req.URL.String()))}
 			}
+			if req.URL.Host != via[0].URL.Host {
+				// The recipe's headers (a token for the host it named) and
+				// the conditional ones (for that host's copy) stay with it;
+				// Go drops only Authorization and cookies.
+				ua := req.Header.Get("User-Agent")
+				req.Header = http.Header{}
+				if ua != "" {
+					req.Header.Set("User-Agent", ua)
+				}
+			}
 			return nil
 		},
 	}, nil

@@ -466,3 +466,48 @@ func quietTLSServer(h http.Handler) *httptest.Server {
 	srv.StartTLS()
 	return srv
 }
+
+// TestRemoteFileHeadersStayWithTheirHost: a redirect to another host
+// gets none of the recipe's headers (a token meant for one server), as
+// Go already drops Authorization and cookies; the same host keeps them.
+func TestRemoteFileHeadersStayWithTheirHost(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]string{}
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.URL.Path] = r.Header.Get("X-Token")
+		mu.Unlock()
+		fmt.Fprint(w, "from the other host\n")
+	}))
+	defer other.Close()
+	first := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen["first"+r.URL.Path] = r.Header.Get("X-Token")
+		mu.Unlock()
+		if r.URL.Path == "/away" {
+			http.Redirect(w, r, other.URL+"/landed", http.StatusFound)
+			return
+		}
+		if r.URL.Path == "/here" {
+			http.Redirect(w, r, "/stay", http.StatusFound)
+			return
+		}
+		fmt.Fprint(w, "same host\n")
+	}))
+	defer first.Close()
+	e := newRFEnv(t)
+	for _, path := range []string{"/away", "/here"} {
+		e.mustPlan(e.res("f"+path[1:], "create", map[string]cty.Value{
+			"source":  cty.StringVal(first.URL + path),
+			"headers": cty.MapVal(map[string]cty.Value{"X-Token": cty.StringVal("t0k3n")}),
+		}), Create)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if seen["first/away"] != "t0k3n" || seen["first/stay"] != "t0k3n" {
+		t.Errorf("the named host did not get the header: %v", seen)
+	}
+	if got, ok := seen["/landed"]; !ok || got != "" {
+		t.Errorf("the other host got X-Token %q (reached %v)", got, ok)
+	}
+}
