@@ -218,7 +218,10 @@ func (p *Plan) showDeferred(reg *resources.Registry, s *Shown, nr *NotifiedRun) 
 		l := ShownLazy{Property: name, Sensitive: s.IsSensitive(name), Expression: e.OneLine(),
 			Source: fmt.Sprintf("%s:%d:%d", e.Range.Filename, e.Range.Start.Line, e.Range.Start.Column)}
 		if e.Template == lazy.TemplateFile {
-			l.Expression = "the template " + e.Range.Filename
+			// The text is carried in the plan: its size and digest let a
+			// reviewer tell it is the file of the repository.
+			sum := sha256.Sum256([]byte(e.Source))
+			l.Expression = fmt.Sprintf("the template %s (%d bytes, sha256:%s)", e.Range.Filename, len(e.Source), hex.EncodeToString(sum[:]))
 			if e.Variables != "" {
 				l.Expression += " with " + e.Variables
 			}

@@ -2,12 +2,16 @@ package plan
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/guard"
+	"github.com/toquehq/toque/internal/lazy"
 	"github.com/toquehq/toque/resources"
 )
 
@@ -208,5 +212,21 @@ func TestShowPrivateLiveContent(t *testing.T) {
 	}
 	if strings.Contains(string(body), "1234") {
 		t.Errorf("the plan holds the private content:\n%s", body)
+	}
+}
+
+// TestShowLazyTemplateFileSaysWhatItRenders: a template file rendered at
+// apply is carried in the plan; the plan shows its size and sha256, so a
+// reviewer can tell it is the file in the repository.
+func TestShowLazyTemplateFileSaysWhatItRenders(t *testing.T) {
+	src := "listen ${port}\n"
+	p := &Plan{Resources: []*Resource{{
+		Address: "state_thing[/etc/app.conf]", Type: "state_thing", Name: "/etc/app.conf", Action: "create", Kind: resources.Create,
+		Lazy: map[string]*LazyExpr{"content": {Source: src, Template: lazy.TemplateFile, Range: hcl.Range{Filename: "app.conf.tpl", Start: hcl.InitialPos, End: hcl.InitialPos}}},
+	}}}
+	s := p.Show(showRegistry(), p.Resources[0])
+	sum := sha256.Sum256([]byte(src))
+	if len(s.Lazy) != 1 || !strings.Contains(s.Lazy[0].Expression, "the template app.conf.tpl") || !strings.Contains(s.Lazy[0].Expression, hex.EncodeToString(sum[:])) {
+		t.Errorf("shown %+v", s.Lazy)
 	}
 }

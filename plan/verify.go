@@ -328,6 +328,17 @@ func (p *Plan) checkLazyExpr(e *LazyExpr) error {
 	if err := e.Check(); err != nil {
 		return err
 	}
+	// node and host are objects (the node attributes, the host facts):
+	// anything else would be read by an expression and checked by nothing
+	// below, which walks objects.
+	for _, s := range []struct {
+		name, what string
+		v          *Value
+	}{{"node", "the node attributes'", e.Scope.Node}, {"host", "the host facts'", e.Scope.Host}} {
+		if s.v != nil && s.v.Value != cty.NilVal && !s.v.Value.IsNull() && !s.v.Value.Type().IsObjectType() && !s.v.Value.Type().IsMapType() {
+			return fmt.Errorf("carries %s as a %s value, not as %s object", s.name, s.v.Value.Type().FriendlyName(), s.what)
+		}
+	}
 	if n := e.Scope.Node; n != nil && n.Value != cty.NilVal {
 		attrs := make(map[string]Attribute, len(p.Attributes))
 		for _, a := range p.Attributes {

@@ -152,6 +152,16 @@ func TestReadRefusesAContradictoryPlan(t *testing.T) {
 			e.Scope.Node.Value = cty.ObjectVal(map[string]cty.Value{"db": cty.ObjectVal(map[string]cty.Value{"password": cty.StringVal("x")})})
 			e.Source = `node.db.password`
 		}, "reads node.db.password, which is not one of the plan's node attributes"},
+		{"a value known at apply reading node as a list", func(p *Plan) {
+			e := resourceNamed(p, lazyAddr).Lazy["content"]
+			e.Scope.Node.Value = cty.TupleVal([]cty.Value{cty.StringVal("x")})
+			e.Source = `node[0]`
+		}, "carries node as a tuple value, not as the node attributes' object"},
+		{"a value known at apply reading host as a string", func(p *Plan) {
+			e := resourceNamed(p, lazyAddr).Lazy["content"]
+			e.Source = `host`
+			e.Scope.Host = &Value{Value: cty.StringVal("web-01")}
+		}, "carries host as a string value, not as the host facts' object"},
 		{"a value known at apply holding lazy", func(p *Plan) {
 			resourceNamed(p, lazyAddr).Lazy["content"].Source = `lazy(node.web.port)`
 		}, "holds lazy"},
