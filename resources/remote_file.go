@@ -88,8 +88,12 @@ func normalizeChecksum(v cty.Value) (cty.Value, error) {
 		return v, nil
 	}
 	s := strings.ToLower(strings.TrimSpace(v.AsString()))
-	if len(s) != 64 || strings.Trim(s, "0123456789abcdef") != "" {
+	if len(s) != 64 {
 		return cty.NilVal, fmt.Errorf("checksum must be a sha256: 64 hexadecimal digits, not %d characters", len(v.AsString()))
+	}
+	if i := strings.IndexFunc(s, func(r rune) bool { return !strings.ContainsRune("0123456789abcdef", r) }); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		return cty.NilVal, fmt.Errorf("checksum must be a sha256: 64 hexadecimal digits, and %q is not one", string(r))
 	}
 	return cty.StringVal(s), nil
 }

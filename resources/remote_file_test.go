@@ -427,6 +427,7 @@ func TestRemoteFileBinaryAndBadInput(t *testing.T) {
 	}{
 		{"checksum", cty.StringVal("abc"), "64 hexadecimal digits"},
 		{"checksum", cty.StringVal(strings.Repeat("g", 64)), "64 hexadecimal digits"},
+		{"checksum", cty.StringVal(strings.Repeat("a", 63) + "z"), `"z" is not one`},
 		{"source", cty.StringVal("ftp://example.com/x"), "is not an http or https URL"},
 		{"source", cty.StringVal("/etc/passwd"), "is not an http or https URL"},
 		{"source", cty.StringVal("https://"), "has no host"},

@@ -88,9 +88,12 @@ func (t *sysctlType) procPath(key string) string {
 	return filepath.Join(t.proc, swapDotsSlashes(key))
 }
 
-// confPath is the file that persists key.
+// confPath is the file that persists key: one name in the directory, a
+// "/" of the key (an interface eth0.1's dotted eth0/1) written %2F, and
+// so "%" written %25, so that two keys never share a file.
 func (t *sysctlType) confPath(key string) string {
-	return filepath.Join(t.dir, "99-toque-"+key+".conf")
+	name := strings.NewReplacer("%", "%25", "/", "%2F").Replace(key)
+	return filepath.Join(t.dir, "99-toque-"+name+".conf")
 }
 
 // normalizeSysctlValue joins the words of a value with single spaces (the
@@ -177,7 +180,7 @@ func (t *sysctlType) Plan(desired *Resource, current *State) (*Step, error) {
 		return nothingStep(), nil
 	case "apply":
 		if !desired.IsSet("value") {
-			return nil, &PropertyError{Property: "key", Err: errors.New("apply needs a value")}
+			return nil, &PropertyError{Property: "value", Err: errors.New("apply needs a value: set value to what the parameter must hold")}
 		}
 		switch {
 		case current.Extra["kind"] == "directory":

@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,5 +102,34 @@ func TestSysctlPersists(t *testing.T) {
 	}
 	if _, s := plan(t, typ, newRes(t, typ, "remove", map[string]any{"key": "net.ipv4.ip_forward"})); s.Kind != NoOp {
 		t.Errorf("remove again: %s", s.Kind)
+	}
+}
+
+// TestSysctlConfFileIsOneName: a key whose dotted form holds "/" (an
+// interface named eth0.1) persists in one file of the directory, never in
+// a subdirectory, and two keys never share a file.
+func TestSysctlConfFileIsOneName(t *testing.T) {
+	typ := newSysctlType(t.TempDir(), "/etc/sysctl.d")
+	seen := map[string]string{}
+	for _, key := range []string{"net.ipv4.conf.eth0/1.forwarding", "net.ipv4.conf.eth0_1.forwarding", "net.ipv4.conf.eth0%2F1.forwarding", "vm.swappiness"} {
+		p := typ.confPath(key)
+		if filepath.Dir(p) != "/etc/sysctl.d" || !strings.HasSuffix(p, ".conf") {
+			t.Errorf("%s persists in %s", key, p)
+		}
+		if other, dup := seen[p]; dup {
+			t.Errorf("%s and %s share %s", key, other, p)
+		}
+		seen[p] = key
+	}
+}
+
+// TestSysctlApplyWithoutValuePointsAtValue: the error for apply with no
+// value names the property that is missing.
+func TestSysctlApplyWithoutValuePointsAtValue(t *testing.T) {
+	typ := newSysctlType(t.TempDir(), t.TempDir())
+	_, err := typ.Plan(newRes(t, typ, "apply", map[string]any{"key": "vm.swappiness"}), Absent())
+	var pe *PropertyError
+	if !errors.As(err, &pe) || pe.Property != "value" {
+		t.Errorf("got %v", err)
 	}
 }
