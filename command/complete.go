@@ -22,6 +22,7 @@ import (
 	"github.com/toquehq/toque/command/views"
 	"github.com/toquehq/toque/internal/diag"
 	"github.com/toquehq/toque/plan"
+	"github.com/toquehq/toque/policy"
 )
 
 // Shell completion works as hashicorp/cli's does (and Terraform's): the
@@ -348,9 +349,9 @@ func (sh shell) apply(install bool, bin string) (changed bool, err error) {
 	if sh.name == "fish" {
 		return sh.applyFish(install, bin)
 	}
-	line := "complete -C " + shellQuoteArg(bin) + " toque"
+	line := "complete -C " + views.ShellQuote(bin) + " toque"
 	if sh.name == "zsh" {
-		line = "complete -o nospace -C " + shellQuoteArg(bin) + " toque"
+		line = "complete -o nospace -C " + views.ShellQuote(bin) + " toque"
 	}
 	return editFile(sh.path, func(src []byte) []byte {
 		lines := strings.Split(string(src), "\n")
@@ -396,7 +397,7 @@ function __complete_toque
     %s
 end
 complete -f -c toque -a "(__complete_toque)"
-`, shellQuoteArg(bin))
+`, views.ShellQuote(bin))
 }
 
 func (sh shell) applyFish(install bool, bin string) (bool, error) {
@@ -418,7 +419,7 @@ func (sh shell) applyFish(install bool, bin string) (bool, error) {
 	if err := os.MkdirAll(filepath.Dir(sh.path), 0o755); err != nil {
 		return false, err
 	}
-	return true, writeAtomic(sh.path, want, 0o644)
+	return true, policy.WriteFileAtomic(sh.path, want, 0o644)
 }
 
 func containsLine(lines []string, line string) bool {
@@ -450,42 +451,5 @@ func editFile(path string, edit func([]byte) []byte) (changed bool, err error) {
 	if bytes.Equal(out, src) {
 		return false, nil
 	}
-	return true, writeAtomic(real, out, st.Mode().Perm())
-}
-
-// writeAtomic replaces path with data: a temporary file beside it,
-// synced, renamed over it.
-func writeAtomic(path string, data []byte, mode fs.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".toque-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
-
-// shellQuoteArg quotes s for a shell when it needs it.
-func shellQuoteArg(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == '+' || r == ':' || r == '@' ||
-			(r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9'))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return true, policy.WriteFileAtomic(real, out, st.Mode().Perm())
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toquehq/toque/command/views"
 	"github.com/toquehq/toque/plan"
 	"github.com/toquehq/toque/resources"
 )
@@ -51,8 +52,8 @@ func TestShellQuoteArg(t *testing.T) {
 		"/opt/my tools/toque":  "'/opt/my tools/toque'",
 		"/opt/it's/toque":      `'/opt/it'\''s/toque'`,
 	} {
-		if got := shellQuoteArg(in); got != want {
-			t.Errorf("shellQuoteArg(%q) = %q, want %q", in, got, want)
+		if got := views.ShellQuote(in); got != want {
+			t.Errorf("views.ShellQuote(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -120,7 +120,7 @@ func (a *applyText) PostApply(r *plan.Resource, rr apply.ResourceReport) {
 		// knows only at apply (Awaits: a package's version) are read.
 		var evaluated, read []string
 		for _, prop := range rr.KnownAtApply {
-			if awaited(r, prop) {
+			if r.Awaited(prop) {
 				read = append(read, prop)
 			} else {
 				evaluated = append(evaluated, prop)
@@ -349,14 +349,4 @@ func (a *applyJSON) Diagnostics(diags diag.Diagnostics, exitCode int) {
 	}
 	first := errs[0]
 	a.ew.Error(kindOf(first), first.Err, worded(first).Error(), exitCode, a.v.JSONDiagnostics(errs))
-}
-
-// awaited reports whether r's type knew prop only at apply (plan.Await).
-func awaited(r *plan.Resource, prop string) bool {
-	for _, a := range r.Awaits {
-		if a.Property == prop {
-			return true
-		}
-	}
-	return false
 }

@@ -163,5 +163,5 @@ Key fingerprint: %s
 Sign plans with it:       toque plan -sign-key=%s -out=plan.out   (or TOQUE_SIGN_KEY)
 Trust it on the host:     add the line of %s to the trusted keys file, then
                           toque apply -verify-key=FILE plan.out   (or TOQUE_VERIFY_KEY)
-`, EscapeLine(private), EscapeLine(public), fingerprint, EscapeLine(shellQuote(private)), EscapeLine(public))
+`, EscapeLine(private), EscapeLine(public), fingerprint, EscapeLine(ShellQuote(private)), EscapeLine(public))
 }

@@ -175,7 +175,7 @@ func truncationNote(resourcesLeft, sections, limit int, planFile string) string 
 	}
 	show := "run `toque show` on the plan file"
 	if planFile != "" {
-		show = "run " + mdCode("toque show "+shellQuote(planFile))
+		show = "run " + mdCode("toque show "+ShellQuote(planFile))
 	}
 	return fmt.Sprintf("_%s left out to stay under %d bytes; %s for all of them._\n", what, limit, show)
 }

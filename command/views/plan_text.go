@@ -171,7 +171,7 @@ func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 	}
 	if o.SavedTo != "" {
 		saved := EscapeLine(o.SavedTo)
-		bw.printf("Saved the plan to %s. To apply exactly this plan: toque apply %s\n", saved, EscapeLine(shellQuote(o.SavedTo)))
+		bw.printf("Saved the plan to %s. To apply exactly this plan: toque apply %s\n", saved, EscapeLine(ShellQuote(o.SavedTo)))
 	}
 	return bw.err
 }
@@ -598,8 +598,8 @@ func wrapList(items []string, width int, ind string) string {
 	return b.String()
 }
 
-// shellQuote quotes a path for the suggested command when it needs it.
-func shellQuote(s string) string {
+// ShellQuote quotes s (a path, a word) for a POSIX shell when it needs it.
+func ShellQuote(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
 		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == '+' || r == ':' || r == '@' ||
 			(r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9'))
