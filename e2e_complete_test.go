@@ -104,6 +104,10 @@ func TestE2EInstallAutocomplete(t *testing.T) {
 	if !strings.Contains(r.stderr, "No shell configuration found") {
 		t.Errorf("without rc files: %s", r)
 	}
+	// ... and nothing to remove from: that is no error.
+	if r := toque(0, "-uninstall-autocomplete"); !strings.Contains(r.stdout, "Completion is not installed") {
+		t.Errorf("uninstall without rc files: %s", r)
+	}
 
 	write("dotfiles/bashrc", "export A=1\n")
 	if err := os.Symlink(filepath.Join(home, "dotfiles/bashrc"), filepath.Join(home, ".bashrc")); err != nil {

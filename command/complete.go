@@ -262,6 +262,11 @@ func (b *Base) autocomplete(args []string) int {
 	}
 	shells := findShells(home, configHome)
 	var diags diag.Diagnostics
+	if len(shells) == 0 && !install {
+		// Nothing to remove completion from: done.
+		views.Messages{V: b.view(false)}.Autocomplete(false, nil)
+		return ExitOK
+	}
 	if len(shells) == 0 {
 		diags = diags.Append(diag.Sourceless(diag.Error, "No shell configuration found",
 			fmt.Sprintf("toque completes bash, zsh and fish, and installs completion in their configuration files, but found none of %s. Create your shell's file, then run toque %s again.",

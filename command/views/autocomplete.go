@@ -16,6 +16,10 @@ type ShellChange struct {
 // did, shell by shell.
 func (m Messages) Autocomplete(install bool, changes []ShellChange) {
 	w := m.V.Streams.Stdout
+	if !install && len(changes) == 0 {
+		fmt.Fprintln(w, "Completion is not installed: toque found no bash, zsh or fish configuration to remove it from.")
+		return
+	}
 	changed := false
 	for _, c := range changes {
 		path := EscapeLine(c.Path)
