@@ -1103,6 +1103,7 @@ func (r *run) doLater(ctx context.Context, desired *resources.Resource) error {
 	if len(r.later.Pending()) == 0 {
 		return nil
 	}
+	r.syncJournal() // what is done is printed before the work waits
 	r.logger.Debug("doing deferred work before the next resource", "resource", desired.Address(), "pending", strings.Join(r.later.Pending(), ", "))
 	if err := r.later.Before(ctx, desired); err != nil {
 		return fmt.Errorf("before converging, toque did the work earlier resources of this apply left for later, and it failed: %w", err)
@@ -1118,6 +1119,7 @@ func (r *run) finishLater(ctx context.Context) error {
 	if len(pending) == 0 || ctx.Err() != nil {
 		return nil
 	}
+	r.syncJournal() // the last resources' progress first
 	r.logger.Debug("doing deferred work at the end of the apply", "pending", strings.Join(pending, ", "))
 	if err := r.later.Flush(ctx); err != nil {
 		return fmt.Errorf("at the end of the apply, toque did the work earlier resources left for later, and it failed: %w", err)
