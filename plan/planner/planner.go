@@ -678,9 +678,12 @@ func (p *Planner) checkAwaited(pl *plan.Plan, awaiting []awaited) hcl.Diagnostic
 	if len(awaiting) == 0 {
 		return nil
 	}
+	// The registry of the plan's own types, as the plan's reader checks
+	// the same rule with (plan.Plan.check).
 	reg, err := pl.TypeRegistry(p.Registry)
 	if err != nil {
-		reg = p.Registry
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot check what waits for apply",
+			Detail: fmt.Sprintf("The plan's resource types could not be read back: %s. This is a bug in toque.", err)}}
 	}
 	var diags hcl.Diagnostics
 	type key struct {
