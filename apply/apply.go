@@ -949,7 +949,7 @@ func (r *run) convergeOne(ctx context.Context, e *entry, si int, rr *ResourceRep
 		r.hooks.PreApply(view)
 		rr.Outcome = OutcomeSkipped
 		o := rd.Guards[rd.DecidedBy]
-		rr.Reason = "skipped: decided at apply: " + o.Spec.Verdict(o.Condition)
+		rr.Reason = SkippedAtApply + o.Spec.Verdict(o.Condition)
 		r.logger.Info("skipped by a guard decided at apply", "resource", e.pr.Address, "guard", rr.Reason)
 		rep := *rr
 		return reported(rr.Outcome, func() { r.out.PostApply(view, rep) })

@@ -91,8 +91,9 @@ func (r *run) convergeComposite(ctx context.Context, e *entry, si int, seq []res
 		why := skippedNow(rd)
 		rr.Outcome, rr.Reason, rr.DiffersFromPlan = OutcomeSkipped, "skipped: "+why, why
 		if o := rd.Guards[rd.DecidedBy]; o.Spec.AtApply {
-			why = "decided at apply: " + o.Spec.Verdict(o.Condition)
-			rr.Reason, rr.DiffersFromPlan = "skipped: "+why, ""
+			verdict := o.Spec.Verdict(o.Condition)
+			why = "decided at apply: " + verdict
+			rr.Reason, rr.DiffersFromPlan = SkippedAtApply+verdict, ""
 		}
 		r.skipChildren(e, si, nt.rep, "skipped with "+e.pr.Address+": "+why)
 		var jerr error

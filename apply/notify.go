@@ -305,7 +305,7 @@ func (n *notifier) converge(ctx context.Context, nr *plan.NotifiedRun, view *pla
 		rr.Outcome = OutcomeSkipped
 		rr.Reason = "skipped: " + why
 		if o := rd.Guards[rd.DecidedBy]; o.Spec.AtApply {
-			rr.Reason = "skipped: decided at apply: " + o.Spec.Verdict(o.Condition)
+			rr.Reason = SkippedAtApply + o.Spec.Verdict(o.Condition)
 		} else {
 			rr.DiffersFromPlan = why
 		}

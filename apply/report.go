@@ -24,6 +24,10 @@ const (
 	OutcomeDoneEarlier = "done earlier"
 )
 
+// SkippedAtApply begins the Reason of a resource that a guard decided at
+// apply skipped; the guard's verdict follows it.
+const SkippedAtApply = "skipped: decided at apply: "
+
 // Report is what an apply did, written as JSON to
 // {StateDir}/reports/{UTC timestamp}.json and {StateDir}/reports/last.json.
 type Report struct {

@@ -107,8 +107,8 @@ func (a *applyText) PostApply(r *plan.Resource, rr apply.ResourceReport) {
 		a.printf("%s: %s after %s: %s\n", a.paint(color.FgRed, addr), rr.Outcome, roundDur(d), Escape(rr.Error))
 	case rr.Outcome == apply.OutcomeUnchanged:
 		a.printf("%s: already in the planned state, nothing to do\n", addr)
-	case rr.Outcome == apply.OutcomeSkipped && strings.HasPrefix(rr.Reason, "skipped: decided at apply: "):
-		a.printf("%s: skipped: a guard decided at apply: %s\n", a.paint(color.FgMagenta, addr), EscapeLine(strings.TrimPrefix(rr.Reason, "skipped: decided at apply: ")))
+	case rr.Outcome == apply.OutcomeSkipped && strings.HasPrefix(rr.Reason, apply.SkippedAtApply):
+		a.printf("%s: skipped: a guard decided at apply: %s\n", a.paint(color.FgMagenta, addr), EscapeLine(strings.TrimPrefix(rr.Reason, apply.SkippedAtApply)))
 	case rr.Outcome == apply.OutcomeSkipped:
 		a.printf("%s: skipped, a guard decided (see the note)\n", a.paint(color.FgMagenta, addr))
 	default:
