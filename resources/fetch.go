@@ -201,7 +201,11 @@ func (f *fetcher) get(ctx context.Context, client *http.Client, u string, o fetc
 	}
 	meta := f.readMeta(u)
 	if meta != nil && (o.want == "" || meta.SHA256 == o.want) {
-		if _, ok := f.cached(meta.SHA256); !ok {
+		// Asked only whether the copy is there (not re-hashed: a large
+		// download would be read whole on every plan): its bytes are
+		// checked where they are used — readBlob for a diff, and at apply
+		// cached and writeVerified, which refuse a damaged copy.
+		if fi, err := os.Stat(f.blob(meta.SHA256)); err != nil || !fi.Mode().IsRegular() || fi.Size() != meta.Size {
 			meta = nil
 		}
 	} else {
