@@ -129,7 +129,9 @@ func NewAttributes() *Attributes {
 
 func newMapNode() *attrNode { return &attrNode{children: map[string]*attrNode{}} }
 
-func isMapLike(v cty.Value) bool {
+// IsMapLike reports whether v is a known, non-null object or map: a node
+// of the attribute tree rather than a leaf.
+func IsMapLike(v cty.Value) bool {
 	if v == cty.NilVal || !v.IsKnown() || v.IsNull() {
 		return false
 	}
@@ -179,7 +181,7 @@ func writeTree(trees map[string]*attrNode, level string, path []string, v cty.Va
 	}
 	if len(path) == 0 {
 		// The root stays an object: only maps can be written there.
-		if isMapLike(v) {
+		if IsMapLike(v) {
 			setValue(root, v, level, rng, origin)
 		}
 		return
@@ -194,7 +196,7 @@ func writeTree(trees map[string]*attrNode, level string, path []string, v cty.Va
 		n = c
 	}
 	last := path[len(path)-1]
-	if isMapLike(v) {
+	if IsMapLike(v) {
 		c := n.children[last]
 		if c == nil || c.children == nil {
 			c = newMapNode()
@@ -238,7 +240,7 @@ func setValue(n *attrNode, v cty.Value, level string, rng hcl.Range, origin stri
 	for it := v.ElementIterator(); it.Next(); {
 		k, ev := it.Element()
 		key := k.AsString()
-		if isMapLike(ev) {
+		if IsMapLike(ev) {
 			c := n.children[key]
 			if c == nil || c.children == nil {
 				c = newMapNode()

@@ -359,7 +359,7 @@ func (w *cliWriter) leaves(v cty.Value, sensitive [][]string, path []string, rng
 	var walk func(v cty.Value, sub []string)
 	walk = func(v cty.Value, sub []string) {
 		full := append(append([]string(nil), path...), sub...)
-		if mapLike(v) && v.LengthInt() > 0 {
+		if config.IsMapLike(v) && v.LengthInt() > 0 {
 			for it := v.ElementIterator(); it.Next(); {
 				k, ev := it.Element()
 				walk(ev, append(append([]string(nil), sub...), k.AsString()))
@@ -371,7 +371,7 @@ func (w *cliWriter) leaves(v cty.Value, sensitive [][]string, path []string, rng
 			n := min(len(m), len(sub))
 			sens = sens || slices.Equal(m[:n], sub[:n])
 		}
-		w.write(config.AttributeWrite{Level: config.LevelNormal, Path: full, Value: v, Range: rng, Origin: origin, Sensitive: sens}, mapLike(v))
+		w.write(config.AttributeWrite{Level: config.LevelNormal, Path: full, Value: v, Range: rng, Origin: origin, Sensitive: sens}, config.IsMapLike(v))
 	}
 	walk(v, nil)
 }
@@ -613,12 +613,4 @@ func traversalName(tr hcl.Traversal) string {
 		}
 	}
 	return b.String()
-}
-
-func mapLike(v cty.Value) bool {
-	if v == cty.NilVal || !v.IsKnown() || v.IsNull() {
-		return false
-	}
-	t := v.Type()
-	return t.IsObjectType() || t.IsMapType()
 }
