@@ -1088,7 +1088,7 @@ func (r *run) runConverge(ctx context.Context, e *entry, view *plan.Resource, rd
 		desired = rd.Desired.WithAction(view.Action) // with its values known at apply
 	}
 	err := r.protect(e, "Converge", func() error {
-		return e.typ.Converge(ctx, env, desired, state, step)
+		return resources.ConvergeStep(ctx, e.typ, env, desired, state, step)
 	})
 	close(done)
 	wg.Wait()

@@ -293,7 +293,7 @@ func (l *Lifecycle) Evaluate(ctx context.Context, s *Subject) (*Reading, error) 
 	loadDur := time.Since(t0)
 
 	t1 := time.Now()
-	step, err := protect(log, func() (*resources.Step, error) { return s.Type.Plan(desired, st) })
+	step, err := protect(log, func() (*resources.Step, error) { return resources.PlanStep(s.Type, desired, st) })
 	if err == nil && (step == nil || step.Kind == "") {
 		err = fmt.Errorf("the resource type returned no step")
 	}

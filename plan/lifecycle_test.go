@@ -46,7 +46,7 @@ func (t *lcType) Load(_ context.Context, r *resources.Resource) (*resources.Stat
 	return &resources.State{Exists: true, Values: map[string]cty.Value{"content": cty.StringVal("old")}}, nil
 }
 
-func (t *lcType) Plan(d *resources.Resource, cur *resources.State) (*resources.Step, error) {
+func (t *lcType) Plan(_ string, d *resources.Resource, cur *resources.State) (*resources.Step, error) {
 	t.sawAction = d.Action
 	if t.planStep != nil {
 		return t.planStep()
@@ -54,7 +54,9 @@ func (t *lcType) Plan(d *resources.Resource, cur *resources.State) (*resources.S
 	return resources.ConvergeIfChanged(d, cur), nil
 }
 
-func (t *lcType) Converge(context.Context, *resources.Env, *resources.Resource, *resources.State, *resources.Step) error {
+func (t *lcType) Steps() resources.Steps { return resources.Same(t.converge) }
+
+func (t *lcType) converge(context.Context, *resources.Env, *resources.Resource, *resources.State, *resources.Step) error {
 	return errors.New("never")
 }
 

@@ -93,7 +93,7 @@ func BenchmarkAccountsPlan(b *testing.B) {
 				b.Fatal(err)
 			}
 			for i, r := range set.rs {
-				step, err := set.typ.Plan(r, sts[i])
+				step, err := PlanStep(set.typ, r, sts[i])
 				if err != nil || step.Kind != NoOp {
 					b.Fatalf("%s: %v %v", r.Address(), step, err)
 				}

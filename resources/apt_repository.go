@@ -379,11 +379,8 @@ func desiredValues(r *Resource) map[string]cty.Value {
 }
 
 // Plan compares the file's fields and the keyring with the recipe.
-func (t *aptRepositoryType) Plan(desired *Resource, current *State) (*Step, error) {
-	action := effectiveAction(desired)
+func (t *aptRepositoryType) Plan(action string, desired *Resource, current *State) (*Step, error) {
 	switch action {
-	case "nothing":
-		return nothingStep(), nil
 	case "delete", "remove":
 		if !current.Exists {
 			return &Step{Kind: NoOp, Reason: t.listPath(desired) + " does not exist"}, nil
@@ -395,7 +392,7 @@ func (t *aptRepositoryType) Plan(desired *Resource, current *State) (*Step, erro
 		return &Step{Kind: Delete, Reason: why}, nil
 	case "add":
 	default:
-		return nil, unknownAction(t.schema, action)
+		return nil, UnknownAction(t.schema, action)
 	}
 	if desired.String("key") != "" && keyIsURL(desired) && desired.String("checksum") == "" {
 		return nil, errors.New("key is a URL, so checksum must give the sha256 of the key it serves: toque installs a signing key only when the plan fixes its bytes")
@@ -456,25 +453,24 @@ func containsStr(xs []string, x string) bool {
 	return false
 }
 
-// Converge writes the keyring first (apt must never read a source whose
-// key is not there yet), then the source file, each atomically, mode
-// 0644; delete removes the file, and the keyring the recipe's key made.
-func (t *aptRepositoryType) Converge(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error {
-	if err := ctxErr(ctx, "converging "+desired.Address()); err != nil {
+// Steps write the keyring first (apt must never read a source whose key
+// is not there yet), then the source file, each atomically, mode 0644;
+// delete removes the file, and the keyring the recipe's key made.
+func (t *aptRepositoryType) Steps() Steps {
+	return Steps{Create: t.add, Update: t.add, Delete: t.delete}
+}
+
+func (t *aptRepositoryType) delete(_ context.Context, _ *Env, desired *Resource, _ *State, _ *Step) error {
+	if err := t.remove(t.listPath(desired)); err != nil {
 		return err
 	}
-	switch step.Kind {
-	case NoOp, Skip:
-		return nil
-	case Delete:
-		if err := t.remove(t.listPath(desired)); err != nil {
-			return err
-		}
-		if kr := keyring(desired); kr != "" && desired.String("key") != "" {
-			return t.remove(kr)
-		}
-		return nil
+	if kr := keyring(desired); kr != "" && desired.String("key") != "" {
+		return t.remove(kr)
 	}
+	return nil
+}
+
+func (t *aptRepositoryType) add(ctx context.Context, env *Env, desired *Resource, _ *State, step *Step) error {
 	if step.HasGroup("key") {
 		key, err := t.keyBytes(ctx, env, desired)
 		if err != nil {

@@ -25,11 +25,11 @@ func runType(t *testing.T, typ Type, r *Resource, converge bool) (*State, *Step,
 	if err != nil {
 		return nil, nil, err
 	}
-	step, err := typ.Plan(r, st)
+	step, err := PlanStep(typ, r, st)
 	if err != nil || !converge {
 		return st, step, err
 	}
-	return st, step, typ.Converge(context.Background(), &Env{Logger: hclog.NewNullLogger()}, r, st, step)
+	return st, step, ConvergeStep(context.Background(), typ, &Env{Logger: hclog.NewNullLogger()}, r, st, step)
 }
 
 func normalized(t *testing.T, s *Schema, name, action string, values map[string]cty.Value) *Resource {

@@ -69,14 +69,14 @@ func (t *aptUpdateType) Load(ctx context.Context, r *Resource) (*State, error) {
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		st.Extra["updated"] = "never"
-		if effectiveAction(r) == "periodic" {
+		if r.EffectiveAction() == "periodic" {
 			st.Extra["due"] = "yes"
 		}
 	case err != nil:
 		return nil, fmt.Errorf("reading %s: %w", updateStamp, err)
 	default:
 		st.Extra["updated"] = fi.ModTime().UTC().Format(time.RFC3339)
-		if effectiveAction(r) != "periodic" {
+		if r.EffectiveAction() != "periodic" {
 			break
 		}
 		now := time.Now
@@ -93,11 +93,9 @@ func (t *aptUpdateType) Load(ctx context.Context, r *Resource) (*State, error) {
 }
 
 // Plan: update always runs; periodic runs when the lists are due.
-func (t *aptUpdateType) Plan(desired *Resource, current *State) (*Step, error) {
+func (t *aptUpdateType) Plan(action string, desired *Resource, current *State) (*Step, error) {
 	provides := []Need{{Namespace: NamespaceAptSource, Value: "apt", What: "apt package lists"}}
-	switch action := effectiveAction(desired); action {
-	case "nothing":
-		return nothingStep(), nil
+	switch action {
 	case "update":
 		return &Step{Kind: Run, Reason: "update runs every time; " + listsUpdated(current.Extra["updated"]), Provides: provides}, nil
 	case "periodic":
@@ -110,7 +108,7 @@ func (t *aptUpdateType) Plan(desired *Resource, current *State) (*Step, error) {
 		}
 		return &Step{Kind: Run, Reason: listsUpdated(current.Extra["updated"]) + ", frequency (" + freq + " s) ago or more", Provides: provides}, nil
 	default:
-		return nil, unknownAction(t.schema, action)
+		return nil, UnknownAction(t.schema, action)
 	}
 }
 
@@ -119,7 +117,7 @@ func (t *aptUpdateType) Plan(desired *Resource, current *State) (*Step, error) {
 // the package's version is known once the lists it reads are
 // (resources.NeedMeeter).
 func (t *aptUpdateType) Meets(desired *Resource, n Need) bool {
-	a := effectiveAction(desired)
+	a := desired.EffectiveAction()
 	return n.Namespace == NamespaceAptSource && (a == "update" || a == "periodic")
 }
 
@@ -131,11 +129,10 @@ func listsUpdated(updated string) string {
 	return "apt's lists were last updated at " + updated
 }
 
-// Converge runs apt-get update, then touches the stamp.
-func (t *aptUpdateType) Converge(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error {
-	if step.Kind != Run {
-		return nil
-	}
+// Steps run apt-get update, then touch the stamp.
+func (t *aptUpdateType) Steps() Steps { return Steps{Run: t.update} }
+
+func (t *aptUpdateType) update(ctx context.Context, env *Env, desired *Resource, _ *State, _ *Step) error {
 	argv := []string{"apt-get", "-q", "-o", "DPkg::Lock::Timeout=" + strconv.Itoa(int(seconds(desired.Get("lock_timeout"))/time.Second)), "update"}
 	s := t.apt.spec(argv, seconds(desired.Get("timeout")), logger(env))
 	s.OutputLimit = 0

@@ -418,7 +418,7 @@ func (t *cronDType) fileRes(r *Resource) *Resource {
 			vals[k] = r.Values[k]
 		}
 	}
-	action := effectiveAction(r)
+	action := r.EffectiveAction()
 	return NewResource(t.file.schema, t.path(r), action, vals)
 }
 
@@ -457,18 +457,11 @@ func (t *cronDType) LoadAll(ctx context.Context, rs []*Resource) ([]*State, erro
 
 // Plan is the file type's Plan of the file, and a need for the user when
 // it does not exist.
-func (t *cronDType) Plan(desired *Resource, current *State) (*Step, error) {
-	action := effectiveAction(desired)
-	if action == "nothing" {
-		return nothingStep(), nil
-	}
-	if !t.schema.HasAction(action) {
-		return nil, unknownAction(t.schema, action)
-	}
+func (t *cronDType) Plan(action string, desired *Resource, current *State) (*Step, error) {
 	if action != "delete" && !desired.IsSet("content") {
 		return nil, &PropertyError{Property: "command", Err: fmt.Errorf("%s needs a command", action)}
 	}
-	step, err := t.file.Plan(t.fileRes(desired), current)
+	step, err := t.file.Plan(action, t.fileRes(desired), current)
 	if err != nil {
 		return nil, err
 	}
@@ -483,7 +476,9 @@ func (t *cronDType) Predict(desired *Resource, current *State, step *Step) (*Sta
 	return t.file.Predict(t.fileRes(desired), current, step)
 }
 
-// Converge is the file type's Converge of the file.
-func (t *cronDType) Converge(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error {
-	return t.file.Converge(ctx, env, t.fileRes(desired), current, step)
+// Steps are the file type's, on the file.
+func (t *cronDType) Steps() Steps {
+	return Same(func(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error {
+		return ConvergeStep(ctx, t.file, env, t.fileRes(desired), current, step)
+	})
 }

@@ -525,14 +525,10 @@ func (t *customType) covered(s *StepDef) []string {
 // value), a converge_by when it runs always or when the thing exists;
 // the step updates when properties differ, runs when only converge_by
 // steps do, and is a no-op otherwise.
-func (t *customType) Plan(desired *Resource, current *State) (*Step, error) {
-	action := effectiveAction(desired)
-	if action == "nothing" {
-		return nothingStep(), nil
-	}
+func (t *customType) Plan(action string, desired *Resource, current *State) (*Step, error) {
 	a := t.def.Action(action)
 	if a == nil {
-		return nil, unknownAction(t.schema, action)
+		return nil, UnknownAction(t.schema, action)
 	}
 	groups := t.groups[action]
 	covers := map[string]bool{}

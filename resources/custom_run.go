@@ -414,18 +414,16 @@ func decodeJSON(raw json.RawMessage, ty cty.Type) (cty.Value, error) {
 // typeName words a type for messages: "string", "list of string".
 func typeName(ty cty.Type) string { return ty.FriendlyName() }
 
-// Converge runs the scripts of the groups step lists, in the action's
-// order. Child resources are apply's: it converges each where Sequence
-// puts it, calling Converge with one group at a time.
-func (t *customType) Converge(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error {
-	switch step.Kind {
-	case NoOp, Skip:
-		return nil
-	}
-	action := effectiveAction(desired)
+// Steps run the scripts of the groups step lists, in the action's order.
+// Child resources are apply's: it converges each where Sequence puts it,
+// converging one group at a time.
+func (t *customType) Steps() Steps { return Same(t.converge) }
+
+func (t *customType) converge(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error {
+	action := desired.Action
 	a := t.def.Action(action)
 	if a == nil {
-		return unknownAction(t.schema, action)
+		return UnknownAction(t.schema, action)
 	}
 	var logger hclog.Logger = hclog.NewNullLogger()
 	sensitive := false
@@ -469,7 +467,7 @@ func (t *customType) convergeInput(desired *Resource, current *State, step *Step
 	values := map[string]cty.Value{}
 	env := map[string]string{
 		"RESOURCE_NAME":      desired.Name,
-		"RESOURCE_ACTION":    effectiveAction(desired),
+		"RESOURCE_ACTION":    desired.EffectiveAction(),
 		"CURRENT_EXISTS":     fmt.Sprint(current.Exists),
 		"CHANGED_PROPERTIES": strings.Join(changed, " "),
 	}
@@ -516,7 +514,7 @@ func (t *customType) convergeInput(desired *Resource, current *State, step *Step
 	}
 	changedJSON, _ := json.Marshal(changed)
 	nameJSON, _ := json.Marshal(desired.Name)
-	actionJSON, _ := json.Marshal(effectiveAction(desired))
+	actionJSON, _ := json.Marshal(desired.EffectiveAction())
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `{"name":%s,"action":%s,"exists":%t,"desired":%s,"current":%s,"changed":%s,"values":%s}`,
 		nameJSON, actionJSON, current.Exists, desiredObj, currentObj, changedJSON, valuesObj)

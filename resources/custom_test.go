@@ -249,7 +249,7 @@ func TestCustomPlan(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := kvResource(typ, "/d", "k", c.set).WithAction(c.action)
-			st, err := typ.Plan(r, c.current)
+			st, err := PlanStep(typ, r, c.current)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -269,11 +269,11 @@ func TestCustomConvergeInput(t *testing.T) {
 	typ := newKV(t, kvLoad, false)
 	r := kvResource(typ, dir, "port", map[string]cty.Value{"value": cty.StringVal("8080")})
 	live := &State{Exists: true, Values: map[string]cty.Value{"value": cty.StringVal("80"), "mode": cty.StringVal("0600")}}
-	step, err := typ.Plan(r, live)
+	step, err := PlanStep(typ, r, live)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := typ.Converge(context.Background(), &Env{}, r, live, step); err != nil {
+	if err := ConvergeStep(context.Background(), typ, &Env{}, r, live, step); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "port")); string(b) != "8080" {
@@ -306,8 +306,8 @@ func TestCustomConvergeInput(t *testing.T) {
 
 	// Created: the default is used, every step runs.
 	r2 := kvResource(typ, dir, "host", map[string]cty.Value{"value": cty.StringVal("h")})
-	step, _ = typ.Plan(r2, Absent())
-	if err := typ.Converge(context.Background(), &Env{}, r2, Absent(), step); err != nil {
+	step, _ = PlanStep(typ, r2, Absent())
+	if err := ConvergeStep(context.Background(), typ, &Env{}, r2, Absent(), step); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "host.mode")); strings.TrimSpace(string(b)) != "0644 mode" {
@@ -319,8 +319,8 @@ func TestCustomConvergeInput(t *testing.T) {
 	def.Actions[0].Steps[0].Script.Values["code"] = typedvalue.Value{Value: cty.StringVal("echo oops >&2; exit 4")}
 	bad, _ := NewCustomType(def, nil)
 	r3 := kvResource(bad, dir, "x", map[string]cty.Value{"value": cty.StringVal("v")})
-	step, _ = bad.Plan(r3, Absent())
-	err = bad.Converge(context.Background(), &Env{}, r3, Absent(), step)
+	step, _ = PlanStep(bad, r3, Absent())
+	err = ConvergeStep(context.Background(), bad, &Env{}, r3, Absent(), step)
 	if err == nil || !strings.Contains(err.Error(), "converge_if_changed (value) of kv (types.hcl:7:3) failed: exited with code 4") || !strings.Contains(err.Error(), "oops") {
 		t.Fatalf("error %v", err)
 	}

@@ -73,19 +73,12 @@ func isDirectory(st *State) bool {
 }
 
 // Plan decides what the directory's action does. It never does I/O.
-func (t *directoryType) Plan(desired *Resource, current *State) (*Step, error) {
-	step, err := t.plan(desired, current)
+func (t *directoryType) Plan(action string, desired *Resource, current *State) (*Step, error) {
+	step, err := t.plan(action, desired, current)
 	return withPathNeeds(step, err, current, desired.String("path"), true, desired.Bool("recursive"))
 }
 
-func (t *directoryType) plan(desired *Resource, current *State) (*Step, error) {
-	action := effectiveAction(desired)
-	if action == "nothing" {
-		return nothingStep(), nil
-	}
-	if !t.schema.HasAction(action) {
-		return nil, unknownAction(t.schema, action)
-	}
+func (t *directoryType) plan(action string, desired *Resource, current *State) (*Step, error) {
 	path := desired.String("path")
 	if current.Exists && current.Extra["kind"] == "symlink" && action == "delete" {
 		return nil, fmt.Errorf("%s is a symbolic link to %s; the directory resource will not delete through a link (delete the link with a link resource)", path, current.Extra["link_target"])
@@ -112,7 +105,7 @@ func (t *directoryType) plan(desired *Resource, current *State) (*Step, error) {
 		}
 		return &Step{Kind: Delete, Reason: reason}, nil
 	}
-	return nil, unknownAction(t.schema, action)
+	return nil, UnknownAction(t.schema, action)
 }
 
 func orMissing(kind string) string {
@@ -122,30 +115,17 @@ func orMissing(kind string) string {
 	return kind
 }
 
-// Converge carries out step through held directories (safefs.go): mkdir
+// Steps carry out a step through held directories (safefs.go): mkdir
 // in the held parent, then chown and chmod through a descriptor of the
 // directory opened without following a link and checked to be the one
 // made (or, for an update, the one Load read). Directories are never
 // backed up.
-func (t *directoryType) Converge(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error {
-	path := desired.String("path")
-	if err := ctxErr(ctx, "converging "+path); err != nil {
-		return err
-	}
-	switch step.Kind {
-	case NoOp, Skip:
-		return nil
-	case Create:
-		return t.create(desired, path)
-	case Update:
-		return t.update(desired, current, path, step)
-	case Delete:
-		return t.delete(desired, current, path)
-	}
-	return fmt.Errorf("directory %s: cannot carry out a %s step", path, step.Kind)
+func (t *directoryType) Steps() Steps {
+	return Steps{Create: t.create, Update: t.update, Delete: t.delete}
 }
 
-func (t *directoryType) create(desired *Resource, path string) error {
+func (t *directoryType) create(_ context.Context, _ *Env, desired *Resource, _ *State, _ *Step) error {
+	path := desired.String("path")
 	mode, own, err := newObjectAttrs(desired, path, 0o755)
 	if err != nil {
 		return err
@@ -215,7 +195,8 @@ func openLoaded(desired *Resource, current *State, path string) (*found, *os.Fil
 	return f, dir, nil
 }
 
-func (t *directoryType) update(desired *Resource, current *State, path string, step *Step) error {
+func (t *directoryType) update(_ context.Context, _ *Env, desired *Resource, current *State, step *Step) error {
+	path := desired.String("path")
 	f, dir, err := openLoaded(desired, current, path)
 	if err != nil {
 		return fmt.Errorf("updating %s: %w", path, err)
@@ -245,7 +226,8 @@ func (t *directoryType) update(desired *Resource, current *State, path string, s
 	return nil
 }
 
-func (t *directoryType) delete(desired *Resource, current *State, path string) error {
+func (t *directoryType) delete(_ context.Context, _ *Env, desired *Resource, current *State, _ *Step) error {
+	path := desired.String("path")
 	f, err := lookupPath(path, false)
 	if err != nil {
 		return fmt.Errorf("deleting %s: %w", path, err)

@@ -71,12 +71,15 @@ func (t *execType) Load(ctx context.Context, r *Resource) (*State, error) {
 	return loadCreates(ctx, r)
 }
 
-func (t *execType) Plan(desired *Resource, current *State) (*Step, error) {
-	return planRun(t.schema, desired, current)
+func (t *execType) Plan(action string, desired *Resource, current *State) (*Step, error) {
+	return planRun(desired, current)
 }
 
-func (t *execType) Converge(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error {
-	return convergeRun(ctx, env, t, desired, step)
+// Steps run the process.
+func (t *execType) Steps() Steps {
+	return Steps{Run: func(ctx context.Context, env *Env, desired *Resource, _ *State, _ *Step) error {
+		return convergeRun(ctx, env, t, desired)
+	}}
 }
 
 // CommandSpec is the process of an execute resource: `/bin/sh -c COMMAND`
@@ -471,15 +474,9 @@ func loadCreates(ctx context.Context, r *Resource) (*State, error) {
 	return st, nil
 }
 
-// planRun is the Plan of every Runner: run, unless `creates` exists.
-func planRun(s *Schema, desired *Resource, current *State) (*Step, error) {
-	action := effectiveAction(desired)
-	if action == "nothing" {
-		return nothingStep(), nil
-	}
-	if action != "run" {
-		return nil, unknownAction(s, action)
-	}
+// planRun is the Plan of every Runner (whose one action is run): run,
+// unless `creates` exists.
+func planRun(desired *Resource, current *State) (*Step, error) {
 	if desired.IsSet("creates") && !desired.Values["creates"].IsKnown() {
 		return &Step{Kind: Run, Reason: "creates is known only at apply"}, nil
 	}
@@ -500,14 +497,7 @@ func planRun(s *Schema, desired *Resource, current *State) (*Step, error) {
 // what went wrong; an exit code that is not allowed, or a timeout, comes
 // with the tail of the process's output. The shellexec error is wrapped, so
 // errors.As finds it.
-func convergeRun(ctx context.Context, env *Env, rt Runner, desired *Resource, step *Step) error {
-	switch step.Kind {
-	case NoOp, Skip:
-		return nil
-	case Run:
-	default:
-		return fmt.Errorf("cannot carry out a %s step: %s only runs", step.Kind, desired.Type)
-	}
+func convergeRun(ctx context.Context, env *Env, rt Runner, desired *Resource) error {
 	spec, err := rt.CommandSpec(desired)
 	if err != nil {
 		return err

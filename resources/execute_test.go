@@ -165,7 +165,7 @@ func TestExecuteCreates(t *testing.T) {
 			if got, ok := st.Extra["creates"]; got != c.extra || ok == c.notInExtra {
 				t.Errorf("Extra[creates] = %q (%v), want %q", got, ok, c.extra)
 			}
-			step, err := typ.Plan(r, st)
+			step, err := PlanStep(typ, r, st)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -194,7 +194,7 @@ func TestExecuteActions(t *testing.T) {
 	if step.Kind != NoOp {
 		t.Fatalf("action nothing planned %s", step.Kind)
 	}
-	if err := typ.Converge(context.Background(), testEnv(t), r, st, step); err != nil {
+	if err := ConvergeStep(context.Background(), typ, testEnv(t), r, st, step); err != nil {
 		t.Fatalf("converging a no-op ran the command: %v", err)
 	}
 	r.Action = "create"
@@ -272,7 +272,7 @@ func TestExecuteFailures(t *testing.T) {
 			typ := ExecuteType()
 			r := runRes(t, typ, "x", c.vals)
 			st, step := plan(t, typ, r)
-			err := typ.Converge(context.Background(), testEnv(t), r, st, step)
+			err := ConvergeStep(context.Background(), typ, testEnv(t), r, st, step)
 			if err == nil {
 				t.Fatal("want an error")
 			}
@@ -291,7 +291,7 @@ func TestExecuteFailures(t *testing.T) {
 		typ := ExecuteType()
 		r := runRes(t, typ, "x", map[string]any{"command": "seq 1 100; exit 1"})
 		st, step := plan(t, typ, r)
-		err := typ.Converge(context.Background(), testEnv(t), r, st, step)
+		err := ConvergeStep(context.Background(), typ, testEnv(t), r, st, step)
 		if err == nil || !strings.Contains(err.Error(), "stdout (last lines):") || !strings.Contains(err.Error(), "    100") ||
 			strings.Contains(err.Error(), "    80\n") || !strings.Contains(err.Error(), "    81\n") {
 			t.Fatalf("error = %v", err)
@@ -306,7 +306,7 @@ func TestExecuteLiveStream(t *testing.T) {
 		typ := ExecuteType()
 		r := runRes(t, typ, "x", map[string]any{"command": "echo streamed-line", "live_stream": live})
 		st, step := plan(t, typ, r)
-		if err := typ.Converge(context.Background(), env, r, st, step); err != nil {
+		if err := ConvergeStep(context.Background(), typ, env, r, st, step); err != nil {
 			t.Fatal(err)
 		}
 		if got := strings.Contains(buf.String(), "streamed-line"); got != live {

@@ -140,19 +140,12 @@ func hardLinkRisk(f *found, si statInfo) string {
 }
 
 // Plan decides what the file's action does. It never does I/O.
-func (t *fileType) Plan(desired *Resource, current *State) (*Step, error) {
-	step, err := t.plan(desired, current)
+func (t *fileType) Plan(action string, desired *Resource, current *State) (*Step, error) {
+	step, err := t.plan(action, desired, current)
 	return withPathNeeds(step, err, current, desired.String("path"), false, false)
 }
 
-func (t *fileType) plan(desired *Resource, current *State) (*Step, error) {
-	action := effectiveAction(desired)
-	if action == "nothing" {
-		return nothingStep(), nil
-	}
-	if !t.schema.HasAction(action) {
-		return nil, unknownAction(t.schema, action)
-	}
+func (t *fileType) plan(action string, desired *Resource, current *State) (*Step, error) {
 	path := desired.String("path")
 	if current.Exists && current.Extra["kind"] == "symlink" && action == "delete" {
 		return &Step{Kind: Delete, Reason: fmt.Sprintf("exists as a symbolic link to %s; delete removes the link, not what it points to", current.Extra["link_target"])}, nil
@@ -179,7 +172,7 @@ func (t *fileType) plan(desired *Resource, current *State) (*Step, error) {
 		}
 		return &Step{Kind: Delete, Reason: "exists; delete removes it"}, nil
 	}
-	return nil, unknownAction(t.schema, action)
+	return nil, UnknownAction(t.schema, action)
 }
 
 // managesRegularFile reports whether the reading is a regular file, or a
@@ -253,7 +246,7 @@ func hasChange(ch []Change, name string) bool {
 	return false
 }
 
-// Converge carries out step, through held directories and descriptors
+// Steps carry out a step through held directories and descriptors
 // (safefs.go): the parent directory is walked again without following
 // links another user could have made, a new file is created with O_EXCL
 // and renamed into place without replacing anything that appeared since
@@ -262,22 +255,8 @@ func hasChange(ch []Change, name string) bool {
 // written atomically (temporary file in the same directory, fsync, rename,
 // fsync of the directory) unless atomic_update is false; replaced and
 // deleted content is backed up first, from the descriptor.
-func (t *fileType) Converge(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error {
-	path := desired.String("path")
-	if err := ctxErr(ctx, "converging "+path); err != nil {
-		return err
-	}
-	switch step.Kind {
-	case NoOp, Skip:
-		return nil
-	case Create:
-		return t.create(desired, path)
-	case Update:
-		return t.update(env, desired, current, path, step)
-	case Delete:
-		return t.delete(env, desired, current, path)
-	}
-	return fmt.Errorf("file %s: cannot carry out a %s step", path, step.Kind)
+func (t *fileType) Steps() Steps {
+	return Steps{Create: t.create, Update: t.update, Delete: t.delete}
 }
 
 // parentError words an error reaching the directory path is in.
@@ -291,7 +270,8 @@ func parentError(path, hint string, err error) error {
 	return fmt.Errorf("reaching the parent directory of %s: %w", path, err)
 }
 
-func (t *fileType) create(desired *Resource, path string) error {
+func (t *fileType) create(_ context.Context, _ *Env, desired *Resource, _ *State, _ *Step) error {
+	path := desired.String("path")
 	nf, err := newFileOf(desired, path)
 	if err != nil {
 		return err
@@ -352,7 +332,8 @@ func (t *fileType) Stage(ctx context.Context, env *Env, desired *Resource, curre
 	return s, nil
 }
 
-func (t *fileType) update(env *Env, desired *Resource, current *State, path string, step *Step) error {
+func (t *fileType) update(_ context.Context, env *Env, desired *Resource, current *State, step *Step) error {
+	path := desired.String("path")
 	f, err := lookupPath(path, desired.Bool("manage_symlink_source"))
 	if err != nil {
 		return fmt.Errorf("updating %s: %w", path, err)
@@ -418,7 +399,8 @@ func (t *fileType) update(env *Env, desired *Resource, current *State, path stri
 	return nil
 }
 
-func (t *fileType) delete(env *Env, desired *Resource, current *State, path string) error {
+func (t *fileType) delete(_ context.Context, env *Env, desired *Resource, current *State, _ *Step) error {
+	path := desired.String("path")
 	f, err := lookupPath(path, false)
 	if err != nil {
 		return fmt.Errorf("deleting %s: %w", path, err)

@@ -130,8 +130,8 @@ func TestFilePlan(t *testing.T) {
 	t.Run("plan is deterministic", func(t *testing.T) {
 		r := newRes(t, ft, "", map[string]any{"path": existing, "content": "new", "mode": "0644"})
 		st := load(t, ft, r)
-		a, _ := ft.Plan(r, st)
-		b, _ := ft.Plan(r, st)
+		a, _ := PlanStep(ft, r, st)
+		b, _ := PlanStep(ft, r, st)
 		if a.Kind != b.Kind || a.Reason != b.Reason || !slices.Equal(changedProps(a), changedProps(b)) || !slices.Equal(a.Groups, b.Groups) {
 			t.Fatalf("two plans differ: %+v vs %+v", a, b)
 		}

@@ -117,7 +117,7 @@ func TestFullDisk(t *testing.T) {
 		t.Cleanup(func() { reserveSpace = was })
 		r := newRes(t, ft, "", map[string]any{"path": p, "content": big, "atomic_update": false})
 		st, step := plan(t, ft, r)
-		err := ft.Converge(t.Context(), env, r, st, step)
+		err := ConvergeStep(t.Context(), ft, env, r, st, step)
 		if err == nil {
 			t.Fatal("converged on a full disk")
 		}

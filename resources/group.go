@@ -118,13 +118,10 @@ func groupState(db *accountsDB, r *Resource) *State {
 }
 
 // Plan decides what the group's action does. It never does I/O.
-func (t *groupType) Plan(desired *Resource, current *State) (*Step, error) {
-	action := effectiveAction(desired)
+func (t *groupType) Plan(action string, desired *Resource, current *State) (*Step, error) {
 	name := desired.String("group_name")
 	var step *Step
 	switch action {
-	case "nothing":
-		return nothingStep(), nil
 	case "create", "modify", "manage":
 		if !current.Exists && action == "modify" {
 			return nil, fmt.Errorf("group %s does not exist: modify changes an existing group (create creates it, manage leaves a missing one alone)", name)
@@ -183,7 +180,7 @@ func (t *groupType) Plan(desired *Resource, current *State) (*Step, error) {
 			step = &Step{Kind: Delete, Reason: "exists; remove deletes it"}
 		}
 	default:
-		return nil, unknownAction(t.schema, action)
+		return nil, UnknownAction(t.schema, action)
 	}
 	if step.Kind.IsWork() && effectiveUID() != 0 {
 		return nil, needsRoot(fmt.Sprintf("changing the group database (%s group %s)", action, name))
@@ -246,67 +243,67 @@ func added(desired *Resource, current *State) []string {
 	return out
 }
 
-// Converge carries out step. Members are set with gpasswd, which keeps
+// Steps carry out a step. Members are set with gpasswd, which keeps
 // /etc/gshadow in step (groupadd and groupmod --users change only
 // /etc/group): exactly (--members), or one added user at a time (--add)
 // with append = true, so that members someone else adds meanwhile stay
 // (and one excluded user at a time taken out, --delete).
 // A create whose members cannot be set is undone (groupdel).
-func (t *groupType) Converge(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error {
+func (t *groupType) Steps() Steps {
+	return Steps{Create: t.create, Update: t.update, Delete: t.delete}
+}
+
+func (t *groupType) delete(ctx context.Context, env *Env, desired *Resource, _ *State, _ *Step) error {
+	return t.tools.run(ctx, env, "groupdel", []string{desired.String("group_name")}, nil, "")
+}
+
+func (t *groupType) create(ctx context.Context, env *Env, desired *Resource, _ *State, step *Step) error {
 	name := desired.String("group_name")
-	if err := ctxErr(ctx, "converging group "+name); err != nil {
+	args := []string{}
+	if desired.Bool("system") {
+		args = append(args, "--system")
+	}
+	if step.Change("gid") != nil {
+		args = append(args, "--gid", desired.Get("gid").AsBigFloat().Text('f', 0))
+	}
+	if err := t.tools.run(ctx, env, "groupadd", append(args, name), nil, ""); err != nil {
 		return err
 	}
-	switch step.Kind {
-	case NoOp, Skip:
+	members := stringsOf(desired.Get("members"))
+	if step.Change("members") == nil || len(members) == 0 {
 		return nil
-	case Delete:
-		return t.tools.run(ctx, env, "groupdel", []string{name}, nil, "")
-	case Create:
-		args := []string{}
-		if desired.Bool("system") {
-			args = append(args, "--system")
+	}
+	if err := t.tools.run(ctx, env, "gpasswd", []string{"--members", strings.Join(members, ","), name}, nil, ""); err != nil {
+		if uerr := t.tools.run(context.WithoutCancel(ctx), env, "groupdel", []string{name}, nil, ""); uerr != nil {
+			return fmt.Errorf("%w; and removing the half-made group %s failed too: %v", err, name, uerr)
 		}
-		if step.Change("gid") != nil {
-			args = append(args, "--gid", desired.Get("gid").AsBigFloat().Text('f', 0))
-		}
-		if err := t.tools.run(ctx, env, "groupadd", append(args, name), nil, ""); err != nil {
+		return fmt.Errorf("%w; the group %s was removed again, so nothing was changed", err, name)
+	}
+	return nil
+}
+
+func (t *groupType) update(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error {
+	name := desired.String("group_name")
+	if step.Change("gid") != nil {
+		if err := t.tools.run(ctx, env, "groupmod", []string{"--gid", desired.Get("gid").AsBigFloat().Text('f', 0), name}, nil, ""); err != nil {
 			return err
 		}
-		members := stringsOf(desired.Get("members"))
-		if step.Change("members") == nil || len(members) == 0 {
-			return nil
-		}
-		if err := t.tools.run(ctx, env, "gpasswd", []string{"--members", strings.Join(members, ","), name}, nil, ""); err != nil {
-			if uerr := t.tools.run(context.WithoutCancel(ctx), env, "groupdel", []string{name}, nil, ""); uerr != nil {
-				return fmt.Errorf("%w; and removing the half-made group %s failed too: %v", err, name, uerr)
-			}
-			return fmt.Errorf("%w; the group %s was removed again, so nothing was changed", err, name)
-		}
+	}
+	if step.Change("members") == nil {
 		return nil
-	case Update:
-		if step.Change("gid") != nil {
-			if err := t.tools.run(ctx, env, "groupmod", []string{"--gid", desired.Get("gid").AsBigFloat().Text('f', 0), name}, nil, ""); err != nil {
+	}
+	if desired.Bool("append") {
+		for _, m := range added(desired, current) {
+			if err := t.tools.run(ctx, env, "gpasswd", []string{"--add", m, name}, nil, ""); err != nil {
 				return err
 			}
 		}
-		if step.Change("members") == nil {
-			return nil
-		}
-		if desired.Bool("append") {
-			for _, m := range added(desired, current) {
-				if err := t.tools.run(ctx, env, "gpasswd", []string{"--add", m, name}, nil, ""); err != nil {
-					return err
-				}
+		for _, m := range removed(desired, current) {
+			if err := t.tools.run(ctx, env, "gpasswd", []string{"--delete", m, name}, nil, ""); err != nil {
+				return err
 			}
-			for _, m := range removed(desired, current) {
-				if err := t.tools.run(ctx, env, "gpasswd", []string{"--delete", m, name}, nil, ""); err != nil {
-					return err
-				}
-			}
-			return nil
 		}
-		return t.tools.run(ctx, env, "gpasswd", []string{"--members", strings.Join(stringsOf(desired.Get("members")), ","), name}, nil, "")
+		return nil
 	}
-	return fmt.Errorf("group %s: cannot carry out a %s step", name, step.Kind)
+	return t.tools.run(ctx, env, "gpasswd", []string{"--members", strings.Join(stringsOf(desired.Get("members")), ","), name}, nil, "")
 }

@@ -74,7 +74,7 @@ func TestGroupHostChecksInPlan(t *testing.T) {
 	typ := newGroupType(root)
 	r := newRes(t, typ, "create", map[string]any{"group_name": "crew", "gid": 100})
 	st := load(t, typ, r)
-	_, err := typ.Plan(r, st)
+	_, err := PlanStep(typ, r, st)
 	if pe, ok := err.(*PropertyError); !ok || pe.Property != "gid" || !strings.Contains(err.Error(), "gid 100 is taken by group users") {
 		t.Fatalf("taken gid: %v", err)
 	}
@@ -100,11 +100,11 @@ func TestFailingGroupCreateLeavesNothing(t *testing.T) {
 	before := dbDigest(t, root)
 	// Planned while zed existed; gone at apply.
 	r := newRes(t, typ, "create", map[string]any{"group_name": "crew", "members": []string{"zed"}})
-	step, err := typ.Plan(r, Absent())
+	step, err := PlanStep(typ, r, Absent())
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = typ.Converge(context.Background(), testEnv(t), r, Absent(), step)
+	err = ConvergeStep(context.Background(), typ, testEnv(t), r, Absent(), step)
 	if err == nil || !strings.Contains(err.Error(), "gpasswd") || !strings.Contains(err.Error(), "the group crew was removed again") {
 		t.Fatalf("got %v", err)
 	}
@@ -112,8 +112,8 @@ func TestFailingGroupCreateLeavesNothing(t *testing.T) {
 		t.Errorf("the databases changed:\n%s", readFile(t, filepath.Join(root, "etc/group")))
 	}
 	r = newRes(t, typ, "create", map[string]any{"group_name": "crew", "gid": 100})
-	step, _ = typ.Plan(r, Absent())
-	if err := typ.Converge(context.Background(), testEnv(t), r, Absent(), step); err == nil || !strings.Contains(err.Error(), "groupadd") {
+	step, _ = PlanStep(typ, r, Absent())
+	if err := ConvergeStep(context.Background(), typ, testEnv(t), r, Absent(), step); err == nil || !strings.Contains(err.Error(), "groupadd") {
 		t.Fatalf("got %v", err)
 	}
 	if dbDigest(t, root) != before {
@@ -175,7 +175,7 @@ func TestGroupExcludedMembers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = typ.Plan(r, st)
+		_, err = PlanStep(typ, r, st)
 		var pe *PropertyError
 		if !errors.As(err, &pe) || pe.Property != "excluded_members" || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%v: got %v", bad.props, err)

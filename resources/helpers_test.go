@@ -132,7 +132,7 @@ func load(t *testing.T, typ Type, r *Resource) *State {
 func plan(t *testing.T, typ Type, r *Resource) (*State, *Step) {
 	t.Helper()
 	st := load(t, typ, r)
-	step, err := typ.Plan(r, st)
+	step, err := PlanStep(typ, r, st)
 	if err != nil {
 		t.Fatalf("Plan %s: %v", r.Address(), err)
 	}
@@ -143,7 +143,7 @@ func plan(t *testing.T, typ Type, r *Resource) (*State, *Step) {
 func planErr(t *testing.T, typ Type, r *Resource, want string) {
 	t.Helper()
 	st := load(t, typ, r)
-	step, err := typ.Plan(r, st)
+	step, err := PlanStep(typ, r, st)
 	if err == nil {
 		t.Fatalf("Plan %s: want an error containing %q, got step %+v", r.Address(), want, step)
 	}
@@ -160,10 +160,10 @@ func apply(t *testing.T, typ Type, env *Env, r *Resource, want Kind) *Step {
 	if step.Kind != want {
 		t.Fatalf("%s: planned %s (%s), want %s", r.Address(), step.Kind, step.Reason, want)
 	}
-	if err := typ.Converge(context.Background(), env, r, st, step); err != nil {
+	if err := ConvergeStep(context.Background(), typ, env, r, st, step); err != nil {
 		t.Fatalf("Converge %s: %v", r.Address(), err)
 	}
-	if effectiveAction(r) == "touch" {
+	if r.EffectiveAction() == "touch" {
 		return step
 	}
 	if _, again := plan(t, typ, r); again.Kind != NoOp {
@@ -177,7 +177,7 @@ func apply(t *testing.T, typ Type, env *Env, r *Resource, want Kind) *Step {
 func convergeErr(t *testing.T, typ Type, env *Env, r *Resource, want string) {
 	t.Helper()
 	st, step := plan(t, typ, r)
-	err := typ.Converge(context.Background(), env, r, st, step)
+	err := ConvergeStep(context.Background(), typ, env, r, st, step)
 	if err == nil {
 		t.Fatalf("Converge %s: want an error containing %q", r.Address(), want)
 	}

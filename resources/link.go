@@ -154,19 +154,12 @@ func linkSource(d *heldDir, to string) (unix.Stat_t, bool, error) {
 }
 
 // Plan decides what the link's action does. It never does I/O.
-func (t *linkType) Plan(desired *Resource, current *State) (*Step, error) {
-	step, err := t.plan(desired, current)
+func (t *linkType) Plan(action string, desired *Resource, current *State) (*Step, error) {
+	step, err := t.plan(action, desired, current)
 	return withPathNeeds(step, err, current, desired.String("target_file"), false, false)
 }
 
-func (t *linkType) plan(desired *Resource, current *State) (*Step, error) {
-	action := effectiveAction(desired)
-	if action == "nothing" {
-		return nothingStep(), nil
-	}
-	if !t.schema.HasAction(action) {
-		return nil, unknownAction(t.schema, action)
-	}
+func (t *linkType) plan(action string, desired *Resource, current *State) (*Step, error) {
 	path := desired.String("target_file")
 	linkType := desired.String("link_type")
 	kind := current.Extra["kind"]
@@ -212,26 +205,18 @@ func (t *linkType) plan(desired *Resource, current *State) (*Step, error) {
 		}
 		return &Step{Kind: Delete, Reason: "exists; delete removes this name of the file, not its other names"}, nil
 	}
-	return nil, unknownAction(t.schema, action)
+	return nil, UnknownAction(t.schema, action)
 }
 
-// Converge carries out step in the held parent directory of target_file
+// Steps carry out a step in the held parent directory of target_file
 // (safefs.go). A link is made at a temporary name there, checked, given
 // its owner through a descriptor of the link itself, and renamed over
 // target_file (never over something that appeared since Load, for a
 // create), so it is replaced atomically.
-func (t *linkType) Converge(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error {
+func (t *linkType) Steps() Steps { return Same(t.converge) }
+
+func (t *linkType) converge(_ context.Context, _ *Env, desired *Resource, current *State, step *Step) error {
 	path := desired.String("target_file")
-	if err := ctxErr(ctx, "converging "+path); err != nil {
-		return err
-	}
-	switch step.Kind {
-	case NoOp, Skip:
-		return nil
-	case Create, Update, Delete:
-	default:
-		return fmt.Errorf("link %s: cannot carry out a %s step", path, step.Kind)
-	}
 	d, name, err := holdParent(path)
 	if err != nil {
 		return parentError(path, "create it with a directory resource", err)

@@ -36,7 +36,7 @@ func TestLiveStreamLinesArriveWhileTheCommandRuns(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel() // a failed test does not leave the command waiting
 			done := make(chan error, 1)
-			go func() { done <- c.typ.Converge(ctx, env, r, st, step) }()
+			go func() { done <- ConvergeStep(ctx, c.typ, env, r, st, step) }()
 
 			got := map[streamedLine]bool{}
 			for len(got) < 2 {
@@ -78,7 +78,7 @@ func collectOutput(t *testing.T, typ Type, r *Resource, sensitive bool) ([]strea
 		got = append(got, streamedLine{stream, line})
 	}
 	st, step := plan(t, typ, r)
-	err := typ.Converge(context.Background(), env, r, st, step)
+	err := ConvergeStep(context.Background(), typ, env, r, st, step)
 	mu.Lock()
 	defer mu.Unlock()
 	return got, err

@@ -31,7 +31,7 @@ func TestFileSystemStepsNeedTheirParent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			step, err := c.typ.Plan(r, st)
+			step, err := PlanStep(c.typ, r, st)
 			if err != nil {
 				t.Fatal(err)
 			}

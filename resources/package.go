@@ -391,7 +391,7 @@ func (t *packageType) simulate(ctx context.Context, prov PackageProvider, rs []*
 // action of the same resource (action = ["install", "upgrade"]) is
 // planned from this reading; never for remove and purge.
 func needsOffer(r *Resource, fromFile bool) bool {
-	action := effectiveAction(r)
+	action := r.EffectiveAction()
 	return (action == "install" || action == "upgrade") && !fromFile
 }
 
@@ -400,7 +400,7 @@ func needsOffer(r *Resource, fromFile bool) bool {
 // in Extra.
 func packageState(r *Resource, reqs []pkgRequest, infos map[string]*PackageInfo, file *PackageFile) *State {
 	st := &State{Values: map[string]cty.Value{}, Extra: map[string]string{}}
-	action := effectiveAction(r)
+	action := r.EffectiveAction()
 	versions := make([]cty.Value, len(reqs))
 	anyInstalled := false
 	for i, q := range reqs {
@@ -476,7 +476,7 @@ type pkgDecision struct {
 // simulate, Plan to plan, Converge to act. missing lists the packages no
 // repository offers (a need the plan reports).
 func (t *packageType) decide(r *Resource, st *State, prov PackageProvider) (d pkgDecision, missing []string) {
-	action := effectiveAction(r)
+	action := r.EffectiveAction()
 	reqs, _, err := requests(r)
 	if err != nil {
 		d.err = err
@@ -685,14 +685,7 @@ func seconds(v cty.Value) time.Duration {
 }
 
 // Plan decides what the action does, from the reading alone.
-func (t *packageType) Plan(desired *Resource, current *State) (*Step, error) {
-	action := effectiveAction(desired)
-	if action == "nothing" {
-		return nothingStep(), nil
-	}
-	if !t.schema.HasAction(action) {
-		return nil, unknownAction(t.schema, action)
-	}
+func (t *packageType) Plan(action string, desired *Resource, current *State) (*Step, error) {
 	prov, err := t.providerFor()
 	if err != nil {
 		return nil, err
@@ -825,13 +818,12 @@ func (t *packageType) KnownFrom(property, fact string) bool {
 // the repository only once its lists are read.
 const NamespaceAptSource = "apt-source"
 
-// Converge runs the package manager for the step's packages, as decided
-// from current (a reading taken right before). When it fails, the error
-// holds its output and what it changed before failing.
-func (t *packageType) Converge(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error {
-	if !step.Kind.IsWork() {
-		return nil
-	}
+// Steps run the package manager for the step's packages, as decided from
+// current (a reading taken right before). When it fails, the error holds
+// its output and what it changed before failing.
+func (t *packageType) Steps() Steps { return Same(t.change) }
+
+func (t *packageType) change(ctx context.Context, env *Env, desired *Resource, current *State, _ *Step) error {
 	prov, err := t.providerFor()
 	if err != nil {
 		return err

@@ -114,7 +114,7 @@ func (e *pkgEnv) plan(r *Resource) (*State, *Step, error) {
 			return nil, nil, err
 		}
 	}
-	step, err := e.typ.Plan(r, st)
+	step, err := PlanStep(e.typ, r, st)
 	return st, step, err
 }
 
@@ -139,11 +139,11 @@ func (e *pkgEnv) apply(r *Resource) error {
 	if err != nil {
 		return err
 	}
-	step, err := e.typ.Plan(r, st)
+	step, err := PlanStep(e.typ, r, st)
 	if err != nil {
 		return err
 	}
-	return e.typ.Converge(context.Background(), &Env{Logger: hclog.NewNullLogger()}, r, st, step)
+	return ConvergeStep(context.Background(), e.typ, &Env{Logger: hclog.NewNullLogger()}, r, st, step)
 }
 
 func (e *pkgEnv) mustApply(r *Resource) {
@@ -638,7 +638,7 @@ func TestPackageSeveralActions(t *testing.T) {
 			}
 			for i, a := range c.actions {
 				r := e.res("toque-conf", a, nil)
-				step, err := e.typ.Plan(r, st)
+				step, err := PlanStep(e.typ, r, st)
 				if err != nil {
 					t.Fatalf("%s: %v", a, err)
 				}

@@ -45,12 +45,15 @@ func (t *powerShellType) Load(ctx context.Context, r *Resource) (*State, error) 
 	return loadCreates(ctx, r)
 }
 
-func (t *powerShellType) Plan(desired *Resource, current *State) (*Step, error) {
-	return planRun(t.schema, desired, current)
+func (t *powerShellType) Plan(action string, desired *Resource, current *State) (*Step, error) {
+	return planRun(desired, current)
 }
 
-func (t *powerShellType) Converge(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error {
-	return convergeRun(ctx, env, t, desired, step)
+// Steps run the process.
+func (t *powerShellType) Steps() Steps {
+	return Steps{Run: func(ctx context.Context, env *Env, desired *Resource, _ *State, _ *Step) error {
+		return convergeRun(ctx, env, t, desired)
+	}}
 }
 
 // CommandSpec is `pwsh FLAGS… -NoLogo -NonInteractive -NoProfile

@@ -208,7 +208,7 @@ func TestPowerShellInterpreterChoice(t *testing.T) {
 		typ := PowerShellScriptType()
 		r := runRes(t, typ, "p", map[string]any{"code": "1", "environment": map[string]string{"PATH": none}})
 		st, step := plan(t, typ, r)
-		err := typ.Converge(context.Background(), testEnv(t), r, st, step)
+		err := ConvergeStep(context.Background(), typ, testEnv(t), r, st, step)
 		var nf *shellexec.NotFoundError
 		if !errors.As(err, &nf) || !strings.Contains(err.Error(), `interpreter "pwsh"`) {
 			t.Fatalf("error = %v", err)

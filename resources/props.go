@@ -539,22 +539,6 @@ func ctxErr(ctx context.Context, what string) error {
 	return nil
 }
 
-// nothingStep is the plan of the "nothing" action, which every type accepts.
-func nothingStep() *Step { return &Step{Kind: NoOp, Reason: "action nothing does nothing"} }
-
-// unknownAction is Plan's error for an action the schema does not list.
-func unknownAction(s *Schema, action string) error {
-	return fmt.Errorf("%s has no action %q; its actions are %s", s.Name, action, strings.Join(s.Actions, ", "))
-}
-
-// effectiveAction is r's action, or the type's default.
-func effectiveAction(r *Resource) string {
-	if r.Action != "" {
-		return r.Action
-	}
-	return r.Schema().DefaultAction
-}
-
 // CheckUser is a HostCheck: the user, by name or id, must exist here, or
 // be created by an earlier resource of the plan (a *MissingError, which
 // the planner makes a need of the step). A numeric id is accepted as it is

@@ -169,7 +169,7 @@ func raceOnce(t *testing.T, early bool, typ Type, env *Env, r *Resource, attack 
 		tally.refusedEarly++
 		return
 	}
-	step, err := typ.Plan(r, st)
+	step, err := PlanStep(typ, r, st)
 	if err != nil {
 		tally.refusedEarly++
 		return
@@ -177,7 +177,7 @@ func raceOnce(t *testing.T, early bool, typ Type, env *Env, r *Resource, attack 
 	if sw == nil {
 		sw = attack()
 	}
-	if err := typ.Converge(t.Context(), env, r, st, step); err != nil {
+	if err := ConvergeStep(t.Context(), typ, env, r, st, step); err != nil {
 		var ule *UnsafeLinkError
 		if !errors.Is(err, ErrChanged) && !errors.As(err, &ule) && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 			t.Logf("converge error: %v", err)

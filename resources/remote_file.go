@@ -247,7 +247,7 @@ func (t *remoteFileType) Load(ctx context.Context, r *Resource) (*State, error) 
 	if err != nil {
 		return nil, err
 	}
-	action := effectiveAction(r)
+	action := r.EffectiveAction()
 	if action == "delete" || action == "nothing" || (action == "create_if_missing" && st.Exists) {
 		return st, nil
 	}
@@ -365,19 +365,12 @@ func (l *limitedBuilder) Write(p []byte) (int, error) {
 }
 
 // Plan decides what the action does; it never does I/O.
-func (t *remoteFileType) Plan(desired *Resource, current *State) (*Step, error) {
-	step, err := t.plan(desired, current)
+func (t *remoteFileType) Plan(action string, desired *Resource, current *State) (*Step, error) {
+	step, err := t.plan(action, desired, current)
 	return withPathNeeds(step, err, current, desired.String("path"), false, false)
 }
 
-func (t *remoteFileType) plan(desired *Resource, current *State) (*Step, error) {
-	action := effectiveAction(desired)
-	if action == "nothing" {
-		return nothingStep(), nil
-	}
-	if !t.schema.HasAction(action) {
-		return nil, unknownAction(t.schema, action)
-	}
+func (t *remoteFileType) plan(action string, desired *Resource, current *State) (*Step, error) {
 	path := desired.String("path")
 	if current.Exists && current.Extra["kind"] != "file" {
 		if action == "delete" && current.Extra["kind"] == "symlink" {
@@ -496,23 +489,16 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
-// Converge writes the bytes the step's checksum names — from the cache,
+// Steps write the bytes the step's checksum names — from the cache,
 // checked again as they are copied, or downloaded again and refused if
-// they differ — atomically, then sets mode and ownership.
-func (t *remoteFileType) Converge(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error {
+// they differ — atomically, then set mode and ownership; a delete is the
+// file's.
+func (t *remoteFileType) Steps() Steps {
+	return Steps{Create: t.write, Update: t.write, Delete: (&fileType{}).delete}
+}
+
+func (t *remoteFileType) write(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error {
 	path := desired.String("path")
-	if err := ctxErr(ctx, "converging "+path); err != nil {
-		return err
-	}
-	switch step.Kind {
-	case NoOp, Skip:
-		return nil
-	case Delete:
-		return (&fileType{}).delete(env, desired, current, path)
-	case Create, Update:
-	default:
-		return fmt.Errorf("remote_file %s: cannot carry out a %s step", path, step.Kind)
-	}
 	var blob *os.File
 	var sha string
 	if c := step.Change("checksum"); c != nil {

@@ -152,7 +152,7 @@ func (e *rfEnv) plan(r *Resource) (*State, *Step, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	step, err := e.typ.Plan(r, st)
+	step, err := PlanStep(e.typ, r, st)
 	return st, step, err
 }
 
@@ -173,7 +173,7 @@ func (e *rfEnv) apply(r *Resource) error {
 	if err != nil {
 		return err
 	}
-	return e.typ.Converge(context.Background(), &Env{StateDir: e.state, Logger: hclog.NewNullLogger()}, r, st, step)
+	return ConvergeStep(context.Background(), e.typ, &Env{StateDir: e.state, Logger: hclog.NewNullLogger()}, r, st, step)
 }
 
 func (e *rfEnv) read(name string) string {
@@ -205,7 +205,7 @@ func TestRemoteFileDownloadDiffAndConditionalGet(t *testing.T) {
 	if !strings.Contains(sum.Note, "from "+srv.URL+"/file") {
 		t.Errorf("note %q", sum.Note)
 	}
-	if err := e.typ.Converge(context.Background(), &Env{StateDir: e.state}, r, st, step); err != nil {
+	if err := ConvergeStep(context.Background(), e.typ, &Env{StateDir: e.state}, r, st, step); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.read("f"); got != "line one\nline two\n" {
@@ -261,7 +261,7 @@ func TestRemoteFileChecksum(t *testing.T) {
 	good := e.res("new", "create", map[string]cty.Value{"source": cty.StringVal(srv.URL + "/file"), "checksum": cty.StringVal(sha(body))})
 	st, step := e.mustPlan(good, Create)
 	srv.Close()
-	if err := e.typ.Converge(context.Background(), &Env{}, good, st, step); err != nil {
+	if err := ConvergeStep(context.Background(), e.typ, &Env{}, good, st, step); err != nil {
 		t.Fatal(err)
 	}
 	if e.read("new") != body {
@@ -281,7 +281,7 @@ func TestRemoteFileApplyWritesExactlyThePlannedBytes(t *testing.T) {
 	planned := sha("planned\n")
 	os.WriteFile(filepath.Join(e.cache, "sha256", planned), []byte("tampered\n"), 0o600)
 	srv.set("other\n", `"v2"`)
-	err := e.typ.Converge(context.Background(), &Env{}, r, st, step)
+	err := ConvergeStep(context.Background(), e.typ, &Env{}, r, st, step)
 	if err == nil || !strings.Contains(err.Error(), "no longer cached and could not be downloaded again") {
 		t.Fatalf("error %v", err)
 	}

@@ -14,12 +14,17 @@ import (
 	"github.com/toquehq/toque/internal/words"
 )
 
-// Type is one resource type. Built-in types are Go code; custom types declared
-// in HCL will implement the same interface.
+// Type is one resource type. Built-in types are Go code; types written in
+// HCL (resource_type blocks) are adapted to the same interface.
 //
 // The framework calls the methods in this order for each resource:
-// Schema (once, at registration), Load, Plan, and — at apply time, after
-// loading again — Converge with the Step that Plan returned for the live state.
+// Schema (once, at registration), Load, Plan through PlanStep, and — at
+// apply time, after loading again — the function of Steps for the kind of
+// step Plan returned for the live state, through ConvergeStep. A type
+// writes what is its own: how to read the thing, what each action would
+// change, and how to create, update, delete or run it; the framework
+// resolves the action, answers "nothing", refuses undeclared actions,
+// skips no-ops and words every step a type cannot carry out.
 type Type interface {
 	// Schema describes the type's properties and actions. It must return the
 	// same value every time.
@@ -34,15 +39,17 @@ type Type interface {
 	// I/O error), not that the thing is absent.
 	Load(ctx context.Context, r *Resource) (*State, error)
 
-	// Plan decides what r's action would do to a host in state current. It
-	// does no I/O beyond what Load already did (it may call pure helpers such
-	// as Diff). It must be deterministic: apply calls it again on a fresh
-	// reading and compares the result with the saved plan.
-	Plan(desired *Resource, current *State) (*Step, error)
+	// Plan decides what action would do to a host in state current.
+	// action is one the schema declares, never "nothing" (PlanStep answers
+	// it), and desired.Action holds it. Plan does no I/O beyond what Load
+	// already did (it may call pure helpers such as Diff). It must be
+	// deterministic: apply calls it again on a fresh reading and compares
+	// the result with the saved plan.
+	Plan(action string, desired *Resource, current *State) (*Step, error)
 
-	// Converge carries out step, which Plan returned for current. It changes
-	// only what step lists. Writes must be atomic where the platform allows.
-	Converge(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error
+	// Steps returns the functions that carry out the kinds of step Plan
+	// returns (ConvergeStep calls them).
+	Steps() Steps
 }
 
 // Env is what Converge may use besides the resource itself.

@@ -223,7 +223,7 @@ func convergeErrAt(t *testing.T, typ Type, r *Resource, st *State, kind Kind, wa
 		ch = CreateDiff(r)
 	}
 	step := &Step{Kind: kind, Changes: ch, Groups: r.Schema().Groups(ch)}
-	err := typ.Converge(t.Context(), testEnv(t), r, st, step)
+	err := ConvergeStep(t.Context(), typ, testEnv(t), r, st, step)
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("Converge %s = %v, want an error containing %q", r.Address(), err, want)
 	}

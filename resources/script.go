@@ -117,12 +117,15 @@ func (t *scriptType) Load(ctx context.Context, r *Resource) (*State, error) {
 	return loadCreates(ctx, r)
 }
 
-func (t *scriptType) Plan(desired *Resource, current *State) (*Step, error) {
-	return planRun(t.schema, desired, current)
+func (t *scriptType) Plan(action string, desired *Resource, current *State) (*Step, error) {
+	return planRun(desired, current)
 }
 
-func (t *scriptType) Converge(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error {
-	return convergeRun(ctx, env, t, desired, step)
+// Steps run the process.
+func (t *scriptType) Steps() Steps {
+	return Steps{Run: func(ctx context.Context, env *Env, desired *Resource, _ *State, _ *Step) error {
+		return convergeRun(ctx, env, t, desired)
+	}}
 }
 
 // CommandSpec is the process of a script resource: the code inline where

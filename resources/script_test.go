@@ -144,7 +144,7 @@ func TestScriptCustomInterpreter(t *testing.T) {
 		typ := ScriptType()
 		r := runRes(t, typ, "m", map[string]any{"interpreter": "toque-no-such-interpreter", "code": "x"})
 		st, step := plan(t, typ, r)
-		err := typ.Converge(context.Background(), testEnv(t), r, st, step)
+		err := ConvergeStep(context.Background(), typ, testEnv(t), r, st, step)
 		var nf *shellexec.NotFoundError
 		if !errors.As(err, &nf) || !strings.Contains(err.Error(), `interpreter "toque-no-such-interpreter"`) {
 			t.Fatalf("error = %v", err)
@@ -154,7 +154,7 @@ func TestScriptCustomInterpreter(t *testing.T) {
 		typ := ScriptType()
 		r := runRes(t, typ, "m", map[string]any{"interpreter": "bash", "code": "true", "path": []string{dir}, "environment": map[string]string{"PATH": dir}})
 		st, step := plan(t, typ, r)
-		err := typ.Converge(context.Background(), testEnv(t), r, st, step)
+		err := ConvergeStep(context.Background(), typ, testEnv(t), r, st, step)
 		if err == nil || !strings.Contains(err.Error(), `interpreter "bash" not found`) {
 			t.Fatalf("error = %v", err)
 		}
@@ -168,7 +168,7 @@ func TestScriptFailureShowsOutput(t *testing.T) {
 	if step.Kind != Run || step.Reason != NoGuardReason {
 		t.Fatalf("step = %+v", step)
 	}
-	err := typ.Converge(context.Background(), testEnv(t), r, st, step)
+	err := ConvergeStep(context.Background(), typ, testEnv(t), r, st, step)
 	if err == nil {
 		t.Fatal("want an error")
 	}

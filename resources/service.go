@@ -115,25 +115,20 @@ func unitState(u unitStatus) *State {
 }
 
 // Plan decides what the action does to the unit. It never does I/O.
-func (t *serviceType) Plan(desired *Resource, current *State) (*Step, error) {
-	action := effectiveAction(desired)
-	if action == "nothing" {
-		return nothingStep(), nil
-	}
-	if !t.schema.HasAction(action) {
-		return nil, unknownAction(t.schema, action)
-	}
+func (t *serviceType) Plan(action string, desired *Resource, current *State) (*Step, error) {
 	return planUnitAction(action, desired.String("service_name"), current)
 }
 
 // Predict is the state the action leaves the unit in.
 func (t *serviceType) Predict(desired *Resource, current *State, step *Step) (*State, error) {
-	return predictUnit(effectiveAction(desired), current, step), nil
+	return predictUnit(desired.EffectiveAction(), current, step), nil
 }
 
-// Converge carries out the action with systemctl.
-func (t *serviceType) Converge(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error {
-	return convergeUnitAction(ctx, env, t.init, effectiveAction(desired), desired.String("service_name"), current, step)
+// Steps carry out the action with systemctl.
+func (t *serviceType) Steps() Steps {
+	return Same(func(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error {
+		return convergeUnitAction(ctx, env, t.init, desired.Action, desired.String("service_name"), current, step)
+	})
 }
 
 // planUnitAction is the step of a service action (serviceActions) on the
@@ -364,12 +359,6 @@ func predictUnit(action string, current *State, step *Step) *State {
 // restart or reload of a unit whose file changed since systemd read it
 // reloads systemd first.
 func convergeUnitAction(ctx context.Context, env *Env, init initSystem, action, unit string, current *State, step *Step) error {
-	if !step.Kind.IsWork() {
-		return nil
-	}
-	if err := ctxErr(ctx, action+" "+unit); err != nil {
-		return err
-	}
 	u := statusOf(current)
 	if action == "reload" && u.exists() && !u.running() {
 		logger(env).Info("not reloading: the unit is not active", "unit", unit, "state", u.activity())

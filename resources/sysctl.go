@@ -171,13 +171,10 @@ func (t *sysctlType) Load(ctx context.Context, r *Resource) (*State, error) {
 // the file when it does not hold it (group "persist"); remove deletes the
 // file, leaving the running value as it is (toque cannot know what it
 // was before).
-func (t *sysctlType) Plan(desired *Resource, current *State) (*Step, error) {
+func (t *sysctlType) Plan(action string, desired *Resource, current *State) (*Step, error) {
 	key := desired.String("key")
-	action := effectiveAction(desired)
 	var step *Step
 	switch action {
-	case "nothing":
-		return nothingStep(), nil
 	case "apply":
 		if !desired.IsSet("value") {
 			return nil, &PropertyError{Property: "value", Err: errors.New("apply needs a value: set value to what the parameter must hold")}
@@ -221,7 +218,7 @@ func (t *sysctlType) Plan(desired *Resource, current *State) (*Step, error) {
 			step = &Step{Kind: Delete, Reason: "remove deletes " + t.confPath(key) + "; the running value stays as it is until the next boot", Groups: []string{"persist"}}
 		}
 	default:
-		return nil, unknownAction(t.schema, action)
+		return nil, UnknownAction(t.schema, action)
 	}
 	if step.Kind.IsWork() && effectiveUID() != 0 {
 		return nil, needsRoot(fmt.Sprintf("setting kernel parameters (%s)", key))
@@ -248,17 +245,13 @@ func (t *sysctlType) Predict(desired *Resource, current *State, step *Step) (*St
 	return st, nil
 }
 
-// Converge sets the value with `sysctl -w` first, then writes the file
+// Steps set the value with `sysctl -w` first, then write the file
 // (as the file type writes one: atomically, backed up, root's, 0644), so
 // that a value the kernel refuses is never persisted for the next boot.
-func (t *sysctlType) Converge(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error {
+func (t *sysctlType) Steps() Steps { return Steps{Update: t.converge, Delete: t.converge} }
+
+func (t *sysctlType) converge(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error {
 	key := desired.String("key")
-	if err := ctxErr(ctx, "converging sysctl "+key); err != nil {
-		return err
-	}
-	if step.Kind == NoOp || step.Kind == Skip {
-		return nil
-	}
 	if step.HasGroup("value") && step.Kind != Delete {
 		want := desired.String("value")
 		if err := (hostTools{}).run(ctx, env, "sysctl", []string{"-w", key + "=" + want}, nil, ""); err != nil {
@@ -299,9 +292,9 @@ func (t *sysctlType) Converge(ctx context.Context, env *Env, desired *Resource, 
 	if err != nil {
 		return err
 	}
-	fstep, err := t.file.Plan(fr, st)
+	fstep, err := PlanStep(t.file, fr, st)
 	if err != nil {
 		return err
 	}
-	return t.file.Converge(ctx, env, fr, st, fstep)
+	return ConvergeStep(ctx, t.file, env, fr, st, fstep)
 }

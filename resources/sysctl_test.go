@@ -127,7 +127,7 @@ func TestSysctlConfFileIsOneName(t *testing.T) {
 // value names the property that is missing.
 func TestSysctlApplyWithoutValuePointsAtValue(t *testing.T) {
 	typ := newSysctlType(t.TempDir(), t.TempDir())
-	_, err := typ.Plan(newRes(t, typ, "apply", map[string]any{"key": "vm.swappiness"}), Absent())
+	_, err := PlanStep(typ, newRes(t, typ, "apply", map[string]any{"key": "vm.swappiness"}), Absent())
 	var pe *PropertyError
 	if !errors.As(err, &pe) || pe.Property != "value" {
 		t.Errorf("got %v", err)

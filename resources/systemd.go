@@ -544,7 +544,7 @@ func (s *systemd) ReloadJob(env *Env) Job {
 		Key:  reloadKey,
 		What: "systemctl daemon-reload (systemd reads the changed unit files)",
 		BatchesWith: func(r *Resource) bool {
-			a := effectiveAction(r)
+			a := r.EffectiveAction()
 			switch r.Type {
 			case "systemd_unit":
 				return a == "create" || a == "delete" || enablement(a) || a == "nothing"

@@ -45,7 +45,7 @@ const demoUnit = "[Unit]\nDescription=toque demo\n\n[Service]\nExecStart=/bin/sl
 func converge(t *testing.T, typ Type, env *Env, r *Resource) *Step {
 	t.Helper()
 	st, step := plan(t, typ, r)
-	if err := typ.Converge(context.Background(), env, r, st, step); err != nil {
+	if err := ConvergeStep(context.Background(), typ, env, r, st, step); err != nil {
 		t.Fatalf("Converge %s (%s): %v", r.Address(), r.Action, err)
 	}
 	return step
@@ -256,7 +256,7 @@ func TestSystemdUnitOffline(t *testing.T) {
 	}
 	next, _ := typ.Predict(create, st, step)
 	enable := unit("enable", map[string]any{"content": content})
-	if es, err := typ.Plan(enable, next); err != nil || es.Kind != Update || len(es.Needs) != 0 {
+	if es, err := PlanStep(typ, enable, next); err != nil || es.Kind != Update || len(es.Needs) != 0 {
 		t.Fatalf("enable after create: %+v, %v", es, err)
 	}
 	converge(t, typ, env, create)
@@ -371,7 +371,7 @@ func TestServiceOffline(t *testing.T) {
 			t.Errorf("%s: %q, want %q", rs[i].Address(), got, want[i])
 		}
 	}
-	step, err := typ.Plan(rs[2], sts[2])
+	step, err := PlanStep(typ, rs[2], sts[2])
 	if err != nil || step.Kind != Update || len(step.Needs) != 1 || !strings.Contains(step.Needs[0].Missing, "The unit missing.service is not on this host") {
 		t.Errorf("enable of a missing unit: %+v, %v", step, err)
 	}

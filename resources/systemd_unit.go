@@ -167,12 +167,9 @@ func (t *systemdUnitType) verify(ctx context.Context, rs []*Resource, sts []*Sta
 // Plan decides what the action does: create and delete to the unit file
 // (the file type's plan of it), the others to the unit (as service's). It
 // never does I/O.
-func (t *systemdUnitType) Plan(desired *Resource, current *State) (*Step, error) {
-	action := effectiveAction(desired)
+func (t *systemdUnitType) Plan(action string, desired *Resource, current *State) (*Step, error) {
 	name := desired.String("unit_name")
 	switch action {
-	case "nothing":
-		return nothingStep(), nil
 	case "create", "delete":
 		if current.Extra["kind"] == "symlink" {
 			if current.Extra["link_target"] == "/dev/null" {
@@ -188,7 +185,7 @@ func (t *systemdUnitType) Plan(desired *Resource, current *State) (*Step, error)
 				return nil, fmt.Errorf("systemd-analyze verify rejects the content of %s: %s. Fix the unit, or set verify = false to write it anyway (for a unit whose program a package installs earlier in this apply)", name, why)
 			}
 		}
-		fstep, err := t.file.Plan(t.fileResource(desired, action), current)
+		fstep, err := t.file.Plan(action, t.fileResource(desired, action), current)
 		if err != nil {
 			return nil, err
 		}
@@ -213,9 +210,6 @@ func (t *systemdUnitType) Plan(desired *Resource, current *State) (*Step, error)
 		}
 		return step, nil
 	}
-	if !t.schema.HasAction(action) {
-		return nil, unknownAction(t.schema, action)
-	}
 	return planUnitAction(action, name, current)
 }
 
@@ -226,7 +220,7 @@ func (t *systemdUnitType) Plan(desired *Resource, current *State) (*Step, error)
 // delete, the file is gone and what systemd then loads is not known (a
 // vendor unit may be under it). The service actions as service's.
 func (t *systemdUnitType) Predict(desired *Resource, current *State, step *Step) (*State, error) {
-	action := effectiveAction(desired)
+	action := desired.EffectiveAction()
 	if action != "create" && action != "delete" {
 		return predictUnit(action, current, step), nil
 	}
@@ -286,23 +280,22 @@ func hasInstallSection(content string) bool {
 	return false
 }
 
-// Converge writes or deletes the unit file (as the file type does, with a
-// backup of the old content) and defers one daemon-reload for the batch,
-// or carries out a service action with systemctl.
-func (t *systemdUnitType) Converge(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error {
-	action := effectiveAction(desired)
+// Steps write or delete the unit file (as the file type does, with a
+// backup of the old content) and defer one daemon-reload for the batch,
+// or carry out a service action with systemctl.
+func (t *systemdUnitType) Steps() Steps { return Same(t.converge) }
+
+func (t *systemdUnitType) converge(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error {
+	action := desired.Action
 	if action != "create" && action != "delete" {
 		return convergeUnitAction(ctx, env, t.init, action, desired.String("unit_name"), current, step)
 	}
-	if !step.Kind.IsWork() {
-		return nil
-	}
 	fr := t.fileResource(desired, action)
-	fstep, err := t.file.Plan(fr, current)
+	fstep, err := t.file.Plan(action, fr, current)
 	if err != nil {
 		return err
 	}
-	if err := t.file.Converge(ctx, env, fr, current, fstep); err != nil {
+	if err := ConvergeStep(ctx, t.file, env, fr, current, fstep); err != nil {
 		return err
 	}
 	if desired.Bool("triggers_reload") && statusOf(current).Offline == "" {

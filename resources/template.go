@@ -104,17 +104,13 @@ func (t *templateType) Load(ctx context.Context, r *Resource) (*State, error) {
 	return t.file.Load(ctx, r)
 }
 
-// Plan is the file type's Plan on the rendered content.
-func (t *templateType) Plan(desired *Resource, current *State) (*Step, error) {
-	return t.file.Plan(desired, current)
+// Plan and Steps are the file type's, on the rendered content.
+func (t *templateType) Plan(action string, desired *Resource, current *State) (*Step, error) {
+	return t.file.Plan(action, desired, current)
 }
 
-// Converge is the file type's Converge.
-func (t *templateType) Converge(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error {
-	return t.file.Converge(ctx, env, desired, current, step)
-}
+func (t *templateType) Steps() Steps { return t.file.Steps() }
 
-// StagePath and Stage are the file type's (stage.go).
 func (t *templateType) StagePath(desired *Resource) string { return t.file.StagePath(desired) }
 
 func (t *templateType) Stage(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) (*Staged, error) {

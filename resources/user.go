@@ -152,14 +152,11 @@ func userState(db *accountsDB, r *Resource) *State {
 }
 
 // Plan decides what the user's action does. It never does I/O.
-func (t *userType) Plan(desired *Resource, current *State) (*Step, error) {
-	action := effectiveAction(desired)
+func (t *userType) Plan(action string, desired *Resource, current *State) (*Step, error) {
 	name := desired.String("username")
 	var step *Step
 	var err error
 	switch action {
-	case "nothing":
-		return nothingStep(), nil
 	case "create", "modify", "manage":
 		step, err = t.planConverge(desired, current, action)
 	case "remove":
@@ -176,7 +173,7 @@ func (t *userType) Plan(desired *Resource, current *State) (*Step, error) {
 	case "lock", "unlock":
 		step, err = planLock(desired, current, action)
 	default:
-		return nil, unknownAction(t.schema, action)
+		return nil, UnknownAction(t.schema, action)
 	}
 	if err != nil {
 		return nil, err
@@ -282,33 +279,23 @@ func (t *userType) Predict(desired *Resource, current *State, step *Step) (*Stat
 // chpasswdProgram is the program that sets passwords; tests make it fail.
 var chpasswdProgram = "chpasswd"
 
-// Converge carries out step with the shadow tools. A password goes to
+// Steps carry out a step with the shadow tools. A password goes to
 // chpasswd on its standard input, never on a command line (which every
 // user may read in /proc); a create whose password cannot be set is
 // undone (userdel), so it leaves no half-made user.
-func (t *userType) Converge(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error {
-	name := desired.String("username")
-	if err := ctxErr(ctx, "converging user "+name); err != nil {
-		return err
+func (t *userType) Steps() Steps {
+	return Steps{Create: t.create, Update: t.update, Delete: t.delete}
+}
+
+func (t *userType) delete(ctx context.Context, env *Env, desired *Resource, _ *State, _ *Step) error {
+	args := []string{}
+	if desired.Bool("manage_home") {
+		args = append(args, "--remove")
 	}
-	switch step.Kind {
-	case NoOp, Skip:
-		return nil
-	case Create:
-		return t.create(ctx, env, desired, step)
-	case Delete:
-		args := []string{}
-		if desired.Bool("manage_home") {
-			args = append(args, "--remove")
-		}
-		if desired.Bool("force") {
-			args = append(args, "--force")
-		}
-		return t.tools.run(ctx, env, "userdel", append(args, name), nil, "")
-	case Update:
-		return t.update(ctx, env, desired, current, step)
+	if desired.Bool("force") {
+		args = append(args, "--force")
 	}
-	return fmt.Errorf("user %s: cannot carry out a %s step", name, step.Kind)
+	return t.tools.run(ctx, env, "userdel", append(args, desired.String("username")), nil, "")
 }
 
 // accountArgs are the useradd/usermod options for the account-group
@@ -347,7 +334,7 @@ func accountArgs(desired *Resource, step *Step, create bool) []string {
 	return args
 }
 
-func (t *userType) create(ctx context.Context, env *Env, desired *Resource, step *Step) error {
+func (t *userType) create(ctx context.Context, env *Env, desired *Resource, _ *State, step *Step) error {
 	name := desired.String("username")
 	args := []string{}
 	if desired.Bool("system") {

@@ -140,7 +140,7 @@ func TestUserHostChecksInPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = typ.Plan(newRes(t, typ, "create", map[string]any{"username": "toq", "uid": 65534}), st)
+	_, err = PlanStep(typ, newRes(t, typ, "create", map[string]any{"username": "toq", "uid": 65534}), st)
 	pe, ok := err.(*PropertyError)
 	if !ok || pe.Property != "uid" || !strings.Contains(err.Error(), "uid 65534 is taken by user nobody") {
 		t.Fatalf("taken uid: %#v", err)
@@ -174,7 +174,7 @@ func TestFailingUseraddLeavesNothing(t *testing.T) {
 	st, step := plan(t, typ, r)
 	writeFile(t, filepath.Join(root, "etc/passwd"), readFile(t, filepath.Join(root, "etc/passwd"))+"thief:x:4242:100::/:/bin/sh\n", 0o644)
 	before := dbDigest(t, root)
-	err := typ.Converge(context.Background(), testEnv(t), r, st, step)
+	err := ConvergeStep(context.Background(), typ, testEnv(t), r, st, step)
 	if err == nil || !strings.Contains(err.Error(), "useradd") || !strings.Contains(err.Error(), "not unique") {
 		t.Fatalf("want useradd's refusal, got %v", err)
 	}
@@ -196,7 +196,7 @@ func TestFailingPasswordUndoesCreate(t *testing.T) {
 	defer func() { chpasswdProgram = "chpasswd" }()
 	r := newRes(t, typ, "create", map[string]any{"username": "toq", "password": hashSecret, "manage_home": true})
 	st, step := plan(t, typ, r)
-	err := typ.Converge(context.Background(), testEnv(t), r, st, step)
+	err := ConvergeStep(context.Background(), typ, testEnv(t), r, st, step)
 	if err == nil || !strings.Contains(err.Error(), "the user toq was removed again, so nothing was changed") || strings.Contains(err.Error(), hashSecret) {
 		t.Fatalf("got %v", err)
 	}
@@ -225,7 +225,7 @@ func TestUserPredictsTheLock(t *testing.T) {
 		}
 		r := newRes(t, typ, "create", vals)
 		st := &State{Exists: false, Values: map[string]cty.Value{}, Extra: map[string]string{}}
-		step, err := typ.Plan(r, st)
+		step, err := PlanStep(typ, r, st)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -233,7 +233,7 @@ func TestUserPredictsTheLock(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		lockStep, err := typ.Plan(r.WithAction("lock"), next)
+		lockStep, err := PlanStep(typ, r.WithAction("lock"), next)
 		if err != nil || lockStep.Kind != c.want {
 			t.Errorf("password %v: lock plans %v %v, want %s", c.password, lockStep, err, c.want)
 		}
@@ -247,16 +247,16 @@ func TestUserPlanNeedsRoot(t *testing.T) {
 	effectiveUID = func() int { return 1000 }
 	typ := newUserType(t.TempDir())
 	r := newRes(t, typ, "create", map[string]any{"username": "toq"})
-	if _, err := typ.Plan(r, Absent()); err == nil || !strings.Contains(err.Error(), "needs root") {
+	if _, err := PlanStep(typ, r, Absent()); err == nil || !strings.Contains(err.Error(), "needs root") {
 		t.Errorf("create as uid 1000: %v", err)
 	}
 	st := &State{Exists: true, Values: map[string]cty.Value{"shell": cty.StringVal("/bin/sh")}, Extra: map[string]string{"shadow": "/etc/shadow may be read only by root"}}
 	r = newRes(t, typ, "create", map[string]any{"username": "toq", "password": hashSecret})
-	if _, err := typ.Plan(r, st); err == nil || !strings.Contains(err.Error(), "reading the password and expiry of user toq") {
+	if _, err := PlanStep(typ, r, st); err == nil || !strings.Contains(err.Error(), "reading the password and expiry of user toq") {
 		t.Errorf("password unreadable: %v", err)
 	}
 	r = newRes(t, typ, "create", map[string]any{"username": "toq", "shell": "/bin/sh"})
-	if s, err := typ.Plan(r, st); err != nil || s.Kind != NoOp {
+	if s, err := PlanStep(typ, r, st); err != nil || s.Kind != NoOp {
 		t.Errorf("no-op as uid 1000: %v %v", s, err)
 	}
 }
@@ -399,7 +399,7 @@ func TestUserNonUniqueAndForce(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pe *PropertyError
-	if _, err := typ.Plan(r, st); !errors.As(err, &pe) || pe.Property != "uid" || !strings.Contains(err.Error(), "taken by user ann") || !strings.Contains(err.Error(), "non_unique = true") {
+	if _, err := PlanStep(typ, r, st); !errors.As(err, &pe) || pe.Property != "uid" || !strings.Contains(err.Error(), "taken by user ann") || !strings.Contains(err.Error(), "non_unique = true") {
 		t.Fatalf("a taken uid: %v", err)
 	}
 	twin["non_unique"] = true

@@ -37,7 +37,7 @@ func (t *latePkg) Schema() *resources.Schema { return t.s }
 func (t *latePkg) Load(context.Context, *resources.Resource) (*resources.State, error) {
 	return &resources.State{Values: map[string]cty.Value{}, Extra: map[string]string{"candidate:" + "x": "(none)"}}, nil
 }
-func (t *latePkg) Plan(d *resources.Resource, _ *resources.State) (*resources.Step, error) {
+func (t *latePkg) Plan(_ string, d *resources.Resource, _ *resources.State) (*resources.Step, error) {
 	name := d.String("package_name")
 	return &resources.Step{Kind: resources.Create, Reason: name + " is not available now",
 		Changes: []resources.Change{{Property: "version", Before: cty.NilVal, After: cty.UnknownVal(cty.String)}},
@@ -45,7 +45,9 @@ func (t *latePkg) Plan(d *resources.Resource, _ *resources.State) (*resources.St
 			What: "a repository that offers package " + name, Missing: name + " is not available from any configured repository (searched: none)"}},
 	}, nil
 }
-func (t *latePkg) Converge(context.Context, *resources.Env, *resources.Resource, *resources.State, *resources.Step) error {
+func (t *latePkg) Steps() resources.Steps { return resources.Same(t.converge) }
+
+func (t *latePkg) converge(context.Context, *resources.Env, *resources.Resource, *resources.State, *resources.Step) error {
 	return nil
 }
 

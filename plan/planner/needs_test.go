@@ -41,7 +41,7 @@ func (t *needyType) Schema() *resources.Schema { return t.s }
 func (t *needyType) Load(context.Context, *resources.Resource) (*resources.State, error) {
 	return resources.Absent(), nil
 }
-func (t *needyType) Plan(d *resources.Resource, _ *resources.State) (*resources.Step, error) {
+func (t *needyType) Plan(_ string, d *resources.Resource, _ *resources.State) (*resources.Step, error) {
 	if d.IsSet("blame") {
 		return nil, &resources.PropertyError{Property: "blame", Err: errors.New(d.String("blame"))}
 	}
@@ -58,7 +58,9 @@ func (t *needyType) Plan(d *resources.Resource, _ *resources.State) (*resources.
 	step.Needs, step.Provides = list("needs"), list("provides")
 	return step, nil
 }
-func (t *needyType) Converge(context.Context, *resources.Env, *resources.Resource, *resources.State, *resources.Step) error {
+func (t *needyType) Steps() resources.Steps { return resources.Same(t.converge) }
+
+func (t *needyType) converge(context.Context, *resources.Env, *resources.Resource, *resources.State, *resources.Step) error {
 	return nil
 }
 
