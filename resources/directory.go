@@ -58,7 +58,7 @@ func (t *directoryType) Load(ctx context.Context, r *Resource) (*State, error) {
 		return st, nil
 	}
 	st.Values = ownerValues(statInfoOf(&f.st), true)
-	st.obj = idOf(&f.st)
+	fsw(st).obj = idOf(&f.st)
 	return st, nil
 }
 
@@ -187,7 +187,7 @@ func openLoaded(desired *Resource, current *State, path string) (*found, *os.Fil
 		f.close()
 		return nil, nil, err
 	}
-	dir, _, err := openAt(f.dir, f.name, unix.O_RDONLY, unix.S_IFDIR, current.obj)
+	dir, _, err := openAt(f.dir, f.name, unix.O_RDONLY, unix.S_IFDIR, fsr(current).obj)
 	if err != nil {
 		f.close()
 		return nil, nil, err
@@ -240,7 +240,7 @@ func (t *directoryType) delete(_ context.Context, _ *Env, desired *Resource, cur
 		return fmt.Errorf("deleting %s: it is %s now, not a directory; refusing to delete it", path, article(kindOf(uint32(f.st.Mode))))
 	}
 	if desired.Bool("recursive") {
-		dir, _, err := openAt(f.dir, f.name, unix.O_RDONLY, unix.S_IFDIR, current.obj)
+		dir, _, err := openAt(f.dir, f.name, unix.O_RDONLY, unix.S_IFDIR, fsr(current).obj)
 		if err != nil {
 			return fmt.Errorf("deleting %s: %w", path, err)
 		}

@@ -82,7 +82,7 @@ func (t *fileType) Load(ctx context.Context, r *Resource) (*State, error) {
 	}
 	si := statInfoOf(&fst)
 	setOwnerValues(st.Values, si, true)
-	st.obj = idOf(&fst)
+	fsw(st).obj = idOf(&fst)
 	content := cty.StringVal(string(data))
 	st.Values["content"] = content
 	if !utf8.Valid(data) || content.AsString() != string(data) {
@@ -348,7 +348,7 @@ func (t *fileType) update(_ context.Context, env *Env, desired *Resource, curren
 		return fmt.Errorf("updating %s: the link leads to %s now, not %s: %w", path, f.path(), current.Extra["resolved_path"], ErrChanged)
 	}
 	real := f.path()
-	file, fst, err := openAt(f.dir, f.name, unix.O_RDONLY, unix.S_IFREG, current.obj)
+	file, fst, err := openAt(f.dir, f.name, unix.O_RDONLY, unix.S_IFREG, fsr(current).obj)
 	if err != nil {
 		return fmt.Errorf("updating %s: %w", real, err)
 	}
@@ -415,7 +415,7 @@ func (t *fileType) delete(_ context.Context, env *Env, desired *Resource, curren
 	case unix.S_IFREG:
 		want := fileID{}
 		if current.Extra["kind"] == "file" {
-			want = current.obj
+			want = fsr(current).obj
 		}
 		file, fst, err := openAt(f.dir, f.name, unix.O_RDONLY, unix.S_IFREG, want)
 		if err != nil {

@@ -69,7 +69,7 @@ func (t *linkType) Load(ctx context.Context, r *Resource) (*State, error) {
 	d, name, err := holdParent(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		st := Absent()
-		st.parentMissing = true
+		fsw(st).parentMissing = true
 		return st, nil
 	}
 	if err != nil {
@@ -91,15 +91,15 @@ func (t *linkType) Load(ctx context.Context, r *Resource) (*State, error) {
 			// what was read; a source that cannot be read now is not an
 			// error (it may be made by an earlier resource).
 			if sst, ok, _ := linkSource(d, r.String("to")); ok {
-				st.src = idOf(&sst)
+				fsw(st).src = idOf(&sst)
 			}
 		}
-		st.dirUnwritable = unwritable
+		fsw(st).dirUnwritable = unwritable
 		return st, nil
 	}
 	kind := kindOf(uint32(ls.Mode))
 	st := &State{Exists: true, Values: map[string]cty.Value{}, Extra: map[string]string{"kind": kind}}
-	st.dirUnwritable, st.ownerUID, st.ownerKnown = unwritable, int(ls.Uid), true
+	fsw(st).dirUnwritable, fsw(st).ownerUID, fsw(st).ownerKnown = unwritable, int(ls.Uid), true
 	si := statInfoOf(&ls)
 	switch kind {
 	case "symlink":
@@ -107,12 +107,12 @@ func (t *linkType) Load(ctx context.Context, r *Resource) (*State, error) {
 		if err != nil {
 			return nil, err
 		}
-		st.obj = idOf(&ls)
+		fsw(st).obj = idOf(&ls)
 		st.Values = ownerValues(si, false)
 		st.Values["to"] = cty.StringVal(to)
 		st.Values["link_type"] = cty.StringVal("symbolic")
 	case "file":
-		st.obj = idOf(&ls)
+		fsw(st).obj = idOf(&ls)
 		st.Values = ownerValues(si, false)
 		st.Values["link_type"] = cty.StringVal("hard")
 		st.Extra["nlink"] = strconv.FormatUint(si.nlink, 10)
@@ -124,8 +124,8 @@ func (t *linkType) Load(ctx context.Context, r *Resource) (*State, error) {
 			case !ok:
 				st.Extra["to_kind"] = "missing"
 			default:
-				st.src = idOf(&sst)
-				if idOf(&sst) == st.obj {
+				fsw(st).src = idOf(&sst)
+				if idOf(&sst) == fsr(st).obj {
 					st.Values["to"] = cty.StringVal(r.String("to"))
 				}
 			}
@@ -233,7 +233,7 @@ func (t *linkType) converge(_ context.Context, _ *Env, desired *Resource, curren
 		return makeLink(d, name, desired, current, own, step.Kind == Create)
 	}
 	if step.HasGroup("owner") {
-		return chownEntry(d, name, own, current.obj)
+		return chownEntry(d, name, own, fsr(current).obj)
 	}
 	return nil
 }
@@ -252,7 +252,7 @@ func makeLink(d *heldDir, name string, desired *Resource, current *State, own ow
 	if err != nil {
 		return err
 	}
-	if !create && current.obj.known() && (!oldExists || idOf(&old) != current.obj) {
+	if !create && fsr(current).obj.known() && (!oldExists || idOf(&old) != fsr(current).obj) {
 		return fmt.Errorf("link %s: %w", path, ErrChanged)
 	}
 	if linkType == "symbolic" && oldExists && old.Mode&unix.S_IFMT == unix.S_IFLNK {
@@ -282,7 +282,7 @@ func makeLink(d *heldDir, name string, desired *Resource, current *State, own ow
 		if err != nil {
 			return fmt.Errorf("creating hard link %s to %s: %w", path, to, err)
 		}
-		want = current.src
+		want = fsr(current).src
 	} else if err := unix.Symlinkat(to, d.fd, tmp); err != nil {
 		return fmt.Errorf("creating symbolic link %s to %s: %w", path, to, err)
 	}
@@ -378,7 +378,7 @@ func (t *linkType) delete(d *heldDir, name string, desired *Resource, current *S
 	} else if kind != unix.S_IFLNK {
 		return fmt.Errorf("deleting %s: it is %s now, not a symbolic link; refusing to delete it", path, article(kindOf(kind)))
 	}
-	if current.obj.known() && idOf(&st) != current.obj {
+	if fsr(current).obj.known() && idOf(&st) != fsr(current).obj {
 		return fmt.Errorf("deleting %s: %w", path, ErrChanged)
 	}
 	if err := unix.Unlinkat(d.fd, name, 0); err != nil {

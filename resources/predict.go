@@ -38,7 +38,7 @@ func predictFromChanges(current *State, step *Step) *State {
 	switch step.Kind {
 	case Delete:
 		st := Absent()
-		st.parentMissing = current.parentMissing
+		st.Local = current.Local
 		return st
 	case Create, Update:
 		st := current.clone()
@@ -62,7 +62,9 @@ func predictKind(current *State, step *Step, kind string) *State {
 			st.Extra = map[string]string{}
 		}
 		st.Extra["kind"] = kind
-		st.parentMissing = false
+		r := *fsr(st)
+		r.parentMissing = false
+		st.Local = &r
 	}
 	return st
 }

@@ -88,13 +88,13 @@ func privilegeError(step *Step, current *State, path string) error {
 				return needsRoot(fmt.Sprintf("giving %s to group %s", path, name))
 			}
 		case "mode":
-			if current.Exists && current.ownerKnown && current.ownerUID != euid {
-				return needsRoot(fmt.Sprintf("changing the mode of %s, which uid %d owns,", path, current.ownerUID))
+			if current.Exists && fsr(current).ownerKnown && fsr(current).ownerUID != euid {
+				return needsRoot(fmt.Sprintf("changing the mode of %s, which uid %d owns,", path, fsr(current).ownerUID))
 			}
 		}
 	}
-	if current.dirUnwritable != "" && (step.Kind == Create || step.Kind == Delete || step.Changes != nil && hasWrite(step)) {
-		return fmt.Errorf("%s: toque runs as uid %d, which may not write the directory %s; run it as root, or choose a directory it may write", path, euid, current.dirUnwritable)
+	if fsr(current).dirUnwritable != "" && (step.Kind == Create || step.Kind == Delete || step.Changes != nil && hasWrite(step)) {
+		return fmt.Errorf("%s: toque runs as uid %d, which may not write the directory %s; run it as root, or choose a directory it may write", path, euid, fsr(current).dirUnwritable)
 	}
 	return nil
 }

@@ -14,7 +14,7 @@ func TestPrivilegeError(t *testing.T) {
 	memberOf = func(gid int) bool { return gid == 1000 }
 
 	owned := func(uid int) *State {
-		return &State{Exists: true, ownerUID: uid, ownerKnown: true}
+		return &State{Exists: true, Local: &fsReading{ownerUID: uid, ownerKnown: true}}
 	}
 	step := func(kind Kind, prop string, after cty.Value) *Step {
 		return &Step{Kind: kind, Changes: []Change{{Property: prop, After: after}}, Groups: []string{prop}}
@@ -31,9 +31,9 @@ func TestPrivilegeError(t *testing.T) {
 		{"chgrp to its own group", step(Update, "group", cty.StringVal("1000")), owned(1000), ""},
 		{"chmod a file it does not own", step(Update, "mode", cty.StringVal("0644")), owned(0), "changing the mode of /x, which uid 0 owns, needs root"},
 		{"chmod its own file", step(Update, "mode", cty.StringVal("0644")), owned(1000), ""},
-		{"create in a closed directory", &Step{Kind: Create}, &State{dirUnwritable: "/etc"}, "may not write the directory /etc"},
-		{"rewrite in a closed directory", step(Update, "content", cty.StringVal("x")), &State{Exists: true, ownerUID: 1000, ownerKnown: true, dirUnwritable: "/etc"}, "may not write the directory /etc"},
-		{"a no-op", &Step{Kind: NoOp}, &State{dirUnwritable: "/etc"}, ""},
+		{"create in a closed directory", &Step{Kind: Create}, &State{Local: &fsReading{dirUnwritable: "/etc"}}, "may not write the directory /etc"},
+		{"rewrite in a closed directory", step(Update, "content", cty.StringVal("x")), &State{Exists: true, Local: &fsReading{ownerUID: 1000, ownerKnown: true, dirUnwritable: "/etc"}}, "may not write the directory /etc"},
+		{"a no-op", &Step{Kind: NoOp}, &State{Local: &fsReading{dirUnwritable: "/etc"}}, ""},
 	}
 	for _, c := range cases {
 		err := privilegeError(c.step, c.current, "/x")

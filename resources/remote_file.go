@@ -280,7 +280,7 @@ func (t *remoteFileType) Load(ctx context.Context, r *Resource) (*State, error) 
 	} else {
 		fs.binary = true
 	}
-	st.fetched = fs
+	fsw(st).fetched = fs
 	if fs.private != "" {
 		st.Private = withPrivate(st.Private, "content", fs.private)
 	}
@@ -337,7 +337,7 @@ func loadLocalFile(path string) (*State, error) {
 	}
 	si := statInfoOf(&fst)
 	setOwnerValues(st.Values, si, true)
-	st.obj = idOf(&fst)
+	fsw(st).obj = idOf(&fst)
 	st.Values["checksum"] = cty.StringVal(hex.EncodeToString(h.Sum(nil)))
 	if text := head.String(); len(text) <= maxDiffBytes && utf8.ValidString(text) && cty.StringVal(text).AsString() == text {
 		st.Values["content"] = cty.StringVal(text)
@@ -444,7 +444,7 @@ func (t *remoteFileType) contentChanges(current *State, sha string) []Change {
 		before = v
 	}
 	sum := Change{Property: "checksum", Before: before, After: cty.StringVal(sha)}
-	fs := current.fetched
+	fs := fsr(current).fetched
 	if fs == nil {
 		return []Change{sum}
 	}
@@ -555,7 +555,7 @@ func (t *remoteFileType) update(env *Env, desired *Resource, current *State, pat
 	if !f.exists || f.link != "" {
 		return fmt.Errorf("updating %s: it is gone or was replaced: %w", path, ErrChanged)
 	}
-	file, fst, err := openAt(f.dir, f.name, unix.O_RDONLY, unix.S_IFREG, current.obj)
+	file, fst, err := openAt(f.dir, f.name, unix.O_RDONLY, unix.S_IFREG, fsr(current).obj)
 	if err != nil {
 		return fmt.Errorf("updating %s: %w", path, err)
 	}

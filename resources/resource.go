@@ -285,26 +285,11 @@ type State struct {
 	// from what Values and Extra hold and from the directories on the way.
 	Private map[string]string
 
-	// parentMissing is set by the file-system types' Load when a directory
-	// on the way to the path does not exist: a create then needs its
-	// parent from an earlier resource (Step.Needs).
-	parentMissing bool
-	// ownerUID is the owner of what Load found (ownerKnown), and
-	// dirUnwritable the directory toque's user may not write, "" when it
-	// may: for the plan to refuse what apply could not do (privilege.go).
-	ownerUID      int
-	ownerKnown    bool
-	dirUnwritable string
-
-	// fetched is what remote_file's Load downloaded (or found in its
-	// cache) for Plan to show: never stored in a plan, whose record is
-	// the digest in Extra.
-	fetched *fetchedSource
-
-	// obj and src identify the objects Load read (the file at a path; a
-	// hard link's source), so that Converge changes those and no other.
-	// Set by the built-in file-system types; never stored in a plan.
-	obj, src fileID
+	// Local is what a type's Load hands its own Plan and steps, and no
+	// one else reads (the identity of the file Load read, so that a step
+	// changes that file and no other; a download Load made): never
+	// stored in a plan nor compared. A prediction keeps it as it was.
+	Local any
 }
 
 // Absent is the State of a thing that does not exist.

@@ -906,10 +906,10 @@ func lookupPathIn(c *DirCache, path string, follow bool) (*found, error) {
 func stateOf(f *found) *State {
 	st := stateOfFound(f)
 	if f.dir != nil && effectiveUID() != 0 && !dirWritable(f.dir) {
-		st.dirUnwritable = f.dir.path
+		fsw(st).dirUnwritable = f.dir.path
 	}
 	if f.exists {
-		st.ownerUID, st.ownerKnown = int(f.st.Uid), true
+		fsw(st).ownerUID, fsw(st).ownerKnown = int(f.st.Uid), true
 	}
 	return st
 }
@@ -917,7 +917,7 @@ func stateOf(f *found) *State {
 func stateOfFound(f *found) *State {
 	if !f.exists && f.link == "" {
 		st := Absent()
-		st.parentMissing = f.dir == nil
+		fsw(st).parentMissing = f.dir == nil
 		return st
 	}
 	st := &State{Exists: true, Values: map[string]cty.Value{}, Extra: map[string]string{}}
@@ -962,7 +962,7 @@ func withPathNeeds(step *Step, err error, current *State, path string, isDir, re
 	if step.Kind != Create {
 		return step, nil
 	}
-	if current.parentMissing && !(isDir && recursive) {
+	if fsr(current).parentMissing && !(isDir && recursive) {
 		step.Needs = append(step.Needs, Need{Namespace: NamespacePath, Value: parentDir(path), What: "directory"})
 	}
 	if isDir {
