@@ -295,17 +295,17 @@ func (r *run) preflight(ctx context.Context) error {
 	// they run like the planner's reads, PreflightParallelism at a time;
 	// their results are taken in plan order.
 	// The files of a directory are read through one descriptor of it, as
-	// the planner reads them (resources.DirCache): nothing is changed
+	// the planner reads them (resources.Reads): nothing is changed
 	// before every check is done.
 	results := make([]preflightResult, len(r.entries))
-	dirs := resources.NewDirCache()
-	rctx := resources.WithDirCache(ctx, dirs)
+	reads := resources.NewReads()
+	rctx := resources.WithReads(ctx, reads)
 	parallel.For(len(r.entries), PreflightParallelism, func(i int) {
 		if ctx.Err() == nil {
 			results[i] = r.preflightOne(rctx, r.entries[i])
 		}
 	})
-	dirs.Close()
+	reads.Close()
 	if err := ctx.Err(); err != nil {
 		return &InterruptedError{Aborted: true, NotStarted: countWork(r.p), Err: err}
 	}

@@ -496,7 +496,7 @@ func (t *aptRepositoryType) keyBytes(ctx context.Context, env *Env, r *Resource)
 	if err != nil {
 		return nil, err
 	}
-	f.logger = logger(env)
+	f.logger = env.Log()
 	want := r.String("checksum")
 	_, err = f.fetch(ctx, fetchOptions{urls: []string{r.String("key")}, timeout: time.Minute, maxSize: 1 << 20, want: want})
 	if err != nil {

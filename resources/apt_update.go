@@ -134,9 +134,9 @@ func (t *aptUpdateType) Steps() Steps { return Steps{Run: t.update} }
 
 func (t *aptUpdateType) update(ctx context.Context, env *Env, desired *Resource, _ *State, _ *Step) error {
 	argv := []string{"apt-get", "-q", "-o", "DPkg::Lock::Timeout=" + strconv.Itoa(int(seconds(desired.Get("lock_timeout"))/time.Second)), "update"}
-	s := t.apt.spec(argv, seconds(desired.Get("timeout")), logger(env))
+	s := t.apt.spec(argv, seconds(desired.Get("timeout")), env.Log())
 	s.OutputLimit = 0
-	logger(env).Info("running apt-get update")
+	env.Log().Info("running apt-get update")
 	res, err := shellexec.Run(ctx, s)
 	if err != nil {
 		return commandError(argv, res, err)
@@ -144,7 +144,7 @@ func (t *aptUpdateType) update(ctx context.Context, env *Env, desired *Resource,
 	// apt-get update exits 0 when some list could not be fetched; it
 	// says so with W: lines, which a failed repository deserves.
 	if w := warnings(res.Stdout + "\n" + res.Stderr); w != "" {
-		logger(env).Warn("apt-get update warned", "warnings", w)
+		env.Log().Warn("apt-get update warned", "warnings", w)
 	}
 	stamp := t.root + updateStamp
 	if err := os.MkdirAll(filepath.Dir(stamp), 0o755); err != nil {

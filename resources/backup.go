@@ -11,8 +11,6 @@ import (
 	"sort"
 	"syscall"
 	"time"
-
-	"github.com/hashicorp/go-hclog"
 )
 
 // Backups mirror the paths they are of, as Chef's do, one directory per
@@ -33,9 +31,6 @@ var backupName = regexp.MustCompile(`^[0-9]{14}\.[0-9]{9}$`)
 // renamed to its stamp. A run killed in between leaves it; the next backup
 // of the same file removes it.
 const backupTemp = ".toque-tmp"
-
-// BackupDir is where Converge keeps copies of replaced and deleted files.
-func BackupDir(stateDir string) string { return filepath.Join(stateDir, "backup") }
 
 // BackupsOf is the directory holding the backups of the canonical path
 // (see CanonicalPath) under stateDir: STATE/backup/PATH.
@@ -75,7 +70,7 @@ func backupFrom(env *Env, path string, src *os.File, mode uint32, keep int, now 
 	if err != nil {
 		return "", fmt.Errorf("backing up %s (nothing was changed): %w", path, err)
 	}
-	logger(env).Debug("backed up file", "path", path, "backup", dst)
+	env.Log().Debug("backed up file", "path", path, "backup", dst)
 	if err := pruneBackups(dir, keep); err != nil {
 		return dst, fmt.Errorf("backing up %s: %w", path, err)
 	}
@@ -194,11 +189,4 @@ func syncDir(dir string) error {
 		return fmt.Errorf("syncing directory %s: %w", dir, err)
 	}
 	return nil
-}
-
-func logger(env *Env) hclog.Logger {
-	if env == nil || env.Logger == nil {
-		return hclog.NewNullLogger()
-	}
-	return env.Logger
 }

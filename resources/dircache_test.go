@@ -19,8 +19,9 @@ func openFDs(t *testing.T) int {
 	return len(ents)
 }
 
-// loadWith reads a file resource at path, through c when it is set.
-func loadWith(t *testing.T, c *DirCache, path string, vals map[string]any) (*State, error) {
+// loadWith reads a file resource at path, in the batch of reads rd when
+// it is set.
+func loadWith(t *testing.T, rd *Reads, path string, vals map[string]any) (*State, error) {
 	t.Helper()
 	ft := FileType()
 	v := map[string]any{"path": path, "content": "x"}
@@ -28,8 +29,8 @@ func loadWith(t *testing.T, c *DirCache, path string, vals map[string]any) (*Sta
 		v[k] = x
 	}
 	ctx := context.Background()
-	if c != nil {
-		ctx = WithDirCache(ctx, c)
+	if rd != nil {
+		ctx = WithReads(ctx, rd)
 	}
 	return ft.Load(ctx, newRes(t, ft, "", v).LoadView())
 }
@@ -56,11 +57,11 @@ func TestDirCacheReadsAsLookupPathDoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := openFDs(t)
-	c := NewDirCache()
+	rd, c := newReads()
 	for _, name := range []string{"a", "secret", "link", "absent", "nodir/x"} {
 		path := filepath.Join(dir, name)
 		want, werr := loadWith(t, nil, path, nil)
-		got, gerr := loadWith(t, c, path, nil)
+		got, gerr := loadWith(t, rd, path, nil)
 		if (werr == nil) != (gerr == nil) || werr == nil && !sameState(got, want) {
 			t.Errorf("%s: through the cache %+v %v, without %+v %v", name, got, gerr, want, werr)
 		}
@@ -68,7 +69,7 @@ func TestDirCacheReadsAsLookupPathDoes(t *testing.T) {
 	if n := len(c.dirs); n != 1 {
 		t.Errorf("the cache holds %d directories, want 1 (%v)", n, c.dirs)
 	}
-	c.Close()
+	rd.Close()
 	if after := openFDs(t); after != before {
 		t.Errorf("%d descriptors open after Close, %d before", after, before)
 	}
@@ -89,11 +90,11 @@ func TestDirCacheFollowsNoLink(t *testing.T) {
 	if err := os.Symlink("real", filepath.Join(dir, "via")); err != nil {
 		t.Fatal(err)
 	}
-	c := NewDirCache()
-	defer c.Close()
+	rd, c := newReads()
+	defer rd.Close()
 	path := filepath.Join(dir, "via", "f")
 	want, werr := loadWith(t, nil, path, nil)
-	got, gerr := loadWith(t, c, path, nil)
+	got, gerr := loadWith(t, rd, path, nil)
 	if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() || werr == nil && !sameState(got, want) {
 		t.Errorf("through the cache %+v %v, without %+v %v", got, gerr, want, werr)
 	}
@@ -107,21 +108,27 @@ func TestDirCacheFollowsNoLink(t *testing.T) {
 func TestDirCacheIsBounded(t *testing.T) {
 	root := t.TempDir()
 	before := openFDs(t)
-	c := NewDirCache()
+	rd, c := newReads()
 	for i := range dirCacheMax + 10 {
 		d := filepath.Join(root, fmt.Sprint(i))
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := loadWith(t, c, filepath.Join(d, "f"), nil); err != nil {
+		if _, err := loadWith(t, rd, filepath.Join(d, "f"), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if len(c.dirs) != dirCacheMax {
 		t.Errorf("the cache holds %d directories, want %d", len(c.dirs), dirCacheMax)
 	}
-	c.Close()
+	rd.Close()
 	if after := openFDs(t); after != before {
 		t.Errorf("%d descriptors open after Close, %d before", after, before)
 	}
+}
+
+// newReads is a batch of reads and its directory cache.
+func newReads() (*Reads, *DirCache) {
+	rd := NewReads()
+	return rd, dirCacheOf(WithReads(context.Background(), rd))
 }

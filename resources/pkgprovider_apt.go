@@ -455,7 +455,7 @@ func lockHolderOf(path string) string {
 // says so in the log, naming the holder; a lock it never got is an error
 // that names it and says nothing was changed.
 func (p *aptProvider) Change(ctx context.Context, env *Env, op *PackageOp) error {
-	log := logger(env)
+	log := env.Log()
 	argv := p.args(op, false)
 	s := p.spec(argv, op.Timeout, log)
 	s.OutputLimit = 0

@@ -507,7 +507,7 @@ func (t *remoteFileType) write(ctx context.Context, env *Env, desired *Resource,
 		if err != nil {
 			return err
 		}
-		f.logger = logger(env)
+		f.logger = env.Log()
 		if _, ok := f.cached(sha); !ok {
 			// The cache lost it: download again, refusing other bytes.
 			if _, err := f.fetch(ctx, fetchOptionsOf(desired, sha)); err != nil {

@@ -3,6 +3,7 @@ package resources
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sort"
 	"sync"
@@ -74,6 +75,19 @@ type Env struct {
 	// every resource of one apply. nil runs deferred work at once.
 	Later *Later
 }
+
+// Log is env's logger, or one that discards everything when env or its
+// Logger is nil.
+func (env *Env) Log() hclog.Logger {
+	if env == nil || env.Logger == nil {
+		return hclog.NewNullLogger()
+	}
+	return env.Logger
+}
+
+// BackupDir is where types keep copies of the files they replace and
+// delete, under the state directory (Env.StateDir).
+func BackupDir(stateDir string) string { return filepath.Join(stateDir, "backup") }
 
 // Kind is what a planned step does to the host.
 type Kind string

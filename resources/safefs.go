@@ -71,7 +71,8 @@ func (d *heldDir) searchable() (bool, error) {
 	return d.searchOK, d.searchErr
 }
 
-// DirCache holds the parent directories of the paths one plan reads, so
+// DirCache holds the parent directories of the paths one batch of reads
+// (Reads: a plan, or a pre-flight) reads, so
 // that the reads of the 10,000 files of one directory open, check and
 // close that directory once rather than 10,000 times. Each is opened as
 // lookupPath opens a parent (openat2 following no link); a file is then
@@ -88,7 +89,7 @@ type DirCache struct {
 // dirCacheMax bounds the descriptors a DirCache holds.
 const dirCacheMax = 256
 
-// NewDirCache returns an empty cache; Close it when the plan is read.
+// NewDirCache returns an empty cache; Close it when the reads are done.
 func NewDirCache() *DirCache { return &DirCache{dirs: map[string]*heldDir{}} }
 
 // Close closes every directory c holds; c then holds none.
@@ -134,14 +135,13 @@ func (c *DirCache) hold(dir string) (*heldDir, error) {
 
 type dirCacheKey struct{}
 
-// WithDirCache returns ctx carrying c, for the Loads of the built-in
-// path types to read through (the planner's, not apply's).
-func WithDirCache(ctx context.Context, c *DirCache) context.Context {
-	return context.WithValue(ctx, dirCacheKey{}, c)
-}
-
+// dirCacheOf is the directory cache of the batch of reads ctx carries
+// (Reads), or nil outside one.
 func dirCacheOf(ctx context.Context) *DirCache {
-	c, _ := ctx.Value(dirCacheKey{}).(*DirCache)
+	c, _ := ReadsOf(ctx).Get(dirCacheKey{}, func() (any, func()) {
+		c := NewDirCache()
+		return c, c.Close
+	}).(*DirCache)
 	return c
 }
 

@@ -361,7 +361,7 @@ func predictUnit(action string, current *State, step *Step) *State {
 func convergeUnitAction(ctx context.Context, env *Env, init initSystem, action, unit string, current *State, step *Step) error {
 	u := statusOf(current)
 	if action == "reload" && u.exists() && !u.running() {
-		logger(env).Info("not reloading: the unit is not active", "unit", unit, "state", u.activity())
+		env.Log().Info("not reloading: the unit is not active", "unit", unit, "state", u.activity())
 		return nil
 	}
 	if u.NeedReload && !enablement(action) && action != "stop" {

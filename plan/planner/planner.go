@@ -273,10 +273,10 @@ func attributesOf(leaves []config.Leaf, cfg *config.Config, readBySensitive *eva
 func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*plan.Plan, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	// The files of a directory are read through one descriptor of it
-	// (resources.DirCache): nothing changes the host while a plan reads.
-	dirs := resources.NewDirCache()
-	defer dirs.Close()
-	ctx = resources.WithDirCache(ctx, dirs)
+	// (resources.Reads): nothing changes the host while a plan reads.
+	reads := resources.NewReads()
+	defer reads.Close()
+	ctx = resources.WithReads(ctx, reads)
 	salt, err := p.salt()
 	if err != nil {
 		return nil, diags.Append(&hcl.Diagnostic{
