@@ -323,10 +323,10 @@ func addTemplates(c *config.Config, templates []*TemplateError) {
 
 // Block decodes b's body against t's schema in scope. It returns nil and
 // the diagnostics when anything is wrong. Guard interpreters are resolved
-// against the built-in types.
-func Block(b *config.ResourceBlock, t resources.Type, scope *Scope) (*Instance, hcl.Diagnostics) {
+// against the types of reg.
+func Block(b *config.ResourceBlock, t resources.Type, scope *Scope, reg *resources.Registry) (*Instance, hcl.Diagnostics) {
 	ctx := scope.EvalContext(b.Dir)
-	inst, diags, _ := evaluateBlock(b, t, scope, ctx, unmarkingContext(ctx), resources.Builtin(), nil)
+	inst, diags, _ := evaluateBlock(b, t, scope, ctx, unmarkingContext(ctx), reg, nil)
 	return inst, diags
 }
 

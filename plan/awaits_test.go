@@ -76,7 +76,7 @@ func TestReadChecksWhatAValueKnownAtApplyWaitsFor(t *testing.T) {
 			if err := Write(path, p); err != nil {
 				t.Fatal(err)
 			}
-			got, err := Read(path)
+			got, err := Read(path, resources.Builtin())
 			if c.want == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)

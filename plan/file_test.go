@@ -14,6 +14,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/internal/host"
+	"github.com/toquehq/toque/resources"
 )
 
 // samplePlan is a plan with every kind of resource, as the planner made it
@@ -22,7 +23,7 @@ import (
 // -update).
 func samplePlan(t testing.TB) *Plan {
 	t.Helper()
-	pl, err := Read(filepath.Join("testdata", "sample.plan"))
+	pl, err := Read(filepath.Join("testdata", "sample.plan"), resources.Builtin())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func TestWriteReadRoundTrip(t *testing.T) {
 	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("plan file mode %v, want 0600", fi.Mode().Perm())
 	}
-	got, err := Read(path)
+	got, err := Read(path, resources.Builtin())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func TestWriteReadRoundTrip(t *testing.T) {
 	if err := Write(path, pl); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := Read(path); err != nil || got.ToqueVersion != "0.2.0" {
+	if got, err := Read(path, resources.Builtin()); err != nil || got.ToqueVersion != "0.2.0" {
 		t.Errorf("rewrite: %v %v", got, err)
 	}
 }
@@ -85,7 +86,7 @@ func TestWriteEmptyPlan(t *testing.T) {
 	if err := Write(path, pl); err != nil {
 		t.Fatal(err)
 	}
-	got, err := Read(path)
+	got, err := Read(path, resources.Builtin())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +137,7 @@ func TestReadRefuses(t *testing.T) {
 			if err := os.WriteFile(path, tc.content, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			got, err := Read(path)
+			got, err := Read(path, resources.Builtin())
 			if err == nil || got != nil {
 				t.Fatalf("Read accepted the file: %+v", got)
 			}
@@ -146,7 +147,7 @@ func TestReadRefuses(t *testing.T) {
 		})
 	}
 	t.Run("missing file", func(t *testing.T) {
-		_, err := Read(filepath.Join(dir, "nope"))
+		_, err := Read(filepath.Join(dir, "nope"), resources.Builtin())
 		if !errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrNotPlan) {
 			t.Errorf("got %v", err)
 		}
@@ -243,7 +244,7 @@ func FuzzRead(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		got, digest, err := ReadWithDigest(path)
+		got, digest, err := ReadWithDigest(path, resources.Builtin())
 		if err != nil {
 			return
 		}
@@ -272,7 +273,7 @@ func checkAccepted(t *testing.T, got *Plan, digest string) {
 	if err := Write(path, got); err != nil {
 		t.Fatalf("an accepted plan cannot be written back: %v", err)
 	}
-	again, againDigest, err := ReadWithDigest(path)
+	again, againDigest, err := ReadWithDigest(path, resources.Builtin())
 	if err != nil {
 		t.Fatalf("the plan written back is refused: %v", err)
 	}
@@ -306,7 +307,7 @@ func FuzzReadPlanMember(f *testing.F) {
 		if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		got, digest, err := ReadWithDigest(path)
+		got, digest, err := ReadWithDigest(path, resources.Builtin())
 		if err != nil {
 			return
 		}
@@ -334,7 +335,7 @@ func TestReadWithDigestIsDigest(t *testing.T) {
 	if err := Write(path, pl); err != nil {
 		t.Fatal(err)
 	}
-	got, digest, err := ReadWithDigest(path)
+	got, digest, err := ReadWithDigest(path, resources.Builtin())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toquehq/toque/resources"
 )
 
 func newKey(t *testing.T) (ed25519.PrivateKey, PublicKey) {
@@ -50,7 +52,7 @@ func TestSignedPlans(t *testing.T) {
 	next, nextPub := newKey(t)
 	_, otherPub := newKey(t)
 	read := func(path string, trusted ...PublicKey) (*File, error) {
-		o := ReadOptions{TrustedFrom: "trusted.pub"}
+		o := ReadOptions{Types: resources.Builtin(), TrustedFrom: "trusted.pub"}
 		if trusted != nil {
 			o.Trusted = trusted
 		}

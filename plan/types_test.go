@@ -60,7 +60,7 @@ func TestPlanCarriesTypesAndChildren(t *testing.T) {
 	if err := Write(path, p); err != nil {
 		t.Fatal(err)
 	}
-	got, err := Read(path)
+	got, err := Read(path, resources.Builtin())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestPlanCarriesTypesAndChildren(t *testing.T) {
 		}, `which is not one of`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := Read(writeTemp(t, reseal(t, raw, c.edit)))
+			_, err := Read(writeTemp(t, reseal(t, raw, c.edit)), resources.Builtin())
 			if !errors.Is(err, ErrInconsistent) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("got %v, want ErrInconsistent with %q", err, c.want)
 			}

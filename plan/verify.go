@@ -25,8 +25,11 @@ var ErrInconsistent = errors.New("the plan contradicts itself")
 // address names its type and name, every guard result has its guard. It
 // does not (cannot) check the plan against the host: apply does, and
 // refuses a reading that no longer matches.
-func (p *Plan) check() error {
-	reg, err := p.TypeRegistry(resources.Builtin())
+func (p *Plan) check(types *resources.Registry) error {
+	if types == nil {
+		return errors.New("no resource types to check the plan against")
+	}
+	reg, err := p.TypeRegistry(types)
 	if err != nil {
 		return err
 	}

@@ -134,19 +134,6 @@ type ScriptDef struct {
 // script family (execute takes a command, not code).
 var ScriptTypes = []string{"sh", "bash", "csh", "python", "perl", "powershell_script", "script"}
 
-// ScriptRunner returns the built-in script type called name.
-func ScriptRunner(name string) (Runner, bool) {
-	if !slices.Contains(ScriptTypes, name) {
-		return nil, false
-	}
-	for _, t := range BuiltinTypes() {
-		if r, ok := t.(Runner); ok && t.Schema().Name == name {
-			return r, true
-		}
-	}
-	return nil, false
-}
-
 // Label is how a step is named in plans: its converge group.
 // converge_if_changed (mode, content), converge_by "reload the site", or
 // the child's address.
@@ -298,7 +285,7 @@ func (d *TypeDef) Check() error {
 }
 
 func (s *ScriptDef) check() error {
-	if _, ok := ScriptRunner(s.Type); !ok {
+	if !slices.Contains(ScriptTypes, s.Type) {
 		return fmt.Errorf("the script runs as %q, which is not one of %s", s.Type, strings.Join(ScriptTypes, ", "))
 	}
 	if v, ok := s.Values["code"]; !ok || v.Value == cty.NilVal || v.Value.IsNull() || v.Value.Type() != cty.String {
@@ -337,7 +324,7 @@ type batchCustomType struct {
 // further checks of property values (a property's validation conditions,
 // which only the HCL has: apply, which reads values evaluated and checked
 // at plan time, passes none).
-func NewCustomType(def *TypeDef, validate map[string]func(cty.Value) error) (Type, error) {
+func NewCustomType(def *TypeDef, validate map[string]func(cty.Value) error, reg *Registry) (Type, error) {
 	if def == nil {
 		return nil, errors.New("no resource type definition")
 	}
@@ -346,7 +333,7 @@ func NewCustomType(def *TypeDef, validate map[string]func(cty.Value) error) (Typ
 	}
 	t := &customType{def: def, groups: map[string][]string{}, specs: map[*ScriptDef]shellexec.Spec{}}
 	addSpec := func(sd *ScriptDef, defaultTimeout int) error {
-		spec, err := scriptSpec(sd, defaultTimeout)
+		spec, err := scriptSpec(reg, sd, defaultTimeout)
 		if err != nil {
 			return fmt.Errorf("type %s: the script at %s cannot run: %w", def.Name, sd.Source, err)
 		}

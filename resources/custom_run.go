@@ -129,8 +129,8 @@ func (t *customType) where(what string, s *ScriptDef) string {
 
 // scriptSpec is the process of script s (its CommandSpec), without its
 // input: the same for every resource, so NewCustomType makes it once.
-func scriptSpec(s *ScriptDef, defaultTimeout int) (shellexec.Spec, error) {
-	runner, ok := ScriptRunner(s.Type)
+func scriptSpec(reg *Registry, s *ScriptDef, defaultTimeout int) (shellexec.Spec, error) {
+	runner, ok := reg.Runner(s.Type)
 	if !ok {
 		return shellexec.Spec{}, fmt.Errorf("the script runs as %q, which is not a script type", s.Type)
 	}

@@ -721,12 +721,21 @@ func pluralS(n int) string {
 	return ""
 }
 
-// Registry maps type names to types.
+// Registry maps type names to types, and makes the types written in HCL
+// (resource_type blocks, which plans carry as TypeDefs) with the function
+// its assembler gives it (WithDefine).
 type Registry struct {
-	types map[string]Type
+	types  map[string]Type
+	define DefineFunc
 }
 
-// NewRegistry makes a registry of the given types.
+// DefineFunc makes the type def defines, whose scripts run as reg's script
+// types (Runner); validate holds further checks of property values (a
+// property's validation conditions, which only the HCL has).
+type DefineFunc func(def *TypeDef, validate map[string]func(cty.Value) error, reg *Registry) (Type, error)
+
+// NewRegistry makes a registry of the given types, which defines none
+// written in HCL (WithDefine).
 func NewRegistry(types ...Type) *Registry {
 	r := &Registry{types: map[string]Type{}}
 	for _, t := range types {
@@ -738,7 +747,7 @@ func NewRegistry(types ...Type) *Registry {
 // With returns a new registry of r's types and types (which replace r's
 // of the same name).
 func (r *Registry) With(types ...Type) *Registry {
-	out := &Registry{types: make(map[string]Type, len(r.types)+len(types))}
+	out := &Registry{types: make(map[string]Type, len(r.types)+len(types)), define: r.define}
 	for k, v := range r.types {
 		out.types[k] = v
 	}
@@ -746,6 +755,39 @@ func (r *Registry) With(types ...Type) *Registry {
 		out.types[t.Schema().Name] = t
 	}
 	return out
+}
+
+// WithDefine returns a copy of r that makes the types written in HCL with
+// f.
+func (r *Registry) WithDefine(f DefineFunc) *Registry {
+	out := r.With()
+	out.define = f
+	return out
+}
+
+// Define makes the type def defines (DefineFunc). It is an error for a
+// registry that was given no way to (WithDefine).
+func (r *Registry) Define(def *TypeDef, validate map[string]func(cty.Value) error) (Type, error) {
+	if r.define == nil {
+		return nil, fmt.Errorf("resource type %s is written in HCL, and this build of toque's types cannot run such types", def.Name)
+	}
+	return r.define(def, validate, r)
+}
+
+// Runner returns the script type called name (one of ScriptTypes), which
+// runs the scripts of types written in HCL.
+func (r *Registry) Runner(name string) (Runner, bool) {
+	if !slices.Contains(ScriptTypes, name) {
+		return nil, false
+	}
+	t, ok := r.types[name].(Runner)
+	return t, ok
+}
+
+// Has reports whether r holds a type called name.
+func (r *Registry) Has(name string) bool {
+	_, ok := r.types[name]
+	return ok
 }
 
 // Lookup returns the type called name.

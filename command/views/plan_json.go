@@ -265,7 +265,7 @@ type jsonCurrent struct {
 type JSONOptions struct {
 	// Diagnostics are the command's errors and warnings.
 	Diagnostics []JSONDiagnostic
-	// Registry holds this build's resource types (nil: resources.Builtin()).
+	// Registry holds this build's resource types. Required.
 	Registry *resources.Registry
 	// Digest is the plan's digest when the caller has it (the file's
 	// verified checksum); "" computes it.
@@ -293,7 +293,10 @@ func JSONView(p *plan.Plan, o JSONOptions) ([]byte, error) {
 			Diagnostics   []JSONDiagnostic `json:"diagnostics"`
 		}{JSONViewVersion, true, diags})
 	}
-	reg := registryFor(p, o.Registry)
+	reg, err := registryFor(p, o.Registry)
+	if err != nil {
+		return nil, err
+	}
 	digest := o.Digest
 	if digest == "" {
 		digest = p.Digest()

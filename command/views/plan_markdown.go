@@ -45,8 +45,7 @@ type MarkdownOptions struct {
 	// Color is ignored: Markdown has no colours. It is here so callers can
 	// pass the same choices to every renderer.
 	Color bool
-	// Registry holds this build's resource types (nil:
-	// resources.Builtin()).
+	// Registry holds this build's resource types. Required.
 	Registry *resources.Registry
 	// Signature says who signed the plan; nil says nothing about it.
 	Signature *SignatureInfo
@@ -86,7 +85,11 @@ func RenderMarkdown(w io.Writer, p *plan.Plan, o MarkdownOptions) error {
 	if o.Digest == "" {
 		o.Digest = p.Digest()
 	}
-	o.Registry = registryFor(p, o.Registry)
+	reg, err := registryFor(p, o.Registry)
+	if err != nil {
+		return err
+	}
+	o.Registry = reg
 	head := markdownHead(p, o)
 	sections := markdownSections(p, o)
 
@@ -150,7 +153,7 @@ func RenderMarkdown(w io.Writer, p *plan.Plan, o MarkdownOptions) error {
 	if b.Len() > limit {
 		return fmt.Errorf("render Markdown: %d bytes rendered for a limit of %d (a bug in the size accounting)", b.Len(), limit)
 	}
-	_, err := w.Write(b.Bytes())
+	_, err = w.Write(b.Bytes())
 	return err
 }
 

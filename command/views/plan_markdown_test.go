@@ -44,17 +44,17 @@ func markdownScenarios(t *testing.T) map[string]struct {
 	}
 
 	return map[string]sc{
-		"empty":               {empty, MarkdownOptions{PlanFile: "plan.out"}},
-		"no-changes":          {g["no-changes"], MarkdownOptions{PlanFile: "plan.out"}},
-		"create":              {g["create"], MarkdownOptions{PlanFile: "plan.out"}},
-		"update":              {g["update"], MarkdownOptions{PlanFile: "plan.out"}},
-		"update-changes-only": {g["update"], MarkdownOptions{PlanFile: "plan.out", ChangesOnly: true}},
-		"delete":              {g["delete"], MarkdownOptions{PlanFile: "plan.out"}},
-		"sensitive":           {g["sensitive"], MarkdownOptions{PlanFile: "plan.out"}},
-		"guards":              {guards, MarkdownOptions{PlanFile: "plan.out"}},
-		"deferred":            {g["deferred"], MarkdownOptions{PlanFile: "plan.out"}},
-		"awaits":              {g["awaits"], MarkdownOptions{PlanFile: "plan.out"}},
-		"truncated":           {largePlan(t, 40), MarkdownOptions{PlanFile: "plan.out", MaxBytes: 4000}},
+		"empty":               {empty, MarkdownOptions{Registry: resources.Builtin(), PlanFile: "plan.out"}},
+		"no-changes":          {g["no-changes"], MarkdownOptions{Registry: resources.Builtin(), PlanFile: "plan.out"}},
+		"create":              {g["create"], MarkdownOptions{Registry: resources.Builtin(), PlanFile: "plan.out"}},
+		"update":              {g["update"], MarkdownOptions{Registry: resources.Builtin(), PlanFile: "plan.out"}},
+		"update-changes-only": {g["update"], MarkdownOptions{Registry: resources.Builtin(), PlanFile: "plan.out", ChangesOnly: true}},
+		"delete":              {g["delete"], MarkdownOptions{Registry: resources.Builtin(), PlanFile: "plan.out"}},
+		"sensitive":           {g["sensitive"], MarkdownOptions{Registry: resources.Builtin(), PlanFile: "plan.out"}},
+		"guards":              {guards, MarkdownOptions{Registry: resources.Builtin(), PlanFile: "plan.out"}},
+		"deferred":            {g["deferred"], MarkdownOptions{Registry: resources.Builtin(), PlanFile: "plan.out"}},
+		"awaits":              {g["awaits"], MarkdownOptions{Registry: resources.Builtin(), PlanFile: "plan.out"}},
+		"truncated":           {largePlan(t, 40), MarkdownOptions{Registry: resources.Builtin(), PlanFile: "plan.out", MaxBytes: 4000}},
 	}
 }
 
@@ -197,7 +197,7 @@ func TestRenderMarkdownLimit(t *testing.T) {
 		t.Fatalf("the default limit cut a small plan:\n%s", full.String())
 	}
 	var headOnly bytes.Buffer
-	headErr := RenderMarkdown(&headOnly, p, MarkdownOptions{MaxBytes: 1})
+	headErr := RenderMarkdown(&headOnly, p, MarkdownOptions{Registry: resources.Builtin(), MaxBytes: 1})
 	if !errors.Is(headErr, ErrMarkdownTooSmall) || headOnly.Len() != 0 {
 		t.Fatalf("limit 1: got %v and %d bytes written", headErr, headOnly.Len())
 	}
@@ -219,7 +219,7 @@ func TestRenderMarkdownLimit(t *testing.T) {
 				t.Fatal(err)
 			}
 			md := buf.String()
-			checkMarkdownShape(t, md, p, MarkdownOptions{MaxBytes: limit})
+			checkMarkdownShape(t, md, p, MarkdownOptions{Registry: resources.Builtin(), MaxBytes: limit})
 			kept := strings.Count(md, "<details>")
 			truncated := limit < full.Len()
 			if truncated != strings.Contains(md, "truncated=true -->") {

@@ -44,7 +44,7 @@ type View struct {
 	// snippets; a file not here is read from disk.
 	Files map[string]*hcl.File
 	// Registry holds the resource types of this build, whose schemas
-	// plans are shown with; nil means resources.Builtin().
+	// plans are shown with. Required to show a plan.
 	Registry *resources.Registry
 }
 

@@ -132,7 +132,7 @@ execute "idle" {
 			t.Errorf("idle reason %q", idle.Reason)
 		}
 		var out bytes.Buffer
-		views.RenderText(&out, pl, views.RenderOptions{})
+		views.RenderText(&out, pl, views.RenderOptions{Registry: resources.Builtin()})
 		text := out.String()
 		order := []string{
 			"# execute[pre] will run: notified by " + a + " (before)",

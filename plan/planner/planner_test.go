@@ -411,7 +411,7 @@ func TestSamplePlanFixture(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := plan.Read(path)
+	got, err := plan.Read(path, resources.Builtin())
 	if err != nil {
 		t.Fatalf("%v (run go test ./plan/planner -run SamplePlanFixture -update)", err)
 	}
