@@ -83,7 +83,7 @@ var errorClasses = []errorClass{
 	typed(KindStale, ExitStale, staleText),
 	typed(KindLockHeld, ExitLockHeld, lockHeldText),
 	typed[*apply.InterruptedError](KindInterrupted, ExitInterrupted, nil),
-	{kind: KindOther, exit: ExitInterrupted, holds: func(err error) bool { return errors.Is(err, ErrInterrupted) }},
+	{kind: KindInterrupted, exit: ExitInterrupted, holds: func(err error) bool { return errors.Is(err, ErrInterrupted) }},
 	typed[*apply.ResourceError](KindResourceFailed, 0, nil),
 }
 

@@ -54,7 +54,7 @@ func TestErrorClasses(t *testing.T) {
 		{"apply interrupted", &apply.InterruptedError{After: "file[/a]", NotStarted: 2},
 			KindInterrupted, ExitInterrupted, "apply stopped after file[/a]; 2 resources with planned changes not started"},
 		{"read interrupted", ErrInterrupted,
-			KindOther, ExitInterrupted, "interrupted: stopped before finishing; nothing was changed and no plan was saved"},
+			KindInterrupted, ExitInterrupted, "interrupted: stopped before finishing; nothing was changed and no plan was saved"},
 		{"resource failed", failed,
 			KindResourceFailed, ExitError, "file[/a]: boom"},
 		{"plain error", errors.New("something broke"),
