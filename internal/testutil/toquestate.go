@@ -33,6 +33,7 @@ func IsolateToqueState(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	isolated = dir
 	paths := map[string]string{
 		"TOQUE_STATE_DIR": filepath.Join(dir, "state"),
 		"TOQUE_HOST_LOCK": filepath.Join(dir, "run", "apply.lock"),
@@ -45,6 +46,20 @@ func IsolateToqueState(m *testing.M) int {
 		}
 	}
 	return m.Run()
+}
+
+// isolated is the scratch directory IsolateToqueState made, "" before.
+var isolated string
+
+// IsolatedToqueState returns the scratch directory IsolateToqueState
+// pointed ToqueStateEnv at, and fails the test when the package's TestMain
+// did not call it.
+func IsolatedToqueState(t testing.TB) string {
+	t.Helper()
+	if isolated == "" {
+		t.Fatal("this package's TestMain must call testutil.IsolateToqueState: its tests could otherwise reach the machine's own toque state")
+	}
+	return isolated
 }
 
 // MustBeUnder fails the test at once when path, which toque resolved for
