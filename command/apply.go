@@ -112,7 +112,7 @@ func (c *ApplyCommand) Run(args []string) int {
 	view := views.NewApply(c.view(a.color.noColor), a.json, nil)
 	var diags diag.Diagnostics
 	finish := func() int {
-		st := exitStatus(diags)
+		st := views.ExitStatus(diags)
 		view.Diagnostics(diags, st)
 		return st
 	}
@@ -255,7 +255,7 @@ func (c *ApplyCommand) planAndConfirm(a applyArgs) (*plan.Plan, string, int) {
 		return nil, "", ExitError
 	}
 	if p == nil {
-		return nil, "", exitStatus(diags.Append(diag.Errorf("no plan to apply")))
+		return nil, "", views.ExitStatus(diags.Append(diag.Errorf("no plan to apply")))
 	}
 	if !p.HasChanges() {
 		return nil, "", ExitOK

@@ -365,7 +365,7 @@ func (b *Base) view(noColor bool) *views.View {
 func (b *Base) fail(noColor bool, format string, args ...any) int {
 	diags := diag.Diagnostics{}.Append(diag.Errorf(format, args...).WithKind(views.KindUsage))
 	b.view(noColor).Diagnostics(diags)
-	return exitStatus(diags)
+	return views.ExitStatus(diags)
 }
 
 // stateDir picks the state directory: -state-dir, else TOQUE_STATE_DIR,

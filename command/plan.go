@@ -164,7 +164,7 @@ func (c *PlanCommand) Run(args []string) int {
 		diags = diag.Diagnostics{}.Append(err)
 		c.view(a.color.noColor).Diagnostics(diags)
 	}
-	if st := exitStatus(diags); st != ExitOK || p == nil || p.Errored {
+	if st := views.ExitStatus(diags); st != ExitOK || p == nil || p.Errored {
 		return max(st, ExitError)
 	}
 	if a.detailedExitCode && p.HasChanges() {
@@ -176,7 +176,7 @@ func (c *PlanCommand) Run(args []string) int {
 // makePlan loads the recipes (with the command line's attributes) and
 // plans them against this host. It returns the plan (nil when nothing
 // could be planned) and the diagnostics; a signal that stopped planning is
-// an errInterrupted diagnostic.
+// a views.ErrInterrupted diagnostic.
 func (b *Base) makePlan(parallelism int, attrs *attrFlags, printOnly bool) (*plan.Plan, diag.Diagnostics) {
 	cfg, pol, diags := b.loadConfig(attrs) // policy mode when policy.hcl is present
 	if diags.HasErrors() || cfg == nil {
@@ -201,7 +201,7 @@ func (b *Base) makePlan(parallelism int, attrs *attrFlags, printOnly bool) (*pla
 	if b.ReadCtx.Err() != nil {
 		// Interrupted: every resource still being read failed with the
 		// cancellation; one message says it better.
-		return nil, diags.Append(errInterrupted)
+		return nil, diags.Append(views.ErrInterrupted)
 	}
 	pol.stamp(p)
 	return p, diags.Append(pdiags)

@@ -9,7 +9,10 @@
 // A view never decides anything: it gets values (a plan, a report,
 // diagnostics) and prints them. Values that came from outside toque's own
 // code (file content, command output, names in recipes) are escaped before
-// they reach a terminal.
+// they reach a terminal. The one thing it tells apart is the typed errors
+// (errors.go): one table gives each its JSON kind, its wording and the exit
+// status of a command that fails with it, so that the three cannot
+// disagree.
 package views
 
 import (

@@ -7,7 +7,7 @@
 // convention; see style.md), and leaf I/O keeps returning errors; a command
 // appends both to a Diagnostics and hands it to its view (command/views),
 // which renders it once for people and once for machines. The exit status
-// is derived from it in one place (command.exitStatus).
+// is derived from it in one place (views.ExitStatus).
 //
 // It renders nothing, and imports no toque package.
 package diag
