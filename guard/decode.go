@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"errors"
 	"fmt"
 	"math/big"
 	"path/filepath"
@@ -112,6 +113,19 @@ func Decode(in Input) ([]*Spec, hcl.Diagnostics) {
 type decoder struct {
 	in    Input
 	diags hcl.Diagnostics
+}
+
+// normalizeCommand is the execute type's own normalisation of a command
+// (a program and its arguments), which runs an argv guard.
+func (d *decoder) normalizeCommand(cmd cty.Value) (cty.Value, error) {
+	if d.in.Registry != nil {
+		if t, ok := d.in.Registry.Lookup("execute"); ok {
+			if p := t.Schema().Property("command"); p != nil && p.Normalize != nil {
+				return p.Normalize(cmd)
+			}
+		}
+	}
+	return cty.NilVal, errors.New("this build of toque has no execute type to run a command without a shell")
 }
 
 func (d *decoder) errorf(rng hcl.Range, summary, format string, a ...any) {
@@ -394,7 +408,7 @@ func (d *decoder) single(kind Kind, expr hcl.Expression, rng hcl.Range, v cty.Va
 			r.source = ""
 		case cmd.Type().IsListType() || cmd.Type().IsTupleType():
 			_, vrng := itemRanges(expr, "command", rng)
-			argv, err := resources.NormalizeCommand(cmd)
+			argv, err := d.normalizeCommand(cmd)
 			if err != nil {
 				d.errorf(vrng, "Invalid guard command", "A list command is a program and its arguments, run without a shell: %s.", err)
 				return r, false

@@ -178,7 +178,7 @@ func (t *customType) run(ctx context.Context, what string, s *ScriptDef, stdin [
 	spec.Logger = logger
 	spec.OutputLimit = maxScriptOutput
 	if sensitive || t.sensitive {
-		spec = PrivateSpec(spec)
+		spec = shellexec.Private(spec)
 		spec.Sensitive = true
 	}
 	res, err := shellexec.Run(ctx, spec)

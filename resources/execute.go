@@ -516,7 +516,7 @@ func convergeRun(ctx context.Context, env *Env, rt Runner, desired *Resource) er
 	}
 	spec.Logger = logger
 	if env != nil && env.Sensitive {
-		spec = PrivateSpec(spec)
+		spec = shellexec.Private(spec)
 		spec.Sensitive = true
 	}
 	res, err := shellexec.Run(ctx, spec)
@@ -539,7 +539,7 @@ func DescribeRunError(spec shellexec.Spec, res *shellexec.Result, err error) err
 	switch {
 	case errors.As(err, &nf):
 		what := nf.Error()
-		if len(spec.Argv) > 1 && len(spec.Interpreter) == 0 && isInlineArgv(spec.Argv) {
+		if len(spec.Argv) > 1 && len(spec.Interpreter) == 0 && shellexec.IsInlineArgv(spec.Argv) {
 			what = strings.Replace(what, "command ", "interpreter ", 1)
 		}
 		return &runError{msg: what + "; install it, or add its directory with path", err: err}
@@ -562,13 +562,6 @@ type runError struct {
 
 func (e *runError) Error() string { return e.msg }
 func (e *runError) Unwrap() error { return e.err }
-
-// isInlineArgv reports whether argv runs code inline: an interpreter
-// toque knows, with its inline flag before the last argument.
-func isInlineArgv(argv []string) bool {
-	f := inlineArgFlag(filepath.Base(argv[0]))
-	return f != "" && argv[len(argv)-2] == f
-}
 
 // outputTail formats the last lines of res's output, "" when it printed
 // nothing.

@@ -312,7 +312,7 @@ func (t *fileType) StagePath(desired *Resource) string { return desired.String("
 // Stage stages the creation of a file written atomically: the new file
 // under its temporary name, with its content, owner and mode, not synced
 // (stage.go). Other steps are not staged.
-func (t *fileType) Stage(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) (*Staged, error) {
+func (t *fileType) Stage(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) (Staged, error) {
 	if step.Kind != Create || !desired.Bool("atomic_update") {
 		return nil, nil
 	}

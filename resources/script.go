@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/toquehq/toque/internal/shellexec"
@@ -44,7 +43,7 @@ import (
 //
 // One more difference: inline code is an argument, visible in the process
 // list (ps) while it runs; a temporary file is readable by its owner only.
-// So a sensitive resource's code always goes through the file (PrivateSpec).
+// So a sensitive resource's code always goes through the file (shellexec.Private).
 
 // MaxInlineCode is the largest code passed as an argument rather than in a
 // temporary file (Linux allows 128 KiB per argument).
@@ -155,7 +154,7 @@ func (t *scriptType) CommandSpec(r *Resource) (shellexec.Spec, error) {
 		spec.Argv = append(append(append([]string{}, interp...), flags...), flag, code)
 		return spec, nil
 	}
-	if isCsh(filepath.Base(interp[0])) && code != "" && !strings.HasSuffix(code, "\n") {
+	if shellexec.IsCsh(filepath.Base(interp[0])) && code != "" && !strings.HasSuffix(code, "\n") {
 		// csh ignores a last line that does not end in a newline.
 		code += "\n"
 	}
@@ -217,25 +216,6 @@ func validateInterpreter(v cty.Value) error {
 	return nil
 }
 
-func isCsh(base string) bool { return base == "csh" || base == "tcsh" || base == "bsd-csh" }
-
-var pythonName = regexp.MustCompile(`^python[23]?(\.[0-9]+)?$`)
-
-// inlineArgFlag is the flag that makes the interpreter called base run code
-// given as an argument, or "" when it is not one toque knows.
-func inlineArgFlag(base string) string {
-	switch base {
-	case "sh", "bash", "dash", "zsh", "ksh", "csh", "tcsh", "bsd-csh":
-		return "-c"
-	case "perl":
-		return "-e"
-	}
-	if pythonName.MatchString(base) {
-		return "-c"
-	}
-	return ""
-}
-
 // inlineFlag returns the flag to pass code inline to the interpreter interp
 // (its argv), or "" when the code must go in a temporary file.
 func inlineFlag(interp []string, code string) string {
@@ -243,11 +223,11 @@ func inlineFlag(interp []string, code string) string {
 		return ""
 	}
 	base := filepath.Base(interp[0])
-	flag := inlineArgFlag(base)
+	flag := shellexec.InlineArgFlag(base)
 	switch {
 	case flag == "":
 		return ""
-	case isCsh(base):
+	case shellexec.IsCsh(base):
 		if strings.Contains(strings.TrimRight(code, "\n"), "\n") {
 			return ""
 		}
@@ -255,31 +235,10 @@ func inlineFlag(interp []string, code string) string {
 		if strings.Contains(code, "__END__") || strings.Contains(code, "__DATA__") {
 			return ""
 		}
-	case pythonName.MatchString(base):
+	case shellexec.IsPython(base):
 		if strings.Contains(code, "__file__") {
 			return ""
 		}
 	}
 	return flag
-}
-
-// PrivateSpec is spec for a sensitive resource: code passed inline (an
-// argument anyone can read in the process list while it runs) moves into the
-// temporary script file, which only its owner can read. Other specs are
-// returned as they are.
-func PrivateSpec(spec shellexec.Spec) shellexec.Spec {
-	n := len(spec.Argv)
-	if n < 3 || !isInlineArgv(spec.Argv) {
-		return spec
-	}
-	code := spec.Argv[n-1]
-	interp := spec.Argv[:n-2]
-	if isCsh(filepath.Base(interp[0])) && code != "" && !strings.HasSuffix(code, "\n") {
-		code += "\n" // csh ignores a last line that does not end in a newline
-	}
-	spec.Interpreter = append([]string(nil), interp...)
-	spec.Flags = nil
-	spec.Script = code
-	spec.Argv = nil
-	return spec
 }

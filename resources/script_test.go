@@ -362,7 +362,7 @@ func BenchmarkScriptGuardShape(b *testing.B) {
 }
 
 // A sensitive resource's code must not be an argument (ps shows those):
-// PrivateSpec moves it into the owner-only script file, and it still runs.
+// shellexec.Private moves it into the owner-only script file, and it still runs.
 func TestPrivateSpecMovesInlineCodeIntoTheScriptFile(t *testing.T) {
 	cases := []struct {
 		name string
@@ -376,7 +376,7 @@ func TestPrivateSpecMovesInlineCodeIntoTheScriptFile(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			requireInterpreter(t, c.name)
-			got := PrivateSpec(c.spec)
+			got := shellexec.Private(c.spec)
 			if len(got.Argv) != 0 || got.Script == "" {
 				t.Fatalf("code still inline: %+v", got)
 			}
@@ -392,7 +392,7 @@ func TestPrivateSpecMovesInlineCodeIntoTheScriptFile(t *testing.T) {
 		})
 	}
 	argv := shellexec.Spec{Argv: []string{"/bin/echo", "-c", "x"}}
-	if got := PrivateSpec(argv); len(got.Argv) != 3 {
+	if got := shellexec.Private(argv); len(got.Argv) != 3 {
 		t.Errorf("a command that is not an interpreter was rewritten: %+v", got)
 	}
 }

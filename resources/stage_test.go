@@ -10,7 +10,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 )
 
-func stagedCreate(t *testing.T, path, content string) *Staged {
+func stagedCreate(t *testing.T, path, content string) Staged {
 	t.Helper()
 	ft := FileType().(*fileType)
 	d := NewResource(ft.schema, path, "create", map[string]cty.Value{
@@ -32,13 +32,13 @@ func TestStagedCreate(t *testing.T) {
 	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("staged file visible before its commit: %v", err)
 	}
-	if err := SyncStaged([]*Staged{s}); err != nil {
+	if err := SyncStaged([]Staged{s}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if i, err := SyncCommitted([]*Staged{s}); err != nil {
+	if i, err := SyncCommitted([]Staged{s}); err != nil {
 		t.Fatalf("SyncCommitted: %d %v", i, err)
 	}
 	s.Close()

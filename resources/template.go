@@ -113,6 +113,6 @@ func (t *templateType) Steps() Steps { return t.file.Steps() }
 
 func (t *templateType) StagePath(desired *Resource) string { return t.file.StagePath(desired) }
 
-func (t *templateType) Stage(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) (*Staged, error) {
+func (t *templateType) Stage(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) (Staged, error) {
 	return t.file.Stage(ctx, env, desired, current, step)
 }
