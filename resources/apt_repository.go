@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
-	"golang.org/x/sys/unix"
 )
 
 // aptRepositoryType is the built-in "apt_repository" type: one APT source,
@@ -492,52 +491,18 @@ func (t *aptRepositoryType) keyBytes(ctx context.Context, env *Env, r *Resource)
 	if !keyIsURL(r) {
 		return []byte(r.String("key")), nil
 	}
-	f, err := openCache(t.cacheDir())
-	if err != nil {
-		return nil, err
-	}
-	f.logger = env.Log()
-	want := r.String("checksum")
-	_, err = f.fetch(ctx, fetchOptions{urls: []string{r.String("key")}, timeout: time.Minute, maxSize: 1 << 20, want: want})
+	b, err := Download(ctx, env.Log(), t.cacheDir(), r.String("key"), r.String("checksum"), 1<<20, time.Minute)
 	if err != nil {
 		return nil, fmt.Errorf("downloading the key: %w", err)
 	}
-	return readBlob(f, want)
+	return b, nil
 }
 
 // write replaces path (under root) with content, atomically, 0644,
 // through held directories; missing directories (/etc/apt/keyrings) are
 // made.
 func (t *aptRepositoryType) write(path string, content []byte) error {
-	full := t.root + path
-	d, err := holdDir(filepath.Dir(full), true)
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer d.close()
-	own := ownership{uid: -1, gid: -1}
-	if os.Geteuid() == 0 {
-		own = ownership{uid: 0, gid: 0}
-	}
-	nf, err := replaceAtomic(d, filepath.Base(full), content, 0o644, own)
-	if err != nil {
-		return err
-	}
-	return nf.Close()
+	return WriteAtomic(t.root+path, content, 0o644, true)
 }
 
-func (t *aptRepositoryType) remove(path string) error {
-	full := t.root + path
-	d, err := holdDir(filepath.Dir(full), false)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("removing %s: %w", path, err)
-	}
-	defer d.close()
-	if err := unix.Unlinkat(d.fd, filepath.Base(full), 0); err != nil && !errors.Is(err, unix.ENOENT) {
-		return fmt.Errorf("removing %s: %w", path, err)
-	}
-	return d.sync()
-}
+func (t *aptRepositoryType) remove(path string) error { return Remove(t.root + path) }

@@ -22,7 +22,7 @@ import (
 // directories, atomic writes, backups), always root's and mode 0644.
 type cronDType struct {
 	schema *Schema
-	file   *fileType
+	file   Type
 	// dir is where the files go; root is where the user database is
 	// ("" for the host's; tests use throwaway ones).
 	dir, root string
@@ -44,7 +44,7 @@ func newCronDType(dir, root string) *cronDType {
 		return &Property{Name: name, Type: cty.String, NonState: true, Default: cty.StringVal("*"),
 			Normalize: trimString, Validate: f.validate, Description: desc}
 	}
-	return &cronDType{dir: dir, root: root, file: FileType().(*fileType), schema: &Schema{
+	return &cronDType{dir: dir, root: root, file: FileType(), schema: &Schema{
 		Name:        "cron_d",
 		Description: "Manages a job in a file of /etc/cron.d.",
 		Properties: []*Property{
@@ -419,7 +419,7 @@ func (t *cronDType) fileRes(r *Resource) *Resource {
 		}
 	}
 	action := r.EffectiveAction()
-	return NewResource(t.file.schema, t.path(r), action, vals)
+	return NewResource(t.file.Schema(), t.path(r), action, vals)
 }
 
 // Load reads the file (LoadAll for one).
@@ -473,7 +473,7 @@ func (t *cronDType) Plan(action string, desired *Resource, current *State) (*Ste
 
 // Predict is the file's: a created file is a regular file.
 func (t *cronDType) Predict(desired *Resource, current *State, step *Step) (*State, error) {
-	return t.file.Predict(t.fileRes(desired), current, step)
+	return Predict(t.file, t.fileRes(desired), current, step)
 }
 
 // Steps are the file type's, on the file.

@@ -13,7 +13,6 @@ import (
 
 	"github.com/toquehq/toque/internal/shellexec"
 	"github.com/toquehq/toque/internal/typedvalue"
-	"github.com/toquehq/toque/internal/words"
 )
 
 // This file holds resource types written in HCL (resource_type blocks):
@@ -577,11 +576,7 @@ func (t *customType) Plan(action string, desired *Resource, current *State) (*St
 	}
 	switch {
 	case len(step.Changes) > 0:
-		names := make([]string, len(step.Changes))
-		for i, c := range step.Changes {
-			names[i] = c.Property
-		}
-		step.Kind, step.Reason = Update, words.Join(names, "")+" differ"+pluralS(len(names))
+		step.Kind, step.Reason = Update, Differ(PropertyNames(step.Changes))
 	case len(by) > 0:
 		step.Kind, step.Reason = Run, "converge_by always runs: "+strings.Join(by, "; ")
 	default:

@@ -54,7 +54,7 @@ printf '{"value": "%s"}' "$(cat "$f")"`
 
 func newKV(t *testing.T, load string, batch bool) Type {
 	t.Helper()
-	typ, err := NewCustomType(kvDef(load, batch), nil, Builtin())
+	typ, err := NewCustomType(kvDef(load, batch), nil, scriptTypes())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestCustomLoadAnswers(t *testing.T) {
 func TestCustomLoadTimesOut(t *testing.T) {
 	def := kvDef(`sleep 30`, false)
 	def.Load.Values["timeout"] = typedvalue.Value{Value: cty.NumberFloatVal(0.3)}
-	typ, err := NewCustomType(def, nil, Builtin())
+	typ, err := NewCustomType(def, nil, scriptTypes())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +317,7 @@ func TestCustomConvergeInput(t *testing.T) {
 	// A failing script names the type, its file and line, and shows its output.
 	def := kvDef(kvLoad, false)
 	def.Actions[0].Steps[0].Script.Values["code"] = typedvalue.Value{Value: cty.StringVal("echo oops >&2; exit 4")}
-	bad, _ := NewCustomType(def, nil, Builtin())
+	bad, _ := NewCustomType(def, nil, scriptTypes())
 	r3 := kvResource(bad, dir, "x", map[string]cty.Value{"value": cty.StringVal("v")})
 	step, _ = PlanStep(bad, r3, Absent())
 	err = ConvergeStep(context.Background(), bad, &Env{}, r3, Absent(), step)
@@ -340,7 +340,7 @@ func TestCustomTypeDefCheck(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			d := kvDef(kvLoad, false)
 			mutate(d)
-			if _, err := NewCustomType(d, nil, Builtin()); err == nil {
+			if _, err := NewCustomType(d, nil, scriptTypes()); err == nil {
 				t.Fatal("accepted")
 			}
 		})
@@ -352,7 +352,7 @@ func TestCustomTypeDefCheck(t *testing.T) {
 func TestCustomBatchTimeoutIsNotRepeated(t *testing.T) {
 	def := kvDef(`sleep 30`, true)
 	def.Load.Values["timeout"] = typedvalue.Value{Value: cty.NumberFloatVal(0.3)}
-	typ, err := NewCustomType(def, nil, Builtin())
+	typ, err := NewCustomType(def, nil, scriptTypes())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,4 +406,10 @@ func TestCustomLoadKeepsSecretsOutOfTheEnvironment(t *testing.T) {
 			}
 		})
 	}
+}
+
+// scriptTypes is a registry of the script types that run an HCL type's
+// scripts.
+func scriptTypes() *Registry {
+	return NewRegistry(ScriptType(), BashType(), ShType(), CshType(), PythonType(), PerlType(), PowerShellScriptType())
 }

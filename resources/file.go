@@ -12,8 +12,6 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 	"golang.org/x/sys/unix"
-
-	"github.com/toquehq/toque/internal/words"
 )
 
 // fileType is the built-in "file" type: a regular file's content, mode and
@@ -215,14 +213,11 @@ func fileConvergeStep(desired *Resource, current *State, touch bool) *Step {
 	if desired.IsSet("content") && !hasChange(ch, "content") && current.Extra["content_bytes"] != "" {
 		ch = append([]Change{{Property: "content", Before: current.Values["content"], After: desired.Values["content"]}}, ch...)
 	}
-	names := make([]string, len(ch))
-	for i, c := range ch {
-		names[i] = c.Property
-	}
+	names := PropertyNames(ch)
 	groups := s.Groups(ch)
 	reason := ""
 	if len(ch) > 0 {
-		reason = words.Join(names, "") + " differ" + pluralS(len(names))
+		reason = Differ(names)
 	}
 	if touch {
 		groups = append(groups, "touch")

@@ -16,8 +16,6 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 	"golang.org/x/sys/unix"
-
-	"github.com/toquehq/toque/internal/words"
 )
 
 // remoteFileType is the built-in "remote_file" type: a file whose content
@@ -433,7 +431,7 @@ func (t *remoteFileType) convergeStep(desired *Resource, current *State) (*Step,
 			names = append(names, c.Property)
 		}
 	}
-	return &Step{Kind: Update, Reason: words.Join(names, "") + " differ" + pluralS(len(names)), Changes: changes, Groups: s.Groups(changes)}, nil
+	return &Step{Kind: Update, Reason: Differ(names), Changes: changes, Groups: s.Groups(changes)}, nil
 }
 
 // contentChanges are the changes of writing the bytes of sha: the

@@ -707,18 +707,25 @@ func ConvergeIfChanged(desired *Resource, current *State) *Step {
 	if len(ch) == 0 {
 		return &Step{Kind: NoOp, Reason: "already in the desired state"}
 	}
-	names := make([]string, len(ch))
-	for i, c := range ch {
-		names[i] = c.Property
-	}
-	return &Step{Kind: Update, Reason: words.Join(names, "") + " differ" + pluralS(len(names)), Changes: ch, Groups: s.Groups(ch)}
+	return &Step{Kind: Update, Reason: Differ(PropertyNames(ch)), Changes: ch, Groups: s.Groups(ch)}
 }
 
-func pluralS(n int) string {
-	if n == 1 {
-		return "s"
+// PropertyNames lists the properties of changes, in order.
+func PropertyNames(changes []Change) []string {
+	names := make([]string, len(changes))
+	for i, c := range changes {
+		names[i] = c.Property
 	}
-	return ""
+	return names
+}
+
+// Differ is an update's reason: "content differs", "mode and owner
+// differ".
+func Differ(names []string) string {
+	if len(names) == 1 {
+		return words.Join(names, "") + " differs"
+	}
+	return words.Join(names, "") + " differ"
 }
 
 // Registry maps type names to types, and makes the types written in HCL

@@ -19,7 +19,7 @@ import (
 // a file read of /proc/sys: no process.
 type sysctlType struct {
 	schema *Schema
-	file   *fileType
+	file   Type
 	// proc is where the kernel's parameters are read (/proc/sys), dir
 	// where they are persisted (/etc/sysctl.d): tests use others.
 	proc, dir string
@@ -29,7 +29,7 @@ type sysctlType struct {
 func SysctlType() Type { return newSysctlType("/proc/sys", "/etc/sysctl.d") }
 
 func newSysctlType(proc, dir string) *sysctlType {
-	t := &sysctlType{proc: proc, dir: dir, file: FileType().(*fileType)}
+	t := &sysctlType{proc: proc, dir: dir, file: FileType()}
 	t.schema = &Schema{
 		Name:        "sysctl",
 		Description: "Manages a kernel parameter: its value now and after a reboot.",
@@ -277,7 +277,7 @@ func (t *sysctlType) converge(ctx context.Context, env *Env, desired *Resource, 
 		return nil
 	}
 	path := t.confPath(key)
-	fr := NewResource(t.file.schema, path, "create", map[string]cty.Value{
+	fr := NewResource(t.file.Schema(), path, "create", map[string]cty.Value{
 		"path":  cty.StringVal(path),
 		"mode":  cty.StringVal("0644"),
 		"owner": cty.StringVal("root"),

@@ -19,7 +19,7 @@ type systemdUnitType struct {
 	// file writes, reads and deletes the unit file: the file type's
 	// Load, Plan and Converge on the unit's path, with its held
 	// directories, atomic writes and backups.
-	file *fileType
+	file Type
 }
 
 // NamespaceUnitFile is the namespace of the unit files systemd_unit
@@ -31,7 +31,7 @@ const NamespaceUnitFile = "systemd unit file"
 func SystemdUnitType() Type { return newSystemdUnitType(hostSystemd()) }
 
 func newSystemdUnitType(init initSystem) *systemdUnitType {
-	return &systemdUnitType{init: init, file: FileType().(*fileType), schema: &Schema{
+	return &systemdUnitType{init: init, file: FileType(), schema: &Schema{
 		Name:        "systemd_unit",
 		Description: "Manages a systemd unit file in /etc/systemd/system, and acts on its unit as service does.",
 		Properties: []*Property{
@@ -70,7 +70,7 @@ func (t *systemdUnitType) fileResource(r *Resource, action string) *Resource {
 	if r.IsSet("content") && action == "create" {
 		vals["content"] = r.Values["content"]
 	}
-	return NewResource(t.file.schema, t.path(r), action, vals)
+	return NewResource(t.file.Schema(), t.path(r), action, vals)
 }
 
 // Load reads the unit file and the unit's status.
@@ -224,7 +224,10 @@ func (t *systemdUnitType) Predict(desired *Resource, current *State, step *Step)
 	if action != "create" && action != "delete" {
 		return predictUnit(action, current, step), nil
 	}
-	st := predictKind(current, step, "file")
+	st, err := Predict(t.file, t.fileResource(desired, action), current, step)
+	if err != nil {
+		return nil, err
+	}
 	if st.Extra == nil {
 		st.Extra = map[string]string{}
 	}
