@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toquehq/toque/resources/builtin"
+
 	"github.com/hashicorp/cli"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/hcl/v2"
@@ -125,7 +127,7 @@ func Run(ctx context.Context, stop <-chan struct{}, args []string, streams Strea
 		case <-readCtx.Done():
 		}
 	}()
-	base := &Base{Ctx: ctx, ReadCtx: readCtx, Stop: stop, Streams: streams, Logger: logger, Registry: resources.Builtin(), Env: env, files: map[string]*hcl.File{}}
+	base := &Base{Ctx: ctx, ReadCtx: readCtx, Stop: stop, Streams: streams, Logger: logger, Registry: builtin.Registry(), Env: env, files: map[string]*hcl.File{}}
 
 	// A shell asking for completions (bash's complete -C, and what
 	// -install-autocomplete sets up for zsh and fish) sets COMP_LINE.

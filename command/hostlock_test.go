@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/toquehq/toque/internal/testutil"
-	"github.com/toquehq/toque/resources"
 )
 
 func TestHostLockPath(t *testing.T) {
@@ -40,5 +39,4 @@ func TestDefaultsAreTheTestsScratch(t *testing.T) {
 	env := Env{}.withDefaults()
 	testutil.MustBeUnder(t, dir, "the host-wide apply lock", hostLock(env))
 	testutil.MustBeUnder(t, dir, "the state directory", stateDir(env, ""))
-	testutil.MustBeUnder(t, dir, "the download cache", resources.DefaultCacheDir())
 }

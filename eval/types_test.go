@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toquehq/toque/resources/builtin"
+
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
@@ -18,11 +20,11 @@ func loadTypes(t *testing.T, files map[string]string) (*config.Config, *resource
 	t.Helper()
 	dir := t.TempDir()
 	testutil.WriteFiles(t, dir, files)
-	cfg, diags := config.LoadDir(dir, resources.Builtin())
+	cfg, diags := config.LoadDir(dir, builtin.Registry())
 	if diags.HasErrors() {
 		return cfg, nil, diags
 	}
-	reg, d := Types(cfg, resources.Builtin())
+	reg, d := Types(cfg, builtin.Registry())
 	return cfg, reg, append(diags, d...)
 }
 

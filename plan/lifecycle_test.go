@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toquehq/toque/resources/builtin"
+
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/guard"
@@ -70,7 +72,7 @@ func lcSubject(t *lcType, action string, guards ...*guard.Spec) *Subject {
 }
 
 func TestLifecycleEvaluate(t *testing.T) {
-	lc := &Lifecycle{Registry: resources.Builtin()}
+	lc := &Lifecycle{Registry: builtin.Registry()}
 	ctx := context.Background()
 
 	t.Run("reads and plans the subject's action", func(t *testing.T) {
@@ -190,7 +192,7 @@ func TestLifecycleDeferred(t *testing.T) {
 	s.Lazy = map[string]*LazyExpr{"content": {Source: `"x"`}}
 
 	res := &fakeResolver{}
-	lc := &Lifecycle{Registry: resources.Builtin(), Resolver: res}
+	lc := &Lifecycle{Registry: builtin.Registry(), Resolver: res}
 	rd, err := lc.Evaluate(ctx, s)
 	if err != nil || res.calls != 0 || rd.Step.Kind != resources.Update || rd.Desired.Values["content"].IsKnown() {
 		t.Fatalf("unknown: %v calls %d %+v", err, res.calls, rd)

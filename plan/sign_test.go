@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toquehq/toque/resources"
+	"github.com/toquehq/toque/resources/builtin"
 )
 
 func newKey(t *testing.T) (ed25519.PrivateKey, PublicKey) {
@@ -52,7 +52,7 @@ func TestSignedPlans(t *testing.T) {
 	next, nextPub := newKey(t)
 	_, otherPub := newKey(t)
 	read := func(path string, trusted ...PublicKey) (*File, error) {
-		o := ReadOptions{Types: resources.Builtin(), TrustedFrom: "trusted.pub"}
+		o := ReadOptions{Types: builtin.Registry(), TrustedFrom: "trusted.pub"}
 		if trusted != nil {
 			o.Trusted = trusted
 		}

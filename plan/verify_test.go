@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toquehq/toque/resources/builtin"
+
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/guard"
@@ -189,7 +191,7 @@ func TestReadRefusesAContradictoryPlan(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := Read(writeTemp(t, reseal(t, raw, c.edit)), resources.Builtin())
+			_, err := Read(writeTemp(t, reseal(t, raw, c.edit)), builtin.Registry())
 			if !errors.Is(err, ErrInconsistent) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("got %v, want ErrInconsistent with %q", err, c.want)
 			}
@@ -199,7 +201,7 @@ func TestReadRefusesAContradictoryPlan(t *testing.T) {
 		})
 	}
 	t.Run("unedited", func(t *testing.T) {
-		if _, err := Read(writeTemp(t, reseal(t, raw, func(*Plan) {})), resources.Builtin()); err != nil {
+		if _, err := Read(writeTemp(t, reseal(t, raw, func(*Plan) {})), builtin.Registry()); err != nil {
 			t.Fatalf("a resealed, unedited plan is refused: %v", err)
 		}
 	})
@@ -209,7 +211,7 @@ func TestReadRefusesAContradictoryPlan(t *testing.T) {
 			spec.Values["command"] = guard.Value{Value: cty.TupleVal([]cty.Value{cty.StringVal("test"), cty.StringVal("-d"), cty.StringVal("/my opt")})}
 			spec.Source, spec.Interpreter = guard.ArgvSource([]string{"test", "-d", "/my opt"}), "execute"
 		})
-		if _, err := Read(writeTemp(t, argv), resources.Builtin()); err != nil {
+		if _, err := Read(writeTemp(t, argv), builtin.Registry()); err != nil {
 			t.Fatalf("an argv guard is refused: %v", err)
 		}
 	})

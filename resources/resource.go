@@ -603,6 +603,23 @@ const (
 	NamespaceGroup = "group"
 )
 
+// NamespaceAptSource is the namespace of the need "a repository offers
+// this package", met at apply by an earlier apt_update that runs (it
+// reads the lists of the repositories an apt_repository adds); an
+// apt_repository that adds or changes one provides it too, but apt sees
+// the repository only once its lists are read.
+const NamespaceAptSource = "apt-source"
+
+// NamespaceUnit is the namespace of unit names ("web.service"): a
+// systemd_unit that writes a unit's file provides the unit
+// (Step.Provides), and an action on a unit the host lacks needs it
+// (Step.Needs), so the plan refuses a service nothing creates.
+const NamespaceUnit = "unit"
+
+// NoGuardReason is the Reason of a run step that nothing decided: no guard
+// and no `creates`. The planner replaces it when a guard decides.
+const NoGuardReason = "no guard: runs every time"
+
 // PropertyError is a Plan error caused by one property's value on this
 // host (a uid another user has): the planner points its diagnostic at
 // that property's attribute rather than at the whole block.
@@ -612,6 +629,7 @@ type PropertyError struct {
 }
 
 func (e *PropertyError) Error() string { return e.Err.Error() }
+
 func (e *PropertyError) Unwrap() error { return e.Err }
 
 // IsDesiredState reports whether the property is compared and converged.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toquehq/toque/resources/builtin"
+
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
@@ -59,7 +61,7 @@ func planLate(t *testing.T, recipe string) (*plan.Plan, hcl.Diagnostics) {
 		t.Fatal(err)
 	}
 	p := plantest.FixedPlanner(plantest.NewFakeType(), 4)
-	p.Registry = resources.Builtin().With(newLatePkg())
+	p.Registry = builtin.Registry().With(newLatePkg())
 	cfg, diags := config.LoadDir(dir, p.Registry)
 	if diags.HasErrors() {
 		t.Fatal(diags)
@@ -174,7 +176,7 @@ late_pkg "toque-late" {
 				len(pkg.Changes) != 1 || pkg.Changes[0].Planned != nil {
 				t.Fatalf("planned %+v", pkg)
 			}
-			reg := resources.Builtin().With(newLatePkg())
+			reg := builtin.Registry().With(newLatePkg())
 			ms := pl.MeetersOf(reg, pkg, pkg.Awaits[0])
 			if len(ms) != 1 || !strings.HasPrefix(ms[0].String(), tc.meets) {
 				t.Errorf("meets %v, want %s", ms, tc.meets)

@@ -8,11 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toquehq/toque/resources/builtin"
+
 	"github.com/toquehq/toque/command/views"
 	"github.com/toquehq/toque/config"
 	"github.com/toquehq/toque/internal/plantest"
 	"github.com/toquehq/toque/plan"
-	"github.com/toquehq/toque/resources"
 )
 
 // planRecipe plans recipe (ROOT replaced by a scratch dir) with the
@@ -29,7 +30,7 @@ func planRecipe(t *testing.T, recipe string, files map[string]string) (*plan.Pla
 		t.Fatal(err)
 	}
 	p := plantest.FixedPlanner(plantest.NewFakeType(), 4)
-	p.Registry = resources.Builtin()
+	p.Registry = builtin.Registry()
 	cfg, diags := config.LoadDir(dir, p.Registry)
 	if diags.HasErrors() {
 		t.Fatal(diags)
@@ -132,7 +133,7 @@ execute "idle" {
 			t.Errorf("idle reason %q", idle.Reason)
 		}
 		var out bytes.Buffer
-		views.RenderText(&out, pl, views.RenderOptions{Registry: resources.Builtin()})
+		views.RenderText(&out, pl, views.RenderOptions{Registry: builtin.Registry()})
 		text := out.String()
 		order := []string{
 			"# execute[pre] will run: notified by " + a + " (before)",
