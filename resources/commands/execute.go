@@ -42,7 +42,7 @@ const outputTailBytes = 4 << 10
 
 // execType is the built-in "execute" type: one command, as a string run by
 // /bin/sh -c or as a list run without a shell.
-type execType struct{ schema *resources.Schema }
+type execType struct{ runType }
 
 // ExecuteType returns the built-in "execute" resource type.
 func ExecuteType() resources.Type {
@@ -54,29 +54,40 @@ func ExecuteType() resources.Type {
 		Normalize:    NormalizeCommand,
 		Description:  "The command: a string runs under /bin/sh -c, a list of strings runs without a shell; defaults to the block label.",
 	}}
-	return &execType{schema: &resources.Schema{
+	t := &execType{runType{schema: &resources.Schema{
 		Name:          "execute",
 		Description:   "Runs a command.",
 		Properties:    append(props, runProperties()...),
 		Actions:       []string{"run"},
 		DefaultAction: "run",
-	}}
+	}}}
+	t.self = t
+	return t
 }
 
-func (t *execType) Schema() *resources.Schema { return t.schema }
+// runType is what every command type shares: its schema, its reading
+// (whether `creates` exists), its plan (run, unless `creates` exists) and
+// its one step, which runs the process the type's CommandSpec describes
+// (self, the type that embeds it).
+type runType struct {
+	schema *resources.Schema
+	self   resources.Runner
+}
 
-func (t *execType) Load(ctx context.Context, r *resources.Resource) (*resources.State, error) {
+func (t *runType) Schema() *resources.Schema { return t.schema }
+
+func (t *runType) Load(ctx context.Context, r *resources.Resource) (*resources.State, error) {
 	return loadCreates(ctx, r)
 }
 
-func (t *execType) Plan(action string, desired *resources.Resource, current *resources.State) (*resources.Step, error) {
+func (t *runType) Plan(_ string, desired *resources.Resource, current *resources.State) (*resources.Step, error) {
 	return planRun(desired, current)
 }
 
 // Steps run the process.
-func (t *execType) Steps() resources.Steps {
+func (t *runType) Steps() resources.Steps {
 	return resources.Steps{Run: func(ctx context.Context, env *resources.Env, desired *resources.Resource, _ *resources.State, _ *resources.Step) error {
-		return convergeRun(ctx, env, t, desired)
+		return convergeRun(ctx, env, t.self, desired)
 	}}
 }
 

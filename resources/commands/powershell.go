@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"context"
 	"encoding/base64"
 	"errors"
 	"os"
@@ -23,7 +22,7 @@ var PowerShellFlags = []string{"-NoLogo", "-NonInteractive", "-NoProfile", "-Exe
 // inside a generated wrapper (PowerShellWrapper) that turns the code's
 // result into the exit code, in a .ps1 temporary file: pwsh -File needs
 // one, so it is never inline.
-type powerShellType struct{ schema *resources.Schema }
+type powerShellType struct{ runType }
 
 // PowerShellScriptType returns the built-in "powershell_script" type.
 func PowerShellScriptType() resources.Type {
@@ -33,30 +32,15 @@ func PowerShellScriptType() resources.Type {
 		&resources.Property{Name: "convert_boolean_return", Type: cty.Bool, NonState: true, Default: cty.False,
 			Description: "When the code's result is a PowerShell bool, exit 0 for $true and 1 for $false (always on for guards)."},
 	)
-	return &powerShellType{schema: &resources.Schema{
+	t := &powerShellType{runType{schema: &resources.Schema{
 		Name:          "powershell_script",
 		Description:   "Runs PowerShell code with pwsh.",
 		Properties:    append(props, runProperties()...),
 		Actions:       []string{"run"},
 		DefaultAction: "run",
-	}}
-}
-
-func (t *powerShellType) Schema() *resources.Schema { return t.schema }
-
-func (t *powerShellType) Load(ctx context.Context, r *resources.Resource) (*resources.State, error) {
-	return loadCreates(ctx, r)
-}
-
-func (t *powerShellType) Plan(action string, desired *resources.Resource, current *resources.State) (*resources.Step, error) {
-	return planRun(desired, current)
-}
-
-// Steps run the process.
-func (t *powerShellType) Steps() resources.Steps {
-	return resources.Steps{Run: func(ctx context.Context, env *resources.Env, desired *resources.Resource, _ *resources.State, _ *resources.Step) error {
-		return convergeRun(ctx, env, t, desired)
-	}}
+	}}}
+	t.self = t
+	return t
 }
 
 // CommandSpec is `pwsh FLAGS… -NoLogo -NonInteractive -NoProfile

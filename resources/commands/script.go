@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -55,7 +54,7 @@ const MaxInlineCode = 64 << 10
 // scriptType is `script` (interpreter == "") or a script type with a fixed
 // interpreter.
 type scriptType struct {
-	schema      *resources.Schema
+	runType
 	interpreter string
 }
 
@@ -67,13 +66,13 @@ func ScriptType() resources.Type {
 			Description: "The interpreter: a program name or path, optionally followed by arguments (\"/usr/bin/env ruby\")."},
 	}
 	props = append(props, scriptProperties()...)
-	return &scriptType{schema: &resources.Schema{
+	return newScriptType("", &resources.Schema{
 		Name:          "script",
 		Description:   "Runs code with the interpreter it names.",
 		Properties:    append(props, runProperties()...),
 		Actions:       []string{"run"},
 		DefaultAction: "run",
-	}}
+	})
 }
 
 // BashType returns the built-in "bash" type: code run by bash.
@@ -96,13 +95,13 @@ func PythonType() resources.Type {
 func PerlType() resources.Type { return fixedScriptType("perl", "perl", "Runs code with perl.") }
 
 func fixedScriptType(name, interpreter, description string) resources.Type {
-	return &scriptType{interpreter: interpreter, schema: &resources.Schema{
+	return newScriptType(interpreter, &resources.Schema{
 		Name:          name,
 		Description:   description,
 		Properties:    append(scriptProperties(), runProperties()...),
 		Actions:       []string{"run"},
 		DefaultAction: "run",
-	}}
+	})
 }
 
 // scriptProperties are `code` and `flags`, shared by every script type.
@@ -115,21 +114,10 @@ func scriptProperties() []*resources.Property {
 	}
 }
 
-func (t *scriptType) Schema() *resources.Schema { return t.schema }
-
-func (t *scriptType) Load(ctx context.Context, r *resources.Resource) (*resources.State, error) {
-	return loadCreates(ctx, r)
-}
-
-func (t *scriptType) Plan(action string, desired *resources.Resource, current *resources.State) (*resources.Step, error) {
-	return planRun(desired, current)
-}
-
-// Steps run the process.
-func (t *scriptType) Steps() resources.Steps {
-	return resources.Steps{Run: func(ctx context.Context, env *resources.Env, desired *resources.Resource, _ *resources.State, _ *resources.Step) error {
-		return convergeRun(ctx, env, t, desired)
-	}}
+func newScriptType(interpreter string, s *resources.Schema) *scriptType {
+	t := &scriptType{runType: runType{schema: s}, interpreter: interpreter}
+	t.self = t
+	return t
 }
 
 // CommandSpec is the process of a script resource: the code inline where
