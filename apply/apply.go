@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"sort"
@@ -127,19 +126,55 @@ type entry struct {
 // the report (also written to the state directory) and, when the run did not
 // complete, an *InterruptedError or a *ResourceError. See the package doc for
 // the exit codes.
+//
+// Apply is the sequence of the phases of design §8, each a function of its
+// own: verify, lock (with checkWriteDirs), readJournal, preflight, then
+// converge, which ends with the notifications and the report.
 func (a *Applier) Apply(ctx context.Context, p *plan.Plan) (*Report, error) {
-	if p == nil {
-		return nil, errors.New("no plan to apply")
+	if err := a.verify(p); err != nil {
+		return nil, err
 	}
-	if p.Errored {
-		return nil, errors.New("the plan is marked errored: planning failed part-way, so it can be shown but never applied; fix the errors it lists and run toque plan again")
+	r, err := a.newRun(p)
+	if err != nil {
+		return nil, err
 	}
-	if a.Registry == nil {
-		return nil, errors.New("apply: no resource type registry")
+	started := r.now()
+
+	state, err := OpenStateDir(a.StateDir)
+	if err != nil {
+		return nil, err
 	}
-	if a.StateDir == "" {
-		return nil, errors.New("apply: no state directory")
+	defer state.Close()
+	r.state = state
+	release, err := r.lock(ctx)
+	if err != nil {
+		return nil, err
 	}
+	defer release()
+	if err := r.checkWriteDirs(); err != nil {
+		return nil, err
+	}
+
+	if err := r.readJournal(); err != nil {
+		return nil, err
+	}
+	defer r.j.close()
+
+	if err := r.preflight(ctx); err != nil {
+		return nil, err
+	}
+	resumed := r.j.past.applies > 0
+	if err := r.j.begin(); err != nil {
+		return nil, err
+	}
+	return r.converge(ctx, started, resumed)
+}
+
+// newRun makes the state of one Apply of p: the hooks (behind
+// syncingHooks), the logger, the clock and heartbeat defaults, and the
+// registry with the types written in HCL that p carries, which is the one
+// way it fails. It touches nothing on disk.
+func (a *Applier) newRun(p *plan.Plan) (*run, error) {
 	r := &run{a: a, p: p, digest: a.PlanDigest, out: a.Hooks, logger: a.Logger, now: a.Now, heart: a.Heartbeat}
 	if r.digest == "" {
 		r.digest = p.Digest()
@@ -165,95 +200,7 @@ func (a *Applier) Apply(ctx context.Context, p *plan.Plan) (*Report, error) {
 	if r.heart <= 0 {
 		r.heart = DefaultHeartbeat
 	}
-	started := r.now()
-
-	state, err := OpenStateDir(a.StateDir)
-	if err != nil {
-		return nil, err
-	}
-	defer state.Close()
-	r.state = state
-	release, err := r.lock(ctx)
-	if err != nil {
-		var ie *InterruptedError
-		if errors.As(err, &ie) {
-			ie.NotStarted = countWork(p)
-		}
-		return nil, err
-	}
-	defer release()
-	// Every folder this apply writes in is checked before anything
-	// changes. (Resource types write backups by path below the trusted
-	// state directory.)
-	for _, name := range []string{filepath.Base(resources.BackupDir(state.Path())), reportsDirName} {
-		sub, err := state.Subdir(name)
-		if err != nil {
-			return nil, err
-		}
-		sub.Close()
-	}
-
-	// The journal says whether the plan was applied already (refused), or
-	// which of it an unfinished apply did (not done again).
-	r.j, err = openJournal(state, p, r.digest, r.now)
-	if err != nil {
-		return nil, err
-	}
-	defer r.j.close()
-	if d := r.j.damage(); d != nil {
-		r.logger.Warn("ignoring an unfinished last line of the apply journal", "path", d.Path, "bytes", d.Bytes)
-		r.hooks.Warning(d)
-	}
-
-	if err := r.preflight(ctx); err != nil {
-		return nil, err
-	}
-	resumed := r.j.past.applies > 0
-	if err := r.j.begin(); err != nil {
-		return nil, err
-	}
-	return r.converge(ctx, started, resumed)
-}
-
-// lock takes the host-wide apply lock (when Applier.HostLock names one),
-// then the state directory's, both within one LockTimeout, always in that
-// order so that two waiting applies cannot deadlock. It returns the
-// function that releases them.
-func (r *run) lock(ctx context.Context) (func(), error) {
-	a := r.a
-	start := time.Now()
-	req := lockRequest{started: start, stop: a.Stop, now: r.now, digest: r.digest, stateDir: r.state.Path()}
-	if a.LockTimeout > 0 {
-		req.deadline = start.Add(a.LockTimeout)
-	}
-	var host *applyLock
-	if a.HostLock != "" {
-		dir, err := OpenStateDir(filepath.Dir(a.HostLock))
-		if err != nil {
-			return nil, fmt.Errorf("host-wide apply lock: %w", err)
-		}
-		hreq := req
-		hreq.hostWide = true
-		host, err = acquireLock(ctx, dir, filepath.Base(a.HostLock), hreq)
-		dir.Close()
-		if err != nil {
-			return nil, err
-		}
-		r.logger.Debug("host-wide apply lock taken", "path", a.HostLock)
-	}
-	if host.sameFile(r.state, LockFileName) {
-		return host.release, nil
-	}
-	own, err := acquireLock(ctx, r.state, LockFileName, req)
-	if err != nil {
-		host.release()
-		return nil, err
-	}
-	r.logger.Debug("apply lock taken", "path", own.f.Name())
-	return func() {
-		own.release()
-		host.release()
-	}, nil
+	return r, nil
 }
 
 func countWork(p *plan.Plan) int {
