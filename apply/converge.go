@@ -303,6 +303,10 @@ func summarizeActions(as []ActionReport) (outcome, differs, errText string) {
 // reading within what the plan showed. It fills rr and returns the
 // resource's error; record journals the resource's start and end (a
 // resource of several actions is journaled around all of them).
+//
+// Every outcome is recorded in the journal before the hooks hear of it,
+// and a run is recorded as started before it starts: whatever is printed
+// as done is on disk as done.
 func (r *run) convergeOne(ctx context.Context, e *entry, si int, rr *ResourceReport, record bool, nt *notifier) error {
 	if err := r.j.Err(); err != nil {
 		return err
@@ -311,71 +315,15 @@ func (r *run) convergeOne(ctx context.Context, e *entry, si int, rr *ResourceRep
 		return r.convergeComposite(ctx, e, si, seq, rr, record, nt)
 	}
 	view := e.pr.StepView(si)
-	// The guards once more, right before converging: an earlier change of
-	// this run may have flipped one. A resource that would now be skipped
-	// is skipped; the opposite cannot happen here, as a resource skipped at
-	// plan time is never converged.
-	//
-	// Every outcome is recorded in the journal before the hooks hear of
-	// it, and a run is recorded as started before it starts: whatever is
-	// printed as done is on disk as done.
 	start := time.Now()
-	ref := stepRef{index: e.idx}
-	// reported records the outcome and has report print it once that
-	// record is durable: at the next sync of the journal, which comes
-	// before anything else is printed (syncingHooks), started or changed
-	// (a run's start record, a group commit). One sync then serves the
-	// end of a run and the start of the next.
-	reported := func(outcome string, report func()) error {
-		if !record {
-			r.syncJournal()
-			report()
-			return nil
-		}
-		jerr := r.j.endedUnsynced(ref, e.pr.Address, e.pr.Kind, outcome)
-		r.j.afterSync(report)
-		return jerr
-	}
-	if len(e.pr.GuardSpecs) > 0 {
-		// Guards may take their time: what waits to be printed is
-		// printed first.
-		r.syncJournal()
-	}
-	var rd *plan.Reading
-	err := r.doLater(ctx, e.desired.WithAction(view.Action))
+	rd, err := r.readToConverge(ctx, e, si, view, rr)
 	if err == nil {
-		rd, err = r.lc.Evaluate(ctx, decide(r.stepSubject(e, si, e.pr.GuardSpecs)))
-	}
-	if rd != nil {
-		rr.DecidedAtApply = append(rr.DecidedAtApply, decidedAtApply(rd)...)
-	}
-	switch {
-	case err == nil && rd.Skip && rd.Guards[rd.DecidedBy].Spec.AtApply:
-		// A guard decided at apply, as the plan said it would be.
-		r.hooks.PreApply(view)
-		rr.Outcome = OutcomeSkipped
-		o := rd.Guards[rd.DecidedBy]
-		rr.Reason = SkippedAtApply + o.Spec.Verdict(o.Condition)
-		r.logger.Info("skipped by a guard decided at apply", "resource", e.pr.Address, "guard", rr.Reason)
-		rep := *rr
-		return reported(rr.Outcome, func() { r.out.PostApply(view, rep) })
-	case err == nil && rd.Skip:
-		r.hooks.PreApply(view)
-		why := skippedNow(rd)
-		rr.Outcome = OutcomeSkipped
-		rr.Reason = "skipped: " + why
-		rr.DiffersFromPlan = why
-		r.logger.Info("guard flipped by an earlier change in this run: skipping", "resource", e.pr.Address, "guard", why)
-		rep := *rr
-		return reported(rr.Outcome, func() { r.out.PostApply(view, rep) })
-	case err == nil && record && e.alreadyDone && rd.Step.Kind == resources.NoOp:
-		// Read again: an earlier resource in this run may have undone it.
-		rr.Outcome = OutcomeAlreadyDone
-		rr.Reason = "already in the planned state (" + e.pr.Reason + " at plan time)"
-		return reported(rr.Outcome, func() { r.out.AlreadyDone(e.pr) })
+		if report := r.settleReading(e, view, rd, rr, record); report != nil {
+			return r.reported(e, record, rr.Outcome, report)
+		}
 	}
 	if record {
-		if jerr := r.j.started(ref, e.pr.Address, e.pr.Kind); jerr != nil {
+		if jerr := r.j.started(stepRef{index: e.idx}, e.pr.Address, e.pr.Kind); jerr != nil {
 			return jerr
 		}
 	}
@@ -399,10 +347,85 @@ func (r *run) convergeOne(ctx context.Context, e *entry, si int, rr *ResourceRep
 		recorded = failedOutcome(ctx, rr.Outcome)
 	}
 	rep := *rr
-	if jerr := reported(recorded, func() { r.out.PostApply(view, rep) }); jerr != nil {
+	if jerr := r.reported(e, record, recorded, func() { r.out.PostApply(view, rep) }); jerr != nil {
 		err = errors.Join(err, jerr)
 	}
 	return err
+}
+
+// readToConverge reads e's si-th action (view) once more, right before
+// converging it: first the deferred work that may not wait (doLater), then
+// the lifecycle with the guards, which decide now (decide): an earlier
+// change of this run may have flipped one. It adds the verdicts of the
+// guards decided at apply to rr. The reading may be nil when err is not.
+func (r *run) readToConverge(ctx context.Context, e *entry, si int, view *plan.Resource, rr *ResourceReport) (*plan.Reading, error) {
+	if len(e.pr.GuardSpecs) > 0 {
+		// Guards may take their time: what waits to be printed is
+		// printed first.
+		r.syncJournal()
+	}
+	var rd *plan.Reading
+	err := r.doLater(ctx, e.desired.WithAction(view.Action))
+	if err == nil {
+		rd, err = r.lc.Evaluate(ctx, decide(r.stepSubject(e, si, e.pr.GuardSpecs)))
+	}
+	if rd != nil {
+		rr.DecidedAtApply = append(rr.DecidedAtApply, decidedAtApply(rd)...)
+	}
+	return rd, err
+}
+
+// settleReading decides from rd, the reading right before converging view,
+// whether e's action is done without converging: skipped by a guard
+// decided at apply (as the plan said one would be), skipped by a guard an
+// earlier change of this run flipped (the opposite cannot happen here, as
+// a resource skipped at plan time is never converged), or, journaled on
+// its own (record) and found already done at pre-flight, still in the
+// planned state (an earlier resource of this run may have undone it). It
+// fills rr and returns the hook call that reports it, nil to converge.
+func (r *run) settleReading(e *entry, view *plan.Resource, rd *plan.Reading, rr *ResourceReport, record bool) func() {
+	switch {
+	case rd.Skip && rd.Guards[rd.DecidedBy].Spec.AtApply:
+		r.hooks.PreApply(view)
+		rr.Outcome = OutcomeSkipped
+		o := rd.Guards[rd.DecidedBy]
+		rr.Reason = SkippedAtApply + o.Spec.Verdict(o.Condition)
+		r.logger.Info("skipped by a guard decided at apply", "resource", e.pr.Address, "guard", rr.Reason)
+		rep := *rr
+		return func() { r.out.PostApply(view, rep) }
+	case rd.Skip:
+		r.hooks.PreApply(view)
+		why := skippedNow(rd)
+		rr.Outcome = OutcomeSkipped
+		rr.Reason = "skipped: " + why
+		rr.DiffersFromPlan = why
+		r.logger.Info("guard flipped by an earlier change in this run: skipping", "resource", e.pr.Address, "guard", why)
+		rep := *rr
+		return func() { r.out.PostApply(view, rep) }
+	case record && e.alreadyDone && rd.Step.Kind == resources.NoOp:
+		rr.Outcome = OutcomeAlreadyDone
+		rr.Reason = "already in the planned state (" + e.pr.Reason + " at plan time)"
+		return func() { r.out.AlreadyDone(e.pr) }
+	}
+	return nil
+}
+
+// reported records outcome, the outcome of e, and has report print it
+// once that record is durable: at the next sync of the journal, which
+// comes before anything else is printed (syncingHooks), started or
+// changed (a run's start record, a group commit). One sync then serves
+// the end of a run and the start of the next. Without record (an action
+// of a resource journaled around all its actions) nothing is recorded:
+// what waits is synced and report called at once.
+func (r *run) reported(e *entry, record bool, outcome string, report func()) error {
+	if !record {
+		r.syncJournal()
+		report()
+		return nil
+	}
+	jerr := r.j.endedUnsynced(stepRef{index: e.idx}, e.pr.Address, e.pr.Kind, outcome)
+	r.j.afterSync(report)
+	return jerr
 }
 
 // failedOutcome is what the journal records of a failure: aborted when ctx

@@ -3,7 +3,9 @@ package apply
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/toquehq/toque/plan"
@@ -85,6 +87,37 @@ func TestConvergeTurn(t *testing.T) {
 				if !errors.As(err, &ie) || !ie.Aborted || ie.After != e.pr.Address {
 					t.Errorf("error %#v, want an aborting *InterruptedError after %s", err, e.pr.Address)
 				}
+			}
+		})
+	}
+}
+
+// TestReported holds convergeOne's last step alone: an outcome journaled
+// with its resource reaches the hooks only once the journal holds it
+// durably; one of an action of a resource journaled around all its
+// actions reaches them at once.
+func TestReported(t *testing.T) {
+	for _, record := range []bool{true, false} {
+		t.Run(fmt.Sprintf("record=%v", record), func(t *testing.T) {
+			a, _ := newApplier(t, testRegistry())
+			r, _, _ := beginConverge(t, context.Background(), a, tscript("s", "true"))
+			e := r.entries[0]
+			heard := false
+
+			if err := r.reported(e, record, OutcomeChanged, func() { heard = true }); err != nil {
+				t.Fatal(err)
+			}
+
+			journaled := strings.Contains(readFile(t, r.j.path()), `"`+OutcomeChanged+`"`)
+			if journaled != record {
+				t.Errorf("outcome journaled %v, want %v", journaled, record)
+			}
+			if heard == record {
+				t.Errorf("hooks heard of it before the sync: %v", heard)
+			}
+			r.syncJournal()
+			if !heard {
+				t.Error("hooks never heard of it")
 			}
 		})
 	}
