@@ -189,38 +189,36 @@ func interruption(err error) *InterruptedError {
 // notifications: "before" edges fire when the action is about to change,
 // "immediately" and "delayed" ones after each action that changed (as
 // Chef's run_all_actions). A resource of one action is converged as
-// itself; one of several is journaled as one resource and reported with a
-// report per action.
+// itself; one of several by convergeActions.
 func (r *run) convergeResource(ctx context.Context, e *entry, rr *ResourceReport, nt *notifier) error {
-	if e.pr.Steps() == 1 {
-		err := nt.before(ctx, e, 0)
-		if err == nil {
-			err = r.convergeOne(ctx, e, 0, rr, true, nt)
-			if err == nil {
-				err = nt.after(ctx, e, rr)
-			}
-		}
-		return err
+	if e.pr.Steps() > 1 {
+		return r.convergeActions(ctx, e, rr, nt)
 	}
+	err := nt.before(ctx, e, 0)
+	if err == nil {
+		err = r.convergeOne(ctx, e, 0, rr, true, nt)
+		if err == nil {
+			err = nt.after(ctx, e, rr)
+		}
+	}
+	return err
+}
+
+// convergeActions converges a resource of several actions: it is
+// journaled as one resource, around all of them, and reported with a
+// report per action (rr.Actions) and an outcome summing them up
+// (summarizeActions). An action after one that failed is not started.
+func (r *run) convergeActions(ctx context.Context, e *entry, rr *ResourceReport, nt *notifier) error {
 	if err := r.j.Err(); err != nil {
 		return err
 	}
 	ref := stepRef{index: e.idx}
-	if e.alreadyDone && !r.tree.ChildWork(e.idx) {
-		// Every action already in its planned state (pre-flight), unless an
-		// earlier resource of this run undid one: each is read again.
-		allDone := true
-		for si := 0; si < e.pr.Steps() && allDone; si++ {
-			rd, err := r.lc.Evaluate(ctx, r.stepSubject(e, si, nil))
-			allDone = err == nil && !rd.Skip && rd.Step.Kind == resources.NoOp
-		}
-		if allDone {
-			rr.Outcome = OutcomeAlreadyDone
-			rr.Reason = "already in the planned state (" + e.pr.Reason + " at plan time)"
-			jerr := r.j.ended(ref, e.pr.Address, e.pr.Kind, rr.Outcome, nil)
-			r.hooks.AlreadyDone(e.pr)
-			return jerr
-		}
+	if r.actionsStillDone(ctx, e) {
+		rr.Outcome = OutcomeAlreadyDone
+		rr.Reason = "already in the planned state (" + e.pr.Reason + " at plan time)"
+		jerr := r.j.ended(ref, e.pr.Address, e.pr.Kind, rr.Outcome, nil)
+		r.hooks.AlreadyDone(e.pr)
+		return jerr
 	}
 	if jerr := r.j.started(ref, e.pr.Address, e.pr.Kind); jerr != nil {
 		return jerr
@@ -244,12 +242,7 @@ func (r *run) convergeResource(ctx context.Context, e *entry, rr *ResourceReport
 				}
 			}
 		}
-		rr.Actions = append(rr.Actions, ActionReport{Action: view.Action, Kind: srr.Kind, Outcome: srr.Outcome, Reason: srr.Reason, DiffersFromPlan: srr.DiffersFromPlan, Error: srr.Error, DurationMS: srr.DurationMS})
-		rr.DurationMS += srr.DurationMS
-		if len(srr.KnownAtApply) > 0 {
-			rr.KnownAtApply = srr.KnownAtApply
-		}
-		rr.DecidedAtApply = append(rr.DecidedAtApply, srr.DecidedAtApply...)
+		addAction(rr, view.Action, srr)
 	}
 	rr.Outcome, rr.DiffersFromPlan, rr.Error = summarizeActions(rr.Actions)
 	recorded := rr.Outcome
@@ -260,6 +253,34 @@ func (r *run) convergeResource(ctx context.Context, e *entry, rr *ResourceReport
 		runErr = errors.Join(runErr, jerr)
 	}
 	return runErr
+}
+
+// actionsStillDone reports whether every action of e, found already in its
+// planned state at pre-flight (and with no child resource to converge),
+// still is: each is read again, since an earlier resource of this run may
+// have undone one.
+func (r *run) actionsStillDone(ctx context.Context, e *entry) bool {
+	if !e.alreadyDone || r.tree.ChildWork(e.idx) {
+		return false
+	}
+	allDone := true
+	for si := 0; si < e.pr.Steps() && allDone; si++ {
+		rd, err := r.lc.Evaluate(ctx, r.stepSubject(e, si, nil))
+		allDone = err == nil && !rd.Skip && rd.Step.Kind == resources.NoOp
+	}
+	return allDone
+}
+
+// addAction adds srr, the report of e's action, to rr, the report of
+// the resource: its line in rr.Actions, its duration, what it knew only
+// at apply and the verdicts of its guards decided at apply.
+func addAction(rr *ResourceReport, action string, srr ResourceReport) {
+	rr.Actions = append(rr.Actions, ActionReport{Action: action, Kind: srr.Kind, Outcome: srr.Outcome, Reason: srr.Reason, DiffersFromPlan: srr.DiffersFromPlan, Error: srr.Error, DurationMS: srr.DurationMS})
+	rr.DurationMS += srr.DurationMS
+	if len(srr.KnownAtApply) > 0 {
+		rr.KnownAtApply = srr.KnownAtApply
+	}
+	rr.DecidedAtApply = append(rr.DecidedAtApply, srr.DecidedAtApply...)
 }
 
 // summarizeActions is a resource's outcome from its actions': failed when

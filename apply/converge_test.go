@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/toquehq/toque/plan"
+	"github.com/toquehq/toque/resources"
 )
 
 // beginConverge runs Apply's phases up to the converge loop (startRun,
@@ -121,4 +122,41 @@ func TestReported(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSummarizeActions holds the sum of a resource's action reports, the
+// last step of convergeActions.
+func TestSummarizeActions(t *testing.T) {
+	a := func(action string, kind resources.Kind, outcome string) ActionReport {
+		return ActionReport{Action: action, Kind: kind, Outcome: outcome}
+	}
+	cases := []struct {
+		name    string
+		actions []ActionReport
+		outcome string
+	}{
+		{"none ran", []ActionReport{a("create", resources.NoOp, OutcomeUnchanged)}, OutcomeUnchanged},
+		{"one changed", []ActionReport{a("create", resources.NoOp, OutcomeUnchanged), a("run", resources.Run, OutcomeChanged)}, OutcomeChanged},
+		{"every one with work skipped", []ActionReport{a("create", resources.NoOp, OutcomeUnchanged), a("run", resources.Run, OutcomeSkipped)}, OutcomeSkipped},
+		{"one of two with work skipped", []ActionReport{a("create", resources.Create, OutcomeChanged), a("run", resources.Run, OutcomeSkipped)}, OutcomeChanged},
+		{"a failure wins", []ActionReport{a("create", resources.Create, OutcomeChanged), a("run", resources.Run, OutcomeFailed), a("delete", resources.Delete, OutcomeNotStarted)}, OutcomeFailed},
+		{"an ignored failure", []ActionReport{a("run", resources.Run, OutcomeFailedIgnored), a("create", resources.Create, OutcomeChanged)}, OutcomeFailedIgnored},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got, _, _ := summarizeActions(c.actions); got != c.outcome {
+				t.Errorf("outcome %q, want %q", got, c.outcome)
+			}
+		})
+	}
+	t.Run("differences and errors named by action", func(t *testing.T) {
+		as := []ActionReport{
+			{Action: "create", Kind: resources.Create, Outcome: OutcomeChanged, DiffersFromPlan: "mode moved"},
+			{Action: "run", Kind: resources.Run, Outcome: OutcomeFailed, Error: "exit 3"},
+		}
+		_, differs, errText := summarizeActions(as)
+		if differs != "create: mode moved" || errText != "run: exit 3" {
+			t.Errorf("differs %q, errors %q", differs, errText)
+		}
+	})
 }
