@@ -202,6 +202,7 @@ func (a *Applier) newRun(p *plan.Plan) (*run, error) {
 	return r, nil
 }
 
+// countWork is how many of p's resources have planned work.
 func countWork(p *plan.Plan) int {
 	n := 0
 	for _, r := range p.Resources {
