@@ -647,3 +647,20 @@ func (j *journal) close() {
 	}
 	j.dir.Close()
 }
+
+// readJournal opens the plan's journal (r.j), which says whether the plan
+// was applied already (refused: *AlreadyAppliedError) or which of it an
+// unfinished apply did (not done again). A damaged last line is ignored
+// with a warning. The caller closes r.j when it returns nil.
+func (r *run) readJournal() error {
+	j, err := openJournal(r.state, r.p, r.digest, r.now)
+	if err != nil {
+		return err
+	}
+	r.j = j
+	if d := r.j.damage(); d != nil {
+		r.logger.Warn("ignoring an unfinished last line of the apply journal", "path", d.Path, "bytes", d.Bytes)
+		r.hooks.Warning(d)
+	}
+	return nil
+}

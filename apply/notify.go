@@ -485,3 +485,21 @@ func (r *run) preflightNotified(ctx context.Context) ([]StaleResource, []error) 
 	}
 	return stale, errs
 }
+
+// notifyDelayed is the notifications phase after the converge loop: the
+// delayed notifications queued while it ran are run (notifier.drain) even
+// after a failure, as Chef's are, but not after an interruption, a
+// cancelled ctx or a journal that cannot be written; then the report says
+// which notifications did not fire (notifier.notFired). It returns runErr,
+// the loop's error, joined with the notifications' own.
+func (r *run) notifyDelayed(ctx context.Context, nt *notifier, rep *Report, runErr error, interrupted bool) error {
+	if !interrupted && ctx.Err() == nil && r.j.Err() == nil {
+		// Delayed notifications run even after a failure, as Chef's do;
+		// the failure is reported after them.
+		if err := nt.drain(ctx); err != nil {
+			runErr = errors.Join(runErr, err)
+		}
+	}
+	nt.notFired(rep, interrupted)
+	return runErr
+}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toquehq/toque/resources"
 	"golang.org/x/sys/unix"
 )
 
@@ -459,6 +460,22 @@ func writers(mode uint32) string {
 func plainName(name string) error {
 	if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
 		return fmt.Errorf("%q is not a file name", name)
+	}
+	return nil
+}
+
+// checkWriteDirs checks, before anything changes, every folder of the
+// state directory this apply writes in: the backups (resource types write
+// them by path below the trusted state directory) and the reports. Each
+// is created 0700 when missing and refused, like the state directory,
+// when it cannot be trusted.
+func (r *run) checkWriteDirs() error {
+	for _, name := range []string{filepath.Base(resources.BackupDir(r.state.Path())), reportsDirName} {
+		sub, err := r.state.Subdir(name)
+		if err != nil {
+			return err
+		}
+		sub.Close()
 	}
 	return nil
 }
