@@ -3,6 +3,8 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -68,7 +70,7 @@ func (p *Plan) check(types *resources.Registry) error {
 			if st == nil || st.Current == nil {
 				return fmt.Errorf("%s: action %d without the state it is planned from", r.Address, j+2)
 			}
-			for _, k := range sortedKeys(st.Current.Values) {
+			for _, k := range slices.Sorted(maps.Keys(st.Current.Values)) {
 				if err := p.checkStored(st.Current.Values[k]); err != nil {
 					return fmt.Errorf("%s: action %d's predicted value of %q %w", r.Address, j+2, k, err)
 				}
@@ -148,7 +150,7 @@ func (p *Plan) checkStep(where string, needsReading bool, cur *Current, fingerpr
 	case cur == nil && fingerprint != "":
 		return fmt.Errorf("%s: a fingerprint without a live reading", where)
 	case cur != nil:
-		for _, k := range sortedKeys(cur.Values) {
+		for _, k := range slices.Sorted(maps.Keys(cur.Values)) {
 			if err := p.checkStored(cur.Values[k]); err != nil {
 				return fmt.Errorf("%s: the live value of %q %w", where, k, err)
 			}
@@ -302,7 +304,7 @@ func sortedTriggers(ts []Trigger) []Trigger {
 // gives no value, and each expression is one the planner could have
 // written, reading node attributes that are the plan's.
 func (p *Plan) checkLazy(r *Resource) error {
-	for _, k := range sortedKeys(r.Lazy) {
+	for _, k := range slices.Sorted(maps.Keys(r.Lazy)) {
 		e := r.Lazy[k]
 		if e == nil {
 			return fmt.Errorf("%s: the value of %q known at apply is null", r.Address, k)

@@ -3,6 +3,8 @@ package views
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
@@ -440,7 +442,7 @@ func viewResource(s *plan.Shown, notifiedBy []plan.Trigger) jsonResource {
 		NotifiedBy:      make([]jsonTrigger, 0, len(notifiedBy)),
 		Fingerprint:     r.Fingerprint,
 	}
-	for _, k := range sortedKeys(r.Desired) {
+	for _, k := range slices.Sorted(maps.Keys(r.Desired)) {
 		if s.IsSensitive(k) {
 			out.Desired[k] = json.RawMessage(`"` + plan.Sensitive + `"`)
 			out.SensitiveValues = append(out.SensitiveValues, k)

@@ -3,10 +3,12 @@ package accounts
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/big"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -348,7 +350,7 @@ func normalizeNameList(v cty.Value) (cty.Value, error) {
 		}
 		names[strings.TrimSpace(e.AsString())] = true
 	}
-	return nameList(props.Keys(names)), nil
+	return nameList(slices.Sorted(maps.Keys(names))), nil
 }
 
 // nameList is a sorted list value of names (an empty list when none).
