@@ -351,7 +351,13 @@ func (e *redirectError) Error() string { return e.msg }
 // only as the request's hopState allows (netpolicy.go).
 //
 // It keeps no connection alive: every request of a redirect chain dials,
-// so that the dialer checks each address it connects to.
+// so that the dialer checks each address it connects to; and net/http
+// logs what a server sends on an idle connection (more than its
+// Content-Length, "Unsolicited response received on idle HTTP channel",
+// up to 4 KiB of it) to Go's standard logger, which is toque's stderr,
+// outside the resource's logger. It speaks HTTP/1.1 only, for the same
+// reason: Go's HTTP/2 client logs a server's protocol errors there too,
+// and one download has nothing to multiplex.
 func (f *fetcher) httpClient(caFile string) (*http.Client, error) {
 	// nil RootCAs is the system's, loaded when a certificate is first
 	// verified; a ca_file extends a copy of them.
@@ -377,6 +383,8 @@ func (f *fetcher) httpClient(caFile string) (*http.Client, error) {
 	tr.Proxy = proxyFor(choose)
 	tr.DialContext = dialer()
 	tr.DisableKeepAlives = true
+	tr.ForceAttemptHTTP2 = false
+	tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
 	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	return &http.Client{
 		Transport: tr,

@@ -2,6 +2,8 @@ package files
 
 import (
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/zclconf/go-cty/cty"
 
@@ -256,5 +259,55 @@ func TestRemoteFileThroughProxy(t *testing.T) {
 	defer mu.Unlock()
 	if want := []string{"http://192.0.2.10/file", "http://192.0.2.10/bounce"}; strings.Join(asked, " ") != strings.Join(want, " ") {
 		t.Errorf("the proxy was asked for %v, want %v", asked, want)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the transport's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestDownloadSurplusBodyNotLogged: a server that sends more than its
+// Content-Length made net/http's transport print "Unsolicited response
+// received on idle HTTP channel" with up to 4 KiB of the surplus through
+// Go's standard logger (toque's stderr, outside any resource's logger).
+// A download keeps no idle connection, so nothing is printed.
+func TestDownloadSurplusBodyNotLogged(t *testing.T) {
+	var logged syncBuffer
+	defer func(w io.Writer, flags int) { log.SetOutput(w); log.SetFlags(flags) }(log.Writer(), log.Flags())
+	log.SetOutput(&logged)
+	surplus := strings.Repeat("SURPLUS-", 1024)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nhello\n%s", surplus)
+		buf.Flush()
+		time.Sleep(500 * time.Millisecond) // the connection stays open, surplus and all
+	}))
+	defer srv.Close()
+	e := newRFEnv(t, srv.URL)
+	_, step := e.mustPlan(e.res("f", "create", map[string]cty.Value{"source": cty.StringVal(srv.URL + "/x")}), resources.Create)
+	if c := step.Change("content"); c == nil || c.After.AsString() != "hello\n" {
+		t.Fatalf("changes %+v", step.Changes)
+	}
+	time.Sleep(300 * time.Millisecond) // the transport's read loop logs right away, or not at all
+	if got := logged.String(); got != "" {
+		t.Errorf("Go's standard logger printed %d bytes: %.200s…", len(got), got)
 	}
 }
