@@ -57,7 +57,7 @@ func newPackageType(provider func() (PackageProvider, error)) *packageType {
 			{Name: "source", Type: cty.String, NonState: true, Validate: props.ValidateAbsPath,
 				Description: "Absolute path of a local package file (.deb) to install instead of a repository's package; its dependencies still come from the repositories."},
 			{Name: "options", Type: cty.DynamicPseudoType, NonState: true, Normalize: normalizeOptions,
-				Description: "Extra arguments for the package manager (apt-get), a string split at spaces or a list; used for the plan's simulation too."},
+				Description: "Extra arguments for the package manager (apt-get), a string split at spaces or a list; used for the plan's simulation too. Options that set apt's configuration (-o, -c) are refused but for APT::Install-Recommends, APT::Install-Suggests and Acquire::Retries."},
 			{Name: "overwrite_config_files", Type: cty.Bool, NonState: true, Default: cty.False,
 				Description: "Replace configuration files the administrator changed with the package's (dpkg --force-confnew); by default they are kept (--force-confdef --force-confold)."},
 			{Name: "lock_timeout", Type: cty.Number, NonState: true, Default: cty.NumberIntVal(defaultLockTimeout), Validate: props.ValidateTimeout,
@@ -152,8 +152,10 @@ func validPackageVersion(s string) error {
 	return err
 }
 
-// normalizeOptions turns a string into its words, and checks that every
-// word is an option: a bare word would be read as one more package.
+// normalizeOptions turns a string into its words, and checks them as apt
+// would read them (checkAptOptions): a bare word would be read as one
+// more package, and an option that sets apt's configuration can make the
+// plan's simulation install or apply do nothing.
 func normalizeOptions(v cty.Value) (cty.Value, error) {
 	if v == cty.NilVal || v.IsNull() || !v.IsWhollyKnown() {
 		return v, nil
@@ -170,14 +172,8 @@ func normalizeOptions(v cty.Value) (cty.Value, error) {
 	default:
 		return cty.NilVal, fmt.Errorf("options must be a string or a list of strings, not %s", v.Type().FriendlyName())
 	}
-	for i, x := range xs {
-		prevTakesValue := i > 0 && (xs[i-1] == "-o" || xs[i-1] == "-t" || xs[i-1] == "-c" || xs[i-1] == "--target-release" || xs[i-1] == "--option")
-		if !strings.HasPrefix(x, "-") && !prevTakesValue {
-			return cty.NilVal, fmt.Errorf("options: %q is not an option; name packages in package_name", x)
-		}
-		if x == "-s" || x == "--simulate" || x == "--dry-run" || x == "--no-act" || x == "--just-print" || x == "--recon" {
-			return cty.NilVal, fmt.Errorf("options: %q would make apply do nothing while reporting a change", x)
-		}
+	if err := checkAptOptions(xs); err != nil {
+		return cty.NilVal, err
 	}
 	return props.StringListVal(xs), nil
 }
