@@ -1,10 +1,15 @@
 package packages
 
 import (
+	"context"
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/toquehq/toque/resources"
+	"github.com/toquehq/toque/resources/internal/props"
 )
 
 // TestPackageOptionsRefuseConfigurationItems: options that set apt's
@@ -67,5 +72,54 @@ func TestPackageOptionsRefuseConfigurationItems(t *testing.T) {
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%#v: %v, want %q", c.options, err, c.want)
 		}
+	}
+}
+
+// rawOptions is a package resource whose options were not checked (a
+// plan edited by hand, a check that missed a form): what toque's own
+// command line and its read-back must hold against.
+func (e *pkgEnv) rawOptions(name string, options ...string) *resources.Resource {
+	return resources.NewResource(e.typ.schema, name, "install", map[string]cty.Value{
+		"package_name": cty.StringVal(name),
+		"options":      props.StringListVal(options),
+	})
+}
+
+// TestPackageSimulationIsASimulation: the plan's apt-get -s cannot be
+// turned into an install by an option: toque's own options come after
+// the recipe's, and the last -s wins.
+func TestPackageSimulationIsASimulation(t *testing.T) {
+	e := newPkgEnv(t)
+	for _, opts := range [][]string{{"-o", "APT::Get::Simulate=false"}, {"--no-simulate"}} {
+		_, step := e.mustPlan(e.rawOptions("toque-fixture", opts...), resources.Create)
+		if got := e.status("toque-fixture"); got != "" {
+			t.Fatalf("options %v: the plan installed the package: %q (step %s)", opts, got, step.Reason)
+		}
+	}
+}
+
+// TestPackageReadBackAfterApt: apt that returns success without doing
+// what the plan says (here told to simulate) fails the resource, saying
+// what apt left.
+func TestPackageReadBackAfterApt(t *testing.T) {
+	e := newPkgEnv(t)
+	r := e.rawOptions("toque-fixture", "-o", "APT::Get::Simulate=true")
+	st, step := e.mustPlan(r, resources.Create)
+	err := resources.ConvergeStep(context.Background(), e.typ, &resources.Env{Logger: hclog.NewNullLogger()}, r, st, step)
+	if err == nil || !strings.Contains(err.Error(), "apt-get returned success, but it left toque-fixture not installed (the plan: installed 2.0)") {
+		t.Fatalf("apply: %v", err)
+	}
+	if got := e.status("toque-fixture"); got != "" {
+		t.Fatalf("status %q", got)
+	}
+	// And a removal apt did not carry out.
+	e.root.Install(t, "toque-fixture=1.0")
+	rm := resources.NewResource(e.typ.schema, "toque-fixture", "remove", map[string]cty.Value{
+		"package_name": cty.StringVal("toque-fixture"), "options": props.StringListVal([]string{"-o", "APT::Get::Simulate=true"}),
+	})
+	st, step = e.mustPlan(rm, resources.Delete)
+	err = resources.ConvergeStep(context.Background(), e.typ, &resources.Env{Logger: hclog.NewNullLogger()}, rm, st, step)
+	if err == nil || !strings.Contains(err.Error(), "it left toque-fixture installed 1.0 (the plan: removed)") {
+		t.Fatalf("remove: %v", err)
 	}
 }

@@ -820,8 +820,11 @@ func (t *packageType) change(ctx context.Context, env *resources.Env, desired *r
 		return nil
 	}
 	err = prov.Change(ctx, env, d.op)
+	if err == nil {
+		return readBack(ctx, prov, d.op)
+	}
 	var le *LockError
-	if err == nil || errors.As(err, &le) {
+	if errors.As(err, &le) {
 		return err
 	}
 	// What did it do before it failed? Read the packages again.
@@ -844,6 +847,57 @@ func (t *packageType) change(ctx context.Context, env *resources.Env, desired *r
 		return fmt.Errorf("%w\nNo package changed.", err)
 	}
 	return fmt.Errorf("%w\nChanged before it failed: %s.", err, strings.Join(changed, "; "))
+}
+
+// readBack reads the op's packages again after the package manager said
+// it succeeded: each must be where the plan put it (installed at its
+// target version, removed, purged). A package manager can succeed without
+// doing it (an option that made it simulate, download only, or skip an
+// upgrade); the resource then fails, saying what it left.
+func readBack(ctx context.Context, prov PackageProvider, op *PackageOp) error {
+	names := make([]string, len(op.Targets))
+	for i, tg := range op.Targets {
+		names[i] = tg.Name
+	}
+	after, err := prov.Installed(context.WithoutCancel(ctx), names)
+	if err != nil {
+		return fmt.Errorf("%s returned success, but the packages could not be read again to check it: %w", prov.Name(), err)
+	}
+	var wrong []string
+	for _, tg := range op.Targets {
+		info := after[tg.Name]
+		if info == nil {
+			info = &PackageInfo{Name: tg.Name}
+		}
+		var planned string
+		ok := false
+		switch op.Verb {
+		case "install", "upgrade":
+			planned = strings.TrimSpace("installed " + tg.Version)
+			ok = info.State == PkgInstalled && (tg.Version == "" || prov.CompareVersions(info.Installed, tg.Version) == 0)
+		case "remove":
+			planned = "removed"
+			ok = info.State == PkgAbsent || info.State == PkgConfigFiles
+		case "purge":
+			planned = "purged"
+			ok = info.State == PkgAbsent
+		}
+		if !ok {
+			wrong = append(wrong, fmt.Sprintf("%s %s (the plan: %s)", tg.Name, describeInfo(info), planned))
+		}
+	}
+	if len(wrong) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s returned success, but it left %s; it did not do what the plan says (check the resource's options)", providerCommand(prov), strings.Join(wrong, "; "))
+}
+
+// providerCommand names the command a provider's Change runs, for errors.
+func providerCommand(prov PackageProvider) string {
+	if prov.Name() == "apt" {
+		return "apt-get"
+	}
+	return prov.Name()
 }
 
 // beforeInfos is what current says of the resource's packages, and of
