@@ -383,8 +383,8 @@ func (f *fetcher) httpClient(caFile string) (*http.Client, error) {
 	tr.Proxy = proxyFor(choose)
 	tr.DialContext = dialer()
 	tr.DisableKeepAlives = true
-	tr.ForceAttemptHTTP2 = false
-	tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+	tr.Protocols = new(http.Protocols)
+	tr.Protocols.SetHTTP1(true)
 	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	return &http.Client{
 		Transport: tr,

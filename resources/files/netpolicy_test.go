@@ -1,6 +1,7 @@
 package files
 
 import (
+	"encoding/pem"
 	"fmt"
 	"io"
 	"log"
@@ -309,5 +310,26 @@ func TestDownloadSurplusBodyNotLogged(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // the transport's read loop logs right away, or not at all
 	if got := logged.String(); got != "" {
 		t.Errorf("Go's standard logger printed %d bytes: %.200s…", len(got), got)
+	}
+}
+
+// TestDownloadSpeaksHTTP1: even to a server that offers HTTP/2, whose
+// client logs a server's protocol errors through Go's standard logger.
+func TestDownloadSpeaksHTTP1(t *testing.T) {
+	var proto atomic.Value
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		proto.Store(r.Proto)
+		fmt.Fprintln(w, "ok")
+	}))
+	srv.EnableHTTP2 = true
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644)
+	e := newRFEnv(t, srv.URL)
+	e.mustPlan(e.res("f", "create", map[string]cty.Value{"source": cty.StringVal(srv.URL + "/x"), "ca_file": cty.StringVal(ca)}), resources.Create)
+	if got, _ := proto.Load().(string); got != "HTTP/1.1" {
+		t.Errorf("the download spoke %q", got)
 	}
 }
