@@ -9,7 +9,9 @@
 // fsync, rename, fsync of the directory), replaced and deleted content is
 // backed up under the state directory (backup.go), and creates can be
 // staged so that apply makes many durable at once (stagefile.go).
-// remote_file downloads into a content-addressed cache (fetch.go).
+// remote_file downloads into a content-addressed cache (fetch.go),
+// connecting only to the addresses netpolicy.go allows (no internal ones
+// unless the resource opts in).
 //
 // Other families build on it: the file type is the engine of cron_d,
 // sysctl's persisted settings and systemd_unit, and WriteAtomic, Remove
