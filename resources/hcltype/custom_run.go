@@ -12,8 +12,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/zclconf/go-cty/cty"
-	"github.com/zclconf/go-cty/cty/convert"
-	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/toquehq/toque/internal/shellexec"
 	"github.com/toquehq/toque/internal/words"
@@ -327,6 +325,13 @@ func (t *customType) parseState(raw []byte, in map[string]cty.Value, forAddr str
 	if dec.More() {
 		return nil, fmt.Errorf("%s printed more than one JSON value; it prints one object", where)
 	}
+	if err := duplicateKey(raw); err != nil {
+		var dk *duplicateKeyError
+		if errors.As(err, &dk) {
+			return nil, fmt.Errorf("%s %w", where, err)
+		}
+		return nil, fmt.Errorf("%s printed %s, which is not a JSON object: %v", where, quoteOutput(raw), err)
+	}
 	st := &resources.State{Exists: true, Values: map[string]cty.Value{}}
 	if e, ok := obj["exists"]; ok {
 		var exists bool
@@ -375,28 +380,6 @@ func (t *customType) parseState(raw []byte, in map[string]cty.Value, forAddr str
 		st.Values[k] = v
 	}
 	return st, nil
-}
-
-// decodeJSON reads raw as a value of type ty: JSON's own value, converted
-// as HCL converts an attribute's value (a number to a string, "true" to a
-// bool).
-func decodeJSON(raw json.RawMessage, ty cty.Type) (cty.Value, error) {
-	implied, err := ctyjson.ImpliedType(raw)
-	if err != nil {
-		return cty.NilVal, err
-	}
-	v, err := ctyjson.Unmarshal(raw, implied)
-	if err != nil {
-		return cty.NilVal, err
-	}
-	if ty == cty.DynamicPseudoType {
-		return v, nil
-	}
-	cv, err := convert.Convert(v, ty)
-	if err != nil {
-		return cty.NilVal, err
-	}
-	return cv, nil
 }
 
 // typeName words a type for messages: "string", "list of string".
