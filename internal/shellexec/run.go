@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -75,6 +76,14 @@ type Spec struct {
 	// OutputLimit is how many bytes of each stream are kept (the tail);
 	// 0 means DefaultOutputLimit.
 	OutputLimit int
+
+	// Stdout, when set, gets standard output as the process prints it,
+	// and Run keeps none of it (Result.Stdout stays empty; OutputLimit
+	// applies to standard error alone): for output a caller needs whole
+	// and caps itself (LimitedBuffer). A Write that fails ends the
+	// reading: Run closes the pipe, so the process gets EPIPE (SIGPIPE)
+	// at its next write. Lines still reach Logger and Output.
+	Stdout io.Writer
 
 	// Logger receives each output line at debug level; nil for none.
 	// Sensitive keeps the command line and its output out of the log (the
@@ -215,6 +224,7 @@ func run(ctx context.Context, s Spec, o options) (*Result, error) {
 		lines = &lineOutput{fn: s.Output}
 	}
 	stdout := newCapture("stdout", limit, outLog, lines)
+	stdout.sink = s.Stdout
 	stderr := newCapture("stderr", limit, outLog, lines)
 	loggedArgv := any(cmd.Args)
 	if s.Sensitive {
