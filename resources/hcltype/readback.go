@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
@@ -34,21 +35,53 @@ func (e *duplicateKeyError) Error() string {
 	return fmt.Sprintf("printed the key %q twice (in %s): a JSON object names each key once", e.key, e.in)
 }
 
-// maxJSONDepth bounds the nesting duplicateKey follows, as encoding/json
+// errMoreThanOne is scanAnswer's error for output holding more than one
+// JSON value.
+var errMoreThanOne = errors.New("more than one JSON value")
+
+// scanAnswer checks raw, one answer of load_current_value, as JSON (with
+// encoding/json, which says what is wrong and where, without keeping
+// anything) and returns its members, each key once at every depth
+// (scanJSON).
+func scanAnswer(raw []byte) ([]child, error) {
+	if err := json.Unmarshal(raw, &struct{}{}); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) && strings.Contains(se.Error(), "after top-level value") {
+			return nil, errMoreThanOne
+		}
+		return nil, err
+	}
+	return scanJSON(raw, true)
+}
+
+// maxJSONDepth bounds the nesting scanJSON follows, as encoding/json
 // bounds its own.
 const maxJSONDepth = 10000
 
-// duplicateKey reports the first object of raw, one JSON value, that
-// names a key twice (a *duplicateKeyError), or nil. It walks the tokens
-// with a stack of its own, so that no input can exhaust Go's.
-func duplicateKey(raw []byte) error {
+// child is one member of a JSON object (key) or element of an array
+// (key ""), as the bytes of its value within the answer.
+type child struct {
+	key   string
+	value []byte
+}
+
+// scanJSON reads raw, one JSON value (which encoding/json accepted), and
+// returns its children: an object's members or an array's elements, in
+// order, each as a slice of raw (nothing is copied: a reading may be 64
+// MiB). With keys set, it checks that every object, at every depth,
+// names each key once (else a *duplicateKeyError). It follows nesting
+// with a stack of its own, so that no input can exhaust Go's, and never
+// panics on input that is not JSON after all (an error says where).
+func scanJSON(raw []byte, keys bool) ([]child, error) {
 	type frame struct {
 		object bool
+		start  int // where it opens
 		seen   map[string]bool
 		key    string // the member being read, in an object
 		index  int    // the element being read, in an array
 	}
 	var stack []*frame
+	var children []child
 	where := func() string {
 		var b strings.Builder
 		for _, f := range stack[:len(stack)-1] {
@@ -58,58 +91,173 @@ func duplicateKey(raw []byte) error {
 				}
 				b.WriteString(strconv.Quote(f.key))
 			} else {
-				fmt.Fprintf(&b, "[%d]", f.index-1)
+				fmt.Fprintf(&b, "[%d]", f.index)
 			}
 		}
 		return b.String()
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	for {
-		top := (*frame)(nil)
-		if len(stack) > 0 {
-			top = stack[len(stack)-1]
+	bad := func(pos int) error {
+		if pos >= len(raw) {
+			return errors.New("unexpected end of JSON input")
 		}
-		if top != nil && top.object && dec.More() {
-			// A key, then its value.
-			tok, err := dec.Token()
-			if err != nil {
-				return err
-			}
-			k, _ := tok.(string)
-			if top.seen[k] {
-				return &duplicateKeyError{key: k, in: where()}
-			}
-			top.seen[k] = true
-			top.key = k
-		} else if top != nil && !top.object {
-			top.index++
-		}
-		tok, err := dec.Token()
+		return fmt.Errorf("invalid character %q at byte %d", raw[pos], pos)
+	}
+	// key reads the key at pos (a string, then ":") into the object on
+	// top, and returns where its value starts.
+	key := func(pos int) (int, error) {
+		pos = skipSpace(raw, pos)
+		end, err := skipString(raw, pos)
 		if err != nil {
-			return err
+			return pos, err
 		}
-		switch tok {
-		case json.Delim('{'), json.Delim('['):
-			if len(stack) >= maxJSONDepth {
-				return errors.New("nested too deeply")
-			}
-			f := &frame{object: tok == json.Delim('{')}
-			if f.object {
-				f.seen = map[string]bool{}
-			}
-			stack = append(stack, f)
-			continue
-		case json.Delim('}'), json.Delim(']'):
-			stack = stack[:len(stack)-1]
-			if top != nil && !top.object {
-				top.index-- // the closing bracket was no element
+		k := string(raw[pos+1 : end-1])
+		if bytes.IndexByte(raw[pos:end], '\\') >= 0 || !utf8.ValidString(k) {
+			// As encoding/json reads it (escapes, U+FFFD for bad UTF-8).
+			if err := json.Unmarshal(raw[pos:end], &k); err != nil {
+				return pos, err
 			}
 		}
-		if len(stack) == 0 {
-			return nil
+		top := stack[len(stack)-1]
+		if keys && top.seen[k] {
+			return pos, &duplicateKeyError{key: k, in: where()}
+		}
+		if keys {
+			top.seen[k] = true
+		}
+		top.key = k
+		pos = skipSpace(raw, end)
+		if pos >= len(raw) || raw[pos] != ':' {
+			return pos, bad(pos)
+		}
+		return pos + 1, nil
+	}
+	// ended records a value that ended at end, begun at start.
+	ended := func(start, end int) {
+		if len(stack) == 1 {
+			top := stack[0]
+			k := ""
+			if top.object {
+				k = top.key
+			}
+			children = append(children, child{key: k, value: raw[start:end]})
 		}
 	}
+	pos := 0
+scan:
+	for value := true; ; {
+		pos = skipSpace(raw, pos)
+		if pos >= len(raw) {
+			return nil, bad(pos)
+		}
+		c := raw[pos]
+		if value {
+			start := pos
+			switch c {
+			case '{', '[':
+				if len(stack) >= maxJSONDepth {
+					return nil, errors.New("nested too deeply")
+				}
+				f := &frame{object: c == '{', start: pos}
+				if f.object && keys {
+					f.seen = map[string]bool{}
+				}
+				stack = append(stack, f)
+				pos = skipSpace(raw, pos+1)
+				if pos < len(raw) && (raw[pos] == '}' && f.object || raw[pos] == ']' && !f.object) {
+					value = false // empty: closed below
+					continue
+				}
+				if f.object {
+					var err error
+					if pos, err = key(pos); err != nil {
+						return nil, err
+					}
+				}
+				continue
+			case '"':
+				end, err := skipString(raw, pos)
+				if err != nil {
+					return nil, err
+				}
+				pos = end
+			default:
+				end := pos
+				for end < len(raw) && strings.IndexByte(" \t\r\n,]}", raw[end]) < 0 {
+					end++
+				}
+				if end == pos {
+					return nil, bad(pos)
+				}
+				pos = end
+			}
+			ended(start, pos)
+			value = false
+			if len(stack) == 0 {
+				break scan
+			}
+			continue
+		}
+		top := stack[len(stack)-1]
+		switch {
+		case c == ',':
+			pos++
+			if top.object {
+				var err error
+				if pos, err = key(pos); err != nil {
+					return nil, err
+				}
+			} else {
+				top.index++
+			}
+			value = true
+			continue
+		case c == '}' && top.object, c == ']' && !top.object:
+			pos++
+			stack = stack[:len(stack)-1]
+			ended(top.start, pos)
+			if len(stack) == 0 {
+				break scan
+			}
+			continue
+		}
+		return nil, bad(pos)
+	}
+	if pos = skipSpace(raw, pos); pos < len(raw) {
+		return nil, bad(pos)
+	}
+	return children, nil
+}
+
+// skipSpace is the first byte of raw at or after pos that is not JSON
+// white space.
+func skipSpace(raw []byte, pos int) int {
+	for pos < len(raw) && (raw[pos] == ' ' || raw[pos] == '\t' || raw[pos] == '\r' || raw[pos] == '\n') {
+		pos++
+	}
+	return pos
+}
+
+// skipString is where the JSON string at pos ends (after its closing
+// quote).
+func skipString(raw []byte, pos int) (int, error) {
+	if pos >= len(raw) || raw[pos] != '"' {
+		if pos >= len(raw) {
+			return pos, errors.New("unexpected end of JSON input")
+		}
+		return pos, fmt.Errorf("invalid character %q at byte %d, where a string was expected", raw[pos], pos)
+	}
+	for i := pos + 1; i < len(raw); {
+		j := bytes.IndexAny(raw[i:], "\"\\")
+		if j < 0 {
+			break
+		}
+		i += j
+		if raw[i] == '"' {
+			return i + 1, nil
+		}
+		i += 2 // an escape: the next byte is never the closing quote
+	}
+	return len(raw), errors.New("unexpected end of JSON input")
 }
 
 // decodeJSON reads raw, one value an answer printed for a property, as a
@@ -117,6 +265,9 @@ func duplicateKey(raw []byte) error {
 // depth (conform), then converted to ty (an array to a list or a set, an
 // object to a map).
 func decodeJSON(raw json.RawMessage, ty cty.Type) (cty.Value, error) {
+	if ty.IsPrimitiveType() {
+		return decodePrimitive(raw, ty)
+	}
 	implied, err := ctyjson.ImpliedType(raw)
 	if err != nil {
 		return cty.NilVal, err
@@ -132,6 +283,42 @@ func decodeJSON(raw json.RawMessage, ty cty.Type) (cty.Value, error) {
 		return cty.NilVal, err
 	}
 	return convert.Convert(v, ty)
+}
+
+// decodePrimitive is decodeJSON for a string, number or bool: straight
+// from the bytes with encoding/json, without the copies cty's JSON
+// decoder makes of a value (a string may be most of 64 MiB).
+func decodePrimitive(raw []byte, ty cty.Type) (cty.Value, error) {
+	raw = bytes.TrimSpace(raw)
+	kind := "a number"
+	switch {
+	case len(raw) == 0:
+		return cty.NilVal, errors.New("no value")
+	case string(raw) == "null":
+		return cty.NullVal(ty), nil
+	case raw[0] == '"':
+		kind = "a string"
+	case raw[0] == '{':
+		kind = "an object"
+	case raw[0] == '[':
+		kind = "an array"
+	case string(raw) == "true" || string(raw) == "false":
+		kind = "a bool"
+	}
+	if kind != kindWord(ty) {
+		return cty.NilVal, fmt.Errorf("it is %s", kind)
+	}
+	switch ty {
+	case cty.String:
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return cty.NilVal, err
+		}
+		return cty.StringVal(s), nil
+	case cty.Bool:
+		return cty.BoolVal(string(raw) == "true"), nil
+	}
+	return cty.ParseNumberVal(string(raw))
 }
 
 // conform says how v, a value as JSON implies it (strings, numbers,

@@ -1,7 +1,10 @@
 package hcltype
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -90,9 +93,10 @@ func TestCustomLoadReadBackIsStrict(t *testing.T) {
 	}
 }
 
-// duplicateKey on its own: where the duplicate is, what is not one, and
-// input no stack can follow.
-func TestDuplicateKey(t *testing.T) {
+// scanJSON on its own: where a duplicate key is, what is not one, input
+// no stack can follow, input that is not JSON after all, and the
+// children it returns.
+func TestScanJSON(t *testing.T) {
 	deep := strings.Repeat("[", 200000) + strings.Repeat("]", 200000)
 	deepObj := strings.Repeat(`{"a":`, 20000) + "1" + strings.Repeat("}", 20000)
 	cases := []struct{ in, want string }{
@@ -107,8 +111,16 @@ func TestDuplicateKey(t *testing.T) {
 		{`{"\u0061": 1, "a": 2}`, `printed the key "a" twice`},
 		{deep, "nested too deeply"},
 		{deepObj, "nested too deeply"},
-		{`{"a": 1,}`, "invalid character"},
-		{`{"a"`, "EOF"},
+		{`{"a": 1,}`, "invalid character '}' at byte 8"},
+		{`{"a"`, "unexpected end"},
+		{`{"a": "x`, "unexpected end"},
+		{`{"a": "x\"}`, "unexpected end"},
+		{`[1, 2`, "unexpected end"},
+		{`{"a": 1} x`, "invalid character 'x' at byte 9"},
+		{`{"a" 1}`, "invalid character '1'"},
+		{`{"a": }`, "invalid character '}'"},
+		{`]`, "invalid character ']'"},
+		{``, "unexpected end"},
 	}
 	for _, c := range cases {
 		name := c.in
@@ -116,7 +128,7 @@ func TestDuplicateKey(t *testing.T) {
 			name = name[:40]
 		}
 		t.Run(name, func(t *testing.T) {
-			err := duplicateKey([]byte(c.in))
+			_, err := scanJSON([]byte(c.in), true)
 			if c.want == "" {
 				if err != nil {
 					t.Fatalf("got %v", err)
@@ -128,4 +140,78 @@ func TestDuplicateKey(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestScanJSONChildren(t *testing.T) {
+	in := ` { "a" : "x\"y" , "b":[1,{"c":2}], "\u0063": {}, "d": null, "e": -1.5e3 } `
+	got, err := scanJSON([]byte(in), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s []string
+	for _, c := range got {
+		s = append(s, c.key+"="+string(c.value))
+	}
+	want := `a="x\"y"|b=[1,{"c":2}]|c={}|d=null|e=-1.5e3`
+	if strings.Join(s, "|") != want {
+		t.Errorf("got  %s\nwant %s", strings.Join(s, "|"), want)
+	}
+	got, err = scanJSON([]byte(`[{"a": 1, "a": 2}, 3, "x"]`), false)
+	if err != nil || len(got) != 3 || string(got[0].value) != `{"a": 1, "a": 2}` || string(got[2].value) != `"x"` {
+		t.Errorf("array without the key check: %v, %q", err, got)
+	}
+}
+
+// FuzzScanJSON holds scanJSON to encoding/json: it never panics, and on
+// any JSON value encoding/json accepts it finds no error (duplicates
+// aside) and returns the top-level children encoding/json sees.
+func FuzzScanJSON(f *testing.F) {
+	for _, s := range []string{`{}`, `[]`, `{"a": [1, {"b": "c\"d"}], "e": null}`, `{"a": 1, "a": 2}`, `[{"x": {"y": 1, "y": 2}}]`, `"\u0061"`, `{"\\": 1}`, `[[[[]]]]`, `{"a":1}{`, "{\"\x9c\":0, \"\x9d\":1}"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		children, err := scanJSON(raw, true)
+		if !json.Valid(raw) {
+			return
+		}
+		var dk *duplicateKeyError
+		if errors.As(err, &dk) {
+			children, err = scanJSON(raw, false)
+		}
+		if err != nil {
+			t.Fatalf("valid JSON %q: %v", raw, err)
+		}
+		var v any
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		switch v := v.(type) {
+		case map[string]any:
+			keys := map[string]bool{}
+			for _, c := range children {
+				keys[c.key] = true
+				if !json.Valid(c.value) {
+					t.Fatalf("member %q of %q: %q is not JSON", c.key, raw, c.value)
+				}
+			}
+			if len(keys) != len(v) {
+				t.Fatalf("%q: %d keys, encoding/json has %d", raw, len(keys), len(v))
+			}
+			for k := range v {
+				if !keys[k] {
+					t.Fatalf("%q: key %q missing", raw, k)
+				}
+			}
+		case []any:
+			if len(children) != len(v) {
+				t.Fatalf("%q: %d elements, encoding/json has %d", raw, len(children), len(v))
+			}
+		default:
+			if len(children) != 0 {
+				t.Fatalf("%q: children of a scalar", raw)
+			}
+		}
+	})
 }
