@@ -245,8 +245,10 @@ func planUnitStep(action, name string, current *resources.State) (*resources.Ste
 			return work(resources.Run, "whether it runs is known only at apply: reload reloads it if it runs then"), nil
 		case !u.running():
 			// Chef's action_reload: nothing for a service that is not
-			// running, and so no notification. Apply plans it again right
-			// before, so a start earlier in the run is seen.
+			// running, and so no notification. After a start of the same
+			// resource it is planned from the state the start leaves (a
+			// run); a reload planned as a run is read again right before
+			// it runs, and is this no-op if something stopped the unit.
 			return &resources.Step{Kind: resources.NoOp, Reason: "not running: nothing to reload; it is " + u.activity()}, nil
 		}
 		return work(resources.Run, "reload runs every time it is planned"+reloadFirst), nil
