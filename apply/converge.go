@@ -491,6 +491,11 @@ func (r *run) convergeStep(ctx context.Context, e *entry, view *plan.Resource, p
 		if rr.DiffersFromPlan != "" {
 			rr.Reason += ": an earlier resource in this run brought it there"
 		}
+		if view.Kind == resources.Run && step.Reason != "" {
+			// A run leaves no state to be in: the type says why there is
+			// nothing to run now ("not running: nothing to reload").
+			rr.Reason = step.Reason
+		}
 		return nil
 	}
 	if err := allowed(view, step); err != nil {

@@ -149,6 +149,7 @@ func TestPlanUnitAction(t *testing.T) {
 	running := on("loaded", "active", "running", "enabled")
 	stopped := on("loaded", "inactive", "dead", "disabled")
 	missing := on("not-found", "inactive", "dead", "")
+	missing.CanReload = "no" // as systemd says of a unit it does not find
 	offline := st{Load: "loaded", File: "disabled", Offline: "systemd is not running as the init system (PID 1) here"}
 	noReload := running
 	noReload.CanReload = "no"
@@ -190,7 +191,11 @@ func TestPlanUnitAction(t *testing.T) {
 		{"restart", stopped, resources.Run, "inactive (dead): restart starts it", false},
 		{"restart", missing, resources.Run, "not on the host yet", true},
 		{"reload", running, resources.Run, "reload runs every time it is planned", false},
-		{"reload", stopped, resources.Run, "reload reloads it only if it is active by then", false},
+		{"reload", stopped, resources.NoOp, "not running: nothing to reload; it is inactive (dead)", false},
+		{"reload", on("loaded", "failed", "failed", "enabled"), resources.NoOp, "not running: nothing to reload; it is failed", false},
+		{"reload", on("loaded", "activating", "start", "enabled"), resources.Run, "reload runs every time it is planned", false},
+		{"reload", missing, resources.Run, "not on the host yet (an earlier resource of this plan creates it): reload runs then", true},
+		{"reload", st{Load: "loaded", File: "disabled", CanReload: "yes"}, resources.Run, "whether it runs is known only at apply", false},
 		{"reload", noReload, "", "cannot reload its configuration (it has no ExecReload=): use restart", false},
 		{"reload", offline, "", "cannot reload web.service", false},
 		{"start", user, "", "inactive (dead): start starts it: changing a system unit needs root, and toque runs as uid 1000: run it as root", false},
