@@ -29,6 +29,7 @@ func Types() []resources.Type {
 		packages.PackageType(), packages.AptRepositoryType(), packages.AptUpdateType(),
 		commands.ExecuteType(), commands.ScriptType(), commands.BashType(), commands.ShType(), commands.CshType(), commands.PythonType(), commands.PerlType(), commands.PowerShellScriptType(),
 		accounts.UserType(), accounts.GroupType(), system.CronDType(), system.SysctlType(),
+		system.MountType(),
 		systemd.ServiceType(), systemd.SystemdUnitType(),
 	}
 }
