@@ -30,6 +30,7 @@ func Types() []resources.Type {
 		commands.ExecuteType(), commands.ScriptType(), commands.BashType(), commands.ShType(), commands.CshType(), commands.PythonType(), commands.PerlType(), commands.PowerShellScriptType(),
 		accounts.UserType(), accounts.GroupType(), system.CronDType(), system.SysctlType(),
 		system.MountType(),
+		system.KernelModuleType(),
 		systemd.ServiceType(), systemd.SystemdUnitType(),
 	}
 }

@@ -59,6 +59,33 @@ func editFile(ctx context.Context, env *resources.Env, file resources.Type, path
 	return resources.ConvergeStep(ctx, file, env, fr, st, step)
 }
 
+// rootFile is the mode and owner of the files toque writes for the
+// kernel and the host's daemons: root's, 0644.
+func rootFile() map[string]cty.Value {
+	return map[string]cty.Value{"mode": cty.StringVal("0644"), "owner": cty.StringVal("root"), "group": cty.StringVal("root")}
+}
+
+// writeRootFile writes a file toque alone writes, as the file type does
+// (atomically, backed up, root's, 0644), or deletes it when content is "".
+func writeRootFile(ctx context.Context, env *resources.Env, file resources.Type, path, content string) error {
+	fr := resources.NewResource(file.Schema(), path, "create", rootFile())
+	fr.Values["path"] = cty.StringVal(path)
+	if content == "" {
+		fr = fr.WithAction("delete")
+	} else {
+		fr.Values["content"] = cty.StringVal(content)
+	}
+	st, err := file.Load(ctx, fr.LoadView())
+	if err != nil {
+		return err
+	}
+	step, err := resources.PlanStep(file, fr, st)
+	if err != nil {
+		return err
+	}
+	return resources.ConvergeStep(ctx, file, env, fr, st, step)
+}
+
 // toolRunner runs one of the host's programs a type converges with
 // (mount, modprobe, mkswap, locale-gen…), failing with its words when it
 // exits otherwise than 0. Tests replace it only where the real program

@@ -382,7 +382,7 @@ func (t *sysctlType) converge(ctx context.Context, env *resources.Env, desired *
 		}
 	}
 	if step.HasGroup("unpersist_old") {
-		return t.writeOwnFile(ctx, env, t.confPath(key), "")
+		return writeRootFile(ctx, env, t.file, t.confPath(key), "")
 	}
 	return nil
 }
@@ -394,38 +394,11 @@ func (t *sysctlType) persist(ctx context.Context, env *resources.Env, desired *r
 		text = ""
 	}
 	if !desired.IsSet("conf_file") {
-		return t.writeOwnFile(ctx, env, t.confPath(desired.String("key")), text)
+		return writeRootFile(ctx, env, t.file, t.confPath(desired.String("key")), text)
 	}
 	name := desired.String("conf_file")
 	return editFile(ctx, env, t.file, t.persistPath(desired), rootFile(), func(old string, exists bool) (string, bool, error) {
 		out := withKeyBlock(old, exists, name, desired.String("key"), text)
 		return out, out == "", nil
 	})
-}
-
-// rootFile is the mode and owner of the files toque writes for the
-// kernel and the host's daemons: root's, 0644.
-func rootFile() map[string]cty.Value {
-	return map[string]cty.Value{"mode": cty.StringVal("0644"), "owner": cty.StringVal("root"), "group": cty.StringVal("root")}
-}
-
-// writeOwnFile writes a file toque alone writes, as the file type does
-// (atomically, backed up, root's, 0644), or deletes it when content is "".
-func (t *sysctlType) writeOwnFile(ctx context.Context, env *resources.Env, path, content string) error {
-	fr := resources.NewResource(t.file.Schema(), path, "create", rootFile())
-	fr.Values["path"] = cty.StringVal(path)
-	if content == "" {
-		fr = fr.WithAction("delete")
-	} else {
-		fr.Values["content"] = cty.StringVal(content)
-	}
-	st, err := t.file.Load(ctx, fr.LoadView())
-	if err != nil {
-		return err
-	}
-	fstep, err := resources.PlanStep(t.file, fr, st)
-	if err != nil {
-		return err
-	}
-	return resources.ConvergeStep(ctx, t.file, env, fr, st, fstep)
 }
