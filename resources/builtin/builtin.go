@@ -31,6 +31,7 @@ func Types() []resources.Type {
 		accounts.UserType(), accounts.GroupType(), system.CronDType(), system.SysctlType(),
 		system.MountType(),
 		system.KernelModuleType(),
+		system.SwapFileType(),
 		systemd.ServiceType(), systemd.SystemdUnitType(),
 	}
 }
