@@ -32,6 +32,7 @@ func Types() []resources.Type {
 		system.MountType(),
 		system.KernelModuleType(),
 		system.SwapFileType(),
+		system.HostnameType(),
 		systemd.ServiceType(), systemd.SystemdUnitType(),
 	}
 }
