@@ -33,6 +33,7 @@ func Types() []resources.Type {
 		system.KernelModuleType(),
 		system.SwapFileType(),
 		system.HostnameType(),
+		system.TimezoneType(),
 		systemd.ServiceType(), systemd.SystemdUnitType(),
 	}
 }
