@@ -69,6 +69,16 @@ func probe(r Requirement) result {
 		return result{known: true, err: overlay(), hint: "needs root (or user namespaces on Linux 5.11 or later) and overlayfs in the kernel"}
 	case Nspawn:
 		return nspawn()
+	case Locales:
+		for _, tool := range []string{"localedef", "locale-gen"} {
+			if !inSbin(tool) {
+				return result{known: true, err: fmt.Errorf("%s is not installed", tool), hint: debianHint("locales")}
+			}
+		}
+		if _, err := os.Stat("/usr/share/i18n/SUPPORTED"); err != nil {
+			return result{known: true, err: errors.New("glibc's list of supported locales, /usr/share/i18n/SUPPORTED, is missing"), hint: debianHint("locales")}
+		}
+		return result{known: true}
 	case LoopDev:
 		return result{known: true, err: loopDevice(), hint: "needs root, loop devices (/dev/loop-control) and mkfs.ext4 (" + debianHint("e2fsprogs") + ")"}
 	case Systemctl:

@@ -34,6 +34,7 @@ func Types() []resources.Type {
 		system.SwapFileType(),
 		system.HostnameType(),
 		system.TimezoneType(),
+		system.LocaleType(),
 		systemd.ServiceType(), systemd.SystemdUnitType(),
 	}
 }
