@@ -99,6 +99,12 @@ func runHostTool(ctx context.Context, env *resources.Env, tool string, args ...s
 	return hostexec.Tools{}.Run(ctx, env, tool, args, nil, "")
 }
 
+// boolValue is a known bool's value, false for anything else (a value
+// Load did not read).
+func boolValue(v cty.Value) bool {
+	return v != cty.NilVal && v.IsKnown() && !v.IsNull() && v.Type() == cty.Bool && v.True()
+}
+
 // needsRoot refuses a step with work when toque does not run as root:
 // the files and the kernel's state these types change are root's.
 func needsRoot(step *resources.Step, what string) (*resources.Step, error) {

@@ -326,7 +326,7 @@ func (t *hostnameType) Plan(action string, desired *resources.Resource, current 
 			why = append(why, t.path("/etc/hostname")+" does not hold exactly "+name)
 		}
 	}
-	if v := current.Values["transient_hostname"]; v.AsString() != name {
+	if v := current.Values["transient_hostname"]; props.StringOr(v) != name {
 		groups = append(groups, "transient")
 		changes = append(changes, resources.Change{Property: "transient_hostname", Before: v, After: cty.StringVal(name)})
 		if systemd {

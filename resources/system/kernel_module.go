@@ -136,7 +136,7 @@ func moduleFileOf(prop string) moduleFile {
 			return f
 		}
 	}
-	panic("no module file " + prop)
+	return moduleFile{prop: prop, name: func(string) string { return "" }, text: func(string, []string) string { return "" }}
 }
 
 // path is where f is for r (under the type's root).
@@ -200,7 +200,7 @@ func (t *kernelModuleType) Load(ctx context.Context, r *resources.Resource) (*re
 		st.Values[f.prop] = cty.BoolVal(same)
 		st.Extra[f.prop+"_file"] = map[bool]string{true: "same", false: "other"}[same]
 	}
-	if st.Values["loaded"].True() {
+	if boolValue(st.Values["loaded"]) {
 		st.Exists = true
 	}
 	switch {
@@ -397,12 +397,12 @@ type modulePlan struct {
 }
 
 func (p *modulePlan) state() string {
-	parts := []string{map[bool]string{true: "loaded", false: "not loaded"}[p.current.Values["loaded"].True()]}
+	parts := []string{map[bool]string{true: "loaded", false: "not loaded"}[boolValue(p.current.Values["loaded"])]}
 	if p.current.Extra["module"] == "builtin" {
 		parts[0] = "built into the kernel"
 	}
 	for _, prop := range []string{"loads_at_boot", "blacklisted", "disabled"} {
-		if p.current.Values[prop].True() {
+		if boolValue(p.current.Values[prop]) {
 			parts = append(parts, strings.ReplaceAll(prop, "_", " "))
 		}
 	}
@@ -448,7 +448,7 @@ func (p *modulePlan) options() {
 	path := p.t.path(p.desired, f)
 	p.groups, p.files = append(p.groups, "options"), true
 	note := "writes " + path + ": " + strings.TrimSpace(f.text(p.desired.String("modname"), opts))
-	if p.current.Values["loaded"].True() {
+	if boolValue(p.current.Values["loaded"]) {
 		note += " (they take effect when the module is next loaded)"
 	}
 	p.changes = append(p.changes, resources.Change{Property: "options", Before: p.current.Values["options"], After: p.desired.Values["options"], Note: note})
@@ -527,7 +527,7 @@ func (t *kernelModuleType) Predict(desired *resources.Resource, current *resourc
 			delete(st.Extra, "in_use")
 		}
 	}
-	st.Exists = st.Values["loaded"].True()
+	st.Exists = boolValue(st.Values["loaded"])
 	for _, f := range moduleFiles {
 		st.Exists = st.Exists || st.Extra[f.prop+"_file"] != "absent"
 	}

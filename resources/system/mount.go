@@ -620,7 +620,7 @@ func (t *mountType) planEnable(desired *resources.Resource, current *resources.S
 	if n := current.Extra["fstab_entries"]; n != "" {
 		return &resources.Step{Kind: resources.Update, Reason: fmt.Sprintf("%s has %s entries for %s: enable keeps one, as the recipe sets it", t.fstab, n, e.mountPoint), Changes: []resources.Change{change}, Groups: []string{"fstab"}}, nil
 	}
-	live := parseFstabEntry(strings.TrimSuffix(current.Values["fstab"].AsString(), "\n"))
+	live := parseFstabEntry(strings.TrimSuffix(props.StringOr(current.Values["fstab"]), "\n"))
 	if live != nil && live.device == e.device && live.fstype == e.fstype && slices.Equal(live.options, e.options) && live.dump == e.dump && live.pass == e.pass {
 		return &resources.Step{Kind: resources.NoOp, Reason: "the entry in " + t.fstab + " is the recipe's"}, nil
 	}

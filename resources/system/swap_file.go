@@ -250,7 +250,7 @@ func (t *swapFileType) planCreate(desired *resources.Resource, current *resource
 	kind := current.Extra["kind"]
 	var groups, why []string
 	var changes []resources.Change
-	active := current.Values["active"].True()
+	active := boolValue(current.Values["active"])
 	switch {
 	case kind == "not a regular file":
 		return nil, fmt.Errorf("%s exists and is not a regular file: a swap file is one", path)
@@ -290,7 +290,7 @@ func (t *swapFileType) planCreate(desired *resources.Resource, current *resource
 			changes = append(changes, resources.Change{Property: "active", Before: current.Values["active"], After: cty.True})
 		}
 	}
-	persisted := current.Values["persist"].True()
+	persisted := boolValue(current.Values["persist"])
 	if want := desired.Get("persist").True(); want != persisted {
 		if current.Extra["fstab"] == "not text" {
 			return nil, fmt.Errorf("%s is not UTF-8 text in normal form (NFC): toque could not keep its other lines byte for byte; edit it by hand", t.fstab)
@@ -322,7 +322,7 @@ func (t *swapFileType) planCreate(desired *resources.Resource, current *resource
 func (t *swapFileType) planRemove(desired *resources.Resource, current *resources.State) (*resources.Step, error) {
 	path := desired.String("path")
 	var groups, why []string
-	if current.Values["active"].True() {
+	if boolValue(current.Values["active"]) {
 		groups, why = append(groups, "swapoff"), append(why, "swapoff (its pages move back to memory)")
 	}
 	switch current.Extra["kind"] {
@@ -334,7 +334,7 @@ func (t *swapFileType) planRemove(desired *resources.Resource, current *resource
 		}
 		groups, why = append(groups, "delete"), append(why, "deletes it")
 	}
-	if current.Values["persist"].True() {
+	if boolValue(current.Values["persist"]) {
 		if current.Extra["fstab"] == "not text" {
 			return nil, fmt.Errorf("%s is not UTF-8 text in normal form (NFC): toque could not keep its other lines byte for byte; edit it by hand", t.fstab)
 		}
@@ -385,7 +385,7 @@ func (t *swapFileType) Predict(desired *resources.Resource, current *resources.S
 			}
 		}
 	}
-	st.Exists = st.Extra["kind"] == "file" || st.Values["active"].True()
+	st.Exists = st.Extra["kind"] == "file" || boolValue(st.Values["active"])
 	return st, nil
 }
 

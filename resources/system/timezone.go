@@ -200,7 +200,7 @@ func (t *timezoneType) Plan(action string, desired *resources.Resource, current 
 	switch k := current.Extra["localtime"]; {
 	case k == "other":
 		return nil, fmt.Errorf("%s is neither a link nor a file: toque does not replace it", lt)
-	case k == "link" && current.Values["localtime"].AsString() == target:
+	case k == "link" && props.StringOr(current.Values["localtime"]) == target:
 		// A relative link leading there is the same link: timedatectl
 		// names the zone by the path it leads to.
 	default:
