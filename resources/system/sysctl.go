@@ -51,7 +51,7 @@ func newSysctlType(proc, dir string) *sysctlType {
 			{Name: "conf_file", Type: cty.String, NonState: true, Validate: validateConfFile,
 				Description: "Persist the key in this file of /etc/sysctl.d, which many keys may share (\"90-hardening.conf\"), instead of a file of its own (99-toque-KEY.conf)."},
 			{Name: "conf", Type: cty.String, NonState: true, Content: true, Validate: mountReadOnly("conf", "the lines of /etc/sysctl.d that persist the key"),
-				Description: "The lines of /etc/sysctl.d that persist the key (its file, or its lines of conf_file): read by toque and shown as a diff; a recipe does not set it."},
+				Description: "The lines of /etc/sysctl.d that persist the key (its file, or its lines of conf_file): read by toque; the plan shows a conf_file's as a diff. A recipe does not set it."},
 		},
 		Actions:       []string{"apply", "remove"},
 		DefaultAction: "apply",
@@ -238,8 +238,8 @@ func (t *sysctlType) Load(ctx context.Context, r *resources.Resource) (*resource
 }
 
 // Plan: apply sets the value when it differs (group "value") and writes
-// what persists it when that is not the recipe's (group "persist", the
-// lines before and after shown as "conf"), removing a file of the
+// what persists it when that is not the recipe's (group "persist"; the
+// key's lines of a conf_file are shown before and after as "conf"), removing a file of the
 // key's own left from before conf_file (group "unpersist_old"); remove
 // deletes what persists it, leaving the running value as it is (toque
 // cannot know what it was before).
@@ -274,7 +274,11 @@ func (t *sysctlType) Plan(action string, desired *resources.Resource, current *r
 			why = append(why, "value differs")
 		}
 		if current.Extra["persisted"] != "same" {
-			changes = append(changes, resources.Change{Property: "conf", Before: current.Values["conf"], After: cty.StringVal(persistText(desired))})
+			if desired.IsSet("conf_file") {
+				// The key's lines of a file others share, before and
+				// after; a file of the key's own is named in the reason.
+				changes = append(changes, resources.Change{Property: "conf", Before: current.Values["conf"], After: cty.StringVal(persistText(desired))})
+			}
 			groups = append(groups, "persist")
 			switch {
 			case current.Extra["persisted"] == "absent" && desired.IsSet("conf_file"):
