@@ -105,6 +105,19 @@ func boolValue(v cty.Value) bool {
 	return v != cty.NilVal && v.IsKnown() && !v.IsNull() && v.Type() == cty.Bool && v.True()
 }
 
+// knownFrom is v, a value the type computes from the recipe's props, or
+// an unknown string when one of them is set but known only at apply
+// (lazy): the plan then shows it as known at apply, and apply computes it
+// from the values it resolves.
+func knownFrom(desired *resources.Resource, v cty.Value, props ...string) cty.Value {
+	for _, p := range props {
+		if x, ok := desired.Values[p]; ok && x != cty.NilVal && !x.IsWhollyKnown() {
+			return cty.UnknownVal(cty.String)
+		}
+	}
+	return v
+}
+
 // needsRoot refuses a step with work when toque does not run as root:
 // the files and the kernel's state these types change are root's.
 func needsRoot(step *resources.Step, what string) (*resources.Step, error) {

@@ -345,7 +345,7 @@ func (t *hostnameType) Plan(action string, desired *resources.Resource, current 
 		}
 		if after := hostsAfter(before, desired); after != before {
 			groups = append(groups, "hosts")
-			changes = append(changes, resources.Change{Property: "hosts_entry", Before: current.Values["hosts_entry"], After: cty.StringVal(after)})
+			changes = append(changes, resources.Change{Property: "hosts_entry", Before: current.Values["hosts_entry"], After: knownFrom(desired, cty.StringVal(after), "fqdn", "ipaddress", "aliases")})
 			why = append(why, t.path("/etc/hosts")+" does not name the host as the recipe does")
 		}
 	}

@@ -480,7 +480,7 @@ func (t *mountType) planMount(desired *resources.Resource, current *resources.St
 	}
 	step := &resources.Step{Kind: resources.Update, Groups: []string{"mount"},
 		Reason:  fmt.Sprintf("not mounted: mount mounts %s on %s", device, mp),
-		Changes: []resources.Change{{Property: "mounted", After: cty.StringVal(describeMount(device, mp, fstype, wantOptions(desired)))}},
+		Changes: []resources.Change{{Property: "mounted", After: knownFrom(desired, cty.StringVal(describeMount(device, mp, fstype, wantOptions(desired))), "device", "fstype", "options")}},
 	}
 	if !current.Exists {
 		step.Kind = resources.Create
@@ -517,12 +517,17 @@ func remountStep(desired *resources.Resource, current *resources.State, m *mount
 		}
 		return &resources.Step{Kind: resources.Run, Reason: why + stacked, Groups: []string{"remount"}}
 	}
+	if v, ok := desired.Values["options"]; ok && !v.IsWhollyKnown() {
+		return &resources.Step{Kind: resources.Update, Groups: []string{"remount"},
+			Reason:  "mounted" + stacked + "; its options are known only at apply, and it is remounted then if one is not in effect",
+			Changes: []resources.Change{{Property: "mounted", Before: current.Values["mounted"], After: cty.UnknownVal(cty.String)}}}
+	}
 	if len(missing) == 0 {
 		return &resources.Step{Kind: resources.NoOp, Reason: "mounted" + stacked + ", with every option the kernel shows in effect"}
 	}
 	return &resources.Step{Kind: resources.Update, Groups: []string{"remount"},
 		Reason: "mounted" + stacked + ", but " + strings.Join(missing, ", ") + " not in effect: remount (the device stays mounted)",
-		Changes: []resources.Change{{Property: "mounted", Before: current.Values["mounted"], After: cty.StringVal(after),
+		Changes: []resources.Change{{Property: "mounted", Before: current.Values["mounted"], After: knownFrom(desired, cty.StringVal(after), "options"),
 			Note: "remount: " + strings.Join(missing, ", ")}},
 	}
 }
@@ -608,7 +613,7 @@ func (t *mountType) planEnable(desired *resources.Resource, current *resources.S
 	}
 	e := entryOf(desired, current)
 	line := e.format()
-	change := resources.Change{Property: "fstab", After: cty.StringVal(line + "\n")}
+	change := resources.Change{Property: "fstab", After: knownFrom(desired, cty.StringVal(line+"\n"), "device", "fstype", "options", "dump", "pass")}
 	if !enabled {
 		kind := resources.Update
 		if !current.Exists {
@@ -673,10 +678,15 @@ func (t *mountType) Predict(desired *resources.Resource, current *resources.Stat
 	case step.HasGroup("fstab"):
 		delete(st.Extra, "fstab_entries")
 		delete(st.Extra, "fstab")
-		after := step.Changes[0].After.AsString()
 		for _, k := range []string{"device", "fstype", "options", "dump", "pass", "fstab"} {
 			delete(st.Values, k)
 		}
+		if v := step.Changes[0].After; !v.IsKnown() {
+			// Known only at apply: so is the entry.
+			st.Values["enabled"], st.Values["fstab"] = cty.True, v
+			break
+		}
+		after := step.Changes[0].After.AsString()
 		st.Values["enabled"] = cty.BoolVal(after != "")
 		if after != "" {
 			e := parseFstabEntry(strings.TrimSuffix(after, "\n"))

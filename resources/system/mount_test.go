@@ -285,6 +285,18 @@ func TestMountPlan(t *testing.T) {
 		t.Errorf("disable of nothing: %s", step.Kind)
 	}
 
+	// An option known only at apply (lazy): the line is too, and what the
+	// step leaves is planned from that.
+	lazy := res("enable", map[string]any{"mount_point": srv, "device": "tmpfs"})
+	lazy.Values["options"] = cty.UnknownVal(cty.List(cty.String))
+	st, step = resourcetest.Plan(t, typ, lazy)
+	if c := step.Change("fstab"); step.Kind != resources.Update || c == nil || c.After.IsKnown() {
+		t.Errorf("lazy options: %s %+v", step.Kind, step.Changes)
+	}
+	if pred, err := resources.Predict(typ, lazy, st, step); err != nil || !isEnabled(pred) {
+		t.Errorf("predicted from a lazy line: %v %v", pred, err)
+	}
+
 	// Two entries for one mount point: enable keeps one.
 	typ2, _ := fakeMounts(t, mi, tab+"tmpfs "+srv+"/ tmpfs ro 0 0\n")
 	_, step = resourcetest.Plan(t, typ2, resourcetest.NewRes(t, typ2, "enable", map[string]any{"mount_point": srv, "device": "tmpfs", "fstype": "tmpfs", "options": []string{"nosuid", "nodev"}, "pass": 0}))

@@ -277,7 +277,7 @@ func (t *sysctlType) Plan(action string, desired *resources.Resource, current *r
 			if desired.IsSet("conf_file") {
 				// The key's lines of a file others share, before and
 				// after; a file of the key's own is named in the reason.
-				changes = append(changes, resources.Change{Property: "conf", Before: current.Values["conf"], After: cty.StringVal(persistText(desired))})
+				changes = append(changes, resources.Change{Property: "conf", Before: current.Values["conf"], After: knownFrom(desired, cty.StringVal(persistText(desired)), "value", "comment")})
 			}
 			groups = append(groups, "persist")
 			switch {
