@@ -15,7 +15,8 @@ import (
 // template, directory, link, remote_file, execute and the script family
 // (script, bash, sh, csh, python, perl, powershell_script), the host's
 // packages (package, apt_repository, apt_update), user, group, cron_d,
-// sysctl, service and systemd_unit; it makes the types written in HCL with
+// sysctl, mount, kernel_module, swap_file, hostname, timezone, locale,
+// service and systemd_unit; it makes the types written in HCL with
 // hcltype.New. Callers add further types by building their own
 // registry; nothing registers itself.
 func Registry() *resources.Registry {
@@ -29,6 +30,12 @@ func Types() []resources.Type {
 		packages.PackageType(), packages.AptRepositoryType(), packages.AptUpdateType(),
 		commands.ExecuteType(), commands.ScriptType(), commands.BashType(), commands.ShType(), commands.CshType(), commands.PythonType(), commands.PerlType(), commands.PowerShellScriptType(),
 		accounts.UserType(), accounts.GroupType(), system.CronDType(), system.SysctlType(),
+		system.MountType(),
+		system.KernelModuleType(),
+		system.SwapFileType(),
+		system.HostnameType(),
+		system.TimezoneType(),
+		system.LocaleType(),
 		systemd.ServiceType(), systemd.SystemdUnitType(),
 	}
 }
