@@ -30,7 +30,7 @@ func FileType() resources.Type {
 			PathProperty("path", "Absolute path of the file; defaults to the block label."),
 			{Name: "content", Type: cty.String, Content: true,
 				Description: "Exact content of the file; unset leaves the content of an existing file as it is (a new file is empty)."},
-			ModeProperty("0644", `Permission bits as an octal string ("0644"); unset leaves an existing file's mode as it is.`),
+			ModeProperty("0644", `Permission bits: an octal string ("0644") or a symbolic mode ("go-w"); unset leaves an existing file's mode as it is.`),
 			OwnerProperty("Owning user, by name or numeric id; unset leaves it as it is."),
 			GroupProperty("Owning group, by name or numeric id; unset leaves it as it is."),
 			{Name: "backup", Type: cty.Number, NonState: true, Default: cty.NumberIntVal(5),
@@ -142,7 +142,7 @@ func hardLinkRisk(f *found, si statInfo) string {
 
 // Plan decides what the file's action does. It never does I/O.
 func (t *fileType) Plan(action string, desired *resources.Resource, current *resources.State) (*resources.Step, error) {
-	step, err := t.plan(action, desired, current)
+	step, err := planWithMode(desired, current, 0o644, false, func(d *resources.Resource) (*resources.Step, error) { return t.plan(action, d, current) })
 	return withPathNeeds(step, err, current, desired.String("path"), false, false)
 }
 
@@ -356,7 +356,7 @@ func (t *fileType) update(_ context.Context, env *resources.Env, desired *resour
 	if err != nil {
 		return fmt.Errorf("updating %s: %w", real, err)
 	}
-	mode, modeSet, err := modeBits(desired.Values["mode"])
+	mode, modeSet, err := modeAgainst(desired.Values["mode"], live.mode, false)
 	if err != nil {
 		return fmt.Errorf("updating %s: %w", real, err)
 	}

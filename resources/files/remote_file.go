@@ -54,7 +54,7 @@ func newRemoteFileType(cacheDir func() string) *remoteFileType {
 				Description: "Read only: the downloaded text, which the plan shows as a diff. Set source instead."},
 			{Name: "checksum", Type: cty.String, Group: "content", Normalize: props.NormalizeChecksum, LoadInput: true,
 				Description: "The sha256 of the content, 64 hex digits: a file that has it is not downloaded again, and other bytes are refused. Unset: the plan downloads the source and records its sha256."},
-			ModeProperty("0644", `Permission bits as an octal string ("0644"); unset leaves an existing file's mode as it is.`),
+			ModeProperty("0644", `Permission bits: an octal string ("0644") or a symbolic mode ("go-w"); unset leaves an existing file's mode as it is.`),
 			OwnerProperty("Owning user, by name or numeric id; unset leaves it as it is."),
 			GroupProperty("Owning group, by name or numeric id; unset leaves it as it is."),
 			{Name: "source", Type: cty.DynamicPseudoType, NonState: true, Required: true, Normalize: normalizeSources,
@@ -327,7 +327,7 @@ func (l *limitedBuilder) Write(p []byte) (int, error) {
 
 // Plan decides what the action does; it never does I/O.
 func (t *remoteFileType) Plan(action string, desired *resources.Resource, current *resources.State) (*resources.Step, error) {
-	step, err := t.plan(action, desired, current)
+	step, err := planWithMode(desired, current, 0o644, false, func(d *resources.Resource) (*resources.Step, error) { return t.plan(action, d, current) })
 	return withPathNeeds(step, err, current, desired.String("path"), false, false)
 }
 
@@ -530,7 +530,7 @@ func (t *remoteFileType) update(env *resources.Env, desired *resources.Resource,
 	if err != nil {
 		return fmt.Errorf("updating %s: %w", path, err)
 	}
-	mode, modeSet, err := modeBits(desired.Values["mode"])
+	mode, modeSet, err := modeAgainst(desired.Values["mode"], live.mode, false)
 	if err != nil {
 		return fmt.Errorf("updating %s: %w", path, err)
 	}
