@@ -786,6 +786,11 @@ func (p *Planner) preload(ctx context.Context, logger hclog.Logger, insts []*eva
 		if _, ok := inst.Type.(resources.BatchLoader); !ok {
 			continue
 		}
+		if _, ok := inst.Type.(resources.BatchSharer); ok && len(inst.Guards) > 0 {
+			// What the others of its batch are planned on must not
+			// depend on a guard: it is read on its own.
+			continue
+		}
 		s := &plan.Subject{Address: instAddress(inst), Type: inst.Type, Desired: inst.Resource}
 		subjects = append(subjects, s)
 		of[s] = inst
