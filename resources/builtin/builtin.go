@@ -12,7 +12,8 @@ import (
 )
 
 // Registry returns a registry of toque's built-in resource types: file,
-// template, directory, link, remote_file, execute and the script family
+// template, directory, link, remote_file, the editors of files toque does
+// not own (file_line, file_block, ini_setting), execute and the script family
 // (script, bash, sh, csh, python, perl, powershell_script), the host's
 // packages (package, apt_repository, apt_update), user, group, cron_d,
 // sysctl, mount, kernel_module, swap_file, hostname, timezone, locale,
@@ -27,6 +28,7 @@ func Registry() *resources.Registry {
 func Types() []resources.Type {
 	return []resources.Type{
 		files.FileType(), files.TemplateType(), files.DirectoryType(), files.LinkType(), files.RemoteFileType(),
+		files.FileLineType(), files.FileBlockType(), files.IniSettingType(),
 		packages.PackageType(), packages.AptRepositoryType(), packages.AptUpdateType(),
 		commands.ExecuteType(), commands.ScriptType(), commands.BashType(), commands.ShType(), commands.CshType(), commands.PythonType(), commands.PerlType(), commands.PowerShellScriptType(),
 		accounts.UserType(), accounts.GroupType(), system.CronDType(), system.SysctlType(),
