@@ -115,7 +115,7 @@ func jsonObject(values map[string]cty.Value) ([]byte, error) {
 }
 
 // where names the type's script for messages: "load_current_value of
-// ini_setting (types.hcl:12:3)".
+// kv_setting (types.hcl:12:3)".
 func (t *customType) where(what string, s *resources.ScriptDef) string {
 	return fmt.Sprintf("%s of %s (%s)", what, t.def.Name, s.Source)
 }
