@@ -178,11 +178,23 @@ func (t *editType) LoadAll(ctx context.Context, rs []*resources.Resource) ([]*re
 }
 
 // composeEdits gives each of the editors rs[idx] of one file, in order,
-// base with the content the editors before it leave.
+// base with the content the editors before it leave. Then it checks that
+// the editors agree: each, made again on the text they all leave, changes
+// nothing. One that would edit the file again undoes, or is undone by,
+// an editor after it (a file_line that changes a line of a file_block):
+// the two would fight on every apply, and its Plan refuses it
+// (fsReading.undoneBy).
 func composeEdits(base *resources.State, rs []*resources.Resource, idx []int, out []*resources.State) {
 	text, editable := editableText(base)
+	type changer struct {
+		pos  int
+		addr string
+		text string // what it leaves
+	}
 	var before []string
-	for _, i := range idx {
+	var changers []changer
+	var applied []int // positions in idx of the editors that were made
+	for pos, i := range idx {
 		st := base.Clone()
 		rd := *fsr(base)
 		rd.editors = slices.Clone(before)
@@ -200,10 +212,35 @@ func composeEdits(base *resources.State, rs []*resources.Resource, idx []int, ou
 		}
 		// Its own Plan refuses an edit that fails; the others are planned
 		// on the text it leaves as it is.
-		if next, _, err := ed.edit(action, r, text); err == nil && next != text {
+		next, _, err := ed.edit(action, r, text)
+		if err != nil {
+			continue
+		}
+		applied = append(applied, pos)
+		if next != text {
 			before = append(before, r.Address())
+			changers = append(changers, changer{pos, r.Address(), next})
 			text = next
 		}
+	}
+	for _, pos := range applied {
+		r := rs[idx[pos]]
+		again, _, err := textEditors[r.Type].edit(r.EffectiveAction(), r, text)
+		if err == nil && again == text {
+			continue
+		}
+		// The first editor after it that leaves a text it would change.
+		by := []string{}
+		for _, c := range changers {
+			if c.pos <= pos {
+				continue
+			}
+			if again, _, err := textEditors[r.Type].edit(r.EffectiveAction(), r, c.text); err != nil || again != c.text {
+				by = append(by, c.addr)
+				break
+			}
+		}
+		fsr(out[idx[pos]]).undoneBy = by
 	}
 }
 
@@ -355,6 +392,12 @@ func (t *editType) plan(action string, desired *resources.Resource, current *res
 	if others := fsr(current).outside; len(others) > 0 {
 		return nil, fmt.Errorf("%s edits %s, which %s edit%s too: toque plans the editors of one file together, each on the content those declared before it leave, and %s cannot be planned with them, as it has only_if or not_if guards, runs only when notified, or is a child resource planned apart: edit the file with editors that have none of these, or leave this one alone on its file",
 			desired.Address(), path, joinAddrs(others), plural1(len(others)), desired.Address())
+	}
+	if undone := fsr(current).undoneBy; len(undone) == 0 && undone != nil {
+		return nil, fmt.Errorf("%s would edit %s again on the next apply: made once more on the content it leaves, it changes it again (a match that matches other lines than the one it replaces?); make the edit one that, once made, is in place", desired.Address(), path)
+	} else if undone != nil {
+		return nil, fmt.Errorf("%s, declared after %s, changes what %s puts in %s: on every apply it would edit the file again, and %s would undo it again; let each editor of a file edit lines of its own (a file_line must not change a line of a file_block, nor two editors the same line)",
+			undone[0], desired.Address(), desired.Address(), path, undone[0])
 	}
 	for _, p := range t.ed.inputs() {
 		if v, ok := desired.Values[p]; ok && v != cty.NilVal && !v.IsWhollyKnown() {

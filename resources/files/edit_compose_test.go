@@ -18,8 +18,8 @@ func editors(t *testing.T, path string) []*resources.Resource {
 		resourcetest.BuildRes(t, is, "port", "", map[string]any{"path": path, "section": "server", "value": "8080"}),
 		resourcetest.BuildRes(t, fl, "comment", "", map[string]any{"path": path, "line": "; managed in part by toque", "insert_before": "BOF"}),
 		resourcetest.BuildRes(t, fb, "extra", "", map[string]any{"path": path, "block": "[extra]\na = 1"}),
-		// Planned on what the block leaves: it edits a line the block added.
-		resourcetest.BuildRes(t, fl, "extra-a", "", map[string]any{"path": path, "line": "a = 2", "match": "^a = "}),
+		// Planned on what the block leaves: it goes after a line the block added.
+		resourcetest.BuildRes(t, fl, "after-extra", "", map[string]any{"path": path, "line": "; the block is toque's", "insert_after": "^# END TOQUE MANAGED BLOCK extra$"}),
 		resourcetest.BuildRes(t, is, "host", "delete", map[string]any{"path": path, "section": "server"}),
 		// Already satisfied once the others ran: a no-op.
 		resourcetest.BuildRes(t, is, "port2", "", map[string]any{"key": "port", "path": path, "section": "server", "value": "8080"}),
@@ -73,7 +73,7 @@ func TestEditsCompose(t *testing.T) {
 			}
 		}
 	}
-	if content != "; managed in part by toque\n[server]\nport = 8080\n# BEGIN TOQUE MANAGED BLOCK extra\n[extra]\na = 2\n# END TOQUE MANAGED BLOCK extra\n" {
+	if content != "; managed in part by toque\n[server]\nport = 8080\n# BEGIN TOQUE MANAGED BLOCK extra\n[extra]\na = 1\n# END TOQUE MANAGED BLOCK extra\n; the block is toque's\n" {
 		t.Fatalf("the plan's result:\n%s", content)
 	}
 	if planned[len(planned)-1].Kind != resources.NoOp {
@@ -152,5 +152,49 @@ func TestEditsApartRefused(t *testing.T) {
 	}
 	if _, err := resources.PlanStep(fl, two, st); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestEditsFight: editors of one file that undo each other (a file_line
+// changing a line of a file_block), or one that would edit the file again
+// once made, are refused at plan, naming the one that undoes it: the next
+// plan would never be a no-op.
+func TestEditsFight(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	resourcetest.WriteFile(t, path, "#A\n#A\nx\n", 0o644)
+	fl, fb := FileLineType(), FileBlockType()
+	rs := []*resources.Resource{
+		resourcetest.BuildRes(t, fb, "b", "", map[string]any{"path": path, "block": "a = 1"}),
+		resourcetest.BuildRes(t, fl, "x", "", map[string]any{"path": path, "line": "y", "match": "^x$"}),
+		resourcetest.BuildRes(t, fl, "in-block", "", map[string]any{"path": path, "line": "a = 2", "match": "^a = "}),
+		// Its match matches two lines: made again, it replaces the other.
+		resourcetest.BuildRes(t, fl, "unstable", "", map[string]any{"path": path, "line": "A = 1", "match": "^#A"}),
+	}
+	views := make([]*resources.Resource, len(rs))
+	for i, r := range rs {
+		views[i] = r.LoadView()
+	}
+	states, err := fl.(resources.BatchLoader).LoadAll(context.Background(), views)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"file_line[in-block], declared after file_block[b], changes what file_block[b] puts in",
+		"",
+		"",
+		"file_line[unstable] would edit " + path + " again on the next apply",
+	}
+	for i, r := range rs {
+		typ := fl
+		if r.Type == "file_block" {
+			typ = fb
+		}
+		_, err := resources.PlanStep(typ, r, states[i])
+		switch {
+		case want[i] == "" && err != nil:
+			t.Errorf("%s: %v", r.Address(), err)
+		case want[i] != "" && (err == nil || !strings.Contains(err.Error(), want[i])):
+			t.Errorf("%s: %v, want %q", r.Address(), err, want[i])
+		}
 	}
 }

@@ -29,6 +29,9 @@ type fsReading struct {
 	// holds (edit.go); outside, those a batch composed on a file this
 	// editor, read on its own, cannot be planned with.
 	editors, outside []string
+	// undoneBy, when not nil, are the editors after this one that change
+	// what it puts in the file: they would fight on every apply.
+	undoneBy []string
 }
 
 var noReading fsReading
