@@ -200,8 +200,7 @@ func composeEdits(base *resources.State, rs []*resources.Resource, idx []int, ou
 		rd.editors = slices.Clone(before)
 		st.Local = &rd
 		if editable {
-			st.Values["content"] = cty.StringVal(text)
-			st.Values["checksum"] = cty.StringVal(sha256Hex(text))
+			setEditValues(st, text)
 		}
 		out[i] = st
 		r := rs[i]
@@ -283,13 +282,24 @@ func readEdited(c *DirCache, path string) (*resources.State, error) {
 		st.Extra["text"] = why
 		return st, nil
 	}
-	text := string(data)
-	st.Values["content"] = cty.StringVal(text)
-	st.Values["checksum"] = cty.StringVal(sha256Hex(text))
 	if why := privateContent(f, si); why != "" {
 		st.Private = map[string]string{"content": why}
 	}
+	setEditValues(st, string(data))
 	return st, nil
+}
+
+// setEditValues sets the content an editor reads in st, and its checksum
+// when the content is private: the plan then shows the checksum change
+// in place of a diff. (Of a public file the checksum would only be noise
+// in the plan: the content says it all.)
+func setEditValues(st *resources.State, text string) {
+	st.Values["content"] = cty.StringVal(text)
+	if st.Private["content"] != "" {
+		st.Values["checksum"] = cty.StringVal(sha256Hex(text))
+	} else {
+		delete(st.Values, "checksum")
+	}
 }
 
 // notText says why data is not text an editor edits, or "".
@@ -507,7 +517,7 @@ func (t *editType) update(_ context.Context, env *resources.Env, desired *resour
 		return fmt.Errorf("editing %s: %w", path, err)
 	}
 	text := string(data)
-	if want, ok := current.Values["checksum"]; !ok || want.AsString() != sha256Hex(text) {
+	if read, ok := editableText(current); !ok || read != text {
 		return fmt.Errorf("editing %s: its content is not the content read: %w", path, ErrChanged)
 	}
 	out, _, err := t.ed.edit(desired.Action, desired, text)

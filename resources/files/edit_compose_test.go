@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toquehq/toque/resources"
 	"github.com/toquehq/toque/resources/resourcetest"
@@ -197,4 +198,54 @@ func TestEditsFight(t *testing.T) {
 			t.Errorf("%s: %v, want %q", r.Address(), err, want[i])
 		}
 	}
+}
+
+// TestEditReadsOncePerFile: a batch of 1,000 file_line resources over
+// 100 files reads each file once — the Speed line of the editors
+// (docs/resource-authors.md). It logs the batch's time beside 100 reads
+// of the same files by the file type.
+func TestEditReadsOncePerFile(t *testing.T) {
+	dir := publicDir(t)
+	fl, ft := FileLineType(), FileType()
+	var rs, files []*resources.Resource
+	for f := range 100 {
+		path := filepath.Join(dir, fmt.Sprintf("f%03d.conf", f))
+		var b strings.Builder
+		for k := range 60 {
+			fmt.Fprintf(&b, "key_%d = %d\n", k, k)
+		}
+		resourcetest.WriteFile(t, path, b.String(), 0o644)
+		files = append(files, resourcetest.BuildRes(t, ft, "", "", map[string]any{"path": path, "content": b.String()}))
+		for j := range 10 {
+			vals := map[string]any{"path": path, "line": fmt.Sprintf("key_%d = changed", j), "match": fmt.Sprintf("^key_%d =", j)}
+			if j%2 == 1 {
+				vals = map[string]any{"path": path, "line": fmt.Sprintf("extra_%d = on", j)}
+			}
+			rs = append(rs, resourcetest.BuildRes(t, fl, fmt.Sprintf("f%03d-%d", f, j), "", vals).LoadView())
+		}
+	}
+	reads := resources.NewReads()
+	defer reads.Close()
+	ctx := resources.WithReads(context.Background(), reads)
+	before, start := editReads.Load(), time.Now()
+	states, err := fl.(resources.BatchLoader).LoadAll(ctx, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range rs {
+		if _, err := resources.PlanStep(fl, r, states[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edits := time.Since(start)
+	if n := editReads.Load() - before; n != 100 {
+		t.Fatalf("1,000 editors of 100 files read %d files, want 100", n)
+	}
+	start = time.Now()
+	for _, r := range files {
+		if _, err := ft.Load(ctx, r.LoadView()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("1,000 file_line over 100 files: 100 reads, read and planned in %v; 100 file resources of the same files read in %v", edits.Round(time.Microsecond), time.Since(start).Round(time.Microsecond))
 }
