@@ -209,3 +209,36 @@ func TestSymbolicModePlanned(t *testing.T) {
 		t.Fatalf("directory updated to %04o, want 02775 (setgid kept, as chmod keeps it)", got)
 	}
 }
+
+// TestSymbolicModeRemoteFile: remote_file resolves a symbolic mode as
+// file does, against the default on create and the live mode after.
+func TestSymbolicModeRemoteFile(t *testing.T) {
+	srv := newRFServer(t, "hello\n")
+	e := newRFEnv(t)
+	r := e.res("f", "", map[string]cty.Value{"source": cty.StringVal(srv.URL + "/file"), "mode": cty.StringVal("u=rw,g=r,o=")})
+	_, step := e.mustPlan(r, resources.Create)
+	if c := step.Change("mode"); c == nil || c.After.AsString() != "0640" {
+		t.Fatalf("create: %+v", step.Changes)
+	}
+	if err := e.apply(r); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(e.dir, "f")
+	if got := resourcetest.PermOf(t, path); got != 0o640 {
+		t.Fatalf("created with %04o", got)
+	}
+	if err := os.Chmod(path, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	r = e.res("f", "", map[string]cty.Value{"source": cty.StringVal(srv.URL + "/file"), "mode": cty.StringVal("go-w")})
+	_, step = e.mustPlan(r, resources.Update)
+	if c := step.Change("mode"); c == nil || c.After.AsString() != "0644" || len(step.Changes) != 1 {
+		t.Fatalf("update: %+v", step.Changes)
+	}
+	if err := e.apply(r); err != nil {
+		t.Fatal(err)
+	}
+	if got := resourcetest.PermOf(t, path); got != 0o644 {
+		t.Fatalf("updated to %04o", got)
+	}
+}
