@@ -211,7 +211,7 @@ file_line "nproc" {
 		t.Fatalf("%v %v", diags, p.Errors)
 	}
 	for _, r := range p.Resources[1:] {
-		if len(r.Awaits) != 1 || r.Awaits[0].Property != "content" {
+		if len(r.Awaits) != 2 || r.Awaits[0].Property != "content" || r.Awaits[1].Property != "checksum" {
 			t.Fatalf("%s waits for %+v", r.Address, r.Awaits)
 		}
 	}
@@ -223,6 +223,29 @@ file_line "nproc" {
 		t.Fatalf("%q", got)
 	}
 
+	// Created private (not every user may read it): the edit shows a
+	// checksum, known at apply too.
+	p, diags = planRecipe(t, root, `
+file "ROOT/private.conf" {
+  action  = "create_if_missing"
+  content = "a = 1\n"
+  mode    = "u=rw,go="
+}
+ini_setting "a" {
+  path  = "ROOT/private.conf"
+  value = "2"
+}
+`)
+	if diags.HasErrors() || p.Errored {
+		t.Fatalf("%v %v", diags, p.Errors)
+	}
+	if _, err := a.Apply(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, filepath.Join(root, "private.conf")); got != "a = 2\n" {
+		t.Fatalf("%q", got)
+	}
+
 	// Nothing creates it: a plan error that says what to declare.
 	_, diags = planRecipe(t, root, `
 file_line "x" {
@@ -230,7 +253,7 @@ file_line "x" {
   line = "a"
 }
 `)
-	if !diags.HasErrors() || !strings.Contains(diags.Error(), "Declare a file resource for it") {
+	if len(diags) != 1 || !strings.Contains(diags.Error(), "Declare a file resource for it") {
 		t.Fatalf("%v", diags)
 	}
 }

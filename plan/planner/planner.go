@@ -712,6 +712,13 @@ func (p *Planner) checkAwaited(pl *plan.Plan, awaiting []awaited) hcl.Diagnostic
 			w.res.Awaits = append(w.res.Awaits, a)
 			continue
 		}
+		// One error per missing thing, however many values wait for it
+		// (an editor's content and checksum wait for one file).
+		missing := key{w.res, "\x00" + needKey(w.need)}
+		if seen[missing] {
+			continue
+		}
+		seen[missing] = true
 		detail := w.need.Missing
 		if detail == "" {
 			detail = fmt.Sprintf("%s needs %s, and no earlier resource of the plan provides it.", addr, w.need.What)

@@ -470,19 +470,30 @@ func editChanges(current *resources.State, text, out string) []resources.Change 
 // awaitFileStep is the step of an editor of a file that does not exist:
 // an earlier resource of the plan must create it (a file resource with
 // create_if_missing), and the edit is known once it exists
-// (resources.Need.AtApply).
+// (resources.Need.AtApply). Both content and checksum wait: which of the
+// two the edit shows depends on whether every user may read the file the
+// earlier resource makes.
 func awaitFileStep(typ, addr, path string) *resources.Step {
-	return &resources.Step{
-		Kind:    resources.Update,
-		Reason:  path + " does not exist yet: an earlier resource creates it, and the edit is planned right before " + addr + " converges",
-		Changes: []resources.Change{{Property: "content", Before: cty.NilVal, After: cty.UnknownVal(cty.String)}},
-		Groups:  []string{"content"},
-		Needs: []resources.Need{{
-			Namespace: resources.NamespacePath, Value: path, What: "file",
-			AtApply: true, Property: "content",
-			Missing:      fmt.Sprintf("%s does not exist, and no earlier resource of the plan creates it: %s edits an existing file. Declare a file resource for it (action = \"create_if_missing\") before %s.", path, typ, addr),
+	need := func(prop string) resources.Need {
+		n := resources.Need{
+			Namespace: resources.NamespacePath, Value: path, What: fileNeedWhat + path,
+			AtApply: true, Property: prop,
 			StillMissing: fmt.Sprintf("%s still does not exist, now that the resources before %s have run; %s edits an existing file", path, addr, typ),
-		}},
+		}
+		if prop == "content" {
+			n.Missing = fmt.Sprintf("%s does not exist, and no earlier resource of the plan creates it: %s edits an existing file. Declare a file resource for it (action = \"create_if_missing\") before %s.", path, typ, addr)
+		}
+		return n
+	}
+	return &resources.Step{
+		Kind:   resources.Update,
+		Reason: path + " does not exist yet: an earlier resource creates it, and the edit is planned right before " + addr + " converges",
+		Changes: []resources.Change{
+			{Property: "content", Before: cty.NilVal, After: cty.UnknownVal(cty.String)},
+			{Property: "checksum", Before: cty.NilVal, After: cty.UnknownVal(cty.String)},
+		},
+		Groups: []string{"content"},
+		Needs:  []resources.Need{need("content"), need("checksum")},
 	}
 }
 

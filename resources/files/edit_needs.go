@@ -1,8 +1,14 @@
 package files
 
 import (
+	"strings"
+
 	"github.com/toquehq/toque/resources"
 )
+
+// fileNeedWhat starts the What of an editor's need of its file: "the file
+// /etc/app.ini".
+const fileNeedWhat = "the file "
 
 // An editor of a file that does not exist yet waits for the resource that
 // creates it (resources.Need with AtApply): a file, template or
@@ -15,7 +21,7 @@ import (
 // path, whose action creates or writes it) meets n, an editor's need of
 // the file at a path.
 func meetsFile(desired *resources.Resource, n resources.Need) bool {
-	if desired == nil || n.Namespace != resources.NamespacePath || n.What != "file" || desired.String("path") != n.Value {
+	if desired == nil || n.Namespace != resources.NamespacePath || !strings.HasPrefix(n.What, fileNeedWhat) || desired.String("path") != n.Value {
 		return false
 	}
 	switch desired.EffectiveAction() {

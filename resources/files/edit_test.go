@@ -324,7 +324,7 @@ func TestEditMissingFile(t *testing.T) {
 	}
 	_, step = resourcetest.Plan(t, fl, resourcetest.BuildRes(t, fl, "x", "", map[string]any{"path": path, "line": "a"}))
 	ns := step.AwaitedNeeds()
-	if step.Kind != resources.Update || len(ns) != 1 || ns[0].Value != path || ns[0].Property != "content" || step.Change("content").After.IsKnown() {
+	if step.Kind != resources.Update || len(ns) != 2 || ns[0].Value != path || ns[0].Property != "content" || step.Change("content").After.IsKnown() {
 		t.Fatalf("create: %+v", step)
 	}
 	if !FileType().(resources.NeedMeeter).Meets(resourcetest.BuildRes(t, FileType(), "", "create_if_missing", map[string]any{"path": path}), ns[0]) {
