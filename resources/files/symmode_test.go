@@ -214,7 +214,7 @@ func TestSymbolicModePlanned(t *testing.T) {
 // file does, against the default on create and the live mode after.
 func TestSymbolicModeRemoteFile(t *testing.T) {
 	srv := newRFServer(t, "hello\n")
-	e := newRFEnv(t)
+	e := newRFEnv(t, srv.URL)
 	r := e.res("f", "", map[string]cty.Value{"source": cty.StringVal(srv.URL + "/file"), "mode": cty.StringVal("u=rw,g=r,o=")})
 	_, step := e.mustPlan(r, resources.Create)
 	if c := step.Change("mode"); c == nil || c.After.AsString() != "0640" {
