@@ -19,7 +19,14 @@ import (
 // the first Ctrl-C.
 func runToque(t *testing.T, dir string, stop <-chan struct{}, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	scratch := t.TempDir()
+	return runToqueState(t, dir, t.TempDir(), stop, args...)
+}
+
+// runToqueState is runToque with the state directory, host-wide lock and
+// cache in scratch, so that runs of one test (a plan, its apply, the next
+// plan) share them.
+func runToqueState(t *testing.T, dir, scratch string, stop <-chan struct{}, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	vars := map[string]string{
 		"TOQUE_STATE_DIR": filepath.Join(scratch, "state"),
 		HostLockEnv:       filepath.Join(scratch, "host.lock"),
