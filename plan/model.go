@@ -163,6 +163,15 @@ type Resource struct {
 	// sensitive (sensitive(), or an expression reading a sensitive node
 	// attribute). Every property is, besides, when Sensitive is set.
 	SensitiveProperties []string `json:"sensitive_properties,omitempty"`
+	// HiddenDigest seals what renderings hide of the resource: its
+	// sensitivity marks and every value shown as "(sensitive)" (its
+	// desired values, values known at apply and planned values of hidden
+	// properties, and its hidden guards, its notified runs' too), as an
+	// HMAC keyed with the plan's salt; "" when nothing of it is hidden.
+	// The encoding writes it (Plan.sealed) and Read refuses a plan where
+	// it is not what the resource hides: a mark turned on, or a hidden
+	// value changed, by hand.
+	HiddenDigest string `json:"hidden_digest,omitempty"`
 	// Current is the live value read at plan time; nil when it was not read
 	// (a resource skipped by a guard before loading, or whose action is
 	// nothing). Read verifies every value kept in full against its digest,
