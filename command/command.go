@@ -146,12 +146,12 @@ func Run(ctx context.Context, stop <-chan struct{}, args []string, streams Strea
 			fmt.Fprintln(streams.Stderr, "Error: -chdir needs a directory: toque -chdir=DIR COMMAND")
 			return ExitError
 		}
-		st, err := os.Stat(dir)
+		st, err := os.Stat(env.abs(dir))
 		if err != nil || !st.IsDir() {
 			fmt.Fprintf(streams.Stderr, "Error: -chdir: %s is not a directory\n", dir)
 			return ExitError
 		}
-		abs, _ := filepath.Abs(dir)
+		abs, _ := filepath.Abs(env.abs(dir))
 		base.Chdir = abs
 		args = args[1:]
 	}

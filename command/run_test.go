@@ -42,6 +42,16 @@ func runToqueState(t *testing.T, dir, scratch string, stop <-chan struct{}, args
 	}}
 	testutil.MustBeUnder(t, scratch, "the host-wide apply lock", hostLock(env))
 	testutil.MustBeUnder(t, scratch, "the state directory", stateDir(env, ""))
+	return runWithEnvStop(env, stop, args)
+}
+
+// runWithEnv runs toque in-process as main does, with env; the caller
+// checks that env keeps toque's state in the test's scratch directory.
+func runWithEnv(env Env, args []string) (code int, stdout, stderr string) {
+	return runWithEnvStop(env, nil, args)
+}
+
+func runWithEnvStop(env Env, stop <-chan struct{}, args []string) (code int, stdout, stderr string) {
 	var out, errs bytes.Buffer
 	code = Run(context.Background(), stop, args, Streams{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errs, Env: env})
 	return code, out.String(), errs.String()
