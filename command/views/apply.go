@@ -105,6 +105,8 @@ func (a *applyText) PostApply(r *plan.Resource, rr apply.ResourceReport) {
 	switch {
 	case rr.Outcome == apply.OutcomeFailed, rr.Outcome == apply.OutcomeFailedIgnored:
 		a.printf("%s: %s after %s: %s\n", a.paint(color.FgRed, addr), rr.Outcome, roundDur(d), Escape(rr.Error))
+	case rr.Outcome == apply.OutcomeUnchanged && strings.HasPrefix(rr.Reason, apply.NothingToDo):
+		a.printf("%s: %s\n", addr, EscapeLine(rr.Reason))
 	case rr.Outcome == apply.OutcomeUnchanged:
 		a.printf("%s: already in the planned state, nothing to do\n", addr)
 	case rr.Outcome == apply.OutcomeSkipped && strings.HasPrefix(rr.Reason, apply.SkippedAtApply):

@@ -206,6 +206,10 @@ service "nginx" {
 			if nr.Kind != "skip" || len(nr.GuardSpecs) != 1 || len(nr.Guards) != 1 {
 				t.Fatalf("the notified reload is %q with %d guard(s) and %d result(s); want skipped by its guard", nr.Kind, len(nr.GuardSpecs), len(nr.Guards))
 			}
+			// The service is counted once, as its skipped run.
+			if c := pl.Counts(); c.Create != 1 || c.Skip != 1 || c.NoOp != 0 {
+				t.Errorf("counts %+v: want the file created and the service skipped, not also unchanged", c)
+			}
 		})
 	}
 }
