@@ -25,7 +25,7 @@ func Registry() *resources.Registry {
 // Types lists the built-in types, in the order they are documented.
 func Types() []resources.Type {
 	return []resources.Type{
-		files.FileType(), files.TemplateType(), files.DirectoryType(), files.LinkType(), files.RemoteFileType(),
+		files.BuiltinFileType(), files.TemplateType(), files.DirectoryType(), files.LinkType(), files.RemoteFileType(),
 		packages.PackageType(), packages.AptRepositoryType(), packages.AptUpdateType(),
 		commands.ExecuteType(), commands.ScriptType(), commands.BashType(), commands.ShType(), commands.CshType(), commands.PythonType(), commands.PerlType(), commands.PowerShellScriptType(),
 		accounts.UserType(), accounts.GroupType(), system.CronDType(), system.SysctlType(),
