@@ -10,6 +10,69 @@ import (
 	"github.com/toquehq/toque/internal/testutil"
 )
 
+// As a user other than root (make test-nonroot), a plan shows everything
+// it can plan, and what only root could do is one line per resource; a
+// file whose recipe sets only its mode is read for its metadata, not its
+// content, so one toque's user may not read is planned.
+func TestPlanAsNonRootShowsTheRestAndOneLinePerNeedsRoot(t *testing.T) {
+	testenv.MustHave(t, testenv.NonRoot)
+	dir, scratch := t.TempDir(), t.TempDir()
+	closed := filepath.Join(dir, "closed")
+	if err := os.Mkdir(closed, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	unreadable := filepath.Join(dir, "unreadable")
+	if err := os.WriteFile(unreadable, []byte("secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(unreadable, 0)
+	os.Chmod(closed, 0o555) // toque's user may not write it
+	t.Cleanup(func() { os.Chmod(closed, 0o755) })
+	writeRecipe(t, dir, `
+file "`+filepath.Join(dir, "mine")+`" {
+  content = "ok\n"
+}
+file "`+filepath.Join(closed, "x")+`" {
+  content = "no"
+}
+file "`+unreadable+`" {
+  mode = "0000"
+}
+file "`+filepath.Join(dir, "given")+`" {
+  content = "x"
+  owner   = "root"
+}
+execute "as-root" {
+  command = "true"
+  user    = "root"
+}
+`)
+	code, stdout, stderr := runToqueState(t, dir, scratch, nil, "plan")
+	if code != ExitError {
+		t.Fatalf("exit %d, want %d (the plan is incomplete)\n%s\n%s", code, ExitError, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "# file["+filepath.Join(dir, "mine")+"] will be created") {
+		t.Errorf("the plan does not show what it could plan:\n%s", stdout)
+	}
+	for _, addr := range []string{"file[" + filepath.Join(closed, "x") + "]", "file[" + filepath.Join(dir, "given") + "]", "execute[as-root]"} {
+		n := 0
+		for _, line := range strings.Split(stdout+stderr, "\n") {
+			if strings.Contains(line, addr) && strings.Contains(strings.ToLower(line), "needs root") {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%d lines say %s needs root, want 1:\n%s\n%s", n, addr, stdout, stderr)
+		}
+	}
+	if strings.Contains(stdout+stderr, unreadable+": permission denied") || strings.Contains(stdout+stderr, "Cannot read") {
+		t.Errorf("the file whose recipe sets only its mode was read for its content:\n%s\n%s", stdout, stderr)
+	}
+	if strings.Contains(stderr, " on main.hcl") {
+		t.Errorf("needs-root errors are not one line each:\n%s", stderr)
+	}
+}
+
 // As a user other than root, a plan in policy mode needs no state
 // directory it can create: its cache is a temporary one when it cannot
 // (local cookbooks never touch it), and no raw Go error is printed.

@@ -79,12 +79,18 @@ func NewPlan(v *View, asJSON, markdown bool) Plan {
 
 // planText prints diagnostics on stderr and the plan on stdout, as a
 // reviewer reads it. An errored plan is not shown: its errors are the
-// diagnostics.
+// diagnostics; but one whose only errors are resources that need root (a
+// plan made as another user) is, and lists them, one line each, at its
+// top.
 type planText struct{ v *View }
 
 func (t *planText) Show(p *plan.Plan, diags diag.Diagnostics, o PlanOptions) error {
+	shown := p != nil && (!p.Errored || onlyNeedsRoot(diags))
+	if shown && p.Errored {
+		diags = withoutErrors(diags) // the plan lists them
+	}
 	t.v.Diagnostics(diags)
-	if p == nil || p.Errored {
+	if !shown {
 		return nil
 	}
 	// Buffered: a plan of 10,000 changes is 80,000 lines, each a write(2)
@@ -95,6 +101,17 @@ func (t *planText) Show(p *plan.Plan, diags diag.Diagnostics, o PlanOptions) err
 		err = ferr
 	}
 	return err
+}
+
+// withoutErrors is diags without its errors (its warnings).
+func withoutErrors(diags diag.Diagnostics) diag.Diagnostics {
+	var out diag.Diagnostics
+	for _, d := range diags {
+		if d.Severity != diag.Error {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // planJSON prints one JSON document on stdout: the plan in the format of

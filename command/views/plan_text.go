@@ -172,7 +172,9 @@ func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 	if line := o.Signature.line(); line != "" {
 		bw.printf("%s\n", line)
 	}
-	if o.SavedTo != "" {
+	if o.SavedTo != "" && p.Errored {
+		bw.printf("Saved the plan to %s; being incomplete, it cannot be applied.\n", EscapeLine(o.SavedTo))
+	} else if o.SavedTo != "" {
 		saved := EscapeLine(o.SavedTo)
 		bw.printf("Saved the plan to %s. To apply exactly this plan: toque apply %s\n", saved, EscapeLine(ShellQuote(o.SavedTo)))
 	}
