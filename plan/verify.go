@@ -578,7 +578,7 @@ func (p *Plan) hiddenOf(r *Resource, h hiding) (*hiddenMaterial, bool) {
 	}
 	hidden := func(name string) bool { return r.Sensitive || marked[name] }
 	any := r.Sensitive || len(r.SensitiveProperties) > 0
-	for _, k := range sortedKeys(r.Desired) {
+	for k := range r.Desired {
 		if hidden(k) {
 			if m.Desired == nil {
 				m.Desired = map[string]Value{}
@@ -586,8 +586,8 @@ func (p *Plan) hiddenOf(r *Resource, h hiding) (*hiddenMaterial, bool) {
 			m.Desired[k] = r.Desired[k]
 		}
 	}
-	for _, k := range sortedKeys(r.Lazy) {
-		if e := r.Lazy[k]; e != nil && (hidden(k) || readsHidden(e, h.attrs)) {
+	for k, e := range r.Lazy { // (into maps: their JSON is in key order)
+		if e != nil && (hidden(k) || readsHidden(e, h.attrs)) {
 			if m.Lazy == nil {
 				m.Lazy = map[string]*LazyExpr{}
 			}
