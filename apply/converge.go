@@ -493,11 +493,10 @@ func (r *run) convergeStep(ctx context.Context, e *entry, view *plan.Resource, p
 			// A run has no planned state to be in: what the type read
 			// now leaves it nothing to do (an earlier resource stopped
 			// the service a reload was for), and its reason says why.
-			why := step.Reason
-			if why == "" {
-				why = "its type has nothing to do now"
+			rr.Reason = step.Reason
+			if rr.Reason == "" {
+				rr.Reason = "its type has nothing to do now"
 			}
-			rr.Reason = NothingToDo + why
 		case rr.DiffersFromPlan != "":
 			rr.Reason += ": an earlier resource in this run brought it there"
 		}

@@ -24,12 +24,6 @@ const (
 	OutcomeDoneEarlier = "done earlier"
 )
 
-// NothingToDo begins the Reason of a run step (a command, a reload) that
-// the reading right before it left nothing to do, unchanged: the type's
-// reason follows it ("nothing to do: does not exist, and the reload action
-// does nothing then").
-const NothingToDo = "nothing to do: "
-
 // SkippedAtApply begins the Reason of a resource that a guard decided at
 // apply skipped; the guard's verdict follows it.
 const SkippedAtApply = "skipped: decided at apply: "
