@@ -201,7 +201,7 @@ func TestConflicts(t *testing.T) {
 		l.CookbookLocks["ca"].SourceOptions.Path = "../b/cookbooks/cb"
 		b, _ := l.Marshal()
 		writeFile(t, lp, string(b))
-		assertDiags(t, installErr(t, w, InstallOptions{}), []string{"Unusable cookbook source in an included lock"}, []string{`"ca"`, `its path "../b/cookbooks/cb" leaves both the included lock's directory`, "no .git at or above it"})
+		assertDiags(t, installErr(t, w, InstallOptions{}), []string{"Unusable cookbook source in an included lock"}, []string{`"ca"`, `its path "../b/cookbooks/cb" leaves both the included lock's directory`, "no .git or .toque-repo at or above it"})
 	})
 }
 

@@ -27,7 +27,7 @@ func Registry() *resources.Registry {
 // Types lists the built-in types, in the order they are documented.
 func Types() []resources.Type {
 	return []resources.Type{
-		files.FileType(), files.TemplateType(), files.DirectoryType(), files.LinkType(), files.RemoteFileType(),
+		files.BuiltinFileType(), files.TemplateType(), files.DirectoryType(), files.LinkType(), files.RemoteFileType(),
 		files.FileLineType(), files.FileBlockType(), files.IniSettingType(),
 		packages.PackageType(), packages.AptRepositoryType(), packages.AptUpdateType(),
 		commands.ExecuteType(), commands.ScriptType(), commands.BashType(), commands.ShType(), commands.CshType(), commands.PythonType(), commands.PerlType(), commands.PowerShellScriptType(),

@@ -19,16 +19,33 @@ import (
 
 // fileType is the built-in "file" type: a regular file's content, mode and
 // ownership.
-type fileType struct{ schema *resources.Schema }
+type fileType struct {
+	schema *resources.Schema
+	// contentWhenSet reads the content only when the recipe sets it (or
+	// deletes the file): the "file" recipes declare (BuiltinFileType).
+	// Types built on files derive their content and always read it.
+	contentWhenSet bool
+}
 
-// FileType returns the built-in "file" resource type.
+// BuiltinFileType returns the "file" resource type recipes declare: as
+// FileType, but a file whose recipe sets only its owner, group or mode is
+// read for its metadata, not its content (see Load).
+func BuiltinFileType() resources.Type {
+	t := FileType().(*fileType)
+	t.contentWhenSet = true
+	return t
+}
+
+// FileType returns the file type for the types built on files (template,
+// cron_d, sysctl, systemd_unit), whose Load always reads the content they
+// derive.
 func FileType() resources.Type {
 	return &fileType{schema: &resources.Schema{
 		Name:        "file",
 		Description: "Manages a regular file: its content, mode and ownership.",
 		Properties: []*resources.Property{
 			PathProperty("path", "Absolute path of the file; defaults to the block label."),
-			{Name: "content", Type: cty.String, Content: true,
+			{Name: "content", Type: cty.String, Content: true, LoadInput: true,
 				Description: "Exact content of the file; unset leaves the content of an existing file as it is (a new file is empty)."},
 			ModeProperty("0644", `Permission bits: an octal string ("0644") or a symbolic mode ("go-w"); unset leaves an existing file's mode as it is.`),
 			OwnerProperty("Owning user, by name or numeric id; unset leaves it as it is."),
@@ -59,7 +76,18 @@ func (t *fileType) Schema() *resources.Schema { return t.schema }
 // changes. Private holds the content when not every user of the host may
 // read it (privateContent), and Extra "refused" a regular file with other
 // names in a directory other users can write (hardLinkRisk).
+//
+// The "file" of recipes (BuiltinFileType) reads the content only when the
+// recipe sets it (content is LoadInput) or the action deletes the file (the
+// plan shows what goes): a file whose recipe sets only its owner, group or
+// mode is read for its metadata, so that a user other than root can plan
+// one it may not read.
 func (t *fileType) Load(ctx context.Context, r *resources.Resource) (*resources.State, error) {
+	return t.load(ctx, r, !t.contentWhenSet || r.IsSet("content") || r.Action == "delete")
+}
+
+// load is Load, reading the content when withContent is set.
+func (t *fileType) load(ctx context.Context, r *resources.Resource, withContent bool) (*resources.State, error) {
 	path := r.String("path")
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
@@ -71,6 +99,15 @@ func (t *fileType) Load(ctx context.Context, r *resources.Resource) (*resources.
 	defer f.close()
 	st := stateOf(f)
 	if !f.exists || (f.link != "" && !f.followed) || f.st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return st, nil
+	}
+	if !withContent {
+		si := statInfoOf(&f.st)
+		setOwnerValues(st.Values, si, true)
+		fsw(st).obj = idOf(&f.st)
+		if why := hardLinkRisk(f, si); why != "" {
+			st.Extra["refused"] = why
+		}
 		return st, nil
 	}
 	data, fst, err := readRegular(f.dir, f.name, idOf(&f.st))
