@@ -647,7 +647,7 @@ systemctl daemon-reload && systemctl start toque-e2e-r toque-e2e-n`)
 }
 `)
 	r := s.toque(2, "plan", "-detailed-exitcode", "-out=plan.out")
-	if !strings.Contains(r.stdout, "# service[toque-e2e-r] will run: reload runs every time it is planned") || !strings.Contains(r.stdout, `! service "toque-e2e-r"`) {
+	if !strings.Contains(r.stdout, "# service[toque-e2e-r] will run: reload runs on every apply") || !strings.Contains(r.stdout, `! service "toque-e2e-r"`) {
 		t.Errorf("plan of a reload:\n%s", r.stdout)
 	}
 	s.toque(0, "apply", "plan.out")

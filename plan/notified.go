@@ -26,7 +26,7 @@ const (
 // NotifiedReason words why a notified run happens: "notified by
 // template[/etc/web.conf] (delayed)", then the type's own reason when it
 // says more than that a run step runs: a clause saying it runs every time
-// ("no guard: runs every time", "reload runs every time it is planned")
+// ("no guard: runs every time", "reload runs on every apply")
 // is true of a resource's own action, but a notified run runs when it is
 // notified, so it is left out.
 func NotifiedReason(notifiers []string, timing string, kind resources.Kind, typeReason string) string {
@@ -47,12 +47,12 @@ func NotifiedReason(notifiers []string, timing string, kind resources.Kind, type
 // withoutEveryTime is a run step's reason without its clauses (split at
 // "; ") that say it runs every time.
 func withoutEveryTime(reason string) string {
-	if !strings.Contains(reason, "every time") {
+	if !strings.Contains(reason, "every time") && !strings.Contains(reason, "on every apply") {
 		return reason
 	}
 	var kept []string
 	for _, clause := range strings.Split(reason, "; ") {
-		if clause != resources.NoGuardReason && !strings.Contains(clause, "runs every time") {
+		if clause != resources.NoGuardReason && !strings.Contains(clause, "runs every time") && !strings.Contains(clause, "runs on every apply") {
 			kept = append(kept, clause)
 		}
 	}

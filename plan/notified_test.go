@@ -17,8 +17,8 @@ func TestNotifiedReasonLeavesOutRunsEveryTime(t *testing.T) {
 		typeReason string
 		want       string
 	}{
-		{resources.Run, "reload runs every time it is planned", "notified by template[/etc/nginx.conf] (delayed)"},
-		{resources.Run, "restart runs every time it is planned; its unit file changed on disk since systemd read it, so toque runs systemctl daemon-reload first",
+		{resources.Run, "reload runs on every apply", "notified by template[/etc/nginx.conf] (delayed)"},
+		{resources.Run, "restart runs on every apply; its unit file changed on disk since systemd read it, so toque runs systemctl daemon-reload first",
 			"notified by template[/etc/nginx.conf] (delayed); its unit file changed on disk since systemd read it, so toque runs systemctl daemon-reload first"},
 		{resources.Run, resources.NoGuardReason, "notified by template[/etc/nginx.conf] (delayed)"},
 		{resources.Run, "update runs every time; lists updated 3 hours ago", "notified by template[/etc/nginx.conf] (delayed); lists updated 3 hours ago"},

@@ -511,7 +511,7 @@ func remountStep(desired *resources.Resource, current *resources.State, m *mount
 		stacked = fmt.Sprintf(" (the last of %s mounts there)", n)
 	}
 	if always {
-		why := "remount runs every time it is planned"
+		why := "remount runs on every apply"
 		if len(missing) > 0 {
 			why += "; " + strings.Join(missing, ", ") + " not in effect"
 		}

@@ -232,7 +232,7 @@ func planUnitStep(action, name string, current *resources.State) (*resources.Ste
 		if u.exists() && !u.running() {
 			return work(resources.Run, u.activity()+": restart starts it"+reloadFirst), nil
 		}
-		return work(resources.Run, "restart runs every time it is planned"+reloadFirst), nil
+		return work(resources.Run, "restart runs on every apply"+reloadFirst), nil
 	case "reload":
 		switch {
 		case !u.exists():
@@ -251,7 +251,7 @@ func planUnitStep(action, name string, current *resources.State) (*resources.Ste
 			// it runs, and is this no-op if something stopped the unit.
 			return &resources.Step{Kind: resources.NoOp, Reason: "not running: nothing to reload; it is " + u.activity()}, nil
 		}
-		return work(resources.Run, "reload runs every time it is planned"+reloadFirst), nil
+		return work(resources.Run, "reload runs on every apply"+reloadFirst), nil
 	}
 	return nil, fmt.Errorf("no action %q on units", action)
 }
