@@ -237,14 +237,11 @@ func (t *directoryType) update(_ context.Context, _ *resources.Env, desired *res
 
 func (t *directoryType) delete(_ context.Context, _ *resources.Env, desired *resources.Resource, current *resources.State, _ *resources.Step) error {
 	path := desired.String("path")
-	f, err := lookupPath(path, false)
-	if err != nil {
-		return fmt.Errorf("deleting %s: %w", path, err)
+	f, err := toDelete(path)
+	if f == nil {
+		return err
 	}
 	defer f.close()
-	if !f.exists {
-		return nil
-	}
 	if f.st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return fmt.Errorf("deleting %s: it is %s now, not a directory; refusing to delete it", path, props.Article(kindOf(uint32(f.st.Mode))))
 	}

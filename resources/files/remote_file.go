@@ -520,20 +520,12 @@ func (t *remoteFileType) update(env *resources.Env, desired *resources.Resource,
 	if !f.exists || f.link != "" {
 		return fmt.Errorf("updating %s: it is gone or was replaced: %w", path, ErrChanged)
 	}
-	file, fst, err := openAt(f.dir, f.name, unix.O_RDONLY, unix.S_IFREG, fsr(current).obj)
+	u, err := openToUpdate(f, desired, current, path)
 	if err != nil {
-		return fmt.Errorf("updating %s: %w", path, err)
+		return err
 	}
-	defer file.Close()
-	live := statInfoOf(&fst)
-	own, err := desiredOwnership(desired)
-	if err != nil {
-		return fmt.Errorf("updating %s: %w", path, err)
-	}
-	mode, modeSet, err := modeAgainst(desired.Values["mode"], live.mode, false)
-	if err != nil {
-		return fmt.Errorf("updating %s: %w", path, err)
-	}
+	defer u.file.Close()
+	file, live, own, mode, modeSet := u.file, u.live, u.own, u.mode, u.modeSet
 	if step.HasGroup("content") && blob != nil {
 		if _, err := backupFrom(env, path, file, live.mode, desired.Int("backup"), time.Now()); err != nil {
 			return err
