@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"encoding/json"
@@ -103,9 +103,9 @@ func newCIEnv(t *testing.T) *ciEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.scripts = filepath.Join(wd, "examples", "ci", "scripts")
+	c.scripts = filepath.Join(wd, "..", "examples", "ci", "scripts")
 	// The example's own recipes, planned against the scratch root.
-	src, err := os.ReadFile(filepath.Join(wd, "examples", "ci", "recipes", "site.hcl"))
+	src, err := os.ReadFile(filepath.Join(wd, "..", "examples", "ci", "recipes", "site.hcl"))
 	if err != nil {
 		t.Fatal(err)
 	}

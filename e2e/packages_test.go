@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"encoding/json"
@@ -567,11 +567,11 @@ func TestE2EPackagesExample(t *testing.T) {
 	w := newPkgWorld(t, false)
 	repo := filepath.Join(t.TempDir(), "example-repo")
 	os.Chmod(filepath.Dir(repo), 0o755)
-	cmd := exec.Command("examples/packages/build-repo.sh", repo)
+	cmd := exec.Command("../examples/packages/build-repo.sh", repo)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build-repo.sh: %v\n%s", err, out)
 	}
-	dir, _ := filepath.Abs("examples/packages/recipes")
+	dir, _ := filepath.Abs("../examples/packages/recipes")
 	w.dir = dir
 	plan := w.planFile()
 	run := func(args ...string) result {

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"encoding/json"
@@ -26,7 +26,7 @@ type customEnv struct {
 
 func newCustomEnv(t *testing.T) *customEnv {
 	t.Helper()
-	abs, err := filepath.Abs(filepath.Join("examples", "custom-types"))
+	abs, err := filepath.Abs(filepath.Join("..", "examples", "custom-types"))
 	if err != nil {
 		t.Fatal(err)
 	}

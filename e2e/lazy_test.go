@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"encoding/json"
@@ -12,7 +12,7 @@ import (
 // scratch directory.
 func bootstrapEnv(t *testing.T) (*env, []string, string) {
 	t.Helper()
-	abs, err := filepath.Abs(filepath.Join("examples", "bootstrap"))
+	abs, err := filepath.Abs(filepath.Join("..", "examples", "bootstrap"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +280,7 @@ execute "reload" {
 // value evaluated at apply.
 func TestE2ELazyOnTypeWrittenInHCL(t *testing.T) {
 	e := newEnv(t)
-	b, err := os.ReadFile(filepath.Join("examples", "custom-types", "types.hcl"))
+	b, err := os.ReadFile(filepath.Join("..", "examples", "custom-types", "types.hcl"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 		toqueBin = bin
 	} else {
 		toqueBin = filepath.Join(dir, "toque")
-		cmd := exec.Command("go", "build", "-o", toqueBin, ".")
+		cmd := exec.Command("go", "build", "-o", toqueBin, "..")
 		cmd.Stderr = os.Stderr
 		if err := cmd.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, "building toque:", err)

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -737,7 +737,7 @@ func testOneDaemonReload(b *box) {
 func testServiceExample(b *box) {
 	t := b.t
 	s := b.scenario("example")
-	src, err := filepath.Glob("examples/service/*")
+	src, err := filepath.Glob("../examples/service/*")
 	if err != nil || len(src) == 0 {
 		t.Fatalf("examples/service: %v", err)
 	}

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"encoding/json"
@@ -22,7 +22,7 @@ type guardsEnv struct {
 
 func newGuardsEnv(t *testing.T, example string) *guardsEnv {
 	t.Helper()
-	abs, err := filepath.Abs(filepath.Join("examples", "guards", example))
+	abs, err := filepath.Abs(filepath.Join("..", "examples", "guards", example))
 	if err != nil {
 		t.Fatal(err)
 	}

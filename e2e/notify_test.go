@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"encoding/json"
@@ -17,7 +17,7 @@ type webEnv struct {
 
 func newWebEnv(t *testing.T) *webEnv {
 	t.Helper()
-	abs, err := filepath.Abs(filepath.Join("examples", "web-config"))
+	abs, err := filepath.Abs(filepath.Join("..", "examples", "web-config"))
 	if err != nil {
 		t.Fatal(err)
 	}
