@@ -1,0 +1,150 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// A scrubber takes out of toque's output what differs from one run, one
+// machine or one user to the next, so that a script can compare the rest
+// with its golden files byte for byte:
+//
+//   - the script's directories: $ROOT (the scratch root the recipes
+//     manage), $EXAMPLES (the repository's examples/) and $WORK;
+//   - the host name where toque names the host ("actions on $HOSTNAME:");
+//   - the user and group a file is left with ("left as it is ($USER)"),
+//     which are root's or nobody's depending on who runs the tests;
+//   - digests, new on every run for a plan: each becomes <digest N>, N
+//     counting the distinct digests the script's toque runs printed, so
+//     that a golden file still shows which digests are the same;
+//   - times (<time>), durations (… ms, …s) and process ids (pid <pid>).
+//
+// Lengths change, but not where lines break: toque wraps its text before
+// the scrubber sees it, and a script's directories have the same length on
+// every run (scriptWorkRoot).
+type scrubber struct {
+	literal  *strings.Replacer
+	patterns []scrubPattern
+	digests  []string // in order of first appearance
+	known    string   // the file that keeps them from one run to the next
+}
+
+type scrubPattern struct {
+	re   *regexp.Regexp
+	with string
+}
+
+// Patterns that do not depend on the script.
+var timePatterns = []scrubPattern{
+	{regexp.MustCompile(`\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`), "<time>"},
+	{regexp.MustCompile(`\b\d{8}T\d{6}(\.\d+)?Z`), "<time>"},
+	{regexp.MustCompile(`\b(exit -?\d+) in \d+ ms\b`), "$1 in … ms"},
+	{regexp.MustCompile(`\b(complete|failed[^:\n]*) after (\d+h)?(\d+m)?\d+s\b`), "$1 after …s"},
+	{regexp.MustCompile(`\[(\d+h)?(\d+m)?\d+s elapsed\]`), "[…s elapsed]"},
+	{regexp.MustCompile(`\bwaiting \d+(\.\d+)?(ms|s)\b`), "waiting …"},
+	{regexp.MustCompile(`"duration_ms": ?\d+`), `"duration_ms": …`},
+	{regexp.MustCompile(`\bpid \d+`), "pid <pid>"},
+}
+
+var digestRe = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
+
+// newScrubber makes the scrubber of the script whose environment getenv
+// reads (WORK, ROOT, EXAMPLES); outside a script it scrubs only what
+// varies with the run.
+func newScrubber(getenv func(string) string) *scrubber {
+	var pairs []string
+	for _, name := range []string{"ROOT", "EXAMPLES", "WORK"} { // the longest first: ROOT is in WORK
+		if v := getenv(name); len(v) > 1 {
+			pairs = append(pairs, v, "$"+name)
+		}
+	}
+	s := &scrubber{literal: strings.NewReplacer(pairs...), patterns: timePatterns}
+	if w := getenv("WORK"); w != "" {
+		s.known = filepath.Join(w, ".tmp", "digests")
+		if b, err := os.ReadFile(s.known); err == nil {
+			s.digests = strings.Fields(string(b))
+		}
+	}
+	if h, err := os.Hostname(); err == nil && h != "" {
+		q := regexp.QuoteMeta(h)
+		// Only where toque names the host: a host name can be any word.
+		s.patterns = append(s.patterns,
+			scrubPattern{regexp.MustCompile(`(\bon |No changes\. |\bfor )(\x60?)` + q + `\b`), "$1$2$$HOSTNAME"},
+			scrubPattern{regexp.MustCompile(`\bhost=` + q + `\b`), "host=$$HOSTNAME"},
+			scrubPattern{regexp.MustCompile(`"(hostname|host)": ?"` + q + `"`), `"$1": "$$HOSTNAME"`},
+		)
+	}
+	if u, err := user.Current(); err == nil {
+		s.patterns = append(s.patterns, scrubPattern{regexp.MustCompile(`(owner: not set in the recipe, left as it is )\(` + regexp.QuoteMeta(u.Username) + `\)`), "$1($$USER)"})
+		if g, err := user.LookupGroupId(u.Gid); err == nil {
+			s.patterns = append(s.patterns, scrubPattern{regexp.MustCompile(`(group: not set in the recipe, left as it is )\(` + regexp.QuoteMeta(g.Name) + `\)`), "$1($$GROUP)"})
+		}
+	}
+	return s
+}
+
+// line scrubs one line (or any text without a path cut in two).
+func (s *scrubber) line(text string) string {
+	text = s.literal.Replace(text)
+	text = digestRe.ReplaceAllStringFunc(text, s.digest)
+	for _, p := range s.patterns {
+		text = p.re.ReplaceAllString(text, p.with)
+	}
+	return text
+}
+
+// digest is the label of the hexadecimal digest d.
+func (s *scrubber) digest(d string) string {
+	i := slices.Index(s.digests, d)
+	if i < 0 {
+		s.digests = append(s.digests, d)
+		i = len(s.digests) - 1
+		if s.known != "" {
+			if f, err := os.OpenFile(s.known, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err == nil {
+				fmt.Fprintln(f, d)
+				f.Close()
+			}
+		}
+	}
+	return fmt.Sprintf("<digest %d>", i+1)
+}
+
+// writer scrubs what is written to w a whole line at a time; Close writes
+// an unfinished last line.
+func (s *scrubber) writer(w io.Writer) *scrubWriter {
+	return &scrubWriter{s: s, w: w}
+}
+
+type scrubWriter struct {
+	s   *scrubber
+	w   io.Writer
+	buf []byte
+}
+
+func (sw *scrubWriter) Write(p []byte) (int, error) {
+	sw.buf = append(sw.buf, p...)
+	if i := bytes.LastIndexByte(sw.buf, '\n'); i >= 0 {
+		whole := sw.buf[:i+1]
+		if _, err := io.WriteString(sw.w, sw.s.line(string(whole))); err != nil {
+			return 0, err
+		}
+		sw.buf = append(sw.buf[:0], sw.buf[i+1:]...)
+	}
+	return len(p), nil
+}
+
+func (sw *scrubWriter) Close() error {
+	if len(sw.buf) == 0 {
+		return nil
+	}
+	_, err := io.WriteString(sw.w, sw.s.line(string(sw.buf)))
+	sw.buf = nil
+	return err
+}
