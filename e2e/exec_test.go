@@ -13,23 +13,6 @@ import (
 // End-to-end tests of how commands and guards run: their environment,
 // argv guards, guards that cannot run correctly, live_stream.
 
-func TestE2EGuardInterpreterWithExpressionGuard(t *testing.T) {
-	testBadInput(t, []badInput{
-		{"bool guard", "file \"/x\" {\n  content = \"a\"\n  guard_interpreter = \"bash\"\n  only_if = true\n}\n", "bad.hcl:3"},
-		{"expression in a list", "execute \"x\" {\n  guard_interpreter = \"default\"\n  not_if = [\"true\", 1 == 1]\n}\n", "bad.hcl:2"},
-	})
-}
-
-func TestE2EGuardKeyTypoSuggests(t *testing.T) {
-	e := newEnv(t)
-	e.recipe("bad.hcl", "file \"/x\" {\n  only_if = {\n    comand = \"true\"\n  }\n}\n")
-	r := e.must(1, "plan")
-	contains(t, "plan", strings.Join(strings.Fields(r.stderr), " "), "bad.hcl:3", `Did you mean "command"?`)
-	if strings.Contains(r.stderr, "Missing guard command") {
-		t.Errorf("a misspelt command is also reported missing:\n%s", r.stderr)
-	}
-}
-
 // writableByAll makes a directory any user can write, outside the test's
 // private temporary directory (which other users cannot enter).
 func writableByAll(t *testing.T) string {
@@ -136,75 +119,4 @@ func checkEnv(t *testing.T, who string, env, want map[string]string, absent ...s
 			t.Errorf("%s got %s=%s", who, k, v)
 		}
 	}
-}
-
-// Issue 10.8: a shell guard with a syntax error exits 2; the plan says it
-// is false but warns, quoting the shell's message, escaped.
-func TestE2EGuardExit2Warns(t *testing.T) {
-	e := newEnv(t)
-	e.recipe("main.hcl", `
-file "ROOT/a" {
-  content = "x"
-  only_if = "if then"
-}
-
-file "ROOT/b" {
-  content = "x"
-  not_if  = "printf 'bad \\033[31mred\\n' >&2; exit 2"
-}
-`)
-	r := e.must(0, "plan")
-	out := strings.Join(strings.Fields(r.stdout), " ")
-	contains(t, "plan", out, "only_if `if then` failed", "exit 2: a shell exits 2", "may be broken rather than false", "Syntax error", `bad \x1b[31mred`)
-	if strings.Contains(r.stdout, "\x1b") {
-		t.Errorf("the plan holds a raw escape character:\n%q", r.stdout)
-	}
-}
-
-// Issue 10.19: { command = [PROGRAM, ARG…] } runs without a shell, reads in
-// the plan like a script guard, and runs again at apply from the plan file.
-func TestE2EArgvGuard(t *testing.T) {
-	e := newEnv(t)
-	e.write("gate $(touch pwned)", "", 0o644)
-	e.recipe("main.hcl", `
-execute "ran" {
-  command = ["touch", "ROOT/ran"]
-  only_if = { command = ["test", "-f", "ROOT/gate $(touch pwned)"], cwd = "/" }
-}
-
-file "ROOT/b" {
-  content = "x"
-  not_if  = { command = ["test", "-f", "ROOT/gate $(touch pwned)"] }
-}
-`)
-	r := e.must(2, "plan", "-detailed-exitcode", "-out=plan.out")
-	contains(t, "plan", r.stdout,
-		"only_if `test -f '"+e.root+"/gate $(touch pwned)'` passed",
-		"(execute; cwd / from the guard; exit 0 in",
-		"not_if `test -f '"+e.root+"/gate $(touch pwned)'` is true",
-		"1 to run", "1 skipped")
-	if _, err := os.Stat(filepath.Join(e.root, "pwned")); err == nil {
-		t.Fatal("an argument of an argv guard was run by a shell")
-	}
-
-	// Apply evaluates the guards again, from the plan file: with the gate
-	// gone they no longer agree with the plan.
-	os.Remove(filepath.Join(e.root, "gate $(touch pwned)"))
-	before := e.snapshot()
-	r = e.must(3, "apply", "plan.out")
-	contains(t, "apply", r.stderr, "guard only_if `test -f '"+e.root+"/gate $(touch pwned)'`: passed at plan time, now fails")
-	sameSnapshot(t, before, e.snapshot())
-
-	// With the gate back, apply runs them and the command.
-	e.write("gate $(touch pwned)", "", 0o644)
-	e.must(0, "apply", "plan.out")
-	e.read("ran")
-}
-
-func TestE2EArgvGuardBadInput(t *testing.T) {
-	testBadInput(t, []badInput{
-		{"Chef's argv form", "file \"/x\" {\n  content = \"a\"\n  only_if = [\"test\", \"-f\", \"/x\"]\n}\n", "bad.hcl:3"},
-		{"empty argv", "file \"/x\" {\n  only_if = {\n    command = []\n  }\n}\n", "bad.hcl:3"},
-		{"flags on argv", "execute \"x\" {\n  only_if = {\n    command = [\"true\"]\n    flags   = \"-e\"\n  }\n}\n", "bad.hcl:4"},
-	})
 }

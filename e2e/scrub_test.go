@@ -30,7 +30,7 @@ import (
 // the scrubber sees it, and a script's directories have the same length on
 // every run (scriptWorkRoot).
 type scrubber struct {
-	literal  *strings.Replacer
+	paths    []scrubPattern
 	patterns []scrubPattern
 	digests  []string // in order of first appearance
 	known    string   // the file that keeps them from one run to the next
@@ -49,7 +49,6 @@ var timePatterns = []scrubPattern{
 	{regexp.MustCompile(`\b(complete|failed[^:\n]*) after (\d+h)?(\d+m)?\d+s\b`), "$1 after …s"},
 	{regexp.MustCompile(`\[(\d+h)?(\d+m)?\d+s elapsed\]`), "[…s elapsed]"},
 	{regexp.MustCompile(`\bwaiting \d+(\.\d+)?(ms|s)\b`), "waiting …"},
-	{regexp.MustCompile(`"duration_ms": ?\d+`), `"duration_ms": …`},
 	{regexp.MustCompile(`\bpid \d+`), "pid <pid>"},
 }
 
@@ -59,13 +58,14 @@ var digestRe = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
 // reads (WORK, ROOT, EXAMPLES); outside a script it scrubs only what
 // varies with the run.
 func newScrubber(getenv func(string) string) *scrubber {
-	var pairs []string
-	for _, name := range []string{"ROOT", "EXAMPLES", "WORK"} { // the longest first: ROOT is in WORK
+	s := &scrubber{patterns: timePatterns}
+	for _, name := range []string{"ROOT", "EXAMPLES", "WORK"} { // ROOT before WORK, which holds it
 		if v := getenv(name); len(v) > 1 {
-			pairs = append(pairs, v, "$"+name)
+			// A whole path or its start: not $WORK/root.out as $ROOT.out.
+			re := regexp.MustCompile(regexp.QuoteMeta(v) + `([^A-Za-z0-9._-]|$)`)
+			s.paths = append(s.paths, scrubPattern{re, "$$" + name + "${1}"})
 		}
 	}
-	s := &scrubber{literal: strings.NewReplacer(pairs...), patterns: timePatterns}
 	if w := getenv("WORK"); w != "" {
 		s.known = filepath.Join(w, ".tmp", "digests")
 		if b, err := os.ReadFile(s.known); err == nil {
@@ -92,7 +92,9 @@ func newScrubber(getenv func(string) string) *scrubber {
 
 // line scrubs one line (or any text without a path cut in two).
 func (s *scrubber) line(text string) string {
-	text = s.literal.Replace(text)
+	for _, p := range s.paths {
+		text = p.re.ReplaceAllString(text, p.with)
+	}
 	text = digestRe.ReplaceAllStringFunc(text, s.digest)
 	for _, p := range s.patterns {
 		text = p.re.ReplaceAllString(text, p.with)
