@@ -148,6 +148,7 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 	"snapshot": cmdSnapshot,
 	"cmpmode":  cmdCmpmode,
 	"cmplink":  cmdCmplink,
+	"scrub":    cmdScrub,
 }
 
 // status N: the last toque the script ran (exec toque) exited N.
@@ -247,4 +248,16 @@ func cmdCmplink(ts *testscript.TestScript, neg bool, args []string) {
 	if got != args[1] {
 		ts.Fatalf("%s links to %s, want %s", args[0], got, args[1])
 	}
+}
+
+// scrub: the last command's stdout and stderr, scrubbed as toque's own
+// output is, for what a script reads itself (a report, jq's output).
+func cmdScrub(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: scrub")
+	}
+	s := newScrubber(ts.Getenv)
+	stdout, stderr := ts.ReadFile("stdout"), ts.ReadFile("stderr")
+	fmt.Fprint(ts.Stdout(), s.line(stdout))
+	fmt.Fprint(ts.Stderr(), s.line(stderr))
 }

@@ -24,7 +24,8 @@ import (
 //   - digests, new on every run for a plan: each becomes <digest N>, N
 //     counting the distinct digests the script's toque runs printed, so
 //     that a golden file still shows which digests are the same;
-//   - times (<time>), durations (… ms, …s) and process ids (pid <pid>).
+//   - times (<time>), durations (… ms, …s), process ids (pid <pid>) and
+//     the short revision of a policy lock (<revision>).
 //
 // Lengths change, but not where lines break: toque wraps its text before
 // the scrubber sees it, and a script's directories have the same length on
@@ -50,6 +51,9 @@ var timePatterns = []scrubPattern{
 	{regexp.MustCompile(`\[(\d+h)?(\d+m)?\d+s elapsed\]`), "[…s elapsed]"},
 	{regexp.MustCompile(`\bwaiting \d+(\.\d+)?(ms|s)\b`), "waiting …"},
 	{regexp.MustCompile(`\bpid \d+`), "pid <pid>"},
+	// A policy lock's revision, short: it digests cookbooks whose recipes
+	// name the script's paths.
+	{regexp.MustCompile(`\b(lock revision|revision) [0-9a-f]{10}\b`), "$1 <revision>"},
 }
 
 var digestRe = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
@@ -82,9 +86,15 @@ func newScrubber(getenv func(string) string) *scrubber {
 		)
 	}
 	if u, err := user.Current(); err == nil {
-		s.patterns = append(s.patterns, scrubPattern{regexp.MustCompile(`(owner: not set in the recipe, left as it is )\(` + regexp.QuoteMeta(u.Username) + `\)`), "$1($$USER)"})
+		// Where toque reports the live owner: the text's "left as it is
+		// (root)", the Markdown's "left as it is: "root"", a stale plan's
+		// "now "root"". Not a recipe's owner = "root".
+		owner := func(prop, name, label string) scrubPattern {
+			return scrubPattern{regexp.MustCompile(`(\b` + prop + `: (?:not set in the recipe, left as it is:? |.* at plan time, now ))(\(|")` + regexp.QuoteMeta(name) + `(\)|")`), "$1$2$$" + label + "$3"}
+		}
+		s.patterns = append(s.patterns, owner("owner", u.Username, "USER"))
 		if g, err := user.LookupGroupId(u.Gid); err == nil {
-			s.patterns = append(s.patterns, scrubPattern{regexp.MustCompile(`(group: not set in the recipe, left as it is )\(` + regexp.QuoteMeta(g.Name) + `\)`), "$1($$GROUP)"})
+			s.patterns = append(s.patterns, owner("group", g.Name, "GROUP"))
 		}
 	}
 	return s
