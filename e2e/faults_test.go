@@ -71,39 +71,6 @@ func readSomeThenClose(t *testing.T, e *env, args ...string) string {
 	return stderr.String()
 }
 
-// A plan that fails leaves no plan at -out: the older one is removed
-// first. A file at -out that is not a plan is never replaced.
-func TestE2EPlanRemovesAStaleOutFile(t *testing.T) {
-	e := newEnv(t)
-	e.recipe("a.hcl", `file "ROOT/a" { content = "a" }`)
-	e.must(0, "plan", "-out=p")
-	// A syntax error: no plan at all.
-	e.recipe("a.hcl", `file "ROOT/a" { content = `)
-	r := e.must(1, "plan", "-out=p")
-	if _, err := os.Stat(filepath.Join(e.dir, "p")); !os.IsNotExist(err) {
-		t.Errorf("a failed plan left the older plan file in place (%v)\n%s", err, r)
-	}
-	// An evaluation error: an errored plan replaces it, which apply refuses.
-	e.recipe("a.hcl", `file "ROOT/a" { content = "a" }`)
-	e.must(0, "plan", "-out=p")
-	e.recipe("a.hcl", `file "ROOT/a" { content = nosuchfunction() }`)
-	e.must(1, "plan", "-out=p")
-	if r := e.must(1, "apply", "p"); !strings.Contains(r.stderr, "errored") {
-		t.Errorf("apply of an errored plan:\n%s", r)
-	}
-
-	e.recipe("a.hcl", `file "ROOT/a" { content = "a" }`)
-	notes := filepath.Join(e.dir, "notes.txt")
-	os.WriteFile(notes, []byte("my notes\n"), 0o644)
-	r = e.must(1, "plan", "-out=notes.txt")
-	if !strings.Contains(r.stderr, "is not a toque plan file; refusing to replace it") {
-		t.Errorf("no refusal:\n%s", r)
-	}
-	if b, _ := os.ReadFile(notes); string(b) != "my notes\n" {
-		t.Errorf("a file that is not a plan was replaced: %q", b)
-	}
-}
-
 // The first Ctrl-C is acknowledged at once, naming the resource in hand,
 // even when that resource takes long.
 func TestE2EFirstInterruptIsAcknowledgedAtOnce(t *testing.T) {
@@ -168,45 +135,5 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 			t.Fatalf("timed out after %s waiting for %s", limit, what)
 		}
 		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// live_stream shows a command's output as it runs, each line under its
-// resource, escaped; -json has an output event per line.
-func TestE2ELiveStream(t *testing.T) {
-	e := newEnv(t)
-	e.recipe("a.hcl", `
-execute "loud" {
-  command     = "echo first; printf 'esc \\033[2J here\\n'; echo err >&2"
-  live_stream = true
-}
-execute "quiet" {
-  command = "echo hidden-output"
-}
-`)
-	e.must(0, "plan", "-out=plan.out")
-	r := e.must(0, "apply", "plan.out")
-	for _, want := range []string{"execute[loud]: first\n", `execute[loud]: esc \x1b[2J here`, "execute[loud]: err\n"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("apply output lacks %q:\n%s", want, r.stdout)
-		}
-	}
-	if strings.Contains(r.stdout, "hidden-output") || strings.Contains(r.stdout, "\x1b") {
-		t.Errorf("output of a command without live_stream, or a raw escape:\n%q", r.stdout)
-	}
-	e.must(0, "plan", "-out=plan.out")
-	r = e.must(0, "apply", "-json", "plan.out")
-	if !strings.Contains(r.stdout, `"type":"output"`) || !strings.Contains(r.stdout, `"line":"first"`) {
-		t.Errorf("no output events:\n%s", r.stdout)
-	}
-}
-
-// A bad flag is one short error, not the usage twice.
-func TestE2EBadFlagIsOneError(t *testing.T) {
-	e := newEnv(t)
-	e.recipe("a.hcl", `file "ROOT/a" { content = "a" }`)
-	r := e.must(1, "plan", "-outt=p")
-	if r.stderr != "Error: plan has no option -outt. Did you mean -out? Run 'toque plan -help' for its options.\n" {
-		t.Errorf("stderr:\n%s", r.stderr)
 	}
 }

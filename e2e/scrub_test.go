@@ -83,6 +83,8 @@ func newScrubber(getenv func(string) string) *scrubber {
 			scrubPattern{regexp.MustCompile(`(\bon |No changes\. |\bfor )(\x60?)` + q + `\b`), "$1$2$$HOSTNAME"},
 			scrubPattern{regexp.MustCompile(`\bhost=` + q + `\b`), "host=$$HOSTNAME"},
 			scrubPattern{regexp.MustCompile(`"(hostname|host)": ?"` + q + `"`), `"$1": "$$HOSTNAME"`},
+			// The console's value of host.hostname.
+			scrubPattern{regexp.MustCompile(`(?m)^"` + q + `"$`), `"$$HOSTNAME"`},
 		)
 	}
 	if u, err := user.Current(); err == nil {

@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/toquehq/toque/internal/testenv"
-	"github.com/toquehq/toque/internal/testutil"
 )
 
 // TestE2EHostileStateDirIsRefused prepares the state directory as another
@@ -144,32 +143,4 @@ func mkdir(t *testing.T, dir string, mode os.FileMode) {
 	if err := os.Chmod(dir, mode); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// TestE2EPolicyCacheNeedsATrustedStateDir: the policy cache lives in the
-// state directory by default, and what install fetches there is later
-// planned and run as root, so install and plan refuse an untrusted one.
-func TestE2EPolicyCacheNeedsATrustedStateDir(t *testing.T) {
-	e := newEnv(t)
-	testutil.WriteFiles(t, e.dir, map[string]string{
-		"policy.hcl":                        "name = \"app\"\nrun_list = [\"app\"]\ncookbook \"app\" {\n  path = \"cookbooks/app\"\n}\n",
-		"cookbooks/app/metadata.hcl":        "name = \"app\"\nversion = \"0.1.0\"\n",
-		"cookbooks/app/recipes/default.hcl": "file \"" + e.root + "/a\" {\n  content = \"a\\n\"\n}\n",
-	})
-	mkdir(t, e.state, 0o777)
-	for _, cmd := range []string{"install", "plan"} {
-		r := e.must(1, cmd)
-		if !strings.Contains(r.stderr, "Refusing an untrusted state directory") || !strings.Contains(r.stderr, e.state) {
-			t.Errorf("%s: want the state directory refused:\n%s", cmd, r)
-		}
-	}
-	if _, err := os.Stat(filepath.Join(e.state, "cache")); !os.IsNotExist(err) {
-		t.Errorf("a cache was made in the untrusted state directory: %v", err)
-	}
-	// With the state directory fixed, install and plan work.
-	if err := os.Chmod(e.state, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	e.must(0, "install")
-	e.must(0, "plan")
 }
