@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"encoding/json"
 	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
@@ -12,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/toquehq/toque/internal/testenv"
 	"github.com/toquehq/toque/internal/testutil"
@@ -61,129 +59,6 @@ func TestE2EMachineIDIsRequired(t *testing.T) {
 		t.Fatal("a refused plan changed the host")
 	}
 	e.must(0, "apply", "here.plan")
-}
-
-// TestE2EPolicyListsMergeWithCookbookLists: a cookbook's default list and
-// the policy's default list at the same path reach the node as their
-// union, cookbook first, as in Chef; the plan names both sources.
-func TestE2EPolicyListsMergeWithCookbookLists(t *testing.T) {
-	isolatedGit(t)
-	e := newEnv(t)
-	testutil.WriteFiles(t, e.dir, map[string]string{
-		"policy.hcl": `name = "app"
-run_list = ["app"]
-cookbook "app" {
-  path = "cookbooks/app"
-}
-default_attributes = { app = { hosts = ["b", "c"], port = 8080 } }
-`,
-		"cookbooks/app/metadata.hcl": "name = \"app\"\nversion = \"1.0.0\"\n",
-		"cookbooks/app/attributes/default.hcl": `default "app" {
-  hosts = ["a", "b"]
-  port  = 80
-}
-`,
-		"cookbooks/app/recipes/default.hcl": `file "` + e.root + `/hosts" {
-  content = "${join(",", node.app.hosts)} ${node.app.port}\n"
-}
-`,
-	})
-	e.must(0, "install")
-	e.must(0, "plan", "-out=plan.out")
-	r := e.must(0, "show", "-json", "plan.out")
-	var shown struct {
-		Attributes []struct {
-			Path   string          `json:"path"`
-			Value  json.RawMessage `json:"value"`
-			Source string          `json:"source"`
-		} `json:"attributes"`
-	}
-	if err := json.Unmarshal([]byte(r.stdout), &shown); err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]string{}
-	for _, a := range shown.Attributes {
-		var v bytes.Buffer
-		json.Compact(&v, a.Value)
-		got[a.Path] = v.String() + " from " + a.Source
-	}
-	if want := `["a","b","c"] from list merged from cookbooks/app/attributes/default.hcl:2 and the policy's list at policy.hcl:6`; got["app.hosts"] != want {
-		t.Errorf("app.hosts: %s\nwant       %s", got["app.hosts"], want)
-	}
-	if want := `8080 from policy.hcl:6`; got["app.port"] != want {
-		t.Errorf("app.port: %s, want %s", got["app.port"], want)
-	}
-	e.must(0, "apply", "plan.out")
-	if got := e.read("hosts"); got != "a,b,c 8080\n" {
-		t.Errorf("hosts file %q", got)
-	}
-}
-
-// TestE2EInstallAndUpdateSayWhatChanged: install and update print what
-// moved, and leave an up-to-date lock alone.
-func TestE2EInstallAndUpdateSayWhatChanged(t *testing.T) {
-	isolatedGit(t)
-	e := newEnv(t)
-	base := t.TempDir()
-	bare, work := filepath.Join(base, "policies.git"), filepath.Join(base, "work")
-	testutil.Git(t, base, "init", "--quiet", "--bare", "-b", "main", bare)
-	testutil.Git(t, base, "init", "--quiet", "-b", "main", work)
-	publish := func(version string) string {
-		testutil.WriteFiles(t, work, map[string]string{
-			"base/policy.hcl":                         "name = \"base\"\nrun_list = [\"base\"]\ncookbook \"base\" {\n  path = \"cookbooks/base\"\n}\ndefault_attributes = { base = { version = \"" + version + "\" } }\n",
-			"base/cookbooks/base/metadata.hcl":        "name = \"base\"\nversion = \"" + version + "\"\n",
-			"base/cookbooks/base/recipes/default.hcl": "",
-		})
-		if r := e.runCmd(exec.Command(toqueBin, "-chdir="+filepath.Join(work, "base"), "install")); r.code != 0 {
-			t.Fatalf("base install: %s", r)
-		}
-		testutil.Git(t, work, "add", "-A")
-		testutil.Git(t, work, "commit", "--quiet", "-m", version)
-		testutil.Git(t, work, "push", "--quiet", bare, "main")
-		return testutil.Git(t, work, "rev-parse", "HEAD")
-	}
-	c1 := publish("1.0.0")
-	testutil.WriteFiles(t, e.dir, map[string]string{
-		"policy.hcl": `name = "app"
-include_policy "base" {
-  git  = "file://` + bare + `"
-  path = "base/policy.lock.json"
-  ref  = "main"
-}
-`,
-	})
-	r := e.must(0, "install")
-	if !strings.Contains(r.stdout, "No lock before: everything above is new.") || !strings.Contains(r.stdout, "Wrote policy.lock.json.") {
-		t.Fatalf("first install: %s", r)
-	}
-	lockPath := filepath.Join(e.dir, "policy.lock.json")
-	past := time.Now().Add(-time.Hour).Truncate(time.Second)
-	os.Chtimes(lockPath, past, past)
-	for _, cmd := range []string{"install", "update"} {
-		r = e.must(0, cmd)
-		if !strings.Contains(r.stdout, "No changes: the lock is up to date") || strings.Contains(r.stdout, "Wrote") {
-			t.Fatalf("%s with nothing to move: %s", cmd, r)
-		}
-	}
-	if fi, _ := os.Stat(lockPath); !fi.ModTime().Equal(past) {
-		t.Fatal("a run that moved nothing rewrote the lock")
-	}
-
-	c2 := publish("1.1.0")
-	r = e.must(0, "update")
-	for _, want := range []string{
-		"Changes, revision ",
-		"~ cookbook base 1.0.0 (",
-		") → 1.1.0 (",
-		"~ include base: revision ",
-		"at " + c1 + " → git file://" + bare + " base/policy.lock.json at " + c2,
-		`~ default attribute base.version: "1.0.0" → "1.1.0"`,
-		"Wrote policy.lock.json.",
-	} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("update output lacks %q:\n%s", want, r.stdout)
-		}
-	}
 }
 
 // authLog is a loopback server that logs each request's Authorization

@@ -23,9 +23,12 @@ import (
 //     which are root's or nobody's depending on who runs the tests;
 //   - digests, new on every run for a plan: each becomes <digest N>, N
 //     counting the distinct digests the script's toque runs printed, so
-//     that a golden file still shows which digests are the same;
-//   - times (<time>), durations (… ms, …s), process ids (pid <pid>) and
-//     the short revision of a policy lock (<revision>).
+//     that a golden file still shows which digests are the same; git
+//     commits (of recipes that name the script's paths) become <commit N>;
+//   - times (<time>), durations (… ms, …s), process ids (pid <pid>), and
+//     the short revision of a policy lock (<revision>), identity of a
+//     cookbook (<id>) and commit (at <commit>), which digest recipes that
+//     name the script's paths.
 //
 // Lengths change, but not where lines break: toque wraps its text before
 // the scrubber sees it, and a script's directories have the same length on
@@ -53,10 +56,15 @@ var timePatterns = []scrubPattern{
 	{regexp.MustCompile(`\bpid \d+`), "pid <pid>"},
 	// A policy lock's revision, short: it digests cookbooks whose recipes
 	// name the script's paths.
-	{regexp.MustCompile(`\b(lock revision|revision) [0-9a-f]{10}\b`), "$1 <revision>"},
+	{regexp.MustCompile(`\b(lock revision|revision|revision <revision> →) [0-9a-f]{10}\b`), "$1 <revision>"},
+	// A cookbook's short identity, for the same reason.
+	{regexp.MustCompile(`\(([0-9a-f]{10})\)`), "(<id>)"},
+	// A git commit, short.
+	{regexp.MustCompile(`\bat [0-9a-f]{10}\b`), "at <commit>"},
 }
 
-var digestRe = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
+// A digest, or a git commit (its 40 digits).
+var digestRe = regexp.MustCompile(`\b[0-9a-f]{64}\b|\b[0-9a-f]{40}\b`)
 
 // newScrubber makes the scrubber of the script whose environment getenv
 // reads (WORK, ROOT, EXAMPLES); outside a script it scrubs only what
@@ -127,7 +135,16 @@ func (s *scrubber) digest(d string) string {
 			}
 		}
 	}
-	return fmt.Sprintf("<digest %d>", i+1)
+	n := 0 // counted among those of its kind
+	for _, x := range s.digests[:i+1] {
+		if len(x) == len(d) {
+			n++
+		}
+	}
+	if len(d) == 40 {
+		return fmt.Sprintf("<commit %d>", n)
+	}
+	return fmt.Sprintf("<digest %d>", n)
 }
 
 // writer scrubs what is written to w a whole line at a time; Close writes
