@@ -149,6 +149,7 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 	"cmpmode":  cmdCmpmode,
 	"cmplink":  cmdCmplink,
 	"scrub":    cmdScrub,
+	"hostns":   cmdHostNS,
 }
 
 // status N: the last toque the script ran (exec toque) exited N.
@@ -260,4 +261,36 @@ func cmdScrub(ts *testscript.TestScript, neg bool, args []string) {
 	stdout, stderr := ts.ReadFile("stdout"), ts.ReadFile("stderr")
 	fmt.Fprint(ts.Stdout(), s.line(stdout))
 	fmt.Fprint(ts.Stderr(), s.line(stderr))
+}
+
+// hostns [net] [cron] gives the script a host namespace (hostNS): a mount
+// namespace whose /etc and /var are overlays on the host's and whose
+// /home is scratch (net: a network namespace too; cron: /run and /dev for
+// a cron daemon). Then `exec ns CMD...` runs CMD in it, in the script's
+// directory, and $HOSTNS is the namespace's scratch directory (its home is
+// $HOSTNS/home). The namespace ends with the script, which fails if the
+// host's accounts or drop-in directories changed. It needs root.
+func cmdHostNS(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("usage: hostns [net] [cron]")
+	}
+	var o nsOptions
+	for _, a := range args {
+		switch a {
+		case "net":
+			o.net = true
+		case "cron":
+			o.cron = true
+		default:
+			ts.Fatalf("usage: hostns [net] [cron]")
+		}
+	}
+	ns := newHostNS(ts.Value(tbKey{}).(testing.TB), nil, o)
+	bin := ts.MkAbs(".bin")
+	ts.Check(os.MkdirAll(bin, 0o755))
+	nsenter := append([]string{"nsenter", "-t", strconv.Itoa(ns.holder.Process.Pid)}, ns.nsFlags...)
+	script := "#!/bin/sh\n# Runs a command in the script's host namespace (hostns).\nexec " + strings.Join(nsenter, " ") + ` --wd="$PWD" -- "$@"` + "\n"
+	ts.Check(os.WriteFile(filepath.Join(bin, "ns"), []byte(script), 0o755))
+	ts.Setenv("PATH", bin+string(os.PathListSeparator)+ts.Getenv("PATH"))
+	ts.Setenv("HOSTNS", ns.dir)
 }
