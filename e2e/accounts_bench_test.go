@@ -79,11 +79,11 @@ func benchPlanAccounts(b *testing.B, users, groups, crons, sysctls int) {
 	if out, err := ns.cmd("sh", "-c", setup.String()).CombinedOutput(); err != nil {
 		b.Fatalf("%v\n%s", err, out)
 	}
-	state := filepath.Join(dir, "state")
+	isolation := []string{"TOQUE_STATE_DIR=" + filepath.Join(dir, "state"), "TOQUE_HOST_LOCK=" + filepath.Join(dir, "run", "apply.lock")}
 	var cpu time.Duration
 	run := func(extra ...string) ([]byte, error) {
 		cmd := ns.cmd(toqueBin, "-chdir="+dir, "plan", "-detailed-exitcode", "-no-color")
-		cmd.Env = append(os.Environ(), append([]string{"TOQUE_STATE_DIR=" + state}, extra...)...)
+		cmd.Env = append(os.Environ(), append(isolation, extra...)...)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		err := cmd.Run()
@@ -97,12 +97,12 @@ func benchPlanAccounts(b *testing.B, users, groups, crons, sysctls int) {
 		// Bring the cron files and the persisted parameters into their
 		// desired state once.
 		cmd := ns.cmd(toqueBin, "-chdir="+dir, "plan", "-out="+filepath.Join(dir, "p.out"))
-		cmd.Env = append(os.Environ(), "TOQUE_STATE_DIR="+state)
+		cmd.Env = append(os.Environ(), isolation...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.Fatalf("%v\n%s", err, out)
 		}
 		cmd = ns.cmd(toqueBin, "apply", filepath.Join(dir, "p.out"))
-		cmd.Env = append(os.Environ(), "TOQUE_STATE_DIR="+state)
+		cmd.Env = append(os.Environ(), isolation...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.Fatalf("%v\n%s", err, out)
 		}

@@ -55,7 +55,7 @@ func TestE2EConsoleLineEditing(t *testing.T) {
 	e.recipe("attrs.hcl", consoleRecipe)
 	line := shellQuoteAll([]string{toqueBin, "-chdir=" + e.dir, "console"})
 	cmd := exec.Command("script", "-qec", line, "/dev/null")
-	cmd.Env = append(os.Environ(), "TOQUE_STATE_DIR="+e.state, "TERM=xterm", "NO_COLOR=1")
+	cmd.Env = append(append(os.Environ(), e.defaults()...), "TERM=xterm")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

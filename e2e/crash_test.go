@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -112,8 +111,7 @@ func TestE2ECrashLeavesEveryFileWhole(t *testing.T) {
 // waits pause, and kills it with SIGKILL (unless it has finished by then).
 func (e *env) killApplyAfter(cut int, pause time.Duration) {
 	e.t.Helper()
-	cmd := exec.Command(toqueBin, "-chdir="+e.dir, "apply", "plan.out")
-	cmd.Env = append(os.Environ(), e.defaults()...)
+	cmd := e.binCmd("-chdir="+e.dir, "apply", "plan.out")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		e.t.Fatal(err)

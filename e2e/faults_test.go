@@ -49,8 +49,7 @@ func TestE2EPlanIntoAClosedPipe(t *testing.T) {
 // what toque wrote on stderr.
 func readSomeThenClose(t *testing.T, e *env, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(toqueBin, append([]string{"-chdir=" + e.dir}, args...)...)
-	cmd.Env = append(os.Environ(), "TOQUE_STATE_DIR="+e.state, "NO_COLOR=1")
+	cmd := e.binCmd(append([]string{"-chdir=" + e.dir}, args...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -80,8 +79,7 @@ execute "slow" { command = "sleep 30" }
 file "ROOT/after" { content = "x" }
 `)
 	e.must(0, "plan", "-out=plan.out")
-	cmd := exec.Command(toqueBin, "-chdir="+e.dir, "apply", "plan.out")
-	cmd.Env = append(os.Environ(), "TOQUE_STATE_DIR="+e.state, "NO_COLOR=1")
+	cmd := e.binCmd("-chdir="+e.dir, "apply", "plan.out")
 	var stdout, stderr lockedBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strings"
@@ -275,8 +274,7 @@ func TestE2EKilledApplyLeftoversAreCleanedUp(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.must(0, "plan", "-out=plan.out")
-		cmd := exec.Command(toqueBin, "-chdir="+e.dir, "apply", "plan.out")
-		cmd.Env = append(os.Environ(), "TOQUE_STATE_DIR="+e.state, "NO_COLOR=1")
+		cmd := e.binCmd("-chdir="+e.dir, "apply", "plan.out")
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}

@@ -37,6 +37,10 @@ func TestMain(m *testing.M) {
 	testscript.Main(suite{m}, map[string]func(){"toque": toqueMain})
 }
 
+// tripwire is where the process's environment points toque's state and
+// host-wide lock: below /dev/null, where nothing can be made.
+const tripwire = "/dev/null/the-e2e-harness-sets-TOQUE_STATE_DIR-and-TOQUE_HOST_LOCK"
+
 // suite is the test binary's own run: build, test, clean up.
 type suite struct{ m *testing.M }
 
@@ -53,11 +57,13 @@ func (s suite) Run() int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	// Every apply takes the host-wide lock: keep it in the scratch dir, never
-	// the machine's /run/toque. (The harness gives each test a lock of its
-	// own, so that parallel tests do not wait for each other; this one is
-	// for the commands a test starts with the process's environment.)
-	os.Setenv("TOQUE_HOST_LOCK", filepath.Join(dir, "run", "apply.lock"))
+	// The harness gives every toque a test starts a state directory and
+	// host-wide lock of its own (env.defaults, setupScript): never the
+	// machine's /var/lib/toque and /run/toque, nor one another's. A toque
+	// started with the process's environment instead would fail at once:
+	// these name directories that cannot exist.
+	os.Setenv("TOQUE_STATE_DIR", tripwire)
+	os.Setenv("TOQUE_HOST_LOCK", tripwire+"/apply.lock")
 	if bin := os.Getenv("TOQUE_TEST_BINARY"); bin != "" {
 		if !filepath.IsAbs(bin) {
 			fmt.Fprintf(os.Stderr, "TOQUE_TEST_BINARY=%s: want an absolute path\n", bin)
@@ -220,9 +226,25 @@ func (e *env) mustBin(want int, args ...string) result {
 	return r
 }
 
-// defaults are the harness's settings for toque, as NAME=VALUE.
+// defaults are the harness's settings for toque, as NAME=VALUE: the
+// test's own state directory and host-wide lock (isolation), no colour.
 func (e *env) defaults() []string {
-	return []string{"TOQUE_STATE_DIR=" + e.state, "TOQUE_HOST_LOCK=" + e.hostLock, "NO_COLOR=1"}
+	return append(e.isolation(), "NO_COLOR=1")
+}
+
+// isolation points toque's state directory and host-wide lock at the
+// test's own scratch directory.
+func (e *env) isolation() []string {
+	return []string{"TOQUE_STATE_DIR=" + e.state, "TOQUE_HOST_LOCK=" + e.hostLock}
+}
+
+// binCmd is the built binary with args, its environment the process's
+// with the harness's defaults winning: a test that starts toque itself
+// (to signal it, read its pipe…) makes the command here.
+func (e *env) binCmd(args ...string) *exec.Cmd {
+	cmd := exec.Command(toqueBin, args...)
+	cmd.Env = append(os.Environ(), e.defaults()...)
+	return cmd
 }
 
 // runCmd runs cmd (the binary, or a command that runs it) with the
@@ -446,8 +468,7 @@ func (e *env) startLongApply() (*exec.Cmd, io.Reader, *bytes.Buffer) {
 	e.recipe("many.hcl", src.String())
 	e.must(0, "plan", "-out=plan.out")
 
-	cmd := exec.Command(toqueBin, "-chdir="+e.dir, "apply", "plan.out")
-	cmd.Env = append(os.Environ(), e.defaults()...)
+	cmd := e.binCmd("-chdir="+e.dir, "apply", "plan.out")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		e.t.Fatal(err)
@@ -547,7 +568,7 @@ func TestE2EColourOnlyOnATerminal(t *testing.T) {
 		t.Helper()
 		line := shellQuoteAll(append([]string{toqueBin, "-chdir=" + e.dir}, args...))
 		cmd := exec.Command("script", "-qec", line, "/dev/null")
-		cmd.Env = append(append(os.Environ(), "TOQUE_STATE_DIR="+e.state, "TERM=xterm"), extraEnv...)
+		cmd.Env = append(append(append(os.Environ(), e.isolation()...), "TERM=xterm"), extraEnv...)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", line, err, out)
@@ -587,8 +608,7 @@ file "ROOT/a.conf" {
   only_if = "touch ROOT/guard.started && sleep 60"
 }
 `)
-	cmd := exec.Command(toqueBin, "-chdir="+e.dir, "plan", "-out=plan.out")
-	cmd.Env = append(os.Environ(), "TOQUE_STATE_DIR="+e.state)
+	cmd := e.binCmd("-chdir="+e.dir, "plan", "-out=plan.out")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -629,7 +649,7 @@ func TestE2EInProcessWorkingDirectory(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
-	vars := map[string]string{"TOQUE_STATE_DIR": "state", "TOQUE_LOG": "debug", "TOQUE_LOG_PATH": "toque.log"}
+	vars := map[string]string{"TOQUE_STATE_DIR": "state", "TOQUE_HOST_LOCK": "run/apply.lock", "TOQUE_LOG": "debug", "TOQUE_LOG_PATH": "toque.log"}
 	lookup := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
 	for _, args := range [][]string{{"plan", "-out=plan.out"}, {"apply", "plan.out"}} {
 		var out, errb bytes.Buffer
@@ -644,7 +664,7 @@ func TestE2EInProcessWorkingDirectory(t *testing.T) {
 	if e.read("a.conf") != "a\n" {
 		t.Error("a.conf not written")
 	}
-	for _, p := range []string{"plan.out", "toque.log", "state/reports/last.json"} {
+	for _, p := range []string{"plan.out", "toque.log", "state/reports/last.json", "run/apply.lock"} {
 		if _, err := os.Stat(filepath.Join(e.dir, p)); err != nil {
 			t.Errorf("%s is not under Env.Dir: %v", p, err)
 		}

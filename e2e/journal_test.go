@@ -3,7 +3,6 @@ package e2e
 import (
 	"bufio"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -32,8 +31,7 @@ execute "step-4" { command = "echo 4 >> ROOT/runs.log" }
 // its progress prints a line containing marker.
 func (e *env) killApplyAt(marker string) {
 	e.t.Helper()
-	cmd := exec.Command(toqueBin, "-chdir="+e.dir, "apply", "plan.out")
-	cmd.Env = append(os.Environ(), e.defaults()...)
+	cmd := e.binCmd("-chdir="+e.dir, "apply", "plan.out")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		e.t.Fatal(err)

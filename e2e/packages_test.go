@@ -495,6 +495,9 @@ func TestE2EPackagesBadInput(t *testing.T) {
 // process would fix them before a test that trusts its own CA through
 // SSL_CERT_FILE.
 func TestE2ERemoteFile(t *testing.T) {
+	// The binary, not command.Run: remote_file keeps its downloads under
+	// the state directory of the process's environment
+	// (resources.DefaultCacheDir), which an in-process run does not set.
 	e := newEnv(t)
 	var mu sync.Mutex
 	body, etag := "hello\n", `"1"`
@@ -523,13 +526,13 @@ remote_file "ROOT/public" {
 }
 `, secret, srv.URL))
 	plan := filepath.Join(e.state, "..", "plan.out")
-	r := e.must(0, "plan", "-out="+plan)
+	r := e.mustBin(0, "plan", "-out="+plan)
 	for _, want := range []string{"+hello", "downloaded with credentials (in source or headers): the content is not shown", `+ checksum = "`} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("plan lacks %q:\n%s", want, r.stdout)
 		}
 	}
-	js := e.must(0, "show", "-json", plan)
+	js := e.mustBin(0, "show", "-json", plan)
 	for _, out := range []string{r.stdout, r.stderr, js.stdout} {
 		for _, secret := range []string{"s3cr3t", "alice", "t0k3n"} {
 			if strings.Contains(out, secret) {
@@ -537,21 +540,21 @@ remote_file "ROOT/public" {
 			}
 		}
 	}
-	e.must(0, "apply", plan)
+	e.mustBin(0, "apply", plan)
 	if e.read("motd") != "hello\n" || e.read("public") != "hello\n" {
 		t.Fatalf("content %q %q", e.read("motd"), e.read("public"))
 	}
 	before := requests
-	e.must(0, "plan", "-detailed-exitcode")
+	e.mustBin(0, "plan", "-detailed-exitcode")
 	if requests != before+2 {
 		t.Errorf("%d requests for the second plan: want one conditional GET each", requests-before)
 	}
 	// The source changes between plan and apply: stale.
-	e.must(0, "plan", "-out="+plan)
+	e.mustBin(0, "plan", "-out="+plan)
 	mu.Lock()
 	body, etag = "changed\n", `"2"`
 	mu.Unlock()
-	r = e.run("apply", plan)
+	r = e.bin("apply", plan)
 	if r.code != 3 || !strings.Contains(r.stderr, "source_sha256") {
 		t.Fatalf("stale: %s", r)
 	}

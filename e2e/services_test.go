@@ -815,7 +815,7 @@ systemctl daemon-reload && systemctl enable --no-reload $names 2>/dev/null && sy
 		return
 	}
 	in := boxDir + "/" + s.name
-	out := b.sh(fmt.Sprintf(`cd %s && for i in $(seq %d); do s=$(date +%%s%%N); TOQUE_STATE_DIR=%s/state %s/toque -chdir=%s/recipes plan >/dev/null || exit 1; e=$(date +%%s%%N); echo $(( (e-s)/1000 )); done`, in, runs, in, boxDir, in))
+	out := b.sh(fmt.Sprintf(`cd %s && for i in $(seq %d); do s=$(date +%%s%%N); TOQUE_STATE_DIR=%s/state TOQUE_HOST_LOCK=%s/host.lock %s/toque -chdir=%s/recipes plan >/dev/null || exit 1; e=$(date +%%s%%N); echo $(( (e-s)/1000 )); done`, in, runs, in, in, boxDir, in))
 	var us []int
 	for _, f := range strings.Fields(out) {
 		n, _ := strconv.Atoi(f)
