@@ -16,6 +16,7 @@ const e2eHash = "$6$toquesalt$B/z3PiLDhw/N3ppNyPd9SHpsFAjF4qI6WvXWusj6bTN1w3XDVc
 // As any user but root, the plan refuses to change accounts: the shadow
 // tools run only as root. Nothing reaches apply.
 func TestE2EAccountsNeedRoot(t *testing.T) {
+	t.Parallel()
 	testenv.MustHave(t, testenv.Root, testenv.Nobody) // to run toque as nobody
 	e := newEnv(t)
 	os.Chmod(filepath.Dir(toqueBin), 0o755)

@@ -30,6 +30,7 @@ func (e *env) complete(dir, line string) []string {
 // apply and show, and directories for -chdir (in whose directory file
 // arguments then complete).
 func TestE2ECompletion(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("web.hcl", `file "ROOT/x" { content = "x" }`)
 	e.must(0, "plan", "-out=saved.plan")
@@ -67,6 +68,7 @@ func TestE2ECompletion(t *testing.T) {
 // the files of $HOME (a temporary one here: never the machine's), once;
 // -uninstall-autocomplete takes it out again and leaves the rest.
 func TestE2EInstallAutocomplete(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	home := t.TempDir()
 	config := filepath.Join(home, "config")

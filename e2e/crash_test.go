@@ -64,6 +64,7 @@ func crashRecipe(root string) string {
 // only what is done on disk; and that applying the plan again finishes the
 // job. -crash-kills sets how many kills (make crash-test: 60).
 func TestE2ECrashLeavesEveryFileWhole(t *testing.T) {
+	t.Parallel()
 	seed := *crashSeed
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())

@@ -19,6 +19,7 @@ import (
 // @reboot job toque wrote runs, with its variables as the recipe says
 // (quoted, empty, with quotes inside) and its \% a %.
 func TestE2ECronAcceptsWhatToqueWrites(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	testenv.MustHave(t, testenv.Cron)
 	ns := newHostNS(t, e, nsOptions{cron: true})

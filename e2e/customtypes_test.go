@@ -12,6 +12,7 @@ import (
 // A batch load_current_value that hangs fails the plan after one timeout,
 // not one per resource.
 func TestE2ECustomTypeBatchHangs(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("main.hcl", `
 resource_type "slow" {

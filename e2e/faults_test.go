@@ -17,6 +17,7 @@ import (
 // nor leaves an older plan in place: the plan file is written first, and a
 // closed stdout is a normal end.
 func TestE2EPlanIntoAClosedPipe(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var src strings.Builder
 	for i := 0; i < 400; i++ {
@@ -73,6 +74,7 @@ func readSomeThenClose(t *testing.T, e *env, args ...string) string {
 // The first Ctrl-C is acknowledged at once, naming the resource in hand,
 // even when that resource takes long.
 func TestE2EFirstInterruptIsAcknowledgedAtOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("slow.hcl", `
 execute "slow" { command = "sleep 30" }

@@ -80,6 +80,7 @@ func nobodyIfRoot() string {
 }
 
 func TestE2ESymlinkAtAManagedPathIsAPlanError(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	secret := newSecret(t, filepath.Join(e.root, "vault", "shadow"))
 	drop := e.worldWritable("drop")
@@ -117,6 +118,7 @@ func TestE2ESymlinkAtAManagedPathIsAPlanError(t *testing.T) {
 // earlier resource of the same run, so the timing is exact). apply must
 // fail that resource and leave the target alone.
 func TestE2ESymlinkSwappedBetweenPreflightAndConverge(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	secret := newSecret(t, filepath.Join(e.root, "vault", "shadow"))
 	e.worldWritable("drop")
@@ -145,6 +147,7 @@ file "ROOT/drop/report" {
 // file, against the whole binary's apply. Whatever apply ends in, the
 // secret never changes.
 func TestE2ESymlinkSwapRace(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	secret := newSecret(t, filepath.Join(e.root, "vault", "shadow"))
 	drop := e.worldWritable("drop")
@@ -218,6 +221,7 @@ file "ROOT/drop/sub/shadow" {
 // when the recipe names its owner; and that a readable file still gets its
 // diff.
 func TestE2EPlanShowsOnlyContentEveryUserMayRead(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	secret := newSecret(t, filepath.Join(e.root, "etc", "shadow"))
 	e.write("etc/motd", "old motd\n", 0o644)
@@ -260,6 +264,7 @@ file "ROOT/etc/motd" { content = "new motd\n" }
 // temporary file beside the managed one), none of which counts as a
 // backup.
 func TestE2EKilledApplyLeftoversAreCleanedUp(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	big := bytes.Repeat([]byte("0123456789abcdef"), (16<<20)/16) // 16 MiB: a copy long enough to kill
 	e.recipe("r.hcl", `file "ROOT/big" {

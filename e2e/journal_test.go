@@ -99,6 +99,7 @@ func (e *env) runsLog() string {
 // then applies the same plan again: the executes that ran do not run
 // again, the rest do, and a third apply is refused.
 func TestE2EKilledApplyResumesWithoutRerunningExecutes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("steps.hcl", stepsRecipe)
 	e.must(0, "plan", "-out=plan.out")
@@ -171,6 +172,7 @@ func TestE2EKilledApplyResumesWithoutRerunningExecutes(t *testing.T) {
 // running when apply was killed may or may not have done its work, so
 // the plan is refused as stale rather than run it again or skip it.
 func TestE2EExecuteKilledWhileRunningMakesThePlanStale(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("steps.hcl", stepsRecipe)
 	e.write("hold", "", 0o644)

@@ -128,6 +128,7 @@ func (w *pkgWorld) addToRepo(pkgs ...debtest.Pkg) {
 func (w *pkgWorld) planFile() string { return filepath.Join(w.state, "..", "plan.out") }
 
 func TestE2EPackageInstallThenNoChanges(t *testing.T) {
+	t.Parallel()
 	w := newPkgWorld(t, true)
 	w.recipe("main.hcl", `
 package "toque-app" {}
@@ -152,6 +153,7 @@ package "toque-app" {}
 }
 
 func TestE2EPackagePinUpgradeRemovePurge(t *testing.T) {
+	t.Parallel()
 	w := newPkgWorld(t, true)
 	w.recipe("main.hcl", `
 package "toque-fixture" {
@@ -200,6 +202,7 @@ package "toque-conf" {
 }
 
 func TestE2EPackageCandidateMovedMakesThePlanStale(t *testing.T) {
+	t.Parallel()
 	w := newPkgWorld(t, true)
 	w.recipe("main.hcl", `
 package "toque-fixture" {}
@@ -226,6 +229,7 @@ package "toque-fixture" {}
 }
 
 func TestE2EPackageNotAvailable(t *testing.T) {
+	t.Parallel()
 	w := newPkgWorld(t, true)
 	w.recipe("main.hcl", `
 package "toque-nosuch" {}
@@ -244,6 +248,7 @@ package "toque-nosuch" {}
 // immediately reads its lists, and the package is read and planned again
 // right before it converges. The next plan has nothing to do.
 func TestE2EPackageRepositoryAddedInTheSamePlan(t *testing.T) {
+	t.Parallel()
 	w := newPkgWorld(t, false)
 	w.recipe("main.hcl", fmt.Sprintf(`
 apt_repository "fixtures" {
@@ -329,6 +334,7 @@ package "toque-app" {}
 // plan says how to install a package from a new repository in one apply
 // when nothing updates the lists before it.
 func TestE2EPackageStillMissingAtApply(t *testing.T) {
+	t.Parallel()
 	w := newPkgWorld(t, false)
 	repo := fmt.Sprintf(`
 apt_repository "fixtures" {
@@ -370,6 +376,7 @@ package "toque-nosuch" {}
 }
 
 func TestE2EPackageLockHeld(t *testing.T) {
+	t.Parallel()
 	w := newPkgWorld(t, true)
 	w.recipe("main.hcl", `
 package "toque-fixture" {
@@ -415,6 +422,7 @@ exit $code`
 }
 
 func TestE2EPackageAptFailsHalfway(t *testing.T) {
+	t.Parallel()
 	w := newPkgWorld(t, true)
 	w.recipe("main.hcl", `
 package "toque-fail" {}
@@ -452,6 +460,7 @@ package "toque-fail" {}
 }
 
 func TestE2EPackagesBadInput(t *testing.T) {
+	t.Parallel()
 	w := newPkgWorld(t, true)
 	cases := []struct {
 		name, src, want string
@@ -495,6 +504,7 @@ func TestE2EPackagesBadInput(t *testing.T) {
 // process would fix them before a test that trusts its own CA through
 // SSL_CERT_FILE.
 func TestE2ERemoteFile(t *testing.T) {
+	t.Parallel()
 	// The binary, not command.Run: remote_file keeps its downloads under
 	// the state directory of the process's environment
 	// (resources.DefaultCacheDir), which an in-process run does not set.
@@ -567,6 +577,7 @@ remote_file "ROOT/public" {
 // namespace: build the repository, apply (repository, update), apply
 // (the package), then nothing to do.
 func TestE2EPackagesExample(t *testing.T) {
+	t.Parallel()
 	w := newPkgWorld(t, false)
 	repo := filepath.Join(t.TempDir(), "example-repo")
 	os.Chmod(filepath.Dir(repo), 0o755)

@@ -37,6 +37,7 @@ exec "$@"`
 // matches; a plan without one, or a host without one, is refused with
 // what to do, and nothing changes.
 func TestE2EMachineIDIsRequired(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
 

@@ -15,6 +15,7 @@ import (
 // writing a directory that user may not write, giving a file to another
 // owner, running a command as another user. Nothing reaches apply.
 func TestE2EPlanAsNonRootRefusesWhatNeedsRoot(t *testing.T) {
+	t.Parallel()
 	testenv.MustHave(t, testenv.Root, testenv.Nobody) // to run toque as nobody
 	e := newEnv(t)
 	// The binary, the recipes and a state directory reachable by nobody.

@@ -18,6 +18,7 @@ import (
 // user could: apply must refuse it, change nothing on the host, and write
 // nothing through what was planted.
 func TestE2EHostileStateDirIsRefused(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		// prepare makes the hostile state directory; sentinel is a file
@@ -75,6 +76,7 @@ func TestE2EHostileStateDirIsRefused(t *testing.T) {
 }
 
 func TestE2EHostLockExcludesApplyWithAnotherStateDir(t *testing.T) {
+	t.Parallel()
 	first := newEnv(t)
 	cmd, out, firstErr := first.startLongApply()
 

@@ -86,6 +86,7 @@ func obj(t *testing.T, v any, path ...any) map[string]any {
 // A plan whose command and guard were edited (and checksum recomputed)
 // shows, in every output, the command apply then runs.
 func TestE2ETrustShowIsWhatApplyRuns(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("run.hcl", `
 execute "greet" {
@@ -152,6 +153,7 @@ func motdPlan(t *testing.T, e *env) string {
 // keeps and the content apply writes: an edited desired content shows in
 // the diff.
 func TestE2ETrustDiffIsComputedWhenShown(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	planFile := motdPlan(t, e)
 	editPlan(t, planFile, func(p map[string]any) {
@@ -166,6 +168,7 @@ func TestE2ETrustDiffIsComputedWhenShown(t *testing.T) {
 // A live value whose digest is left as it was would show the reviewer a
 // "before" that is not the host's: the plan is refused.
 func TestE2ETrustEditedLiveValueRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	planFile := motdPlan(t, e)
 	editPlan(t, planFile, func(p map[string]any) {
@@ -185,6 +188,7 @@ func TestE2ETrustEditedLiveValueRefused(t *testing.T) {
 var fingerprintRe = regexp.MustCompile(`SHA256:[A-Za-z0-9+/]{43}`)
 
 func TestE2ETrustSignedPlans(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.recipe("motd.hcl", `file "ROOT/motd" { content = "signed\n" }`)
 	keys := t.TempDir()
@@ -307,6 +311,7 @@ func (e *env) toqueWithin(d time.Duration, args ...string) result {
 
 // A plan file that is a FIFO or a device fails at once, with the reason.
 func TestE2ETrustPlanFileMustBeARegularFile(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	fifo := filepath.Join(e.dir, "plan.fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
@@ -330,6 +335,7 @@ func TestE2ETrustPlanFileMustBeARegularFile(t *testing.T) {
 // Names and content from a pull request cannot drive the reviewer's
 // terminal or turn into active Markdown.
 func TestE2ETrustHostileNamesAndContent(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	name := "notes\u202etxt.sh"
 	e.write(name, "old\n\x1b[2Jcleared\n", 0o644)
