@@ -90,7 +90,7 @@ func newScrubber(getenv func(string) string) *scrubber {
 		s.patterns = append(s.patterns,
 			scrubPattern{regexp.MustCompile(`(\bon |No changes\. |\bfor )(\x60?)` + q + `\b`), "$1$2$$HOSTNAME"},
 			scrubPattern{regexp.MustCompile(`\bhost=` + q + `\b`), "host=$$HOSTNAME"},
-			scrubPattern{regexp.MustCompile(`"(hostname|host)": ?"` + q + `"`), `"$1": "$$HOSTNAME"`},
+			scrubPattern{regexp.MustCompile(`"(hostname|host)":( ?)"` + q + `"`), `"$1":$2"$$HOSTNAME"`},
 			// The console's value of host.hostname.
 			scrubPattern{regexp.MustCompile(`(?m)^"` + q + `"$`), `"$$HOSTNAME"`},
 		)
