@@ -124,3 +124,5 @@ func benchPlanAccounts(b *testing.B, users, groups, crons, sysctls int) {
 	b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/plan")
 	b.ReportMetric(float64(procs), "procs/op")
 }
+
+const e2eHash = "$6$toquesalt$B/z3PiLDhw/N3ppNyPd9SHpsFAjF4qI6WvXWusj6bTN1w3XDVcvZeBwPDoEbUu8EbLf2og0ZQ3oC9BlluTbtB0"

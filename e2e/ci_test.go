@@ -366,7 +366,7 @@ func TestE2ECIApplyOnlyTheReviewedPlan(t *testing.T) {
 	if got := c.read("motd"); !strings.HasPrefix(got, "Welcome to ") {
 		t.Errorf("motd = %q", got)
 	}
-	if evs := readEvents(t, c.readOut("apply.jsonl")); types(evs) != "apply_start resource_start resource_end summary" {
-		t.Errorf("events: %s", types(evs))
+	if evs := readEvents(t, c.readOut("apply.jsonl")); eventTypes(evs) != "apply_start resource_start resource_end summary" {
+		t.Errorf("events: %s", eventTypes(evs))
 	}
 }

@@ -17,10 +17,6 @@ import (
 // End-to-end tests of the file-system types' safety: paths, symbolic
 // links, backups. They run the built binary (TestMain in e2e_test.go).
 
-// flat is s with every run of white space made one space: diagnostics are
-// wrapped.
-func flat(s string) string { return strings.Join(strings.Fields(s), " ") }
-
 // secretFile is a root-only file outside what the recipes manage, that a
 // local user would like toque to change or show; keep checks it did not.
 type secretFile struct {

@@ -1,6 +1,29 @@
 package e2e
 
+// The harness of the end-to-end tests, and what every test file uses.
+//
+// The scenarios — plan, apply, plan again, and what toque prints on the
+// way — are scripts: testdata/scripts/*.txtar, run by TestScripts
+// (scripts_test.go), their output scrubbed (scrub_test.go) and compared
+// with golden files; hostns_test.go makes the host namespaces scripts and
+// Go tests change accounts in. The Go tests are what only Go can express,
+// by concern: a real process (signals, terminals, closed pipes, logging,
+// completion: process_test.go), locks held by another process
+// (locks_test.go), killing apply (crash_test.go, journal_test.go), plan
+// files edited or signed (trust_test.go), files raced and read
+// (files_test.go), timeouts (timeouts_test.go), machine output that holds
+// the digest (output_test.go), other users (privilege_test.go,
+// statedir_test.go), policies from servers and links (policy_test.go),
+// packages, services, cron and the CI example in their namespaces and
+// containers.
+//
+// Every toque a test starts gets the test's own state directory and
+// host-wide lock; TestMain makes anything else fail (tripwire), and
+// TestE2EHostLockHeldByARealApply proves it while a real apply holds the
+// machine's lock.
+
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -8,10 +31,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -360,61 +385,6 @@ func sameSnapshot(t *testing.T, a, b map[string]string) {
 	}
 }
 
-func TestE2EEditedPlanIsRefused(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
-	e.must(0, "plan", "-out=plan.out")
-	p := filepath.Join(e.dir, "plan.out")
-	b, _ := os.ReadFile(p)
-	edited := bytes.Replace(b, []byte(`a\\n`), []byte(`b\\n`), 1)
-	if bytes.Equal(edited, b) {
-		edited = bytes.Replace(b, []byte("a.conf"), []byte("b.conf"), 1)
-	}
-	if err := os.WriteFile(p, edited, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r := e.must(1, "apply", "plan.out")
-	if !strings.Contains(strings.ToLower(r.stderr), "checksum") {
-		t.Errorf("want a checksum error:\n%s", r)
-	}
-	if _, err := os.Stat(filepath.Join(e.root, "a.conf")); !os.IsNotExist(err) {
-		t.Error("an edited plan changed the host")
-	}
-
-	// Truncated, and not a plan at all.
-	os.WriteFile(p, b[:len(b)/2], 0o600)
-	e.must(1, "apply", "plan.out")
-	e.must(1, "show", "plan.out")
-	os.WriteFile(p, []byte("hello"), 0o600)
-	e.must(1, "apply", "plan.out")
-}
-
-func TestE2EPlanFromAnotherHostIsRefused(t *testing.T) {
-	t.Parallel()
-	// Another hostname is a UTS namespace away: root makes one, anyone
-	// else in a user namespace of their own.
-	unshare := []string{"unshare", "--uts"}
-	if ok, _ := testenv.Has(testenv.Root); ok {
-		testenv.MustHave(t, testenv.Unshare)
-	} else {
-		testenv.MustHave(t, testenv.UserNS)
-		unshare = append(unshare, "--user", "--map-root-user")
-	}
-	e := newEnv(t)
-	e.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
-	e.must(0, "plan", "-out=plan.out")
-	cmd := exec.Command(unshare[0], append(unshare[1:], "sh", "-c", `hostname toque-elsewhere && exec "$@"`, "sh",
-		toqueBin, "-chdir="+e.dir, "apply", "plan.out")...)
-	r := e.runCmd(cmd)
-	if r.code != 1 || !strings.Contains(r.stderr, "toque-elsewhere") {
-		t.Fatalf("want the other host refused by name, got %s", r)
-	}
-	if _, err := os.Stat(filepath.Join(e.root, "a.conf")); !os.IsNotExist(err) {
-		t.Error("a plan from another host changed this one")
-	}
-}
-
 // badInput is a recipe that plan and validate must both refuse, exit 1,
 // with a diagnostic at want (FILE:LINE) and no panic.
 type badInput struct {
@@ -437,208 +407,6 @@ func testBadInput(t *testing.T, cases []badInput) {
 				}
 			}
 		})
-	}
-}
-
-func TestE2ESecondConcurrentApplyFailsNamingTheHolder(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	first, out, firstErr := e.startLongApply()
-	second := e.run("apply", "plan.out")
-	go io.Copy(io.Discard, out)
-	if err := first.Wait(); err != nil {
-		t.Fatalf("first apply: %v\n%s", err, firstErr.String())
-	}
-	if second.code != 4 {
-		t.Fatalf("second apply: want exit 4 (lock held), got %s", second)
-	}
-	if !strings.Contains(second.stderr, fmt.Sprintf("pid %d", first.Process.Pid)) {
-		t.Errorf("second apply does not name the holder's pid %d:\n%s", first.Process.Pid, second.stderr)
-	}
-}
-
-// startLongApply plans 1,000 files and starts applying them (each write is
-// fsynced, so this takes a while), returning once the apply is converging.
-func (e *env) startLongApply() (*exec.Cmd, io.Reader, *bytes.Buffer) {
-	e.t.Helper()
-	var src strings.Builder
-	for i := 0; i < 1000; i++ {
-		fmt.Fprintf(&src, "file \"ROOT/f%04d\" {\n  content = \"%d\\n\"\n}\n", i, i)
-	}
-	e.recipe("many.hcl", src.String())
-	e.must(0, "plan", "-out=plan.out")
-
-	cmd := e.binCmd("-chdir="+e.dir, "apply", "plan.out")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		e.t.Fatal(err)
-	}
-	buf := make([]byte, 4096)
-	var seen bytes.Buffer
-	for !bytes.Contains(seen.Bytes(), []byte("Creating")) {
-		n, err := out.Read(buf)
-		if err != nil {
-			e.t.Fatalf("apply ended before converging: %v\n%s%s", err, seen.String(), stderr.String())
-		}
-		seen.Write(buf[:n])
-	}
-	return cmd, out, &stderr
-}
-
-func TestE2EFirstInterruptFinishesTheResourceThenStops(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	cmd, out, stderr := e.startLongApply()
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	rest, _ := io.ReadAll(out)
-	err := cmd.Wait()
-	ee, ok := err.(*exec.ExitError)
-	if !ok || ee.ExitCode() != 5 {
-		t.Fatalf("want exit 5 (interrupted), got %v\n%s%s", err, rest, stderr.String())
-	}
-	if !strings.Contains(string(rest), "Apply interrupted!") {
-		t.Errorf("no interrupted summary:\n%s", rest)
-	}
-	// Every file is either absent or whole: the resource in hand finished.
-	written := 0
-	for i := 0; i < 1000; i++ {
-		b, err := os.ReadFile(filepath.Join(e.root, fmt.Sprintf("f%04d", i)))
-		if err == nil {
-			written++
-			if string(b) != fmt.Sprintf("%d\n", i) {
-				t.Fatalf("f%04d is partial: %q", i, b)
-			}
-		}
-	}
-	if written == 0 || written == 1000 {
-		t.Errorf("%d of 1000 files written; the stop should land mid-run", written)
-	}
-	var rep struct {
-		Interrupted bool `json:"interrupted"`
-	}
-	b, err := os.ReadFile(filepath.Join(e.state, "reports", "last.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &rep); err != nil || !rep.Interrupted {
-		t.Errorf("report does not say interrupted (%v): %s", err, b[:min(len(b), 300)])
-	}
-}
-
-func TestE2ELogging(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
-	cmd := exec.Command(toqueBin, "-chdir="+e.dir, "plan")
-	cmd.Env = append(os.Environ(), "TOQUE_LOG=debug")
-	r := e.runCmd(cmd)
-	if r.code != 0 || !strings.Contains(r.stderr, "[DEBUG]") {
-		t.Errorf("TOQUE_LOG=debug wrote no debug log to stderr: %s", r)
-	}
-	logPath := filepath.Join(t.TempDir(), "toque.log")
-	cmd = exec.Command(toqueBin, "-chdir="+e.dir, "plan")
-	cmd.Env = append(os.Environ(), "TOQUE_LOG=trace", "TOQUE_LOG_PATH="+logPath)
-	r = e.runCmd(cmd)
-	b, _ := os.ReadFile(logPath)
-	if r.code != 0 || strings.Contains(r.stderr, "[DEBUG]") || !strings.Contains(string(b), "[DEBUG]") {
-		t.Errorf("TOQUE_LOG_PATH: stderr %q, log file %d bytes", r.stderr, len(b))
-	}
-	cmd = exec.Command(toqueBin, "-chdir="+e.dir, "plan")
-	cmd.Env = append(os.Environ(), "TOQUE_LOG=loud")
-	if r := e.runCmd(cmd); r.code != 1 || !strings.Contains(r.stderr, "TOQUE_LOG=loud") {
-		t.Errorf("a bad TOQUE_LOG: %s", r)
-	}
-}
-
-// Colour is used only on a terminal, and never with -no-color or NO_COLOR.
-func TestE2EColourOnlyOnATerminal(t *testing.T) {
-	t.Parallel()
-	testenv.MustHave(t, testenv.Script)
-	e := newEnv(t)
-	e.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
-	const esc = "\x1b["
-	onTTY := func(extraEnv []string, args ...string) string {
-		t.Helper()
-		line := shellQuoteAll(append([]string{toqueBin, "-chdir=" + e.dir}, args...))
-		cmd := exec.Command("script", "-qec", line, "/dev/null")
-		cmd.Env = append(append(append(os.Environ(), e.isolation()...), "TERM=xterm"), extraEnv...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", line, err, out)
-		}
-		return string(out)
-	}
-	if out := onTTY(nil, "plan"); !strings.Contains(out, esc) {
-		t.Errorf("no colour on a terminal:\n%q", out)
-	}
-	if out := onTTY(nil, "plan", "-no-color"); strings.Contains(out, esc) {
-		t.Errorf("colour despite -no-color:\n%q", out)
-	}
-	if out := onTTY([]string{"NO_COLOR=1"}, "plan"); strings.Contains(out, esc) {
-		t.Errorf("colour despite NO_COLOR:\n%q", out)
-	}
-	if r := e.must(0, "plan"); strings.Contains(r.stdout, esc) {
-		t.Errorf("colour on a pipe:\n%q", r.stdout)
-	}
-}
-
-func shellQuoteAll(args []string) string {
-	q := make([]string, len(args))
-	for i, a := range args {
-		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
-	return strings.Join(q, " ")
-}
-
-// Planning only reads, so the first interrupt stops it at once — here in
-// the middle of a guard that would take a minute — and no plan is saved.
-func TestE2EInterruptStopsAPlanAtOnce(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.recipe("slow.hcl", `
-file "ROOT/a.conf" {
-  content = "a\n"
-  only_if = "touch ROOT/guard.started && sleep 60"
-}
-`)
-	cmd := e.binCmd("-chdir="+e.dir, "plan", "-out=plan.out")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; ; i++ {
-		if _, err := os.Stat(filepath.Join(e.root, "guard.started")); err == nil {
-			break
-		}
-		if i > 500 {
-			cmd.Process.Kill()
-			t.Fatal("the guard never started")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	start := time.Now()
-	cmd.Process.Signal(os.Interrupt)
-	err := cmd.Wait()
-	ee, ok := err.(*exec.ExitError)
-	if !ok || ee.ExitCode() != 5 {
-		t.Fatalf("want exit 5 (interrupted), got %v\n%s", err, stderr.String())
-	}
-	if waited := time.Since(start); waited > 20*time.Second {
-		t.Errorf("plan took %s to stop after the interrupt", waited)
-	}
-	if !strings.Contains(stderr.String(), "interrupted") || strings.Count(stderr.String(), "Error:") != 1 {
-		t.Errorf("want one interrupted message:\n%s", stderr.String())
-	}
-	if _, err := os.Stat(filepath.Join(e.dir, "plan.out")); !os.IsNotExist(err) {
-		t.Error("an interrupted plan saved a plan file")
 	}
 }
 
@@ -668,5 +436,144 @@ func TestE2EInProcessWorkingDirectory(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(e.dir, p)); err != nil {
 			t.Errorf("%s is not under Env.Dir: %v", p, err)
 		}
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe to read while a process writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// waitFor polls cond until it holds, failing the test after limit.
+func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", limit, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// flat is s with every run of white space made one space: diagnostics are
+// wrapped.
+func flat(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// contains fails the test for each of wants that s (what) lacks.
+func contains(t *testing.T, what, s string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(s, w) {
+			t.Errorf("%s lacks %q:\n%s", what, w, s)
+		}
+	}
+}
+
+// lastEvent decodes the last line of an apply -json stream.
+func lastEvent(t *testing.T, stdout string) map[string]any {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	var ev map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &ev); err != nil {
+		t.Fatalf("last event: %v\n%s", err, stdout)
+	}
+	return ev
+}
+
+// nobodyIDs is the uid and gid of nobody; the test is skipped unless it
+// runs as root, as only root can give a directory to another user.
+func nobodyIDs(t *testing.T) (int, int) {
+	t.Helper()
+	testenv.MustHave(t, testenv.Root, testenv.Nobody)
+	u, err := user.Lookup("nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return uid, gid
+}
+
+// mkdir makes dir and its parents, then gives dir mode.
+func mkdir(t *testing.T, dir string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readEvents parses apply -json's stdout, failing on a line that is not a
+// JSON object.
+func readEvents(t *testing.T, out string) []map[string]any {
+	t.Helper()
+	var evs []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		var ev map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatalf("stdout line is not a JSON object: %q (%v)\n%s", sc.Text(), err, out)
+		}
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+// eventTypes is the events' types, in order, separated by spaces.
+func eventTypes(evs []map[string]any) string {
+	var s []string
+	for _, ev := range evs {
+		s = append(s, ev["type"].(string))
+	}
+	return strings.Join(s, " ")
+}
+
+// writableByAll makes a directory any user can write, outside the test's
+// private temporary directory (which other users cannot enter).
+func writableByAll(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "toque-e2e-shared-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func copyFile(t *testing.T, from, to string, mode os.FileMode) {
+	t.Helper()
+	in, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -175,16 +175,3 @@ func (ns *hostNS) sh(script string) string {
 	}
 	return string(out)
 }
-
-// shStatus runs a shell command inside and returns its output and exit
-// status.
-func (ns *hostNS) shStatus(script string) (string, int) {
-	ns.t.Helper()
-	out, err := ns.cmd("sh", "-c", script).CombinedOutput()
-	if ee, ok := err.(*exec.ExitError); ok {
-		return string(out), ee.ExitCode()
-	} else if err != nil {
-		ns.t.Fatal(err)
-	}
-	return string(out), 0
-}

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -476,25 +475,6 @@ func (s *scenario) calls() string {
 	b, _ := os.ReadFile(p)
 	os.Remove(p)
 	return strings.Join(strings.Fields(string(b)), " ")
-}
-
-func copyFile(t *testing.T, from, to string, mode os.FileMode) {
-	t.Helper()
-	in, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // Tier C: start, stop, restart, reload, daemon-reload and idempotence on

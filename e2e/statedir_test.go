@@ -1,17 +1,10 @@
 package e2e
 
 import (
-	"encoding/json"
-	"fmt"
-	"io"
 	"os"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/toquehq/toque/internal/testenv"
 )
 
 // TestE2EHostileStateDirIsRefused prepares the state directory as another
@@ -72,77 +65,5 @@ func TestE2EHostileStateDirIsRefused(t *testing.T) {
 				t.Errorf("JSON error event %v, want error_kind untrusted_state, exit 1", ev)
 			}
 		})
-	}
-}
-
-func TestE2EHostLockExcludesApplyWithAnotherStateDir(t *testing.T) {
-	t.Parallel()
-	first := newEnv(t)
-	cmd, out, firstErr := first.startLongApply()
-
-	second := newEnv(t)
-	second.hostLock = first.hostLock // one host
-	second.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
-	second.must(0, "plan", "-out=plan.out")
-	r := second.run("apply", "plan.out")
-	j := second.run("apply", "-json", "plan.out")
-	go io.Copy(io.Discard, out)
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("first apply: %v\n%s", err, firstErr)
-	}
-
-	if r.code != 4 {
-		t.Fatalf("an apply with another state directory ran beside the first: want exit 4, got %s", r)
-	}
-	for _, want := range []string{"host-wide lock", fmt.Sprintf("pid %d", cmd.Process.Pid), first.state, first.hostLock} {
-		if !strings.Contains(r.stderr, want) {
-			t.Errorf("the refusal does not name %q:\n%s", want, r.stderr)
-		}
-	}
-	if _, err := os.Stat(filepath.Join(second.root, "a.conf")); !os.IsNotExist(err) {
-		t.Error("the second apply changed the host")
-	}
-	ev := lastEvent(t, j.stdout)
-	holder, _ := ev["lock_holder"].(map[string]any)
-	if j.code != 4 || ev["error_kind"] != "lock_held" || holder["host_wide"] != true || holder["pid"] != float64(cmd.Process.Pid) || holder["state_dir"] != first.state {
-		t.Errorf("JSON: exit %d, error event %v", j.code, ev)
-	}
-
-	// Once the first is done, the second runs.
-	second.must(0, "apply", "plan.out")
-}
-
-// lastEvent decodes the last line of an apply -json stream.
-func lastEvent(t *testing.T, stdout string) map[string]any {
-	t.Helper()
-	lines := strings.Split(strings.TrimSpace(stdout), "\n")
-	var ev map[string]any
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &ev); err != nil {
-		t.Fatalf("last event: %v\n%s", err, stdout)
-	}
-	return ev
-}
-
-// nobodyIDs is the uid and gid of nobody; the test is skipped unless it
-// runs as root, as only root can give a directory to another user.
-func nobodyIDs(t *testing.T) (int, int) {
-	t.Helper()
-	testenv.MustHave(t, testenv.Root, testenv.Nobody)
-	u, err := user.Lookup("nobody")
-	if err != nil {
-		t.Fatal(err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	return uid, gid
-}
-
-func mkdir(t *testing.T, dir string, mode os.FileMode) {
-	t.Helper()
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(dir, mode); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toquehq/toque/internal/testenv"
 )
 
 // Who may write plan.out is who decides what a root apply runs. These tests
@@ -360,4 +362,104 @@ file "ROOT/`+name+`" {
 	if strings.Count(md, "<details>") != 2 { // the resource's section and the content's line
 		t.Errorf("<details> count %d:\n%s", strings.Count(md, "<details>"), md)
 	}
+}
+
+func TestE2EEditedPlanIsRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
+	e.must(0, "plan", "-out=plan.out")
+	p := filepath.Join(e.dir, "plan.out")
+	b, _ := os.ReadFile(p)
+	edited := bytes.Replace(b, []byte(`a\\n`), []byte(`b\\n`), 1)
+	if bytes.Equal(edited, b) {
+		edited = bytes.Replace(b, []byte("a.conf"), []byte("b.conf"), 1)
+	}
+	if err := os.WriteFile(p, edited, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := e.must(1, "apply", "plan.out")
+	if !strings.Contains(strings.ToLower(r.stderr), "checksum") {
+		t.Errorf("want a checksum error:\n%s", r)
+	}
+	if _, err := os.Stat(filepath.Join(e.root, "a.conf")); !os.IsNotExist(err) {
+		t.Error("an edited plan changed the host")
+	}
+
+	// Truncated, and not a plan at all.
+	os.WriteFile(p, b[:len(b)/2], 0o600)
+	e.must(1, "apply", "plan.out")
+	e.must(1, "show", "plan.out")
+	os.WriteFile(p, []byte("hello"), 0o600)
+	e.must(1, "apply", "plan.out")
+}
+
+func TestE2EPlanFromAnotherHostIsRefused(t *testing.T) {
+	t.Parallel()
+	// Another hostname is a UTS namespace away: root makes one, anyone
+	// else in a user namespace of their own.
+	unshare := []string{"unshare", "--uts"}
+	if ok, _ := testenv.Has(testenv.Root); ok {
+		testenv.MustHave(t, testenv.Unshare)
+	} else {
+		testenv.MustHave(t, testenv.UserNS)
+		unshare = append(unshare, "--user", "--map-root-user")
+	}
+	e := newEnv(t)
+	e.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
+	e.must(0, "plan", "-out=plan.out")
+	cmd := exec.Command(unshare[0], append(unshare[1:], "sh", "-c", `hostname toque-elsewhere && exec "$@"`, "sh",
+		toqueBin, "-chdir="+e.dir, "apply", "plan.out")...)
+	r := e.runCmd(cmd)
+	if r.code != 1 || !strings.Contains(r.stderr, "toque-elsewhere") {
+		t.Fatalf("want the other host refused by name, got %s", r)
+	}
+	if _, err := os.Stat(filepath.Join(e.root, "a.conf")); !os.IsNotExist(err) {
+		t.Error("a plan from another host changed this one")
+	}
+}
+
+// withoutMachineID returns argv that runs toque args in a mount namespace
+// where /etc/machine-id (and /var/lib/dbus/machine-id) read empty, or
+// skips the test, saying why, where such a namespace cannot be made.
+func withoutMachineID(t *testing.T, args ...string) []string {
+	t.Helper()
+	// A mount namespace of a user namespace of its own, as any user.
+	testenv.MustHave(t, testenv.UserNS, testenv.MachineID)
+	script := `mount --bind /dev/null /etc/machine-id || exit 97
+if [ -e /var/lib/dbus/machine-id ]; then mount --bind /dev/null /var/lib/dbus/machine-id || exit 97; fi
+exec "$@"`
+	if out, err := exec.Command("unshare", "--mount", "--map-root-user", "sh", "-c", script, "sh", "true").CombinedOutput(); err != nil {
+		t.Fatalf("cannot hide the machine id in a mount namespace: %v\n%s", err, out)
+	}
+	return append([]string{"unshare", "--mount", "--map-root-user", "sh", "-c", script, "sh", toqueBin}, args...)
+}
+
+// TestE2EMachineIDIsRequired: a plan is applied only where its machine id
+// matches; a plan without one, or a host without one, is refused with
+// what to do, and nothing changes.
+func TestE2EMachineIDIsRequired(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
+
+	argv := withoutMachineID(t, "-chdir="+e.dir, "plan", "-out=nomid.plan")
+	if r := e.runCmd(exec.Command(argv[0], argv[1:]...)); r.code != 0 {
+		t.Fatalf("plan without a machine id: %s", r)
+	}
+	r := e.must(1, "apply", "nomid.plan")
+	if !strings.Contains(r.stderr, "the plan records no machine id") || !strings.Contains(r.stderr, "toque plan") {
+		t.Fatalf("a plan without a machine id: %s", r)
+	}
+
+	e.must(0, "plan", "-out=here.plan")
+	argv = withoutMachineID(t, "-chdir="+e.dir, "apply", "here.plan")
+	r = e.runCmd(exec.Command(argv[0], argv[1:]...))
+	if r.code != 1 || !strings.Contains(r.stderr, "this host has no machine id") || !strings.Contains(r.stderr, "systemd-machine-id-setup") {
+		t.Fatalf("a host without a machine id: %s", r)
+	}
+	if _, err := os.Stat(filepath.Join(e.root, "a.conf")); !os.IsNotExist(err) {
+		t.Fatal("a refused plan changed the host")
+	}
+	e.must(0, "apply", "here.plan")
 }

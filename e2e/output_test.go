@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -107,30 +105,6 @@ func TestE2EApplyExpectDigest(t *testing.T) {
 	}
 }
 
-// readEvents parses apply -json's stdout, failing on a line that is not a
-// JSON object.
-func readEvents(t *testing.T, out string) []map[string]any {
-	t.Helper()
-	var evs []map[string]any
-	sc := bufio.NewScanner(strings.NewReader(out))
-	for sc.Scan() {
-		var ev map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			t.Fatalf("stdout line is not a JSON object: %q (%v)\n%s", sc.Text(), err, out)
-		}
-		evs = append(evs, ev)
-	}
-	return evs
-}
-
-func types(evs []map[string]any) string {
-	var s []string
-	for _, ev := range evs {
-		s = append(s, ev["type"].(string))
-	}
-	return strings.Join(s, " ")
-}
-
 func TestE2EApplyJSON(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -147,7 +121,7 @@ file "ROOT/c.conf" { content = "c\n" }
 	r := e.must(0, "apply", "-json", "-expect-digest="+digest, "plan.out")
 	evs := readEvents(t, r.stdout)
 	want := "apply_start already_done resource_start resource_end resource_start resource_end summary"
-	if got := types(evs); got != want {
+	if got := eventTypes(evs); got != want {
 		t.Fatalf("events %q, want %q\n%s", got, want, r)
 	}
 	if evs[0]["plan_digest"] != digest || evs[0]["format_version"] != views.EventsFormatVersion {
@@ -174,7 +148,7 @@ file "ROOT/c.conf" { content = "c\n" }
 	e.write("d.conf", "someone else\n", 0o644)
 	r = e.must(3, "apply", "-json", "plan.out")
 	evs = readEvents(t, r.stdout)
-	if got := types(evs); got != "apply_start error" {
+	if got := eventTypes(evs); got != "apply_start error" {
 		t.Fatalf("stale run events %q\n%s", got, r)
 	}
 	last := evs[1]
@@ -191,13 +165,13 @@ file "ROOT/c.conf" { content = "c\n" }
 	// Refusals before any apply are error events too.
 	r = e.must(1, "apply", "-json", "-expect-digest="+strings.Repeat("1", 64), "plan.out")
 	evs = readEvents(t, r.stdout)
-	if types(evs) != "error" || evs[0]["error_kind"] != "digest_mismatch" || evs[0]["exit_code"].(float64) != 1 {
+	if eventTypes(evs) != "error" || evs[0]["error_kind"] != "digest_mismatch" || evs[0]["exit_code"].(float64) != 1 {
 		t.Errorf("digest mismatch: %v", evs)
 	}
 	os.WriteFile(filepath.Join(e.dir, "plan.out"), []byte("not a plan"), 0o600)
 	r = e.must(1, "apply", "-json", "plan.out")
 	evs = readEvents(t, r.stdout)
-	if types(evs) != "error" || evs[0]["error_kind"] != "plan_refused" {
+	if eventTypes(evs) != "error" || evs[0]["error_kind"] != "plan_refused" {
 		t.Errorf("not a plan: %v", evs)
 	}
 	r = e.must(1, "apply", "-json")

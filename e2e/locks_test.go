@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -183,4 +185,91 @@ func withoutToqueSettings(env []string) []string {
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+func TestE2ESecondConcurrentApplyFailsNamingTheHolder(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	first, out, firstErr := e.startLongApply()
+	second := e.run("apply", "plan.out")
+	go io.Copy(io.Discard, out)
+	if err := first.Wait(); err != nil {
+		t.Fatalf("first apply: %v\n%s", err, firstErr.String())
+	}
+	if second.code != 4 {
+		t.Fatalf("second apply: want exit 4 (lock held), got %s", second)
+	}
+	if !strings.Contains(second.stderr, fmt.Sprintf("pid %d", first.Process.Pid)) {
+		t.Errorf("second apply does not name the holder's pid %d:\n%s", first.Process.Pid, second.stderr)
+	}
+}
+
+// startLongApply plans 1,000 files and starts applying them (each write is
+// fsynced, so this takes a while), returning once the apply is converging.
+func (e *env) startLongApply() (*exec.Cmd, io.Reader, *bytes.Buffer) {
+	e.t.Helper()
+	var src strings.Builder
+	for i := 0; i < 1000; i++ {
+		fmt.Fprintf(&src, "file \"ROOT/f%04d\" {\n  content = \"%d\\n\"\n}\n", i, i)
+	}
+	e.recipe("many.hcl", src.String())
+	e.must(0, "plan", "-out=plan.out")
+
+	cmd := e.binCmd("-chdir="+e.dir, "apply", "plan.out")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	var seen bytes.Buffer
+	for !bytes.Contains(seen.Bytes(), []byte("Creating")) {
+		n, err := out.Read(buf)
+		if err != nil {
+			e.t.Fatalf("apply ended before converging: %v\n%s%s", err, seen.String(), stderr.String())
+		}
+		seen.Write(buf[:n])
+	}
+	return cmd, out, &stderr
+}
+
+func TestE2EHostLockExcludesApplyWithAnotherStateDir(t *testing.T) {
+	t.Parallel()
+	first := newEnv(t)
+	cmd, out, firstErr := first.startLongApply()
+
+	second := newEnv(t)
+	second.hostLock = first.hostLock // one host
+	second.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
+	second.must(0, "plan", "-out=plan.out")
+	r := second.run("apply", "plan.out")
+	j := second.run("apply", "-json", "plan.out")
+	go io.Copy(io.Discard, out)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("first apply: %v\n%s", err, firstErr)
+	}
+
+	if r.code != 4 {
+		t.Fatalf("an apply with another state directory ran beside the first: want exit 4, got %s", r)
+	}
+	for _, want := range []string{"host-wide lock", fmt.Sprintf("pid %d", cmd.Process.Pid), first.state, first.hostLock} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("the refusal does not name %q:\n%s", want, r.stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(second.root, "a.conf")); !os.IsNotExist(err) {
+		t.Error("the second apply changed the host")
+	}
+	ev := lastEvent(t, j.stdout)
+	holder, _ := ev["lock_holder"].(map[string]any)
+	if j.code != 4 || ev["error_kind"] != "lock_held" || holder["host_wide"] != true || holder["pid"] != float64(cmd.Process.Pid) || holder["state_dir"] != first.state {
+		t.Errorf("JSON: exit %d, error event %v", j.code, ev)
+	}
+
+	// Once the first is done, the second runs.
+	second.must(0, "apply", "plan.out")
 }
