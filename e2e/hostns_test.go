@@ -18,14 +18,16 @@ import (
 	"github.com/toquehq/toque/internal/testenv"
 )
 
-// Tier B of the host-resource tests (notes/testing-host-resources §2):
-// toque's production command lines — useradd, gpasswd, sysctl -w, writes
-// to /etc/cron.d — run for real inside a private mount namespace whose
-// /etc and /var are overlays on the host's and whose /home is a scratch
-// directory. getent, id, NSS and Go's os/user read back exactly as in
-// production; the host is untouched, which every test proves by hashing
-// its account databases and listing /etc/cron.d and /etc/sysctl.d before
-// and after.
+// The host-resource tests that run toque's production command lines —
+// useradd, gpasswd, sysctl -w, writes to /etc/cron.d — run them for real
+// inside a private mount namespace whose /etc and /var are overlays on the
+// host's and whose /home is a scratch directory. An overlay on the whole
+// of /etc, not a bind mount of /etc/passwd alone: the shadow tools write
+// passwd+ and rename it over passwd, which fails on a mount point (and
+// leaves passwd+ in the real /etc). getent, id, NSS and Go's os/user read
+// back exactly as in production; the host is untouched, which every test
+// proves by hashing its account databases and listing /etc/cron.d and
+// /etc/sysctl.d before and after.
 
 // hostNS is one such namespace, held open by a sleeping process that
 // commands join with nsenter.

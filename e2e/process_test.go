@@ -236,16 +236,11 @@ file "ROOT/a.conf" {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; ; i++ {
-		if _, err := os.Stat(filepath.Join(e.root, "guard.started")); err == nil {
-			break
-		}
-		if i > 500 {
-			cmd.Process.Kill()
-			t.Fatal("the guard never started")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	defer cmd.Process.Kill()
+	waitFor(t, 30*time.Second, "the guard to start", func() bool {
+		_, err := os.Stat(filepath.Join(e.root, "guard.started"))
+		return err == nil
+	})
 	start := time.Now()
 	cmd.Process.Signal(os.Interrupt)
 	err := cmd.Wait()

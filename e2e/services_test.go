@@ -19,8 +19,15 @@ import (
 	"github.com/toquehq/toque/internal/testenv"
 )
 
-// The service types against the real systemd, in three tiers (see
-// /work/shared/notes/testing-host-resources.md and docs/service.md):
+// The service types against the real systemd, in three tiers (the
+// "Tests" section of docs/service.md). systemctl's live verbs (start,
+// status, daemon-reload) need systemd running as PID 1, which CI's
+// machine kind — a VM or container whose systemd is installed but
+// offline — does not have: only unit files and enablement work there, in
+// an /etc overlay. Real starts and stops need a systemd of its own, booted
+// by systemd-nspawn (with --register=no --keep-unit, which nspawn needs
+// without a running systemd, and in a cgroup of its own that is removed
+// after it, so that it leaves none on the host):
 //
 //   - resources/systemd_test.go: systemctl --root on unit files in a temp
 //     dir (enablement, systemd-analyze verify), no root needed;
