@@ -15,7 +15,7 @@ import (
 )
 
 // End-to-end tests of the file-system types' safety: paths, symbolic
-// links, backups. They run the built binary (TestMain in e2e_test.go).
+// links, backups, in-process and through the built binary.
 
 // secretFile is a root-only file outside what the recipes manage, that a
 // local user would like toque to change or show; keep checks it did not.
