@@ -70,6 +70,13 @@ const tripwire = "/dev/null/the-e2e-harness-sets-TOQUE_STATE_DIR-and-TOQUE_HOST_
 type suite struct{ m *testing.M }
 
 func (s suite) Run() int {
+	if os.Geteuid() == 0 && os.Getenv(heldEnv) == "" {
+		// As root, the tests run while a real apply holds toque's default
+		// host-wide lock (locks_test.go), in a mount namespace of their own.
+		if code, ok := runWhileTheHostLockIsHeld(); ok {
+			return code
+		}
+	}
 	abs, err := filepath.Abs("..")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -89,6 +96,11 @@ func (s suite) Run() int {
 	// these name directories that cannot exist.
 	os.Setenv("TOQUE_STATE_DIR", tripwire)
 	os.Setenv("TOQUE_HOST_LOCK", tripwire+"/apply.lock")
+	// Under -race, a program waits a second as it exits, for races still
+	// to be reported; each `exec toque` of a script is this test binary.
+	if os.Getenv("GORACE") == "" {
+		os.Setenv("GORACE", "atexit_sleep_ms=10")
+	}
 	if bin := os.Getenv("TOQUE_TEST_BINARY"); bin != "" {
 		if !filepath.IsAbs(bin) {
 			fmt.Fprintf(os.Stderr, "TOQUE_TEST_BINARY=%s: want an absolute path\n", bin)
@@ -103,6 +115,19 @@ func (s suite) Run() int {
 			fmt.Fprintln(os.Stderr, "building toque:", err)
 			return 1
 		}
+	}
+	if os.Getenv(heldEnv) != "" {
+		release, err := holdTheHostLock()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: holding the host-wide lock:", err)
+			return 1
+		}
+		code := s.m.Run()
+		if err := release(); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: the apply that held the host-wide lock:", err)
+			return 1
+		}
+		return code
 	}
 	return s.m.Run()
 }

@@ -554,10 +554,15 @@ remote_file "ROOT/public" {
 	if e.read("motd") != "hello\n" || e.read("public") != "hello\n" {
 		t.Fatalf("content %q %q", e.read("motd"), e.read("public"))
 	}
-	before := requests
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return requests
+	}
+	before := count()
 	e.mustBin(0, "plan", "-detailed-exitcode")
-	if requests != before+2 {
-		t.Errorf("%d requests for the second plan: want one conditional GET each", requests-before)
+	if n := count() - before; n != 2 {
+		t.Errorf("%d requests for the second plan: want one conditional GET each", n)
 	}
 	// The source changes between plan and apply: stale.
 	e.mustBin(0, "plan", "-out="+plan)
