@@ -154,31 +154,6 @@ func TestE2EFirstInterruptFinishesTheResourceThenStops(t *testing.T) {
 	}
 }
 
-func TestE2ELogging(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	e.recipe("conf.hcl", `file "ROOT/a.conf" { content = "a\n" }`)
-	cmd := exec.Command(toqueBin, "-chdir="+e.dir, "plan")
-	cmd.Env = append(os.Environ(), "TOQUE_LOG=debug")
-	r := e.runCmd(cmd)
-	if r.code != 0 || !strings.Contains(r.stderr, "[DEBUG]") {
-		t.Errorf("TOQUE_LOG=debug wrote no debug log to stderr: %s", r)
-	}
-	logPath := filepath.Join(t.TempDir(), "toque.log")
-	cmd = exec.Command(toqueBin, "-chdir="+e.dir, "plan")
-	cmd.Env = append(os.Environ(), "TOQUE_LOG=trace", "TOQUE_LOG_PATH="+logPath)
-	r = e.runCmd(cmd)
-	b, _ := os.ReadFile(logPath)
-	if r.code != 0 || strings.Contains(r.stderr, "[DEBUG]") || !strings.Contains(string(b), "[DEBUG]") {
-		t.Errorf("TOQUE_LOG_PATH: stderr %q, log file %d bytes", r.stderr, len(b))
-	}
-	cmd = exec.Command(toqueBin, "-chdir="+e.dir, "plan")
-	cmd.Env = append(os.Environ(), "TOQUE_LOG=loud")
-	if r := e.runCmd(cmd); r.code != 1 || !strings.Contains(r.stderr, "TOQUE_LOG=loud") {
-		t.Errorf("a bad TOQUE_LOG: %s", r)
-	}
-}
-
 // Colour is used only on a terminal, and never with -no-color or NO_COLOR.
 func TestE2EColourOnlyOnATerminal(t *testing.T) {
 	t.Parallel()
