@@ -7,7 +7,7 @@ package e2e
 // (scripts_test.go), their output scrubbed (scrub_test.go) and compared
 // with golden files; hostns_test.go makes the host namespaces scripts and
 // Go tests change accounts in. The Go tests are what only Go can express,
-// by concern: a real process (signals, terminals, closed pipes, logging,
+// by concern: a real process (signals, terminals, closed pipes,
 // completion: process_test.go), locks held by another process
 // (locks_test.go), killing apply (crash_test.go, journal_test.go), plan
 // files edited or signed (trust_test.go), files raced and read
@@ -18,9 +18,9 @@ package e2e
 // containers.
 //
 // Every toque a test starts gets the test's own state directory and
-// host-wide lock; TestMain makes anything else fail (tripwire), and
-// TestE2EHostLockHeldByARealApply proves it while a real apply holds the
-// machine's lock.
+// host-wide lock; TestMain makes anything else fail (tripwire), and as
+// root runs every test while a real apply holds toque's default lock, in
+// a mount namespace of their own (locks_test.go).
 
 import (
 	"bufio"
@@ -202,12 +202,12 @@ func (r result) String() string {
 	return fmt.Sprintf("exit %d\n--- stdout\n%s--- stderr\n%s", r.code, r.stdout, r.stderr)
 }
 
-// Most tests run toque in-process: command.Run, as main calls it, with the
-// test's own streams and toque's settings (TOQUE_STATE_DIR, NO_COLOR…)
+// Most Go tests run toque in-process: command.Run, as main calls it, with
+// the test's own streams and toque's settings (TOQUE_STATE_DIR, NO_COLOR…)
 // injected, so such tests can run side by side. What only a process can
-// show — signals, a closed stdout, exit statuses, TOQUE_LOG on the real
-// stderr, a terminal, the README's commands — runs the built binary (bin,
-// runCmd).
+// show — signals, a closed stdout, a terminal, a child's environment —
+// runs the built binary (bin, binCmd, runCmd). The scripts run toque as a
+// process of its own, the test binary (toqueMain).
 
 // run runs toque in-process with -chdir set to the recipe dir.
 func (e *env) run(args ...string) result {
