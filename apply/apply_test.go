@@ -13,6 +13,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/toquehq/toque/internal/testutil"
 	"github.com/toquehq/toque/plan"
 	"github.com/toquehq/toque/resources"
 )
@@ -371,9 +372,16 @@ func TestApplyCancelAborts(t *testing.T) {
 	a, h := newApplier(t, testRegistry())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	h.onPre = func(r *plan.Resource) { time.AfterFunc(100*time.Millisecond, cancel) }
+	started := filepath.Join(dir, "started")
+	h.onPre = func(r *plan.Resource) {
+		// The second SIGINT arrives while the script runs.
+		go func() {
+			testutil.Await(10*time.Second, func() bool { return testutil.Exists(started)() || ctx.Err() != nil })
+			cancel()
+		}()
+	}
 	f := filepath.Join(dir, "f")
-	p := makePlan(t, a.Registry, tscript("hang", "sleep 10"), tfile(f, "x"))
+	p := makePlan(t, a.Registry, tscript("hang", "touch '"+started+"'; sleep 10"), tfile(f, "x"))
 
 	start := time.Now()
 	rep, err := a.Apply(ctx, p)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toquehq/toque/resources/builtin"
+
 	"github.com/toquehq/toque/config"
 	"github.com/toquehq/toque/internal/host"
 	"github.com/toquehq/toque/internal/plantest"
@@ -46,7 +48,7 @@ func awaitsPlan(t *testing.T, root, repoName string) (*plan.Plan, *resources.Reg
 			t.Fatal(err)
 		}
 	}
-	reg := resources.Builtin().With(plantest.FakeRepo{Dir: filepath.Join(root, "pkgs")}.Types()...)
+	reg := builtin.Registry().With(plantest.FakeRepo{Dir: filepath.Join(root, "pkgs")}.Types()...)
 	dir := t.TempDir()
 	src := strings.NewReplacer("ROOT", root, "REPO_NAME", repoName).Replace(awaitsRecipe)
 	if err := os.WriteFile(filepath.Join(dir, "a.hcl"), []byte(src), 0o644); err != nil {

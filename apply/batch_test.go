@@ -75,7 +75,7 @@ func (t *pkgType) LoadAll(_ context.Context, rs []*resources.Resource) ([]*resou
 	return out, nil
 }
 
-func (t *pkgType) Plan(d *resources.Resource, cur *resources.State) (*resources.Step, error) {
+func (t *pkgType) Plan(_ string, d *resources.Resource, cur *resources.State) (*resources.Step, error) {
 	if cur.Exists {
 		return &resources.Step{Kind: resources.NoOp, Reason: "installed"}, nil
 	}
@@ -83,7 +83,9 @@ func (t *pkgType) Plan(d *resources.Resource, cur *resources.State) (*resources.
 	return &resources.Step{Kind: resources.Create, Reason: "not installed", Changes: ch, Groups: []string{"version"}}, nil
 }
 
-func (t *pkgType) Converge(_ context.Context, _ *resources.Env, d *resources.Resource, _ *resources.State, step *resources.Step) error {
+func (t *pkgType) Steps() resources.Steps { return resources.Same(t.converge) }
+
+func (t *pkgType) converge(_ context.Context, _ *resources.Env, d *resources.Resource, _ *resources.State, step *resources.Step) error {
 	return os.WriteFile(filepath.Join(d.String("dir"), "installed"), []byte(step.Change("version").After.AsString()), 0o644)
 }
 

@@ -74,7 +74,7 @@ type groupItem struct {
 	e           *entry
 	rr          *ResourceReport
 	view        *plan.Resource
-	staged      *resources.Staged
+	staged      resources.Staged
 	alreadyDone bool
 	outcome     string
 	reason      string
@@ -183,7 +183,7 @@ func (r *run) stage(ctx context.Context, e *entry, rr *ResourceReport, st resour
 		it.reason = step.Reason
 	}
 	env := &resources.Env{StateDir: r.a.StateDir, Logger: r.logger.Named(e.pr.Address), Sensitive: e.pr.Sensitive}
-	var staged *resources.Staged
+	var staged resources.Staged
 	err = r.protect(e, "Stage", func() error {
 		var err error
 		staged, err = st.Stage(ctx, env, e.desired.WithAction(view.Action), rd.State, step)
@@ -222,7 +222,7 @@ func (r *run) commit(ctx context.Context, g *group) (last string, err error) {
 	if failAt >= 0 {
 		end = failAt
 	}
-	var staged []*resources.Staged
+	var staged []resources.Staged
 	for _, it := range items[:end] {
 		if it.staged != nil {
 			staged = append(staged, it.staged)
@@ -240,7 +240,7 @@ func (r *run) commit(ctx context.Context, g *group) (last string, err error) {
 			}
 		}
 	}
-	var committed []*resources.Staged
+	var committed []resources.Staged
 	var committedAt []int
 	for k, it := range items[:end] {
 		if it.staged == nil {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toquehq/toque/resources/builtin"
+
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/resources"
@@ -20,7 +22,8 @@ import (
 // commitRegistry is the built-in file type (which stages creates) with the
 // test script type (which does not).
 func commitRegistry() *resources.Registry {
-	return resources.NewRegistry(resources.FileType(), newScriptType())
+	file, _ := builtin.Registry().Lookup("file")
+	return resources.NewRegistry(file, newScriptType())
 }
 
 func bfile(path, content string) spec {

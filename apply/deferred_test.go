@@ -9,12 +9,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toquehq/toque/resources/builtin"
+
 	"github.com/toquehq/toque/config"
 	"github.com/toquehq/toque/eval"
 	"github.com/toquehq/toque/internal/host"
 	"github.com/toquehq/toque/plan"
 	"github.com/toquehq/toque/plan/planner"
-	"github.com/toquehq/toque/resources"
 )
 
 // recipePlan plans src (ROOT replaced by root) with the built-in types,
@@ -25,7 +26,7 @@ func recipePlan(t *testing.T, root, src string) *plan.Plan {
 	if err := os.WriteFile(filepath.Join(dir, "a.hcl"), []byte(strings.ReplaceAll(src, "ROOT", root)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	reg := resources.Builtin()
+	reg := builtin.Registry()
 	cfg, diags := config.LoadDir(dir, reg)
 	if diags.HasErrors() {
 		t.Fatal(diags)
@@ -67,7 +68,7 @@ execute "reload" {
 func TestApplyEvaluatesWhatWasDeferred(t *testing.T) {
 	root := t.TempDir()
 	p := recipePlan(t, root, bootstrapRecipe)
-	a, _ := newApplier(t, resources.Builtin())
+	a, _ := newApplier(t, builtin.Registry())
 	a.Resolver = eval.Resolver{}
 	rep, err := a.Apply(context.Background(), p)
 	if err != nil {
@@ -112,7 +113,7 @@ execute "reload" {
   action  = "nothing"
 }
 `)
-	a, _ := newApplier(t, resources.Builtin())
+	a, _ := newApplier(t, builtin.Registry())
 	a.Resolver = eval.Resolver{}
 	rep, err := a.Apply(context.Background(), p)
 	if err != nil {
@@ -143,7 +144,7 @@ file "ROOT/app.conf" {
 }
 `)
 	for _, withResolver := range []bool{true, false} {
-		a, _ := newApplier(t, resources.Builtin())
+		a, _ := newApplier(t, builtin.Registry())
 		if withResolver {
 			a.Resolver = eval.Resolver{}
 		}
@@ -172,7 +173,7 @@ func TestApplyStaleWithDeferred(t *testing.T) {
 	p := recipePlan(t, root, bootstrapRecipe)
 	// Made before any resource of the plan ran: the plan read nothing.
 	writeFile(t, filepath.Join(root, "app.conf"), "someone else's\n")
-	a, _ := newApplier(t, resources.Builtin())
+	a, _ := newApplier(t, builtin.Registry())
 	a.Resolver = eval.Resolver{}
 	_, err := a.Apply(context.Background(), p)
 	var se *StaleError

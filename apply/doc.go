@@ -5,8 +5,9 @@
 //
 // The steps follow design §8:
 //
-//  1. A plan marked errored is refused. (The command verifies the plan file's
-//     checksum, format version and host before calling Apply.)
+//  1. A plan marked errored is refused (verify.go). (The command verifies
+//     the plan file's checksum, format version and host before calling
+//     Apply.)
 //  2. The state directory is opened and checked (statedir.go): created 0700
 //     when missing, refused with an *UntrustedError when another user owns
 //     it or could write it or a directory above it; every file in it is
@@ -17,7 +18,7 @@
 //     directory), so that applies with different state directories exclude
 //     each other, and {StateDir}/apply.lock. A second apply fails fast with
 //     a *LockHeldError naming the holder and which lock, or waits up to
-//     Applier.LockTimeout for both.
+//     Applier.LockTimeout for both (lock.go).
 //  3. The plan's journal (journal.go), {StateDir}/journal/sha256-HEX.jsonl,
 //     says what earlier applies of this plan did. A plan an apply finished
 //     is refused with an *AlreadyAppliedError; an old plan with no journal
@@ -25,18 +26,20 @@
 //     plan's, with a *JournalError. An unfinished apply is resumed: what the
 //     journal says it finished is reported "done earlier" (Hooks.Resumed)
 //     and not done again, and the notifications its changes owe are run.
-//  4. Pre-flight: every other resource the plan read is read again before
-//     anything changes. A reading identical to the plan's is fine; a
-//     resource already in the planned state counts as "already done"; a
-//     run an earlier apply of the plan started but did not see end, or any
-//     other difference, makes the plan stale: Apply returns a *StaleError
-//     listing every difference and the host is untouched.
-//  5. Converge in plan order. Right before each resource it is read again; a
-//     difference from the plan at that point was caused by this run (an
-//     earlier resource), so the resource converges toward the live reading
-//     and its report says how it differed — but only within what the plan
-//     showed: a step that would change a property the plan did not list, or
-//     do more than the planned kind of step, fails that resource instead.
+//  4. Pre-flight (preflight.go): every other resource the plan read is
+//     read again before anything changes. A reading identical to the
+//     plan's is fine; a resource already in the planned state counts as
+//     "already done"; a run an earlier apply of the plan started but did
+//     not see end, or any other difference, makes the plan stale: Apply
+//     returns a *StaleError listing every difference and the host is
+//     untouched.
+//  5. Converge in plan order (converge.go). Right before each resource it
+//     is read again; a difference from the plan at that point was caused
+//     by this run (an earlier resource), so the resource converges toward
+//     the live reading and its report says how it differed — but only
+//     within what the plan showed (allowed.go): a step that would change a
+//     property the plan did not list, or do more than the planned kind of
+//     step, fails that resource instead.
 //     A panicking resource type fails only its resource.
 //  6. Notifications (notify.go), following what really changed: a
 //     "before" edge runs its target right before the notifier changes, an
@@ -50,11 +53,11 @@
 //     before the hooks hear of it; a run (kind "run") is recorded as started
 //     before it starts. An apply that cannot write its journal stops before
 //     the next step.
-//  7. A Report is written as JSON to {StateDir}/reports/ once convergence has
-//     started, also when the run failed or was interrupted; then the
-//     journal records the end of the apply, finished or not. A finished
-//     plan's journal is compacted; journals older than JournalRetention are
-//     pruned.
+//  7. A Report is written as JSON to {StateDir}/reports/ (finish.go) once
+//     convergence has started, also when the run failed or was
+//     interrupted; then the journal records the end of the apply,
+//     finished or not. A finished plan's journal is compacted; journals
+//     older than JournalRetention are pruned.
 //
 // Progress reaches the user through the Hooks interface, which the command
 // implements; this package never prints.

@@ -75,7 +75,7 @@ func (t *fileType) Load(ctx context.Context, r *resources.Resource) (*resources.
 	}}, nil
 }
 
-func (t *fileType) Plan(desired *resources.Resource, current *resources.State) (*resources.Step, error) {
+func (t *fileType) Plan(_ string, desired *resources.Resource, current *resources.State) (*resources.Step, error) {
 	switch desired.Action {
 	case "create":
 		return resources.ConvergeIfChanged(desired, current), nil
@@ -88,7 +88,9 @@ func (t *fileType) Plan(desired *resources.Resource, current *resources.State) (
 	return &resources.Step{Kind: resources.NoOp, Reason: "action nothing"}, nil
 }
 
-func (t *fileType) Converge(ctx context.Context, env *resources.Env, desired *resources.Resource, current *resources.State, step *resources.Step) error {
+func (t *fileType) Steps() resources.Steps { return resources.Same(t.converge) }
+
+func (t *fileType) converge(ctx context.Context, env *resources.Env, desired *resources.Resource, current *resources.State, step *resources.Step) error {
 	path := desired.String("path")
 	switch step.Kind {
 	case resources.Delete:
@@ -137,11 +139,13 @@ func (t *scriptType) Load(ctx context.Context, r *resources.Resource) (*resource
 	return &resources.State{Exists: true, Values: map[string]cty.Value{}}, nil
 }
 
-func (t *scriptType) Plan(desired *resources.Resource, current *resources.State) (*resources.Step, error) {
+func (t *scriptType) Plan(_ string, desired *resources.Resource, current *resources.State) (*resources.Step, error) {
 	return &resources.Step{Kind: resources.Run, Reason: "no guard: runs every time"}, nil
 }
 
-func (t *scriptType) Converge(ctx context.Context, env *resources.Env, desired *resources.Resource, current *resources.State, step *resources.Step) error {
+func (t *scriptType) Steps() resources.Steps { return resources.Same(t.converge) }
+
+func (t *scriptType) converge(ctx context.Context, env *resources.Env, desired *resources.Resource, current *resources.State, step *resources.Step) error {
 	var out bytes.Buffer
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", desired.String("command"))
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -180,11 +184,13 @@ func (t *panicType) Load(ctx context.Context, r *resources.Resource) (*resources
 	return &resources.State{Exists: true}, nil
 }
 
-func (t *panicType) Plan(desired *resources.Resource, current *resources.State) (*resources.Step, error) {
+func (t *panicType) Plan(_ string, desired *resources.Resource, current *resources.State) (*resources.Step, error) {
 	return &resources.Step{Kind: resources.Run, Reason: "runs every time"}, nil
 }
 
-func (t *panicType) Converge(ctx context.Context, env *resources.Env, desired *resources.Resource, current *resources.State, step *resources.Step) error {
+func (t *panicType) Steps() resources.Steps { return resources.Same(t.converge) }
+
+func (t *panicType) converge(ctx context.Context, env *resources.Env, desired *resources.Resource, current *resources.State, step *resources.Step) error {
 	panic("converge exploded")
 }
 
@@ -262,7 +268,7 @@ func makePlan(t *testing.T, reg *resources.Registry, specs ...spec) *plan.Plan {
 		if err != nil {
 			t.Fatalf("load %s: %v", pr.Address, err)
 		}
-		step, err := typ.Plan(d, st)
+		step, err := resources.PlanStep(typ, d, st)
 		if err != nil {
 			t.Fatalf("plan %s: %v", pr.Address, err)
 		}

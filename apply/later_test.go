@@ -28,8 +28,10 @@ func newUnitType(log string) *unitType {
 	return &unitType{fileType: ft, log: log}
 }
 
-func (t *unitType) Converge(ctx context.Context, env *resources.Env, desired *resources.Resource, current *resources.State, step *resources.Step) error {
-	if err := t.fileType.Converge(ctx, env, desired, current, step); err != nil {
+func (t *unitType) Steps() resources.Steps { return resources.Same(t.converge) }
+
+func (t *unitType) converge(ctx context.Context, env *resources.Env, desired *resources.Resource, current *resources.State, step *resources.Step) error {
+	if err := resources.ConvergeStep(ctx, t.fileType, env, desired, current, step); err != nil {
 		return err
 	}
 	return env.Later.Defer(ctx, resources.Job{

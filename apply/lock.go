@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -169,4 +170,52 @@ func readHolder(f *os.File, path string) *LockHeldError {
 		e.Since = t
 	}
 	return e
+}
+
+// lock takes the host-wide apply lock (when Applier.HostLock names one),
+// then the state directory's, both within one LockTimeout, always in that
+// order so that two waiting applies cannot deadlock. It returns the
+// function that releases them. An *InterruptedError (Stop while it
+// waited) counts every resource with work as not started.
+func (r *run) lock(ctx context.Context) (release func(), err error) {
+	defer func() {
+		var ie *InterruptedError
+		if errors.As(err, &ie) {
+			ie.NotStarted = countWork(r.p)
+		}
+	}()
+	a := r.a
+	start := time.Now()
+	req := lockRequest{started: start, stop: a.Stop, now: r.now, digest: r.digest, stateDir: r.state.Path()}
+	if a.LockTimeout > 0 {
+		req.deadline = start.Add(a.LockTimeout)
+	}
+	var host *applyLock
+	if a.HostLock != "" {
+		dir, err := OpenStateDir(filepath.Dir(a.HostLock))
+		if err != nil {
+			return nil, fmt.Errorf("host-wide apply lock: %w", err)
+		}
+		hreq := req
+		hreq.hostWide = true
+		host, err = acquireLock(ctx, dir, filepath.Base(a.HostLock), hreq)
+		dir.Close()
+		if err != nil {
+			return nil, err
+		}
+		r.logger.Debug("host-wide apply lock taken", "path", a.HostLock)
+	}
+	if host.sameFile(r.state, LockFileName) {
+		return host.release, nil
+	}
+	own, err := acquireLock(ctx, r.state, LockFileName, req)
+	if err != nil {
+		host.release()
+		return nil, err
+	}
+	r.logger.Debug("apply lock taken", "path", own.f.Name())
+	return func() {
+		own.release()
+		host.release()
+	}, nil
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toquehq/toque/internal/testutil"
 )
 
 // lockHolderEnv makes the test binary act as another toque apply holding the
@@ -40,7 +42,10 @@ func TestMain(m *testing.M) {
 			return acquireLock(context.Background(), sd, filepath.Base(path), lockRequest{now: time.Now, stateDir: holderStateDir, hostWide: true})
 		}))
 	}
-	os.Exit(m.Run())
+	// The tests give every Applier a state directory and host-wide lock of
+	// their own; the variables cover what reads them from the environment
+	// (remote_file's download cache), so nothing reaches the machine's.
+	os.Exit(testutil.IsolateToqueState(m))
 }
 
 // holdLock takes a lock with take, says "locked" on stdout, and holds the

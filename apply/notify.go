@@ -285,6 +285,15 @@ func (n *notifier) converge(ctx context.Context, nr *plan.NotifiedRun, view *pla
 		rr.Reason = "skipped: " + nr.Reason
 		return r.j.ended(ref, nr.Address, nr.Kind, rr.Outcome, from)
 	}
+	if nr.Kind == resources.NoOp {
+		// Planned to do nothing (a reload of a service that was not
+		// running): as a resource planned as a no-op, it is neither read
+		// nor run again — nothing runs that the plan did not show — and
+		// it notifies nothing. Its reason is the plan's.
+		rr.Outcome = OutcomeUnchanged
+		rr.Reason += " (as planned: not read or run again)"
+		return r.j.ended(ref, nr.Address, nr.Kind, rr.Outcome, from)
+	}
 	t, d, err := plan.DesiredResource(r.reg, view)
 	if err != nil {
 		r.hooks.PreApply(view)
@@ -484,4 +493,22 @@ func (r *run) preflightNotified(ctx context.Context) ([]StaleResource, []error) 
 		stale = append(stale, sr)
 	}
 	return stale, errs
+}
+
+// notifyDelayed is the notifications phase after the converge loop: the
+// delayed notifications queued while it ran are run (notifier.drain) even
+// after a failure, as Chef's are, but not after an interruption, a
+// cancelled ctx or a journal that cannot be written; then the report says
+// which notifications did not fire (notifier.notFired). It returns runErr,
+// the loop's error, joined with the notifications' own.
+func (r *run) notifyDelayed(ctx context.Context, nt *notifier, rep *Report, runErr error, interrupted bool) error {
+	if !interrupted && ctx.Err() == nil && r.j.Err() == nil {
+		// Delayed notifications run even after a failure, as Chef's do;
+		// the failure is reported after them.
+		if err := nt.drain(ctx); err != nil {
+			runErr = errors.Join(runErr, err)
+		}
+	}
+	nt.notFired(rep, interrupted)
+	return runErr
 }

@@ -46,7 +46,7 @@ func planRun(t *testing.T, reg *resources.Registry, p *plan.Plan, target, action
 	if err != nil {
 		t.Fatal(err)
 	}
-	step, err := typ.Plan(d, st)
+	step, err := resources.PlanStep(typ, d, st)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -272,7 +272,7 @@ func (b *Base) autocomplete(args []string) int {
 			fmt.Sprintf("toque completes bash, zsh and fish, and installs completion in their configuration files, but found none of %s. Create your shell's file, then run toque %s again.",
 				strings.Join(shellCandidates(home, configHome), ", "), args[0])).WithKind(views.KindUsage))
 		b.view(false).Diagnostics(diags)
-		return exitStatus(diags)
+		return views.ExitStatus(diags)
 	}
 	var changes []views.ShellChange
 	for _, sh := range shells {
@@ -285,7 +285,7 @@ func (b *Base) autocomplete(args []string) int {
 	}
 	views.Messages{V: b.view(false)}.Autocomplete(install, changes)
 	b.view(false).Diagnostics(diags)
-	return exitStatus(diags)
+	return views.ExitStatus(diags)
 }
 
 // shell is one shell's completion set-up: a line in an rc file (bash,

@@ -11,15 +11,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toquehq/toque/resources/builtin"
+
 	"github.com/toquehq/toque/command/views"
 	"github.com/toquehq/toque/plan"
-	"github.com/toquehq/toque/resources"
 )
 
 // Completion learns every command's flags from the command itself: each
 // must define them and call parseFlags before doing anything else.
 func TestCompletionTreeHasEveryCommandsFlags(t *testing.T) {
-	b := &Base{Registry: resources.Builtin()}
+	b := &Base{Registry: builtin.Registry()}
 	tree := b.completionTree("")
 	if len(tree.Sub) != len(commands(b)) {
 		t.Fatalf("%d commands in the tree, want %d", len(tree.Sub), len(commands(b)))

@@ -92,19 +92,19 @@ func (c *ConsoleCommand) Run(args []string) int {
 	cfg, _, diags := c.loadConfig(&attrs)
 	if cfg == nil || diags.HasErrors() {
 		view.Diagnostics(diags)
-		return max(exitStatus(diags), ExitError)
+		return max(views.ExitStatus(diags), ExitError)
 	}
 	facts, err := host.Detect(c.ReadCtx)
 	if err != nil {
 		diags = diags.Append(diag.Sourceless(diag.Error, "Cannot read the host's facts", err.Error()))
 		view.Diagnostics(diags)
-		return exitStatus(diags)
+		return views.ExitStatus(diags)
 	}
 	con, d := eval.NewConsole(cfg, facts.Value())
 	diags = diags.Append(d)
 	view.Diagnostics(diags)
 	if diags.HasErrors() {
-		return exitStatus(diags)
+		return views.ExitStatus(diags)
 	}
 	view.Welcome(facts.Hostname)
 	s := &consoleSession{base: c.Base, view: view, con: con, ed: ed}
@@ -171,7 +171,7 @@ func (s *consoleSession) run(interactive bool) int {
 		if interactive {
 			return ExitOK
 		}
-		return exitStatus(s.errs)
+		return views.ExitStatus(s.errs)
 	}
 	for {
 		if s.ed != nil {
@@ -188,8 +188,8 @@ func (s *consoleSession) run(interactive bool) int {
 				s.view.End()
 				return ExitOK
 			}
-			s.fail(errInterrupted)
-			return exitStatus(s.errs)
+			s.fail(views.ErrInterrupted)
+			return views.ExitStatus(s.errs)
 		}
 		if !ok {
 			if err := <-readErr; err != nil {

@@ -1,8 +1,10 @@
 // Package command is toque's command-line interface: one file per command,
 // each parsing its flags into a typed args struct, calling the core packages
-// (config, plan, apply) and rendering what users read. It is the only package
-// that renders diagnostics and the only one that knows about terminals and
-// exit codes. Nothing imports it but main (and main's end-to-end tests).
+// (config, plan, apply) and rendering what users read through its views
+// (command/views), and returning the exit status: views.ExitStatus derives a
+// failed command's from its diagnostics, through the one table of typed
+// errors that also gives their JSON kind and wording. Nothing imports it
+// but main (and main's end-to-end tests).
 //
 // Run takes toque's settings (TOQUE_*, NO_COLOR, TERM…) and working
 // directory from Streams.Env, the process's own unless set, so that the

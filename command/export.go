@@ -61,7 +61,7 @@ func (c *ExportCommand) Run(args []string) int {
 	if err != nil {
 		diags := diag.Diagnostics{}.Append(diag.Errorf("cannot export: %w", err))
 		c.view(false).Diagnostics(diags)
-		return exitStatus(diags)
+		return views.ExitStatus(diags)
 	}
 	views.Messages{V: c.view(false)}.Exported(res.RevisionID, out, len(res.Files))
 	return ExitOK

@@ -66,7 +66,7 @@ func (c *FmtCommand) Run(args []string) int {
 	fail := func(err error) int {
 		diags = diags.Append(err)
 		v.Diagnostics(diags)
-		return exitStatus(diags)
+		return views.ExitStatus(diags)
 	}
 	var files []string
 	for _, t := range targets {

@@ -74,7 +74,7 @@ func (c *GraphCommand) Run(args []string) int {
 		}
 	}
 	v.Diagnostics(diags)
-	return max(exitStatus(diags), boolStatus(cfg == nil))
+	return max(views.ExitStatus(diags), boolStatus(cfg == nil))
 }
 
 // boolStatus is ExitError when failed, else ExitOK.

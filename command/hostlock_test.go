@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/toquehq/toque/internal/testutil"
 )
 
 func TestHostLockPath(t *testing.T) {
@@ -28,4 +30,13 @@ func TestHostLockPath(t *testing.T) {
 			t.Errorf("without a usable runtime directory: %q, want %q", got, want)
 		}
 	}
+}
+
+// Whatever a test of this package leaves to the defaults resolves inside
+// the scratch directory TestMain made, never to the machine's own state.
+func TestDefaultsAreTheTestsScratch(t *testing.T) {
+	dir := testutil.IsolatedToqueState(t)
+	env := Env{}.withDefaults()
+	testutil.MustBeUnder(t, dir, "the host-wide apply lock", hostLock(env))
+	testutil.MustBeUnder(t, dir, "the state directory", stateDir(env, ""))
 }

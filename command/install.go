@@ -61,7 +61,7 @@ func (b *Base) runInstall(name string, help func() string, args []string, update
 	if err != nil {
 		diags := diag.Diagnostics{}.Append(err)
 		v.Diagnostics(diags)
-		return exitStatus(diags)
+		return views.ExitStatus(diags)
 	}
 	res, hdiags := ws.Install(b.ReadCtx, policy.InstallOptions{Update: update, Names: fs.Args()})
 	b.addFiles(ws.Parser.Files())
@@ -77,5 +77,5 @@ func (b *Base) runInstall(name string, help func() string, args []string, update
 		}
 	}
 	v.Diagnostics(diags)
-	return exitStatus(diags)
+	return views.ExitStatus(diags)
 }

@@ -148,7 +148,7 @@ func pickKey(env Env, flagName string, set bool, value, name string) (keyOption,
 // of its own (not a refused plan).
 func (b *Base) readPlanFile(path string, verify keyOption) (*plan.File, diag.Diagnostics) {
 	var diags diag.Diagnostics
-	o := plan.ReadOptions{}
+	o := plan.ReadOptions{Types: b.Registry}
 	if verify.path != "" {
 		keys, err := plan.LoadTrustedKeys(b.path(verify.path))
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"strings"
 
+	"github.com/toquehq/toque/apply"
 	"github.com/toquehq/toque/command/views"
 	"github.com/toquehq/toque/internal/diag"
 	"github.com/toquehq/toque/internal/host"
@@ -146,6 +147,9 @@ func (c *PlanCommand) Run(args []string) int {
 		}
 	}
 	o := views.PlanOptions{SavedTo: a.out, Markdown: a.md.options(a.out), NoDigest: enc == nil}
+	if p != nil {
+		o.Unfinished = c.unfinishedApplies(p.Host.Hostname)
+	}
 	if enc != nil {
 		o.Digest = enc.Digest
 		if a.out != "" {
@@ -164,7 +168,7 @@ func (c *PlanCommand) Run(args []string) int {
 		diags = diag.Diagnostics{}.Append(err)
 		c.view(a.color.noColor).Diagnostics(diags)
 	}
-	if st := exitStatus(diags); st != ExitOK || p == nil || p.Errored {
+	if st := views.ExitStatus(diags); st != ExitOK || p == nil || p.Errored {
 		return max(st, ExitError)
 	}
 	if a.detailedExitCode && p.HasChanges() {
@@ -173,10 +177,23 @@ func (c *PlanCommand) Run(args []string) int {
 	return ExitOK
 }
 
+// unfinishedApplies are the applies on this host that stopped part-way
+// and that no finished apply came after (apply.Unfinished): what they left
+// undone is not in a new plan when what would trigger it is unchanged, so
+// the plan says so. A state directory that cannot be read says nothing
+// (the log says why): a plan does not need it.
+func (b *Base) unfinishedApplies(host string) []apply.UnfinishedApply {
+	us, err := apply.Unfinished(stateDir(b.Env, ""), host)
+	if err != nil {
+		b.Logger.Warn("cannot read the apply journals for unfinished applies", "error", err)
+	}
+	return us
+}
+
 // makePlan loads the recipes (with the command line's attributes) and
 // plans them against this host. It returns the plan (nil when nothing
 // could be planned) and the diagnostics; a signal that stopped planning is
-// an errInterrupted diagnostic.
+// a views.ErrInterrupted diagnostic.
 func (b *Base) makePlan(parallelism int, attrs *attrFlags, printOnly bool) (*plan.Plan, diag.Diagnostics) {
 	cfg, pol, diags := b.loadConfig(attrs) // policy mode when policy.hcl is present
 	if diags.HasErrors() || cfg == nil {
@@ -201,7 +218,7 @@ func (b *Base) makePlan(parallelism int, attrs *attrFlags, printOnly bool) (*pla
 	if b.ReadCtx.Err() != nil {
 		// Interrupted: every resource still being read failed with the
 		// cancellation; one message says it better.
-		return nil, diags.Append(errInterrupted)
+		return nil, diags.Append(views.ErrInterrupted)
 	}
 	pol.stamp(p)
 	return p, diags.Append(pdiags)

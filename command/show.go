@@ -76,5 +76,5 @@ func (c *ShowCommand) Run(args []string) int {
 		diags = diags.Append(err)
 		c.view(col.noColor).Diagnostics(diag.Diagnostics{}.Append(err))
 	}
-	return exitStatus(diags)
+	return views.ExitStatus(diags)
 }

@@ -55,5 +55,5 @@ func (c *ValidateCommand) Run(args []string) int {
 	if err := views.NewValidate(c.view(col.noColor), asJSON).Result(diags); err != nil {
 		diags = diags.Append(err)
 	}
-	return exitStatus(diags)
+	return views.ExitStatus(diags)
 }

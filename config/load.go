@@ -15,7 +15,6 @@ import (
 
 	"github.com/toquehq/toque/internal/parallel"
 	"github.com/toquehq/toque/internal/words"
-	"github.com/toquehq/toque/resources"
 )
 
 // Attribute levels, in increasing precedence. Recipes write default and
@@ -65,7 +64,7 @@ func IsRecipeFile(name string) bool {
 //
 // Nothing is evaluated: attribute blocks and resource bodies are kept as
 // written, for package eval.
-func LoadDir(dir string, reg *resources.Registry) (*Config, hcl.Diagnostics) {
+func LoadDir(dir string, reg Types) (*Config, hcl.Diagnostics) {
 	c := &Config{
 		Dir:    dir,
 		Parser: hclparse.NewParser(),
@@ -135,21 +134,28 @@ func LoadDir(dir string, reg *resources.Registry) (*Config, hcl.Diagnostics) {
 	return c, diags
 }
 
-// typeNames are the resource type names recipes may use: the registry's
+// Types is what parsing needs to know of the resource types a build
+// has: their names (a *resources.Registry is one). Decoding a resource
+// against its type's schema is eval's.
+type Types interface {
+	// Has reports whether there is a type called name.
+	Has(name string) bool
+	// Names lists the type names, sorted.
+	Names() []string
+}
+
+// typeNames are the resource type names recipes may use: the build's
 // (built-in) and those resource_type blocks declare.
 type typeNames struct {
-	reg      *resources.Registry
+	reg      Types
 	declared map[string]*typeHeader
 }
 
-func newTypeNames(reg *resources.Registry) *typeNames {
+func newTypeNames(reg Types) *typeNames {
 	return &typeNames{reg: reg, declared: map[string]*typeHeader{}}
 }
 
-func (n *typeNames) builtin(t string) bool {
-	_, ok := n.reg.Lookup(t)
-	return ok
-}
+func (n *typeNames) builtin(t string) bool { return n.reg.Has(t) }
 
 func (n *typeNames) known(t string) bool {
 	_, ok := n.declared[t]
@@ -292,7 +298,7 @@ func sortedAttributes(sb *hclsyntax.Body) []*hclsyntax.Attribute {
 }
 
 // UnknownTypeDiag is the diagnostic of a block naming no type of reg.
-func UnknownTypeDiag(typ string, rng hcl.Range, reg *resources.Registry) *hcl.Diagnostic {
+func UnknownTypeDiag(typ string, rng hcl.Range, reg Types) *hcl.Diagnostic {
 	return unknownTypeDiag(typ, rng, reg.Names())
 }
 

@@ -10,8 +10,6 @@ import (
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
-
-	"github.com/toquehq/toque/resources"
 )
 
 // AttributeWrite is one node attribute write made outside any recipe: a
@@ -55,7 +53,7 @@ type PolicyInput struct {
 // cookbook's files (file(), templatefile()) resolve against the cookbook's
 // root, so a recipe reads templatefile("templates/site.conf.tpl", …).
 // Attribute files may hold only default and override blocks.
-func LoadPolicy(in PolicyInput, reg *resources.Registry) (*Config, hcl.Diagnostics) {
+func LoadPolicy(in PolicyInput, reg Types) (*Config, hcl.Diagnostics) {
 	c := &Config{
 		Dir:          in.Dir,
 		Parser:       hclparse.NewParser(),

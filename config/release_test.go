@@ -5,9 +5,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/hashicorp/hcl/v2"
+	"github.com/toquehq/toque/resources/builtin"
 
-	"github.com/toquehq/toque/resources"
+	"github.com/hashicorp/hcl/v2"
 )
 
 // TestReleaseSyntaxKeepsWhatPlanningReads: after ReleaseSyntax a block
@@ -19,7 +19,7 @@ func TestReleaseSyntaxKeepsWhatPlanningReads(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "site.hcl"), []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c, diags := LoadDir(dir, resources.Builtin())
+	c, diags := LoadDir(dir, builtin.Registry())
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}

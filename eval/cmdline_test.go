@@ -8,12 +8,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toquehq/toque/resources/builtin"
+
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/config"
 	"github.com/toquehq/toque/internal/host"
-	"github.com/toquehq/toque/resources"
 )
 
 // cliArgs builds the command line's attribute arguments: "web.port=8080"
@@ -309,7 +310,7 @@ func TestUnreadAttributes(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := writeDir(t, tc.recipes)
-			reg := resources.Builtin()
+			reg := builtin.Registry()
 			cfg, diags := config.LoadDir(dir, reg)
 			if diags.HasErrors() {
 				t.Fatal(diags)

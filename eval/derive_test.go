@@ -9,10 +9,11 @@ import (
 
 	"github.com/toquehq/toque/config"
 	"github.com/toquehq/toque/resources"
+	"github.com/toquehq/toque/resources/resourcetest"
 )
 
 // joinType derives "line" from "a" and "b", as cron_d derives its file.
-type joinType struct{ fakeType }
+type joinType struct{ *resourcetest.Type }
 
 func (j *joinType) Derive(values map[string]cty.Value) (map[string]cty.Value, error) {
 	a, b := values["a"], values["b"]
@@ -26,7 +27,7 @@ func (j *joinType) Derive(values map[string]cty.Value) (map[string]cty.Value, er
 }
 
 func newJoinType() *joinType {
-	return &joinType{fakeType{&resources.Schema{
+	return &joinType{resourcetest.New(&resources.Schema{
 		Name: "joined",
 		Properties: []*resources.Property{
 			{Name: "name", Type: cty.String, NameProperty: true},
@@ -35,7 +36,7 @@ func newJoinType() *joinType {
 			{Name: "line", Type: cty.String, Validate: func(cty.Value) error { return errors.New("line is made from a and b") }},
 		},
 		Actions: []string{"create"}, DefaultAction: "create",
-	}}}
+	})}
 }
 
 func TestDerivedValues(t *testing.T) {

@@ -407,7 +407,7 @@ func TestEvaluateBlockDirect(t *testing.T) {
 	reg := testRegistry()
 	cfg := mustLoad(t, dir)
 	typ, _ := reg.Lookup("file")
-	inst, diags := Block(cfg.Resources[0], typ, &Scope{Node: cty.EmptyObjectVal, Host: testHost()})
+	inst, diags := Block(cfg.Resources[0], typ, &Scope{Node: cty.EmptyObjectVal, Host: testHost()}, reg)
 	if diags.HasErrors() || inst == nil || inst.Resource.String("content") != "y" || inst.Block != cfg.Resources[0] || inst.Type != typ {
 		t.Fatalf("inst %+v diags %s", inst, diags)
 	}

@@ -1,11 +1,8 @@
 package eval
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
@@ -15,76 +12,10 @@ import (
 	"github.com/toquehq/toque/internal/host"
 	"github.com/toquehq/toque/internal/testutil"
 	"github.com/toquehq/toque/resources"
+	"github.com/toquehq/toque/resources/resourcetest"
 )
 
-// fakeType is a small resource type for tests: it never touches the host.
-type fakeType struct{ s *resources.Schema }
-
-func (f *fakeType) Schema() *resources.Schema { return f.s }
-func (f *fakeType) Load(context.Context, *resources.Resource) (*resources.State, error) {
-	return resources.Absent(), nil
-}
-func (f *fakeType) Plan(d *resources.Resource, c *resources.State) (*resources.Step, error) {
-	return resources.ConvergeIfChanged(d, c), nil
-}
-func (f *fakeType) Converge(context.Context, *resources.Env, *resources.Resource, *resources.State, *resources.Step) error {
-	return nil
-}
-
-// normalizeMode accepts 420, "644" and "0644" and returns "0644".
-func normalizeMode(v cty.Value) (cty.Value, error) {
-	var n int64
-	switch v.Type() {
-	case cty.Number:
-		bf := v.AsBigFloat()
-		if !bf.IsInt() {
-			return cty.NilVal, fmt.Errorf("mode must be a whole number")
-		}
-		n, _ = bf.Int64()
-	case cty.String:
-		var err error
-		n, err = strconv.ParseInt(v.AsString(), 8, 32)
-		if err != nil {
-			return cty.NilVal, fmt.Errorf("mode %q is not an octal number", v.AsString())
-		}
-	default:
-		return cty.NilVal, fmt.Errorf("mode must be a string or a number")
-	}
-	if n < 0 || n > 0o7777 {
-		return cty.NilVal, fmt.Errorf("mode %o is out of range", n)
-	}
-	return cty.StringVal(fmt.Sprintf("%04o", n)), nil
-}
-
-func testRegistry() *resources.Registry {
-	file := &resources.Schema{
-		Name: "file",
-		Properties: []*resources.Property{
-			{Name: "path", Type: cty.String, NameProperty: true, Validate: func(v cty.Value) error {
-				if !strings.HasPrefix(v.AsString(), "/") {
-					return fmt.Errorf("path %q is not absolute", v.AsString())
-				}
-				return nil
-			}},
-			{Name: "content", Type: cty.String, Content: true},
-			{Name: "mode", Type: cty.DynamicPseudoType, Normalize: normalizeMode},
-			{Name: "backup", Type: cty.Number, NonState: true},
-			{Name: "tags", Type: cty.List(cty.String)},
-		},
-		Actions:       []string{"create", "delete", "touch"},
-		DefaultAction: "create",
-	}
-	account := &resources.Schema{
-		Name: "account",
-		Properties: []*resources.Property{
-			{Name: "username", Type: cty.String, NameProperty: true},
-			{Name: "uid", Type: cty.Number, Required: true},
-		},
-		Actions:       []string{"create", "remove"},
-		DefaultAction: "create",
-	}
-	return resources.NewRegistry(&fakeType{file}, &fakeType{account})
-}
+func testRegistry() *resources.Registry { return resourcetest.Registry() }
 
 func testHost() cty.Value {
 	f := &host.Facts{

@@ -9,12 +9,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toquehq/toque/resources/builtin"
+
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/config"
 	"github.com/toquehq/toque/guard"
-	"github.com/toquehq/toque/resources"
 )
 
 // TestLazyBadInput: every misuse of lazy is an error pointing at it, with
@@ -88,7 +89,7 @@ file "/a" {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := writeDir(t, map[string]string{"a.hcl": c.recipe})
-			reg := resources.Builtin()
+			reg := builtin.Registry()
 			cfg, diags := config.LoadDir(dir, reg)
 			if diags.HasErrors() {
 				t.Fatal(diags)
@@ -253,7 +254,7 @@ template "/srv/inline" {
 `,
 		"t.tpl": "key=${key} on ${host.hostname}\n",
 	})
-	reg := resources.Builtin()
+	reg := builtin.Registry()
 	cfg, diags := config.LoadDir(dir, reg)
 	if diags.HasErrors() {
 		t.Fatal(diags)
@@ -294,7 +295,7 @@ file "/b" {
   only_if = lazy(file("/nonexistent/toque") == "yes")
 }
 `})
-	reg := resources.Builtin()
+	reg := builtin.Registry()
 	cfg, diags := config.LoadDir(dir, reg)
 	if diags.HasErrors() {
 		t.Fatal(diags)

@@ -6,18 +6,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toquehq/toque/resources/builtin"
+
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/config"
-	"github.com/toquehq/toque/resources"
 )
 
 // evalBuiltin loads dir with the built-in types and evaluates it against
 // the test host.
 func evalBuiltin(t *testing.T, dir string) (*config.Config, []*Instance, hcl.Diagnostics) {
 	t.Helper()
-	reg := resources.Builtin()
+	reg := builtin.Registry()
 	cfg, diags := config.LoadDir(dir, reg)
 	if diags.HasErrors() {
 		return cfg, nil, diags

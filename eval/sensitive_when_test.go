@@ -8,6 +8,7 @@ import (
 
 	"github.com/toquehq/toque/config"
 	"github.com/toquehq/toque/resources"
+	"github.com/toquehq/toque/resources/resourcetest"
 )
 
 // TestSensitiveWhen: a property hides a value that carries a secret (a
@@ -25,7 +26,7 @@ func TestSensitiveWhen(t *testing.T) {
 		},
 		Actions: []string{"create"}, DefaultAction: "create",
 	}
-	reg := resources.NewRegistry(&fakeType{fetch})
+	reg := resources.NewRegistry(resourcetest.New(fetch))
 	dir := writeDir(t, map[string]string{"a.hcl": `
 fetch "/a" { url = "https://example.com/a" }
 fetch "/b" { url = "https://user:pw@example.com/b" }

@@ -52,7 +52,7 @@ func Types(c *config.Config, base *resources.Registry) (*resources.Registry, hcl
 		if d.HasErrors() {
 			continue
 		}
-		t, err := resources.NewCustomType(def, validators)
+		t, err := base.Define(def, validators)
 		if err != nil {
 			diags = diags.Append(&hcl.Diagnostic{
 				Severity: hcl.DiagError,
@@ -369,14 +369,22 @@ func compileScript(c *config.Config, sb *config.ScriptBlock, ctx *hcl.EvalContex
 		if d.HasErrors() {
 			return nil, diags
 		}
-		if _, ok := resources.ScriptRunner(name); ok && name != "script" {
+		if _, ok := base.Runner(name); ok && name != "script" {
 			s.Type = name
 		} else {
 			s.Type = "script"
 			s.Values["interpreter"] = typedvalue.Value{Value: cty.StringVal(name)}
 		}
 	}
-	runner, _ := resources.ScriptRunner(s.Type)
+	runner, ok := base.Runner(s.Type)
+	if !ok {
+		return nil, append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "No script type to run this script",
+			Detail:   fmt.Sprintf("The script runs as %s, and this build of toque has no %s resource type to run it.", s.Type, s.Type),
+			Subject:  sb.DeclRange.Ptr(),
+		})
+	}
 	schema := runner.Schema()
 	names := make([]string, 0, len(sb.Attrs))
 	for n := range sb.Attrs {

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toquehq/toque/resources/builtin"
+
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
@@ -18,16 +20,16 @@ func loadTypes(t *testing.T, files map[string]string) (*config.Config, *resource
 	t.Helper()
 	dir := t.TempDir()
 	testutil.WriteFiles(t, dir, files)
-	cfg, diags := config.LoadDir(dir, resources.Builtin())
+	cfg, diags := config.LoadDir(dir, builtin.Registry())
 	if diags.HasErrors() {
 		return cfg, nil, diags
 	}
-	reg, d := Types(cfg, resources.Builtin())
+	reg, d := Types(cfg, builtin.Registry())
 	return cfg, reg, append(diags, d...)
 }
 
 const iniType = `
-resource_type "ini_setting" {
+resource_type "kv_setting" {
   description = "One key of an INI file."
   property "path" {
     type     = string
@@ -83,9 +85,9 @@ func TestTypesCompile(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	typ, ok := reg.Lookup("ini_setting")
+	typ, ok := reg.Lookup("kv_setting")
 	if !ok {
-		t.Fatal("ini_setting is not registered")
+		t.Fatal("kv_setting is not registered")
 	}
 	def := typ.(resources.Definer).Def()
 	if def.DefaultAction != "create" || len(def.Actions) != 2 || def.Load == nil || def.Load.Type != "bash" {

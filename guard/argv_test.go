@@ -8,11 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toquehq/toque/resources/builtin"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/internal/testenv"
-	"github.com/toquehq/toque/resources"
 )
 
 // runReal decodes src for a parent of type parentType and runs its first
@@ -23,7 +24,7 @@ func runReal(t *testing.T, parentType string, parent map[string]cty.Value, src s
 	if len(specs) == 0 {
 		t.Fatal("no guard decoded")
 	}
-	return specs[0], Run(context.Background(), resources.Builtin(), specs[0], hclog.NewNullLogger())
+	return specs[0], Run(context.Background(), builtin.Registry(), specs[0], hclog.NewNullLogger())
 }
 
 // An argv guard, { command = [PROGRAM, ARG…] }, runs without a shell
@@ -146,7 +147,7 @@ func TestArgvGuardSurvivesJSON(t *testing.T) {
 	if back[0].Source != specs[0].Source || back[0].Interpreter != "execute" {
 		t.Errorf("round trip changed the guard: %+v", back[0])
 	}
-	o := Run(context.Background(), resources.Builtin(), back[0], nil)
+	o := Run(context.Background(), builtin.Registry(), back[0], nil)
 	if o.Err != nil || !o.Condition {
 		t.Fatalf("round-tripped argv guard: %+v", o)
 	}
@@ -168,7 +169,7 @@ func TestArgvGuardBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			reg := resources.Builtin()
+			reg := builtin.Registry()
 			_, diags := decodeSrc(t, reg, parentOf(reg, "file", "create", nil), c.src, nil)
 			if len(diags) != 1 || diags[0].Summary != c.summary {
 				t.Fatalf("want one %q, got %v", c.summary, diags)
@@ -179,7 +180,7 @@ func TestArgvGuardBadInput(t *testing.T) {
 		})
 	}
 	// Lists of commands that are not argv stay lists of guards.
-	reg := resources.Builtin()
+	reg := builtin.Registry()
 	specs, diags := decodeSrc(t, reg, parentOf(reg, "file", "create", nil), `only_if = ["test -f /a", "test -x '/b c'", "grep -q x -- /f"]`, nil)
 	if diags.HasErrors() || len(specs) != 3 {
 		t.Fatalf("%v %v", specs, diags)

@@ -1,9 +1,8 @@
 package guard
 
 import (
+	"errors"
 	"fmt"
-	"math/big"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -112,6 +111,19 @@ func Decode(in Input) ([]*Spec, hcl.Diagnostics) {
 type decoder struct {
 	in    Input
 	diags hcl.Diagnostics
+}
+
+// normalizeCommand is the execute type's own normalisation of a command
+// (a program and its arguments), which runs an argv guard.
+func (d *decoder) normalizeCommand(cmd cty.Value) (cty.Value, error) {
+	if d.in.Registry != nil {
+		if t, ok := d.in.Registry.Lookup("execute"); ok {
+			if p := t.Schema().Property("command"); p != nil && p.Normalize != nil {
+				return p.Normalize(cmd)
+			}
+		}
+	}
+	return cty.NilVal, errors.New("this build of toque has no execute type to run a command without a shell")
 }
 
 func (d *decoder) errorf(rng hcl.Range, summary, format string, a ...any) {
@@ -394,7 +406,7 @@ func (d *decoder) single(kind Kind, expr hcl.Expression, rng hcl.Range, v cty.Va
 			r.source = ""
 		case cmd.Type().IsListType() || cmd.Type().IsTupleType():
 			_, vrng := itemRanges(expr, "command", rng)
-			argv, err := resources.NormalizeCommand(cmd)
+			argv, err := d.normalizeCommand(cmd)
 			if err != nil {
 				d.errorf(vrng, "Invalid guard command", "A list command is a program and its arguments, run without a shell: %s.", err)
 				return r, false
@@ -748,159 +760,4 @@ func convertProp(p *resources.Property, v cty.Value) (out cty.Value, err error) 
 		}
 	}
 	return v, nil
-}
-
-// params checks the guard parameters whatever the interpreter, and returns
-// them in canonical form: cwd, user, group strings; environment a map of
-// strings; umask "0022"; path a list of strings; timeout a positive number
-// of seconds; returns a list of exit codes.
-func (d *decoder) params(r raw) (map[string]cty.Value, bool) {
-	out := map[string]cty.Value{}
-	ok := true
-	keys := make([]string, 0, len(r.params))
-	for k := range r.params {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		v := r.params[k]
-		_, vrng := itemRanges(r.expr, k, r.rng)
-		bad := func(format string, a ...any) {
-			d.errorf(vrng, "Invalid guard parameter", "The guard parameter "+k+" "+format, a...)
-			ok = false
-		}
-		if !v.IsWhollyKnown() {
-			out[k] = v
-			continue
-		}
-		switch k {
-		case "cwd", "architecture":
-			sv, err := convert.Convert(v, cty.String)
-			if err != nil {
-				bad("must be a string, not %s.", v.Type().FriendlyName())
-				continue
-			}
-			if k == "cwd" && !filepath.IsAbs(sv.AsString()) {
-				bad("must be an absolute path, not %q.", sv.AsString())
-				continue
-			}
-			out[k] = sv
-		case "user", "group":
-			sv, err := convert.Convert(v, cty.String)
-			if err != nil || sv.AsString() == "" {
-				bad("must be a name or a numeric id, not %s.", friendly(v))
-				continue
-			}
-			out[k] = sv
-		case "environment":
-			mv, err := convert.Convert(v, cty.Map(cty.String))
-			if err != nil {
-				bad("must be a map of strings, such as { JAVA_HOME = \"/usr/lib/jvm\" }: %s.", err)
-				continue
-			}
-			for name, e := range mv.AsValueMap() {
-				if name == "" || strings.ContainsAny(name, "=\x00") {
-					bad("has an invalid variable name %q.", name)
-				} else if e.IsNull() {
-					bad("sets %s to null; give it a string or leave it out.", name)
-				}
-			}
-			out[k] = mv
-		case "umask":
-			var u int
-			var err error
-			switch v.Type() {
-			case cty.String:
-				u, err = shellexec.ParseUmask(v.AsString())
-			case cty.Number:
-				f, _ := v.AsBigFloat().Float64()
-				u, err = shellexec.ParseUmask(f)
-			default:
-				err = fmt.Errorf("want an octal string such as \"022\", not %s", v.Type().FriendlyName())
-			}
-			if err != nil {
-				bad("is not a valid umask: %s.", err)
-				continue
-			}
-			out[k] = cty.StringVal(fmt.Sprintf("%04o", u))
-		case "path":
-			if v.Type() == cty.String {
-				v = cty.ListVal([]cty.Value{v})
-			}
-			lv, err := convert.Convert(v, cty.List(cty.String))
-			if err != nil || lv.LengthInt() == 0 {
-				bad("must be a directory or a non-empty list of directories.")
-				continue
-			}
-			for _, e := range lv.AsValueSlice() {
-				if e.IsNull() || e.AsString() == "" || strings.ContainsAny(e.AsString(), ":\x00") {
-					if e.IsNull() {
-						e = cty.StringVal("")
-					}
-					bad("has an invalid directory %q: it must be non-empty and contain no ':'.", e.AsString())
-				}
-			}
-			out[k] = lv
-		case "timeout":
-			nv, err := convert.Convert(v, cty.Number)
-			if err != nil {
-				bad("must be a number of seconds, not %s.", v.Type().FriendlyName())
-				continue
-			}
-			if f, _ := nv.AsBigFloat().Float64(); f > 365*24*3600 {
-				bad("must be at most a year (%d seconds), not %s.", 365*24*3600, nv.AsBigFloat().Text('g', -1))
-				continue
-			}
-			if nv.AsBigFloat().Sign() <= 0 {
-				bad("must be a positive number of seconds, not %s.", nv.AsBigFloat().Text('g', -1))
-				continue
-			}
-			out[k] = nv
-		case "returns":
-			if v.Type() == cty.Number {
-				v = cty.ListVal([]cty.Value{v})
-			}
-			lv, err := convert.Convert(v, cty.List(cty.Number))
-			if err != nil || lv.LengthInt() == 0 {
-				bad("must be an exit code or a non-empty list of exit codes.")
-				continue
-			}
-			good := true
-			for _, e := range lv.AsValueSlice() {
-				if e.IsNull() {
-					bad("has a null exit code.")
-					good = false
-					break
-				}
-				f := e.AsBigFloat()
-				if !f.IsInt() || f.Cmp(big.NewFloat(0)) < 0 || f.Cmp(big.NewFloat(255)) > 0 {
-					bad("has %s, which is not an exit code: exit codes are whole numbers from 0 to 255.", f.Text('g', -1))
-					good = false
-					break
-				}
-			}
-			if good {
-				out[k] = lv
-			}
-		case "flags":
-			if v.Type() == cty.String {
-				out[k] = v
-				continue
-			}
-			lv, err := convert.Convert(v, cty.List(cty.String))
-			if err != nil {
-				bad("must be a string or a list of strings.")
-				continue
-			}
-			out[k] = lv
-		}
-	}
-	return out, ok
-}
-
-func friendly(v cty.Value) string {
-	if v.Type() == cty.String {
-		return "an empty string"
-	}
-	return v.Type().FriendlyName()
 }

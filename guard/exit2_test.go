@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toquehq/toque/resources/builtin"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -18,7 +20,7 @@ import (
 // parent of type parentType with the given settings.
 func decodeReal(t *testing.T, parentType string, parent map[string]cty.Value, sensitive bool, src string) []*Spec {
 	t.Helper()
-	reg := resources.Builtin()
+	reg := builtin.Registry()
 	f, diags := hclsyntax.ParseConfig([]byte(src), "test.hcl", hcl.InitialPos)
 	if diags.HasErrors() {
 		t.Fatal(diags)
@@ -74,7 +76,7 @@ func TestExit2FromAShellWarns(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			specs := decodeReal(t, c.parentType, nil, c.sensitive, c.src)
-			o := Run(context.Background(), resources.Builtin(), specs[0], hclog.NewNullLogger())
+			o := Run(context.Background(), builtin.Registry(), specs[0], hclog.NewNullLogger())
 			if o.Err != nil {
 				t.Fatal(o.Err)
 			}

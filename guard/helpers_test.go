@@ -48,10 +48,12 @@ func (f *fakeScript) Schema() *resources.Schema { return f.schema }
 func (f *fakeScript) Load(context.Context, *resources.Resource) (*resources.State, error) {
 	return resources.Absent(), nil
 }
-func (f *fakeScript) Plan(*resources.Resource, *resources.State) (*resources.Step, error) {
+func (f *fakeScript) Plan(string, *resources.Resource, *resources.State) (*resources.Step, error) {
 	return &resources.Step{Kind: resources.Run, Reason: "no guard: runs every time"}, nil
 }
-func (f *fakeScript) Converge(context.Context, *resources.Env, *resources.Resource, *resources.State, *resources.Step) error {
+func (f *fakeScript) Steps() resources.Steps { return resources.Same(f.converge) }
+
+func (f *fakeScript) converge(context.Context, *resources.Env, *resources.Resource, *resources.State, *resources.Step) error {
 	return nil
 }
 
@@ -100,10 +102,12 @@ func (p *plainType) Schema() *resources.Schema { return p.schema }
 func (p *plainType) Load(context.Context, *resources.Resource) (*resources.State, error) {
 	return resources.Absent(), nil
 }
-func (p *plainType) Plan(*resources.Resource, *resources.State) (*resources.Step, error) {
+func (p *plainType) Plan(string, *resources.Resource, *resources.State) (*resources.Step, error) {
 	return &resources.Step{Kind: resources.NoOp}, nil
 }
-func (p *plainType) Converge(context.Context, *resources.Env, *resources.Resource, *resources.State, *resources.Step) error {
+func (p *plainType) Steps() resources.Steps { return resources.Same(p.converge) }
+
+func (p *plainType) converge(context.Context, *resources.Env, *resources.Resource, *resources.State, *resources.Step) error {
 	return nil
 }
 

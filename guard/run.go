@@ -145,7 +145,7 @@ func run(ctx context.Context, reg *resources.Registry, s *Spec, logger hclog.Log
 	}
 	spec.Logger = logger
 	if s.Sensitive {
-		spec = resources.PrivateSpec(spec)
+		spec = shellexec.Private(spec)
 		spec.Sensitive = true
 	}
 	spec.Returns = returns

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toquehq/toque/resources/builtin"
+
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/resources"
@@ -16,7 +18,7 @@ import (
 // writes it, with the built-in types.
 func awaitingPlan(t *testing.T) *Plan {
 	t.Helper()
-	reg := resources.Builtin()
+	reg := builtin.Registry()
 	read := func(typ string, st *resources.State) (*Current, string) {
 		tt, _ := reg.Lookup(typ)
 		c := StoreCurrent(tt.Schema(), st, "ab", false)
@@ -76,7 +78,7 @@ func TestReadChecksWhatAValueKnownAtApplyWaitsFor(t *testing.T) {
 			if err := Write(path, p); err != nil {
 				t.Fatal(err)
 			}
-			got, err := Read(path)
+			got, err := Read(path, builtin.Registry())
 			if c.want == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -96,7 +98,7 @@ func TestReadChecksWhatAValueKnownAtApplyWaitsFor(t *testing.T) {
 // TestMeetersOfNamesLateAndIdleOnes: what meets a need too late, or would
 // meet it with work, is what the planner names when nothing earlier does.
 func TestMeetersOfNamesLateAndIdleOnes(t *testing.T) {
-	reg := resources.Builtin()
+	reg := builtin.Registry()
 	p := awaitingPlan(t)
 	pkg := p.Resources[1]
 	if ms := p.MeetersOf(reg, pkg, pkg.Awaits[0]); len(ms) != 1 || ms[0].String() != "apt_update[lists] (action update)" {

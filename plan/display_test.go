@@ -24,10 +24,12 @@ func (t *showType) Schema() *resources.Schema { return t.schema }
 func (t *showType) Load(context.Context, *resources.Resource) (*resources.State, error) {
 	return resources.Absent(), nil
 }
-func (t *showType) Plan(*resources.Resource, *resources.State) (*resources.Step, error) {
+func (t *showType) Plan(string, *resources.Resource, *resources.State) (*resources.Step, error) {
 	return &resources.Step{Kind: resources.NoOp}, nil
 }
-func (t *showType) Converge(context.Context, *resources.Env, *resources.Resource, *resources.State, *resources.Step) error {
+func (t *showType) Steps() resources.Steps { return resources.Same(t.converge) }
+
+func (t *showType) converge(context.Context, *resources.Env, *resources.Resource, *resources.State, *resources.Step) error {
 	return nil
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/toquehq/toque/internal/host"
 	"github.com/toquehq/toque/internal/parallel"
+	"github.com/toquehq/toque/resources"
 )
 
 // The plan file is one JSON document, the envelope
@@ -89,8 +90,9 @@ func describeHost(h Host) string {
 const envelopeKey = "toque_plan"
 
 // canonical is the plan's canonical JSON: the bytes its checksum and digest
-// cover.
+// cover, each resource with the seal of what it hides (HiddenDigest).
 func (p *Plan) canonical() ([]byte, error) {
+	p = p.sealed()
 	if len(p.Resources) < parallelEncodeMin {
 		return json.Marshal(p)
 	}
@@ -269,16 +271,19 @@ type ReadOptions struct {
 	Trusted []PublicKey
 	// TrustedFrom names where Trusted came from, for messages.
 	TrustedFrom string
+	// Types are this build's resource types, which the plan is checked
+	// against (every resource's type and action). Required.
+	Types *resources.Registry
 }
 
 // Read reads and verifies a plan file: the envelope, the format version,
 // the checksum, a signature if there is one, and that the plan does not
-// contradict itself (check). Its errors can be told apart with errors.Is
+// contradict itself (check), with this build's resource types. Its errors can be told apart with errors.Is
 // (ErrNotPlan, ErrTooLarge, ErrChecksum, ErrSignature, ErrInconsistent, fs
 // errors such as fs.ErrNotExist) and errors.As (*VersionError). It never
 // panics, whatever the file holds.
-func Read(path string) (*Plan, error) {
-	p, _, err := ReadWithDigest(path)
+func Read(path string, types *resources.Registry) (*Plan, error) {
+	p, _, err := ReadWithDigest(path, types)
 	return p, err
 }
 
@@ -287,8 +292,8 @@ func Read(path string) (*Plan, error) {
 // what Digest computes again by encoding the plan; a file re-serialised by
 // hand (and re-checksummed) has a digest of its own, and it is that digest
 // a signature, -expect-digest and the apply journal are about.
-func ReadWithDigest(path string) (*Plan, string, error) {
-	f, err := ReadFile(context.Background(), path, ReadOptions{})
+func ReadWithDigest(path string, types *resources.Registry) (*Plan, string, error) {
+	f, err := ReadFile(context.Background(), path, ReadOptions{Types: types})
 	if err != nil {
 		return nil, "", err
 	}
@@ -445,7 +450,10 @@ func decode(path string, data []byte, o ReadOptions) (*File, error) {
 	if p.FormatVersion != version {
 		return nil, &VersionError{Path: path, Got: p.FormatVersion, Want: FormatVersion}
 	}
-	if err := p.check(); err != nil {
+	if o.Types == nil {
+		return nil, fmt.Errorf("read plan %s: no resource types to check it against (ReadOptions.Types)", path)
+	}
+	if err := p.check(o.Types); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v; the planner never writes this, so the plan was edited after it was made and its checksum computed again", ErrInconsistent, path, err)
 	}
 	f.Plan = &p

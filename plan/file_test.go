@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toquehq/toque/resources/builtin"
+
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/internal/host"
@@ -22,7 +24,7 @@ import (
 // -update).
 func samplePlan(t testing.TB) *Plan {
 	t.Helper()
-	pl, err := Read(filepath.Join("testdata", "sample.plan"))
+	pl, err := Read(filepath.Join("testdata", "sample.plan"), builtin.Registry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +44,7 @@ func TestWriteReadRoundTrip(t *testing.T) {
 	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("plan file mode %v, want 0600", fi.Mode().Perm())
 	}
-	got, err := Read(path)
+	got, err := Read(path, builtin.Registry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +76,7 @@ func TestWriteReadRoundTrip(t *testing.T) {
 	if err := Write(path, pl); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := Read(path); err != nil || got.ToqueVersion != "0.2.0" {
+	if got, err := Read(path, builtin.Registry()); err != nil || got.ToqueVersion != "0.2.0" {
 		t.Errorf("rewrite: %v %v", got, err)
 	}
 }
@@ -85,7 +87,7 @@ func TestWriteEmptyPlan(t *testing.T) {
 	if err := Write(path, pl); err != nil {
 		t.Fatal(err)
 	}
-	got, err := Read(path)
+	got, err := Read(path, builtin.Registry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +138,7 @@ func TestReadRefuses(t *testing.T) {
 			if err := os.WriteFile(path, tc.content, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			got, err := Read(path)
+			got, err := Read(path, builtin.Registry())
 			if err == nil || got != nil {
 				t.Fatalf("Read accepted the file: %+v", got)
 			}
@@ -146,7 +148,7 @@ func TestReadRefuses(t *testing.T) {
 		})
 	}
 	t.Run("missing file", func(t *testing.T) {
-		_, err := Read(filepath.Join(dir, "nope"))
+		_, err := Read(filepath.Join(dir, "nope"), builtin.Registry())
 		if !errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrNotPlan) {
 			t.Errorf("got %v", err)
 		}
@@ -243,7 +245,7 @@ func FuzzRead(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		got, digest, err := ReadWithDigest(path)
+		got, digest, err := ReadWithDigest(path, builtin.Registry())
 		if err != nil {
 			return
 		}
@@ -272,7 +274,7 @@ func checkAccepted(t *testing.T, got *Plan, digest string) {
 	if err := Write(path, got); err != nil {
 		t.Fatalf("an accepted plan cannot be written back: %v", err)
 	}
-	again, againDigest, err := ReadWithDigest(path)
+	again, againDigest, err := ReadWithDigest(path, builtin.Registry())
 	if err != nil {
 		t.Fatalf("the plan written back is refused: %v", err)
 	}
@@ -306,7 +308,7 @@ func FuzzReadPlanMember(f *testing.F) {
 		if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		got, digest, err := ReadWithDigest(path)
+		got, digest, err := ReadWithDigest(path, builtin.Registry())
 		if err != nil {
 			return
 		}
@@ -334,7 +336,7 @@ func TestReadWithDigestIsDigest(t *testing.T) {
 	if err := Write(path, pl); err != nil {
 		t.Fatal(err)
 	}
-	got, digest, err := ReadWithDigest(path)
+	got, digest, err := ReadWithDigest(path, builtin.Registry())
 	if err != nil {
 		t.Fatal(err)
 	}

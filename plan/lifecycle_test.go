@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toquehq/toque/resources/builtin"
+
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/guard"
@@ -46,7 +48,7 @@ func (t *lcType) Load(_ context.Context, r *resources.Resource) (*resources.Stat
 	return &resources.State{Exists: true, Values: map[string]cty.Value{"content": cty.StringVal("old")}}, nil
 }
 
-func (t *lcType) Plan(d *resources.Resource, cur *resources.State) (*resources.Step, error) {
+func (t *lcType) Plan(_ string, d *resources.Resource, cur *resources.State) (*resources.Step, error) {
 	t.sawAction = d.Action
 	if t.planStep != nil {
 		return t.planStep()
@@ -54,7 +56,9 @@ func (t *lcType) Plan(d *resources.Resource, cur *resources.State) (*resources.S
 	return resources.ConvergeIfChanged(d, cur), nil
 }
 
-func (t *lcType) Converge(context.Context, *resources.Env, *resources.Resource, *resources.State, *resources.Step) error {
+func (t *lcType) Steps() resources.Steps { return resources.Same(t.converge) }
+
+func (t *lcType) converge(context.Context, *resources.Env, *resources.Resource, *resources.State, *resources.Step) error {
 	return errors.New("never")
 }
 
@@ -68,7 +72,7 @@ func lcSubject(t *lcType, action string, guards ...*guard.Spec) *Subject {
 }
 
 func TestLifecycleEvaluate(t *testing.T) {
-	lc := &Lifecycle{Registry: resources.Builtin()}
+	lc := &Lifecycle{Registry: builtin.Registry()}
 	ctx := context.Background()
 
 	t.Run("reads and plans the subject's action", func(t *testing.T) {
@@ -188,7 +192,7 @@ func TestLifecycleDeferred(t *testing.T) {
 	s.Lazy = map[string]*LazyExpr{"content": {Source: `"x"`}}
 
 	res := &fakeResolver{}
-	lc := &Lifecycle{Registry: resources.Builtin(), Resolver: res}
+	lc := &Lifecycle{Registry: builtin.Registry(), Resolver: res}
 	rd, err := lc.Evaluate(ctx, s)
 	if err != nil || res.calls != 0 || rd.Step.Kind != resources.Update || rd.Desired.Values["content"].IsKnown() {
 		t.Fatalf("unknown: %v calls %d %+v", err, res.calls, rd)

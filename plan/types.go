@@ -28,7 +28,7 @@ func (p *Plan) TypeRegistry(base *resources.Registry) (*resources.Registry, erro
 			return nil, fmt.Errorf("the plan defines the resource type %q twice", def.Name)
 		}
 		seen[def.Name] = true
-		t, err := resources.NewCustomType(def, nil)
+		t, err := base.Define(def, nil)
 		if err != nil {
 			return nil, fmt.Errorf("the plan's resource type %q: %w", def.Name, err)
 		}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toquehq/toque/resources/builtin"
+
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/internal/typedvalue"
@@ -36,7 +38,7 @@ func sitePlan(t *testing.T) *Plan { return sitePlanFor(t) }
 
 func sitePlanFor(t testing.TB) *Plan {
 	t.Helper()
-	reg, err := (&Plan{Types: []*resources.TypeDef{siteDef()}}).TypeRegistry(resources.Builtin())
+	reg, err := (&Plan{Types: []*resources.TypeDef{siteDef()}}).TypeRegistry(builtin.Registry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,14 +62,14 @@ func TestPlanCarriesTypesAndChildren(t *testing.T) {
 	if err := Write(path, p); err != nil {
 		t.Fatal(err)
 	}
-	got, err := Read(path)
+	got, err := Read(path, builtin.Registry())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got.Types) != 1 || got.Types[0].Name != "site" || got.Resources[1].Parent != "site[blog]" {
 		t.Fatalf("read back: %+v", got)
 	}
-	reg, err := got.TypeRegistry(resources.Builtin())
+	reg, err := got.TypeRegistry(builtin.Registry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +114,7 @@ func TestPlanCarriesTypesAndChildren(t *testing.T) {
 		}, `which is not one of`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := Read(writeTemp(t, reseal(t, raw, c.edit)))
+			_, err := Read(writeTemp(t, reseal(t, raw, c.edit)), builtin.Registry())
 			if !errors.Is(err, ErrInconsistent) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("got %v, want ErrInconsistent with %q", err, c.want)
 			}

@@ -421,18 +421,9 @@ func decodeCookbook(c *cookbookHCL) (*CookbookSpec, hcl.Diagnostics) {
 			Subject:  c.DefRange.Ptr(),
 		})
 	}
-	for name, pair := range map[string]struct {
-		a   *hcl.Attribute
-		dst *string
-	}{"path": {c.Path, &s.Path}, "git": {c.Git, &s.Git}, "ref": {c.Ref, &s.Ref}, "sha": {c.Sha, &s.Sha}, "version": {c.Version, &s.Version}} {
-		if pair.a == nil {
-			continue
-		}
-		s.attrs[name] = pair.a
-		v, d := stringAttr(pair.a)
-		diags = append(diags, d...)
-		*pair.dst = v
-	}
+	diags = append(diags, stringFields(s.attrs, map[string]stringField{
+		"path": {c.Path, &s.Path}, "git": {c.Git, &s.Git}, "ref": {c.Ref, &s.Ref}, "sha": {c.Sha, &s.Sha}, "version": {c.Version, &s.Version},
+	})...)
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -517,24 +508,12 @@ func decodeInclude(c *includeHCL) (*IncludeSpec, hcl.Diagnostics) {
 			Subject:  c.DefRange.Ptr(),
 		})
 	}
-	fields := map[string]struct {
-		a   *hcl.Attribute
-		dst *string
-	}{
+	diags = append(diags, stringFields(s.attrs, map[string]stringField{
 		"path": {c.Path, &s.Path}, "git": {c.Git, &s.Git}, "ref": {c.Ref, &s.Ref}, "sha": {c.Sha, &s.Sha},
 		"server": {c.Server, &s.Server}, "policy_revision_id": {c.PolicyRevisionID, &s.PolicyRevisionID},
 		"policy_group": {c.PolicyGroup, &s.PolicyGroup}, "policy_name": {c.PolicyName, &s.PolicyName},
 		"remote": {c.Remote, &s.Remote}, "revision_id": {c.RevisionID, &s.RevisionID},
-	}
-	for name, pair := range fields {
-		if pair.a == nil {
-			continue
-		}
-		s.attrs[name] = pair.a
-		v, d := stringAttr(pair.a)
-		diags = append(diags, d...)
-		*pair.dst = v
-	}
+	})...)
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -686,4 +665,27 @@ func declaredTwice(seen map[string]hcl.Range, kind, name string, rng hcl.Range, 
 		Detail:   fmt.Sprintf("The %s %q is already declared at %s:%d. %s", kind, name, first.Filename, first.Start.Line, advice),
 		Subject:  rng.Ptr(),
 	}
+}
+
+// stringField is one optional string attribute of a block and where its
+// value goes.
+type stringField struct {
+	a   *hcl.Attribute
+	dst *string
+}
+
+// stringFields decodes each set attribute of fields into its destination
+// and records it in attrs by name.
+func stringFields(attrs map[string]*hcl.Attribute, fields map[string]stringField) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for name, f := range fields {
+		if f.a == nil {
+			continue
+		}
+		attrs[name] = f.a
+		v, d := stringAttr(f.a)
+		diags = append(diags, d...)
+		*f.dst = v
+	}
+	return diags
 }

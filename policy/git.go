@@ -153,6 +153,15 @@ func (g *gitClient) revParse(ctx context.Context, dir, rev string) (string, bool
 	return strings.TrimSpace(out), true
 }
 
+// resolve is the commit sha names in repo (a full or abbreviated sha),
+// else the commit ref names.
+func (g *gitClient) resolve(ctx context.Context, repo, sha, ref string) (string, error) {
+	if sha != "" {
+		return g.resolveSha(ctx, repo, sha)
+	}
+	return g.resolveRef(ctx, repo, ref)
+}
+
 // resolveRef returns the commit ref (a branch, a tag, or a full ref name)
 // names in repo now, after fetching.
 func (g *gitClient) resolveRef(ctx context.Context, repo, ref string) (string, error) {

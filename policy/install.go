@@ -321,11 +321,7 @@ func (w *Workspace) resolveCookbook(ctx context.Context, spec *CookbookSpec, pre
 		}
 		var err error
 		if commit == "" {
-			if spec.Sha != "" {
-				commit, err = w.git.resolveSha(ctx, spec.Git, spec.Sha)
-			} else {
-				commit, err = w.git.resolveRef(ctx, spec.Git, spec.Ref)
-			}
+			commit, err = w.git.resolve(ctx, spec.Git, spec.Sha, spec.Ref)
 			if err != nil {
 				return fail("Cannot resolve a git cookbook", fmt.Sprintf("The cookbook %q: %s.", spec.Name, err), spec.DeclRange)
 			}
@@ -465,11 +461,7 @@ func (w *Workspace) fetchInclude(ctx context.Context, spec *IncludeSpec, prev *I
 		}
 		var err error
 		if commit == "" {
-			if spec.Sha != "" {
-				commit, err = w.git.resolveSha(ctx, spec.Git, spec.Sha)
-			} else {
-				commit, err = w.git.resolveRef(ctx, spec.Git, spec.Ref)
-			}
+			commit, err = w.git.resolve(ctx, spec.Git, spec.Sha, spec.Ref)
 			if err != nil {
 				return fail("Cannot resolve a git include", fmt.Sprintf("The include %q: %s.", spec.Name, err))
 			}

@@ -1,6 +1,8 @@
 package resources
 
-import "github.com/zclconf/go-cty/cty"
+import (
+	"github.com/zclconf/go-cty/cty"
+)
 
 // Deriver is implemented by a type whose recipe-facing properties are
 // the parts of one thing it manages whole: cron_d's schedule, command and

@@ -65,12 +65,12 @@ func (l *Later) Defer(ctx context.Context, j Job) error {
 // not batch with r, and forgets them whether they succeed or not. The
 // error names each job that failed.
 func (l *Later) Before(ctx context.Context, r *Resource) error {
-	return l.run(ctx, func(j Job) bool { return j.BatchesWith == nil || r == nil || !j.BatchesWith(r) })
+	return l.Run(ctx, func(j Job) bool { return j.BatchesWith == nil || r == nil || !j.BatchesWith(r) })
 }
 
 // Flush runs every pending job, as Before does.
 func (l *Later) Flush(ctx context.Context) error {
-	return l.run(ctx, func(Job) bool { return true })
+	return l.Run(ctx, func(Job) bool { return true })
 }
 
 // Pending lists the keys of the pending jobs, in the order deferred.
@@ -87,7 +87,7 @@ func (l *Later) Pending() []string {
 	return out
 }
 
-func (l *Later) run(ctx context.Context, due func(Job) bool) error {
+func (l *Later) Run(ctx context.Context, due func(Job) bool) error {
 	if l == nil {
 		return nil
 	}

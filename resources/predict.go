@@ -30,18 +30,18 @@ func Predict(t Type, desired *Resource, current *State, step *Step) (*State, err
 		}
 		return st, err
 	}
-	return predictFromChanges(current, step), nil
+	return PredictFromChanges(current, step), nil
 }
 
-// predictFromChanges is the framework's prediction (see Predict).
-func predictFromChanges(current *State, step *Step) *State {
+// PredictFromChanges is the framework's prediction (see Predict).
+func PredictFromChanges(current *State, step *Step) *State {
 	switch step.Kind {
 	case Delete:
 		st := Absent()
-		st.parentMissing = current.parentMissing
+		st.Local = current.Local
 		return st
 	case Create, Update:
-		st := current.clone()
+		st := current.Clone()
 		st.Exists = true
 		for _, c := range step.Changes {
 			if c.After != cty.NilVal {
@@ -50,53 +50,13 @@ func predictFromChanges(current *State, step *Step) *State {
 		}
 		return st
 	}
-	return current.clone()
+	return current.Clone()
 }
 
-// predictKind is the file-system types' prediction: the framework's, and
-// a thing created is of kind (Extra "kind"), as Load would read it.
-func predictKind(current *State, step *Step, kind string) *State {
-	st := predictFromChanges(current, step)
-	if step.Kind == Create {
-		if st.Extra == nil {
-			st.Extra = map[string]string{}
-		}
-		st.Extra["kind"] = kind
-		st.parentMissing = false
-	}
-	return st
-}
-
-// Predict is the file's and the template's: a created file is a regular
-// file.
-func (t *fileType) Predict(_ *Resource, current *State, step *Step) (*State, error) {
-	return predictKind(current, step, "file"), nil
-}
-
-// Predict is the directory's: a created directory is a directory.
-func (t *directoryType) Predict(_ *Resource, current *State, step *Step) (*State, error) {
-	return predictKind(current, step, "directory"), nil
-}
-
-// Predict is the link's: a created link is a symbolic link, or a name of
-// its source (a hard link).
-func (t *linkType) Predict(desired *Resource, current *State, step *Step) (*State, error) {
-	kind := "symlink"
-	if desired.String("link_type") == "hard" {
-		kind = "file"
-	}
-	return predictKind(current, step, kind), nil
-}
-
-// Predict is the template's: the file's.
-func (t *templateType) Predict(desired *Resource, current *State, step *Step) (*State, error) {
-	return t.file.Predict(desired, current, step)
-}
-
-// clone copies s's maps, so that a prediction never changes the reading
+// Clone copies s's maps, so that a prediction never changes the reading
 // it starts from. What Load recorded of the objects it read is kept: the
 // next action acts on the same thing.
-func (s *State) clone() *State {
+func (s *State) Clone() *State {
 	c := *s
 	c.Values = maps.Clone(s.Values)
 	if c.Values == nil {

@@ -3,6 +3,7 @@ package resources
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sort"
 	"sync"
@@ -14,12 +15,17 @@ import (
 	"github.com/toquehq/toque/internal/words"
 )
 
-// Type is one resource type. Built-in types are Go code; custom types declared
-// in HCL will implement the same interface.
+// Type is one resource type. Built-in types are Go code; types written in
+// HCL (resource_type blocks) are adapted to the same interface.
 //
 // The framework calls the methods in this order for each resource:
-// Schema (once, at registration), Load, Plan, and — at apply time, after
-// loading again — Converge with the Step that Plan returned for the live state.
+// Schema (once, at registration), Load, Plan through PlanStep, and — at
+// apply time, after loading again — the function of Steps for the kind of
+// step Plan returned for the live state, through ConvergeStep. A type
+// writes what is its own: how to read the thing, what each action would
+// change, and how to create, update, delete or run it; the framework
+// resolves the action, answers "nothing", refuses undeclared actions,
+// skips no-ops and words every step a type cannot carry out.
 type Type interface {
 	// Schema describes the type's properties and actions. It must return the
 	// same value every time.
@@ -34,15 +40,17 @@ type Type interface {
 	// I/O error), not that the thing is absent.
 	Load(ctx context.Context, r *Resource) (*State, error)
 
-	// Plan decides what r's action would do to a host in state current. It
-	// does no I/O beyond what Load already did (it may call pure helpers such
-	// as Diff). It must be deterministic: apply calls it again on a fresh
-	// reading and compares the result with the saved plan.
-	Plan(desired *Resource, current *State) (*Step, error)
+	// Plan decides what action would do to a host in state current.
+	// action is one the schema declares, never "nothing" (PlanStep answers
+	// it), and desired.Action holds it. Plan does no I/O beyond what Load
+	// already did (it may call pure helpers such as Diff). It must be
+	// deterministic: apply calls it again on a fresh reading and compares
+	// the result with the saved plan.
+	Plan(action string, desired *Resource, current *State) (*Step, error)
 
-	// Converge carries out step, which Plan returned for current. It changes
-	// only what step lists. Writes must be atomic where the platform allows.
-	Converge(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) error
+	// Steps returns the functions that carry out the kinds of step Plan
+	// returns (ConvergeStep calls them).
+	Steps() Steps
 }
 
 // Env is what Converge may use besides the resource itself.
@@ -67,6 +75,19 @@ type Env struct {
 	// every resource of one apply. nil runs deferred work at once.
 	Later *Later
 }
+
+// Log is env's logger, or one that discards everything when env or its
+// Logger is nil.
+func (env *Env) Log() hclog.Logger {
+	if env == nil || env.Logger == nil {
+		return hclog.NewNullLogger()
+	}
+	return env.Logger
+}
+
+// BackupDir is where types keep copies of the files they replace and
+// delete, under the state directory (Env.StateDir).
+func BackupDir(stateDir string) string { return filepath.Join(stateDir, "backup") }
 
 // Kind is what a planned step does to the host.
 type Kind string
@@ -278,26 +299,11 @@ type State struct {
 	// from what Values and Extra hold and from the directories on the way.
 	Private map[string]string
 
-	// parentMissing is set by the file-system types' Load when a directory
-	// on the way to the path does not exist: a create then needs its
-	// parent from an earlier resource (Step.Needs).
-	parentMissing bool
-	// ownerUID is the owner of what Load found (ownerKnown), and
-	// dirUnwritable the directory toque's user may not write, "" when it
-	// may: for the plan to refuse what apply could not do (privilege.go).
-	ownerUID      int
-	ownerKnown    bool
-	dirUnwritable string
-
-	// fetched is what remote_file's Load downloaded (or found in its
-	// cache) for Plan to show: never stored in a plan, whose record is
-	// the digest in Extra.
-	fetched *fetchedSource
-
-	// obj and src identify the objects Load read (the file at a path; a
-	// hard link's source), so that Converge changes those and no other.
-	// Set by the built-in file-system types; never stored in a plan.
-	obj, src fileID
+	// Local is what a type's Load hands its own Plan and steps, and no
+	// one else reads (the identity of the file Load read, so that a step
+	// changes that file and no other; a download Load made): never
+	// stored in a plan nor compared. A prediction keeps it as it was.
+	Local any
 }
 
 // Absent is the State of a thing that does not exist.
@@ -597,6 +603,23 @@ const (
 	NamespaceGroup = "group"
 )
 
+// NamespaceAptSource is the namespace of the need "a repository offers
+// this package", met at apply by an earlier apt_update that runs (it
+// reads the lists of the repositories an apt_repository adds); an
+// apt_repository that adds or changes one provides it too, but apt sees
+// the repository only once its lists are read.
+const NamespaceAptSource = "apt-source"
+
+// NamespaceUnit is the namespace of unit names ("web.service"): a
+// systemd_unit that writes a unit's file provides the unit
+// (Step.Provides), and an action on a unit the host lacks needs it
+// (Step.Needs), so the plan refuses a service nothing creates.
+const NamespaceUnit = "unit"
+
+// NoGuardReason is the Reason of a run step that nothing decided: no guard
+// and no `creates`. The planner replaces it when a guard decides.
+const NoGuardReason = "no guard: runs every time"
+
 // PropertyError is a Plan error caused by one property's value on this
 // host (a uid another user has): the planner points its diagnostic at
 // that property's attribute rather than at the whole block.
@@ -606,6 +629,7 @@ type PropertyError struct {
 }
 
 func (e *PropertyError) Error() string { return e.Err.Error() }
+
 func (e *PropertyError) Unwrap() error { return e.Err }
 
 // IsDesiredState reports whether the property is compared and converged.
@@ -701,26 +725,42 @@ func ConvergeIfChanged(desired *Resource, current *State) *Step {
 	if len(ch) == 0 {
 		return &Step{Kind: NoOp, Reason: "already in the desired state"}
 	}
-	names := make([]string, len(ch))
-	for i, c := range ch {
+	return &Step{Kind: Update, Reason: Differ(PropertyNames(ch)), Changes: ch, Groups: s.Groups(ch)}
+}
+
+// PropertyNames lists the properties of changes, in order.
+func PropertyNames(changes []Change) []string {
+	names := make([]string, len(changes))
+	for i, c := range changes {
 		names[i] = c.Property
 	}
-	return &Step{Kind: Update, Reason: words.Join(names, "") + " differ" + pluralS(len(names)), Changes: ch, Groups: s.Groups(ch)}
+	return names
 }
 
-func pluralS(n int) string {
-	if n == 1 {
-		return "s"
+// Differ is an update's reason: "content differs", "mode and owner
+// differ".
+func Differ(names []string) string {
+	if len(names) == 1 {
+		return words.Join(names, "") + " differs"
 	}
-	return ""
+	return words.Join(names, "") + " differ"
 }
 
-// Registry maps type names to types.
+// Registry maps type names to types, and makes the types written in HCL
+// (resource_type blocks, which plans carry as TypeDefs) with the function
+// its assembler gives it (WithDefine).
 type Registry struct {
-	types map[string]Type
+	types  map[string]Type
+	define DefineFunc
 }
 
-// NewRegistry makes a registry of the given types.
+// DefineFunc makes the type def defines, whose scripts run as reg's script
+// types (Runner); validate holds further checks of property values (a
+// property's validation conditions, which only the HCL has).
+type DefineFunc func(def *TypeDef, validate map[string]func(cty.Value) error, reg *Registry) (Type, error)
+
+// NewRegistry makes a registry of the given types, which defines none
+// written in HCL (WithDefine).
 func NewRegistry(types ...Type) *Registry {
 	r := &Registry{types: map[string]Type{}}
 	for _, t := range types {
@@ -732,7 +772,7 @@ func NewRegistry(types ...Type) *Registry {
 // With returns a new registry of r's types and types (which replace r's
 // of the same name).
 func (r *Registry) With(types ...Type) *Registry {
-	out := &Registry{types: make(map[string]Type, len(r.types)+len(types))}
+	out := &Registry{types: make(map[string]Type, len(r.types)+len(types)), define: r.define}
 	for k, v := range r.types {
 		out.types[k] = v
 	}
@@ -740,6 +780,39 @@ func (r *Registry) With(types ...Type) *Registry {
 		out.types[t.Schema().Name] = t
 	}
 	return out
+}
+
+// WithDefine returns a copy of r that makes the types written in HCL with
+// f.
+func (r *Registry) WithDefine(f DefineFunc) *Registry {
+	out := r.With()
+	out.define = f
+	return out
+}
+
+// Define makes the type def defines (DefineFunc). It is an error for a
+// registry that was given no way to (WithDefine).
+func (r *Registry) Define(def *TypeDef, validate map[string]func(cty.Value) error) (Type, error) {
+	if r.define == nil {
+		return nil, fmt.Errorf("resource type %s is written in HCL, and this build of toque's types cannot run such types", def.Name)
+	}
+	return r.define(def, validate, r)
+}
+
+// Runner returns the script type called name (one of ScriptTypes), which
+// runs the scripts of types written in HCL.
+func (r *Registry) Runner(name string) (Runner, bool) {
+	if !slices.Contains(ScriptTypes, name) {
+		return nil, false
+	}
+	t, ok := r.types[name].(Runner)
+	return t, ok
+}
+
+// Has reports whether r holds a type called name.
+func (r *Registry) Has(name string) bool {
+	_, ok := r.types[name]
+	return ok
 }
 
 // Lookup returns the type called name.
@@ -784,4 +857,30 @@ type BatchLoader interface {
 	// it must not change the host. A nil State leaves that resource to
 	// Load (one whose own reading failed, which Load then reports).
 	LoadAll(ctx context.Context, rs []*Resource) ([]*State, error)
+}
+
+// BatchSharer is a BatchLoader whose batch holds resources of other types
+// too: types that read one thing together, each planned from what the
+// ones declared before it leave (file_line, file_block and ini_setting,
+// which edit one file: each is planned on the content the editors before
+// it leave). The planner and pre-flight read every resource of the types
+// whose BatchKey is the same with one LoadAll (of the first such type they
+// meet), in declaration order. Such a LoadAll may return, for a resource
+// after others of its batch, the state those are predicted to leave rather
+// than the state Load would read: what Load reads right before the
+// resource converges, once the others converged. The planner reads on its
+// own (Load, not in the batch) a resource whose guards may skip it, so
+// that what the others are planned on never depends on a guard.
+type BatchSharer interface {
+	BatchLoader
+	BatchKey() any
+}
+
+// BatchKeyOf is the key the resources of t are read in batches under: its
+// BatchKey when it is a BatchSharer, else t itself.
+func BatchKeyOf(t BatchLoader) any {
+	if s, ok := t.(BatchSharer); ok {
+		return s.BatchKey()
+	}
+	return t
 }

@@ -1,15 +1,8 @@
-//go:build unix
-
 package resources
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-
-	"golang.org/x/sys/unix"
 )
 
 // Staging lets apply make many changes durable at once (its group commit,
@@ -38,131 +31,88 @@ type Stager interface {
 	// it visible or durable. It returns nil and no error when the step is
 	// not one it stages: apply then calls Converge. On error nothing was
 	// changed (what it wrote is removed).
-	Stage(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) (*Staged, error)
+	Stage(ctx context.Context, env *Env, desired *Resource, current *State, step *Step) (Staged, error)
 }
-
-// errNoSyncFS says the kernel cannot sync a whole file system.
-var errNoSyncFS = errors.New("no syncfs")
 
 // Staged is a change written under a temporary name: Commit makes it
-// visible, Abort removes it. Either must be called, once.
-type Staged struct {
-	dir  *heldDir
-	tmp  *os.File
-	from string // temporary name in dir
-	name string // final name in dir
-	path string
-	// create renames without replacing anything (a new file).
-	create bool
-	// dev is the file system of dir, for one syncfs per file system.
-	dev uint64
+// visible, Abort removes it. Either must be called, once; Close lets go
+// of what it holds once it was committed and synced.
+type Staged interface {
+	// Path is the path the change lands at.
+	Path() string
+	// Commit makes the change visible, failing as the step would have
+	// (something appeared there since it was read).
+	Commit() error
+	// Abort removes the staged change; it never happened.
+	Abort()
+	Close()
+	// Syncer makes staged changes durable; the changes of one Syncer are
+	// synced together (SyncStaged, SyncCommitted).
+	Syncer() StageSyncer
 }
 
-// Path is the path the change lands at.
-func (s *Staged) Path() string { return s.path }
-
-// Commit renames the staged file into place, failing as Converge would
-// (something appeared there since the file was read: ErrChanged).
-func (s *Staged) Commit() error {
-	if s.tmp != nil {
-		s.tmp.Close()
-		s.tmp = nil
-	}
-	err := renameAt(s.dir, s.from, s.name, s.create)
-	if err == nil {
-		return nil
-	}
-	unix.Unlinkat(s.dir.fd, s.from, 0)
-	if errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("creating %s: something appeared there: %w", s.path, ErrChanged)
-	}
-	return fmt.Errorf("creating %s: %w", s.path, err)
+// StageSyncer makes the changes its Stager staged durable in batches.
+type StageSyncer interface {
+	// SyncStaged makes the data of staged durable, before any is
+	// committed.
+	SyncStaged(staged []Staged) error
+	// SyncCommitted makes the commits of committed durable; it returns
+	// the index in committed of the first it could not, with the error,
+	// or -1.
+	SyncCommitted(committed []Staged) (int, error)
 }
 
-// Abort removes the staged file; the change never happened.
-func (s *Staged) Abort() {
-	if s.tmp != nil {
-		s.tmp.Close()
-		s.tmp = nil
+// bySyncer groups changes by their Syncer, keeping each change's index.
+func bySyncer(changes []Staged) ([]StageSyncer, map[StageSyncer][]int) {
+	var order []StageSyncer
+	idx := map[StageSyncer][]int{}
+	for i, c := range changes {
+		s := c.Syncer()
+		if _, ok := idx[s]; !ok {
+			order = append(order, s)
+		}
+		idx[s] = append(idx[s], i)
 	}
-	unix.Unlinkat(s.dir.fd, s.from, 0)
-	s.dir.close()
+	return order, idx
 }
 
-// Close lets go of the directory once the Staged was committed and synced.
-func (s *Staged) Close() { s.dir.close() }
-
-// SyncStaged makes the data of every staged file durable: one syncfs per
-// file system where the kernel has it, else an fsync per file.
-func SyncStaged(staged []*Staged) error {
-	done := map[uint64]bool{}
-	for _, s := range staged {
-		if done[s.dev] {
-			continue
+// SyncStaged makes the data of every staged change durable, one batch per
+// Syncer.
+func SyncStaged(staged []Staged) error {
+	order, idx := bySyncer(staged)
+	for _, s := range order {
+		batch := make([]Staged, len(idx[s]))
+		for j, i := range idx[s] {
+			batch[j] = staged[i]
 		}
-		// The temporary file's descriptor names the file system (the
-		// directory is held by an O_PATH descriptor, which syncfs refuses).
-		err := syncFS(int(s.tmp.Fd()))
-		if err == nil {
-			done[s.dev] = true
-			continue
+		if err := s.SyncStaged(batch); err != nil {
+			return err
 		}
-		if !errors.Is(err, errNoSyncFS) {
-			return fmt.Errorf("syncing the file system of %s: %w", s.dir.path, err)
-		}
-		// No syncfs: every file of this file system on its own.
-		for _, o := range staged {
-			if o.dev == s.dev && o.tmp != nil {
-				if err := o.tmp.Sync(); err != nil {
-					return fmt.Errorf("syncing %s: %w", o.tmp.Name(), err)
-				}
-			}
-		}
-		done[s.dev] = true
 	}
 	return nil
 }
 
-// SyncCommitted makes the renames of committed stages durable, with one
-// fsync per directory; it returns the index of the first whose directory
-// could not be synced, with the error, or -1.
-func SyncCommitted(committed []*Staged) (int, error) {
-	synced := map[fileID]error{}
-	for i, s := range committed {
-		st, err := s.dir.stat()
-		if err != nil {
-			return i, err
+// SyncCommitted makes the commits of committed durable, one batch per
+// Syncer; it returns the index of the first that could not be, with the
+// error, or -1.
+func SyncCommitted(committed []Staged) (int, error) {
+	order, idx := bySyncer(committed)
+	first, firstErr := -1, error(nil)
+	for _, s := range order {
+		batch := make([]Staged, len(idx[s]))
+		for j, i := range idx[s] {
+			batch[j] = committed[i]
 		}
-		id := idOf(&st)
-		serr, seen := synced[id]
-		if !seen {
-			serr = s.dir.sync()
-			synced[id] = serr
+		j, err := s.SyncCommitted(batch)
+		if err == nil {
+			continue
 		}
-		if serr != nil {
-			return i, serr
+		if j < 0 || j >= len(batch) {
+			return 0, fmt.Errorf("syncing staged changes: %w", err)
+		}
+		if at := idx[s][j]; first < 0 || at < first {
+			first, firstErr = at, err
 		}
 	}
-	return -1, nil
-}
-
-// stageNew writes content to a new temporary file in d, with mode and
-// owner, and returns it staged for a rename that replaces nothing (as
-// writeNew, whose fsyncs it leaves to SyncStaged and SyncCommitted).
-func stageNew(d *heldDir, name string, content []byte, mode uint32, own ownership) (*Staged, error) {
-	path := d.join(name)
-	st, err := d.stat()
-	if err != nil {
-		return nil, fmt.Errorf("creating %s: %w", path, err)
-	}
-	tmp, tmpName, err := createTemp(d, name)
-	if err != nil {
-		return nil, fmt.Errorf("creating %s: %w", path, err)
-	}
-	if err := fillNew(tmp, content, mode, own); err != nil {
-		tmp.Close()
-		unix.Unlinkat(d.fd, tmpName, 0)
-		return nil, fmt.Errorf("creating %s (nothing was changed): %w", path, err)
-	}
-	return &Staged{dir: d, tmp: tmp, from: tmpName, name: name, path: path, create: true, dev: uint64(st.Dev)}, nil
+	return first, firstErr
 }

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/toquehq/toque/resources/builtin"
+
 	"github.com/toquehq/toque/internal/plantest"
 	"github.com/toquehq/toque/plan"
 )
@@ -38,19 +40,19 @@ func FuzzRenderPlan(f *testing.F) {
 		if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		got, digest, err := plan.ReadWithDigest(path)
+		got, digest, err := plan.ReadWithDigest(path, builtin.Registry())
 		if err != nil {
 			return
 		}
 		// Whatever plan.Read accepts can be rendered and viewed.
 		var text bytes.Buffer
-		if err := RenderText(&text, got, RenderOptions{Color: true, Digest: digest}); err != nil || text.Len() == 0 {
+		if err := RenderText(&text, got, RenderOptions{Registry: builtin.Registry(), Color: true, Digest: digest}); err != nil || text.Len() == 0 {
 			t.Fatalf("RenderText: %v, %d bytes", err, text.Len())
 		}
-		if js, err := JSONView(got, JSONOptions{Digest: digest}); err != nil || !json.Valid(js) {
+		if js, err := JSONView(got, JSONOptions{Registry: builtin.Registry(), Digest: digest}); err != nil || !json.Valid(js) {
 			t.Fatalf("JSONView: %v\n%.300s", err, js)
 		}
-		if err := RenderMarkdown(&bytes.Buffer{}, got, MarkdownOptions{MaxBytes: 4000, Digest: digest}); err != nil && !errors.Is(err, ErrMarkdownTooSmall) {
+		if err := RenderMarkdown(&bytes.Buffer{}, got, MarkdownOptions{Registry: builtin.Registry(), MaxBytes: 4000, Digest: digest}); err != nil && !errors.Is(err, ErrMarkdownTooSmall) {
 			t.Fatalf("RenderMarkdown: %v", err)
 		}
 	})

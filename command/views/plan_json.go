@@ -3,11 +3,14 @@ package views
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
+	"github.com/toquehq/toque/apply"
 	"github.com/toquehq/toque/plan"
 	"github.com/toquehq/toque/resources"
 )
@@ -15,7 +18,7 @@ import (
 // JSONViewVersion is the version of the `toque show -json` format
 // (docs/plan-json.md). The minor version grows when fields are added; the
 // major version changes only when a field changes meaning or is removed.
-const JSONViewVersion = "1.5"
+const JSONViewVersion = "1.6"
 
 // The view types below are the documented machine format. They are kept
 // apart from the plan file model so that either can change without silently
@@ -46,6 +49,50 @@ type jsonView struct {
 	// Types are the resource types written in HCL that the resources use
 	// (1.3).
 	Types []jsonType `json:"types"`
+	// UnfinishedApplies are the applies on this host that stopped
+	// part-way (plan -json; [] for show -json) (1.6).
+	UnfinishedApplies []jsonUnfinished `json:"unfinished_applies"`
+}
+
+// jsonUnfinished is an apply that stopped part-way (apply.UnfinishedApply).
+type jsonUnfinished struct {
+	PlanDigest  string `json:"plan_digest"`
+	PlanFile    string `json:"plan_file"`
+	PlanCreated string `json:"plan_created"`
+	Stopped     string `json:"stopped"`
+	Outcome     string `json:"outcome"`
+	Report      string `json:"report"`
+	Journal     string `json:"journal"`
+	// NotDone is what it left undone.
+	NotDone []jsonNotDone `json:"not_done"`
+	// Finish says how to finish it, in words.
+	Finish string `json:"finish"`
+}
+
+type jsonNotDone struct {
+	Address  string `json:"address"`
+	Notified bool   `json:"notified"`
+	Outcome  string `json:"outcome"`
+	Reason   string `json:"reason"`
+}
+
+func viewUnfinished(us []apply.UnfinishedApply) []jsonUnfinished {
+	out := make([]jsonUnfinished, 0, len(us))
+	for _, u := range us {
+		ju := jsonUnfinished{
+			PlanDigest: u.PlanDigest, PlanFile: u.PlanFile, Outcome: u.Outcome, Report: u.Report, Journal: u.Journal,
+			Stopped: u.Stopped.UTC().Format(time.RFC3339Nano), NotDone: make([]jsonNotDone, 0, len(u.NotDone)),
+			Finish: finishWords(u),
+		}
+		if !u.PlanCreated.IsZero() {
+			ju.PlanCreated = u.PlanCreated.UTC().Format(time.RFC3339Nano)
+		}
+		for _, s := range u.NotDone {
+			ju.NotDone = append(ju.NotDone, jsonNotDone{Address: s.Address, Notified: s.Notified, Outcome: s.Outcome, Reason: s.Reason})
+		}
+		out = append(out, ju)
+	}
+	return out
 }
 
 type jsonType struct {
@@ -265,13 +312,15 @@ type jsonCurrent struct {
 type JSONOptions struct {
 	// Diagnostics are the command's errors and warnings.
 	Diagnostics []JSONDiagnostic
-	// Registry holds this build's resource types (nil: resources.Builtin()).
+	// Registry holds this build's resource types. Required.
 	Registry *resources.Registry
 	// Digest is the plan's digest when the caller has it (the file's
 	// verified checksum); "" computes it.
 	Digest string
 	// Signature says who signed the plan.
 	Signature *SignatureInfo
+	// Unfinished are the applies on this host that stopped part-way.
+	Unfinished []apply.UnfinishedApply
 }
 
 // JSONView renders p in the documented, stable machine format of `toque
@@ -293,7 +342,10 @@ func JSONView(p *plan.Plan, o JSONOptions) ([]byte, error) {
 			Diagnostics   []JSONDiagnostic `json:"diagnostics"`
 		}{JSONViewVersion, true, diags})
 	}
-	reg := registryFor(p, o.Registry)
+	reg, err := registryFor(p, o.Registry)
+	if err != nil {
+		return nil, err
+	}
 	digest := o.Digest
 	if digest == "" {
 		digest = p.Digest()
@@ -321,6 +373,8 @@ func JSONView(p *plan.Plan, o JSONOptions) ([]byte, error) {
 		Resources:    make([]jsonResource, 0, len(p.Resources)),
 		NotifiedRuns: make([]jsonNotified, 0, len(p.NotifiedRuns)),
 		Types:        make([]jsonType, 0, len(p.Types)),
+
+		UnfinishedApplies: viewUnfinished(o.Unfinished),
 	}
 	for _, d := range p.Types {
 		if d != nil {
@@ -437,7 +491,7 @@ func viewResource(s *plan.Shown, notifiedBy []plan.Trigger) jsonResource {
 		NotifiedBy:      make([]jsonTrigger, 0, len(notifiedBy)),
 		Fingerprint:     r.Fingerprint,
 	}
-	for _, k := range sortedKeys(r.Desired) {
+	for _, k := range slices.Sorted(maps.Keys(r.Desired)) {
 		if s.IsSensitive(k) {
 			out.Desired[k] = json.RawMessage(`"` + plan.Sensitive + `"`)
 			out.SensitiveValues = append(out.SensitiveValues, k)

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/toquehq/toque/apply"
 	"github.com/toquehq/toque/guard"
 	"github.com/toquehq/toque/plan"
 	"github.com/toquehq/toque/resources"
@@ -45,11 +46,13 @@ type MarkdownOptions struct {
 	// Color is ignored: Markdown has no colours. It is here so callers can
 	// pass the same choices to every renderer.
 	Color bool
-	// Registry holds this build's resource types (nil:
-	// resources.Builtin()).
+	// Registry holds this build's resource types. Required.
 	Registry *resources.Registry
 	// Signature says who signed the plan; nil says nothing about it.
 	Signature *SignatureInfo
+	// Unfinished are the applies on this host that stopped part-way
+	// (plan only): a warning under the title says so.
+	Unfinished []apply.UnfinishedApply
 }
 
 // RenderMarkdown writes p as GitHub-flavoured Markdown for a pull-request
@@ -86,7 +89,11 @@ func RenderMarkdown(w io.Writer, p *plan.Plan, o MarkdownOptions) error {
 	if o.Digest == "" {
 		o.Digest = p.Digest()
 	}
-	o.Registry = registryFor(p, o.Registry)
+	reg, err := registryFor(p, o.Registry)
+	if err != nil {
+		return err
+	}
+	o.Registry = reg
 	head := markdownHead(p, o)
 	sections := markdownSections(p, o)
 
@@ -150,7 +157,7 @@ func RenderMarkdown(w io.Writer, p *plan.Plan, o MarkdownOptions) error {
 	if b.Len() > limit {
 		return fmt.Errorf("render Markdown: %d bytes rendered for a limit of %d (a bug in the size accounting)", b.Len(), limit)
 	}
-	_, err := w.Write(b.Bytes())
+	_, err = w.Write(b.Bytes())
 	return err
 }
 
@@ -217,6 +224,7 @@ func markdownHead(p *plan.Plan, o MarkdownOptions) string {
 	if p.Policy != "" || p.LockRevision != "" {
 		fmt.Fprintf(&b, "Policy %s, lock revision %s.\n\n", mdCode(p.Policy), mdCode(p.LockRevision))
 	}
+	renderUnfinishedMarkdown(&b, o.Unfinished)
 	if c.Delete > 0 {
 		noun := "resources"
 		if c.Delete == 1 {

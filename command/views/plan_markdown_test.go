@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toquehq/toque/resources/builtin"
+
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/eval"
@@ -44,17 +46,17 @@ func markdownScenarios(t *testing.T) map[string]struct {
 	}
 
 	return map[string]sc{
-		"empty":               {empty, MarkdownOptions{PlanFile: "plan.out"}},
-		"no-changes":          {g["no-changes"], MarkdownOptions{PlanFile: "plan.out"}},
-		"create":              {g["create"], MarkdownOptions{PlanFile: "plan.out"}},
-		"update":              {g["update"], MarkdownOptions{PlanFile: "plan.out"}},
-		"update-changes-only": {g["update"], MarkdownOptions{PlanFile: "plan.out", ChangesOnly: true}},
-		"delete":              {g["delete"], MarkdownOptions{PlanFile: "plan.out"}},
-		"sensitive":           {g["sensitive"], MarkdownOptions{PlanFile: "plan.out"}},
-		"guards":              {guards, MarkdownOptions{PlanFile: "plan.out"}},
-		"deferred":            {g["deferred"], MarkdownOptions{PlanFile: "plan.out"}},
-		"awaits":              {g["awaits"], MarkdownOptions{PlanFile: "plan.out"}},
-		"truncated":           {largePlan(t, 40), MarkdownOptions{PlanFile: "plan.out", MaxBytes: 4000}},
+		"empty":               {empty, MarkdownOptions{Registry: builtin.Registry(), PlanFile: "plan.out"}},
+		"no-changes":          {g["no-changes"], MarkdownOptions{Registry: builtin.Registry(), PlanFile: "plan.out"}},
+		"create":              {g["create"], MarkdownOptions{Registry: builtin.Registry(), PlanFile: "plan.out"}},
+		"update":              {g["update"], MarkdownOptions{Registry: builtin.Registry(), PlanFile: "plan.out"}},
+		"update-changes-only": {g["update"], MarkdownOptions{Registry: builtin.Registry(), PlanFile: "plan.out", ChangesOnly: true}},
+		"delete":              {g["delete"], MarkdownOptions{Registry: builtin.Registry(), PlanFile: "plan.out"}},
+		"sensitive":           {g["sensitive"], MarkdownOptions{Registry: builtin.Registry(), PlanFile: "plan.out"}},
+		"guards":              {guards, MarkdownOptions{Registry: builtin.Registry(), PlanFile: "plan.out"}},
+		"deferred":            {g["deferred"], MarkdownOptions{Registry: builtin.Registry(), PlanFile: "plan.out"}},
+		"awaits":              {g["awaits"], MarkdownOptions{Registry: builtin.Registry(), PlanFile: "plan.out"}},
+		"truncated":           {largePlan(t, 40), MarkdownOptions{Registry: builtin.Registry(), PlanFile: "plan.out", MaxBytes: 4000}},
 	}
 }
 
@@ -197,7 +199,7 @@ func TestRenderMarkdownLimit(t *testing.T) {
 		t.Fatalf("the default limit cut a small plan:\n%s", full.String())
 	}
 	var headOnly bytes.Buffer
-	headErr := RenderMarkdown(&headOnly, p, MarkdownOptions{MaxBytes: 1})
+	headErr := RenderMarkdown(&headOnly, p, MarkdownOptions{Registry: builtin.Registry(), MaxBytes: 1})
 	if !errors.Is(headErr, ErrMarkdownTooSmall) || headOnly.Len() != 0 {
 		t.Fatalf("limit 1: got %v and %d bytes written", headErr, headOnly.Len())
 	}
@@ -219,7 +221,7 @@ func TestRenderMarkdownLimit(t *testing.T) {
 				t.Fatal(err)
 			}
 			md := buf.String()
-			checkMarkdownShape(t, md, p, MarkdownOptions{MaxBytes: limit})
+			checkMarkdownShape(t, md, p, MarkdownOptions{Registry: builtin.Registry(), MaxBytes: limit})
 			kept := strings.Count(md, "<details>")
 			truncated := limit < full.Len()
 			if truncated != strings.Contains(md, "truncated=true -->") {
@@ -306,7 +308,7 @@ func TestRenderMarkdownChangesOnly(t *testing.T) {
 // limit, which must cut most of the details.
 func BenchmarkRenderMarkdown(b *testing.B) {
 	p := &plan.Plan{FormatVersion: plan.FormatVersion, Host: plan.Host{Hostname: "web-01"}}
-	reg := resources.Builtin()
+	reg := builtin.Registry()
 	fileType, _ := reg.Lookup("file")
 	for i := range 1000 {
 		cur := plan.StoreCurrent(fileType.Schema(), &resources.State{Exists: true, Values: map[string]cty.Value{

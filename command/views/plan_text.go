@@ -1,6 +1,7 @@
 package views
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/fatih/color"
 
+	"github.com/toquehq/toque/apply"
 	"github.com/toquehq/toque/plan"
 	"github.com/toquehq/toque/resources"
 )
@@ -29,11 +31,13 @@ type RenderOptions struct {
 	// NoDigest leaves the "Plan digest" line out (PlanOptions.NoDigest).
 	NoDigest bool
 	// Registry holds this build's resource types, whose schemas decide
-	// defaults, sensitivity and what a resource is shown by; nil means
-	// resources.Builtin().
+	// defaults, sensitivity and what a resource is shown by. Required.
 	Registry *resources.Registry
 	// Signature says who signed the plan; nil says nothing about it.
 	Signature *SignatureInfo
+	// Unfinished are the applies on this host that stopped part-way
+	// (plan only): the text ends with a warning that says so.
+	Unfinished []apply.UnfinishedApply
 }
 
 // painter colours text when enabled, and is the identity otherwise.
@@ -89,7 +93,10 @@ func (pt painter) symbol(k resources.Kind) string {
 func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 	pt := newPainter(o.Color)
 	bw := &errWriter{w: w}
-	reg := registryFor(p, o.Registry)
+	reg, err := registryFor(p, o.Registry)
+	if err != nil {
+		return err
+	}
 	hostName := EscapeLine(p.Host.Hostname)
 	if hostName == "" {
 		hostName = "this host"
@@ -169,27 +176,31 @@ func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 	if line := o.Signature.line(); line != "" {
 		bw.printf("%s\n", line)
 	}
-	if o.SavedTo != "" {
+	if o.SavedTo != "" && p.Errored {
+		bw.printf("Saved the plan to %s; being incomplete, it cannot be applied.\n", EscapeLine(o.SavedTo))
+	} else if o.SavedTo != "" {
 		saved := EscapeLine(o.SavedTo)
 		bw.printf("Saved the plan to %s. To apply exactly this plan: toque apply %s\n", saved, EscapeLine(ShellQuote(o.SavedTo)))
 	}
+	renderUnfinishedText(bw, pt, o.Unfinished)
 	return bw.err
 }
 
-// registryFor is reg (nil: this build's built-in resource types) with
-// the resource types written in HCL that p carries. A plan whose types
-// cannot be rebuilt was refused when it was read; its resources of those
-// types are then shown as of an unknown type.
-func registryFor(p *plan.Plan, reg *resources.Registry) *resources.Registry {
+// registryFor is reg with the resource types written in HCL that p
+// carries. A plan whose types cannot be rebuilt was refused when it was
+// read; its resources of those types are then shown as of an unknown
+// type. reg is this build's types: there is no default, since the
+// schemas decide what is shown (a sensitive property is never).
+func registryFor(p *plan.Plan, reg *resources.Registry) (*resources.Registry, error) {
 	if reg == nil {
-		reg = resources.Builtin()
+		return nil, errors.New("rendering a plan: no resource types to show it with")
 	}
 	if p != nil {
 		if withTypes, err := p.TypeRegistry(reg); err == nil {
-			return withTypes
+			return withTypes, nil
 		}
 	}
-	return reg
+	return reg, nil
 }
 
 // errWriter remembers the first write error so rendering code stays

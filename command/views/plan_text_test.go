@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toquehq/toque/resources/builtin"
+
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/eval"
@@ -392,7 +394,7 @@ func TestRenderShowsMultilineContextAsHeredoc(t *testing.T) {
 		Desired: map[string]plan.Value{"code": {Value: cty.StringVal("set -e\necho one\n")}, "cwd": {Value: cty.StringVal("/tmp")}},
 	}}}
 	var b bytes.Buffer
-	RenderText(&b, p, RenderOptions{})
+	RenderText(&b, p, RenderOptions{Registry: builtin.Registry()})
 	want := "  ! bash \"setup\" {\n        code = <<EOT\n            set -e\n            echo one\n          EOT\n        cwd  = \"/tmp\"\n    }\n"
 	if !strings.Contains(b.String(), want) {
 		t.Errorf("rendered:\n%s\nwant to contain:\n%s", b.String(), want)
@@ -408,7 +410,7 @@ func TestRenderShowsTheReasonOfAnUpdateWithoutChanges(t *testing.T) {
 		Desired:    map[string]plan.Value{"username": {Value: cty.StringVal("toq")}},
 	}}}
 	var b bytes.Buffer
-	RenderText(&b, p, RenderOptions{})
+	RenderText(&b, p, RenderOptions{Registry: builtin.Registry()})
 	want := "  # user[toq] will be updated in place\n  #   the password is not locked; lock puts \"!\" in front of its hash\n  ~ user \"toq\"\n"
 	if !strings.Contains(b.String(), want) {
 		t.Errorf("rendered:\n%s\nwant to contain:\n%s", b.String(), want)

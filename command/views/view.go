@@ -9,7 +9,10 @@
 // A view never decides anything: it gets values (a plan, a report,
 // diagnostics) and prints them. Values that came from outside toque's own
 // code (file content, command output, names in recipes) are escaped before
-// they reach a terminal.
+// they reach a terminal. The one thing it tells apart is the typed errors
+// (errors.go): one table gives each its JSON kind, its wording and the exit
+// status of a command that fails with it, so that the three cannot
+// disagree.
 package views
 
 import (
@@ -44,7 +47,7 @@ type View struct {
 	// snippets; a file not here is read from disk.
 	Files map[string]*hcl.File
 	// Registry holds the resource types of this build, whose schemas
-	// plans are shown with; nil means resources.Builtin().
+	// plans are shown with. Required to show a plan.
 	Registry *resources.Registry
 }
 

@@ -120,7 +120,7 @@ func (f *FakeType) Load(ctx context.Context, r *resources.Resource) (*resources.
 	return cp, nil
 }
 
-func (f *FakeType) Plan(desired *resources.Resource, current *resources.State) (*resources.Step, error) {
+func (f *FakeType) Plan(_ string, desired *resources.Resource, current *resources.State) (*resources.Step, error) {
 	f.Mu.Lock()
 	err := f.PlanErr[desired.Name]
 	f.Mu.Unlock()
@@ -139,7 +139,9 @@ func (f *FakeType) Plan(desired *resources.Resource, current *resources.State) (
 	return resources.ConvergeIfChanged(desired, current), nil
 }
 
-func (f *FakeType) Converge(context.Context, *resources.Env, *resources.Resource, *resources.State, *resources.Step) error {
+func (f *FakeType) Steps() resources.Steps { return resources.Same(f.converge) }
+
+func (f *FakeType) converge(context.Context, *resources.Env, *resources.Resource, *resources.State, *resources.Step) error {
 	return errors.New("the fake type never converges")
 }
 

@@ -101,7 +101,7 @@ func (t *fakePackage) Load(_ context.Context, d *resources.Resource) (*resources
 
 // Plan installs the candidate, or, when the lists offer none, a version
 // known at apply, once an earlier fake_update has run.
-func (t *fakePackage) Plan(d *resources.Resource, cur *resources.State) (*resources.Step, error) {
+func (t *fakePackage) Plan(_ string, d *resources.Resource, cur *resources.State) (*resources.Step, error) {
 	name := d.String("package_name")
 	if cur.Exists {
 		return &resources.Step{Kind: resources.NoOp, Reason: name + " is installed"}, nil
@@ -124,7 +124,9 @@ func (t *fakePackage) KnownFrom(property, fact string) bool {
 }
 
 // Converge installs the candidate the reading holds.
-func (t *fakePackage) Converge(_ context.Context, _ *resources.Env, d *resources.Resource, cur *resources.State, _ *resources.Step) error {
+func (t *fakePackage) Steps() resources.Steps { return resources.Same(t.converge) }
+
+func (t *fakePackage) converge(_ context.Context, _ *resources.Env, d *resources.Resource, cur *resources.State, _ *resources.Step) error {
 	cand := cur.Extra["candidate"]
 	if cand == "(none)" {
 		return fmt.Errorf("no repository offers %s", d.String("package_name"))
@@ -145,7 +147,7 @@ func (t *fakeUpdate) Schema() *resources.Schema { return t.schema }
 func (t *fakeUpdate) Load(context.Context, *resources.Resource) (*resources.State, error) {
 	return &resources.State{Exists: true, Values: map[string]cty.Value{}}, nil
 }
-func (t *fakeUpdate) Plan(d *resources.Resource, _ *resources.State) (*resources.Step, error) {
+func (t *fakeUpdate) Plan(_ string, d *resources.Resource, _ *resources.State) (*resources.Step, error) {
 	if d.Action == "nothing" {
 		return &resources.Step{Kind: resources.NoOp, Reason: "action is nothing"}, nil
 	}
@@ -158,7 +160,9 @@ func (t *fakeUpdate) Meets(d *resources.Resource, n resources.Need) bool {
 }
 
 // Converge copies the repository into the lists.
-func (t *fakeUpdate) Converge(context.Context, *resources.Env, *resources.Resource, *resources.State, *resources.Step) error {
+func (t *fakeUpdate) Steps() resources.Steps { return resources.Same(t.converge) }
+
+func (t *fakeUpdate) converge(context.Context, *resources.Env, *resources.Resource, *resources.State, *resources.Step) error {
 	src, dst := filepath.Join(t.repo.Dir, "repo"), filepath.Join(t.repo.Dir, "lists")
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -76,6 +77,14 @@ type Spec struct {
 	// 0 means DefaultOutputLimit.
 	OutputLimit int
 
+	// Stdout, when set, gets standard output as the process prints it,
+	// and Run keeps none of it (Result.Stdout stays empty; OutputLimit
+	// applies to standard error alone): for output a caller needs whole
+	// and caps itself (LimitedBuffer). A Write that fails ends the
+	// reading: Run closes the pipe, so the process gets EPIPE (SIGPIPE)
+	// at its next write. Lines still reach Logger and Output.
+	Stdout io.Writer
+
 	// Logger receives each output line at debug level; nil for none.
 	// Sensitive keeps the command line and its output out of the log (the
 	// resource is sensitive): the log says "(sensitive)" instead, and
@@ -138,6 +147,10 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	return run(ctx, s, options{self: currentSelf()})
 }
 
+// run is Run with the test knobs o. Its steps: prepare what the process
+// needs (nothing is started when that fails), build the command, open
+// its output, start it, wait for it (killing it on timeout or
+// cancellation), drain its output, and judge how it ended.
 func run(ctx context.Context, s Spec, o options) (*Result, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
@@ -145,63 +158,179 @@ func run(ctx context.Context, s Spec, o options) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-
-	id, err := resolveIdentity(s.User, s.Group, o.self)
+	l, err := prepare(s, o.self)
 	if err != nil {
 		return nil, err
 	}
-	env := childEnv(s, id)
-
-	if s.Dir != "" {
-		fi, err := os.Stat(s.Dir)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return nil, &DirError{Dir: s.Dir, Err: errors.New("does not exist")}
-		case err != nil:
-			return nil, &DirError{Dir: s.Dir, Err: err}
-		case !fi.IsDir():
-			return nil, &DirError{Dir: s.Dir, Err: errors.New("is not a directory")}
-		}
+	if l.script != "" {
+		defer os.Remove(l.script)
 	}
-
-	what, argv := "command", s.Argv
-	if len(s.Interpreter) > 0 {
-		what, argv = "interpreter", s.Interpreter
-	}
-	exe, err := lookPath(argv[0], envPATH(env), s.Dir)
+	cmd, umask, useThread := l.command(s, o)
+	out, err := openOutputs(s)
 	if err != nil {
-		nf := &NotFoundError{What: what, Name: argv[0]}
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = out.outW, out.errW
+	if s.Stdin != nil {
+		cmd.Stdin = bytes.NewReader(s.Stdin) // else nil: /dev/null
+	}
+	loggedArgv := any(cmd.Args)
+	if s.Sensitive {
+		loggedArgv = "(sensitive)"
+	}
+	if s.Logger != nil {
+		s.Logger.Debug("starting process", "argv", loggedArgv, "dir", s.Dir, "user", s.User, "group", s.Group)
+	}
+
+	begin := time.Now()
+	waitCh := make(chan error, 1)
+	err = l.start(cmd, umask, useThread, waitCh)
+	out.outW.Close()
+	out.errW.Close()
+	if err != nil {
+		out.outR.Close()
+		out.errR.Close()
+		return nil, startError(l.what, l.argv[0], s.User, s.Group, l.id, err)
+	}
+	pgid := cmd.Process.Pid
+	outDone, errDone := make(chan struct{}), make(chan struct{})
+	go out.stdout.drain(out.outR, outDone)
+	go out.stderr.drain(out.errR, errDone)
+
+	waitErr, timedOut, canceled := waitOrKill(ctx, s, pgid, waitCh)
+	out.finish(outDone, errDone, pgid, s.Logger, loggedArgv)
+
+	res := out.result(time.Since(begin))
+	if st, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
+		exitStatus(res, st)
+	} else if waitErr != nil {
+		return res, fmt.Errorf("waiting for %s: %w", l.argv[0], waitErr)
+	}
+	return res, judge(ctx, s, res, l.argv[0], loggedArgv, timedOut, canceled)
+}
+
+// launch is what run prepares before it starts a process.
+type launch struct {
+	id *identity
+	// env is the child's whole environment (childEnv).
+	env []string
+	// what is "command" (Spec.Argv) or "interpreter" (Spec.Interpreter),
+	// and argv that argv, for errors.
+	what string
+	argv []string
+	// exe is argv[0] looked up; args the process's arguments: argv, then,
+	// for a script, the flags and the script file.
+	exe  string
+	args []string
+	// script is the temporary file holding Spec.Script, "" for none: the
+	// caller removes it.
+	script string
+}
+
+// prepare resolves what s's process needs before anything starts: the
+// identity it runs as, its environment, its working directory (which must
+// be a directory), the program found in the final PATH and, for a
+// script, the temporary file that holds it. Its errors are
+// *UserError, *DirError, *NotFoundError or the script's I/O error.
+func prepare(s Spec, me self) (*launch, error) {
+	id, err := resolveIdentity(s.User, s.Group, me)
+	if err != nil {
+		return nil, err
+	}
+	l := &launch{id: id, env: childEnv(s, id), what: "command", argv: s.Argv}
+	if err := checkDir(s.Dir); err != nil {
+		return nil, err
+	}
+	if len(s.Interpreter) > 0 {
+		l.what, l.argv = "interpreter", s.Interpreter
+	}
+	exe, err := lookPath(l.argv[0], envPATH(l.env), s.Dir)
+	if err != nil {
+		nf := &NotFoundError{What: l.what, Name: l.argv[0]}
 		if !errors.Is(err, errNotInPATH) {
 			nf.Err = err
 		}
 		return nil, nf
 	}
-	args := append([]string{argv[0]}, argv[1:]...)
-
+	l.exe = exe
+	l.args = append([]string{l.argv[0]}, l.argv[1:]...)
 	if len(s.Interpreter) > 0 {
 		script, err := writeScript(s.Script, s.ScriptSuffix, id.cred)
 		if err != nil {
 			return nil, err
 		}
-		defer os.Remove(script)
-		args = append(append(args, s.Flags...), script)
+		l.script = script
+		l.args = append(append(l.args, s.Flags...), script)
 	}
+	return l, nil
+}
 
-	cmd := &exec.Cmd{Path: exe, Args: args, Env: env, Dir: s.Dir}
-	cmd.SysProcAttr = sysProcAttr(id.cred)
+// checkDir checks that dir, when set, is an existing directory.
+func checkDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return &DirError{Dir: dir, Err: errors.New("does not exist")}
+	case err != nil:
+		return &DirError{Dir: dir, Err: err}
+	case !fi.IsDir():
+		return &DirError{Dir: dir, Err: errors.New("is not a directory")}
+	}
+	return nil
+}
 
-	var umask int
-	useThread := false
+// command is the command that runs l as s says, and the umask to give it:
+// in its own thread (useThread), or through the /bin/sh wrapper when
+// threads cannot have their own umask here (or o forces it).
+func (l *launch) command(s Spec, o options) (cmd *exec.Cmd, umask int, useThread bool) {
+	cmd = &exec.Cmd{Path: l.exe, Args: l.args, Env: l.env, Dir: s.Dir}
+	cmd.SysProcAttr = sysProcAttr(l.id.cred)
 	if s.Umask != nil {
 		umask = *s.Umask
 		if o.forceUmaskWrapper || !umaskThreadUsable() {
-			cmd.Path = wrapperShell
-			cmd.Args = append([]string{wrapperShell, "-c", fmt.Sprintf(`umask %04o && exec "$0" "$@"`, umask), exe}, args[1:]...)
+			l.wrapUmask(cmd, umask)
 		} else {
 			useThread = true
 		}
 	}
+	return cmd, umask, useThread
+}
 
+// wrapUmask makes cmd run l through /bin/sh, which sets umask first.
+func (l *launch) wrapUmask(cmd *exec.Cmd, umask int) {
+	cmd.Path = wrapperShell
+	cmd.Args = append([]string{wrapperShell, "-c", fmt.Sprintf(`umask %04o && exec "$0" "$@"`, umask), l.exe}, l.args[1:]...)
+}
+
+// start starts cmd, in a thread of its own with umask when useThread (or
+// wrapped, should that thread fail to get its own umask), and has waitCh
+// receive the result of its Wait.
+func (l *launch) start(cmd *exec.Cmd, umask int, useThread bool, waitCh chan error) error {
+	if !useThread {
+		return startPlain(cmd, waitCh)
+	}
+	err := startInThread(cmd, umask, waitCh)
+	if errors.Is(err, errThreadUnusable) {
+		// The thread could not get its own umask: wrap instead.
+		l.wrapUmask(cmd, umask)
+		err = startPlain(cmd, waitCh)
+	}
+	return err
+}
+
+// outputs are a process's two output pipes and what captures each.
+type outputs struct {
+	stdout, stderr         *capture
+	outR, outW, errR, errW *os.File
+}
+
+// openOutputs makes the pipes the process writes its output to, and the
+// captures that keep its tail and pass its lines on (to the logger, to
+// Spec.Output; neither for a sensitive process).
+func openOutputs(s Spec) (*outputs, error) {
 	limit := s.OutputLimit
 	if limit == 0 {
 		limit = DefaultOutputLimit
@@ -214,65 +343,34 @@ func run(ctx context.Context, s Spec, o options) (*Result, error) {
 	if s.Output != nil && !s.Sensitive {
 		lines = &lineOutput{fn: s.Output}
 	}
-	stdout := newCapture("stdout", limit, outLog, lines)
-	stderr := newCapture("stderr", limit, outLog, lines)
-	loggedArgv := any(cmd.Args)
-	if s.Sensitive {
-		loggedArgv = "(sensitive)"
-	}
-	outR, outW, err := os.Pipe()
+	o := &outputs{stdout: newCapture("stdout", limit, outLog, lines), stderr: newCapture("stderr", limit, outLog, lines)}
+	o.stdout.sink = s.Stdout
+	var err error
+	o.outR, o.outW, err = os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("creating output pipe: %w", err)
 	}
-	errR, errW, err := os.Pipe()
+	o.errR, o.errW, err = os.Pipe()
 	if err != nil {
-		outR.Close()
-		outW.Close()
+		o.outR.Close()
+		o.outW.Close()
 		return nil, fmt.Errorf("creating output pipe: %w", err)
 	}
-	cmd.Stdout, cmd.Stderr = outW, errW
-	if s.Stdin != nil {
-		cmd.Stdin = bytes.NewReader(s.Stdin) // else nil: /dev/null
-	}
+	return o, nil
+}
 
-	if s.Logger != nil {
-		s.Logger.Debug("starting process", "argv", loggedArgv, "dir", s.Dir, "user", s.User, "group", s.Group)
-	}
-
-	begin := time.Now()
-	waitCh := make(chan error, 1)
-	if useThread {
-		err = startInThread(cmd, umask, waitCh)
-		if errors.Is(err, errThreadUnusable) {
-			// The thread could not get its own umask: wrap instead.
-			cmd.Path = wrapperShell
-			cmd.Args = append([]string{wrapperShell, "-c", fmt.Sprintf(`umask %04o && exec "$0" "$@"`, umask), exe}, args[1:]...)
-			err = startPlain(cmd, waitCh)
-		}
-	} else {
-		err = startPlain(cmd, waitCh)
-	}
-	outW.Close()
-	errW.Close()
-	if err != nil {
-		outR.Close()
-		errR.Close()
-		return nil, startError(what, argv[0], s.User, s.Group, id, err)
-	}
-	pgid := cmd.Process.Pid
-
-	outDone, errDone := make(chan struct{}), make(chan struct{})
-	go stdout.drain(outR, outDone)
-	go stderr.drain(errR, errDone)
-
+// waitOrKill waits for the process group pgid's leader (waitCh) until it
+// exits, s.Timeout passes (timedOut) or ctx ends (canceled). In the last
+// two cases the group gets SIGTERM, then SIGKILL after s.KillGrace, and
+// whatever in it survived SIGTERM is killed once the leader exited. It
+// returns once the leader has exited, with the error of its Wait.
+func waitOrKill(ctx context.Context, s Spec, pgid int, waitCh <-chan error) (waitErr error, timedOut, canceled bool) {
 	var timeout <-chan time.Time
 	if s.Timeout > 0 {
 		t := time.NewTimer(s.Timeout)
 		defer t.Stop()
 		timeout = t.C
 	}
-	var waitErr error
-	timedOut, canceled := false, false
 	select {
 	case waitErr = <-waitCh:
 	case <-timeout:
@@ -297,45 +395,62 @@ func run(ctx context.Context, s Spec, o options) (*Result, error) {
 		// Whatever in the group survived SIGTERM goes now.
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}
+	return waitErr, timedOut, canceled
+}
 
-	// The child has exited. Its output is complete once every holder of the
-	// pipes has exited too; a background process that kept them would
-	// block us forever, so it is killed after drainDelay.
+// finish waits, once the child has exited, for its output to be complete
+// (outDone and errDone closed by the captures' drain), which it is once
+// every holder of the pipes has exited too. A background process that
+// kept them would block us forever, so the group pgid is killed after
+// drainDelay, and reading stops after 100 ms more (a holder outside the
+// group). It closes the read ends.
+func (o *outputs) finish(outDone, errDone <-chan struct{}, pgid int, logger hclog.Logger, loggedArgv any) {
 	if !awaitBoth(outDone, errDone, drainDelay) {
-		if s.Logger != nil {
-			s.Logger.Warn("killing processes left holding the output after the command exited", "argv", loggedArgv)
+		if logger != nil {
+			logger.Warn("killing processes left holding the output after the command exited", "argv", loggedArgv)
 		}
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		if !awaitBoth(outDone, errDone, 100*time.Millisecond) {
-			outR.Close() // a holder outside the group: stop reading
-			errR.Close()
+			o.outR.Close() // a holder outside the group: stop reading
+			o.errR.Close()
 			<-outDone
 			<-errDone
 		}
 	}
-	outR.Close()
-	errR.Close()
+	o.outR.Close()
+	o.errR.Close()
+}
 
-	res := &Result{Duration: time.Since(begin), ExitCode: -1}
-	res.Stdout, res.Truncated = stdout.result()
+// result is the Result of a process that ran for d, with the output
+// captured; its exit code is -1 until exitStatus says otherwise.
+func (o *outputs) result(d time.Duration) *Result {
+	res := &Result{Duration: d, ExitCode: -1}
+	res.Stdout, res.Truncated = o.stdout.result()
 	var errTrunc bool
-	res.Stderr, errTrunc = stderr.result()
+	res.Stderr, errTrunc = o.stderr.result()
 	res.Truncated = res.Truncated || errTrunc
+	return res
+}
 
-	if st, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
-		switch {
-		case st.Exited():
-			res.ExitCode = st.ExitStatus()
-		case st.Signaled():
-			res.Signal = unix.SignalName(st.Signal())
-			if res.Signal == "" {
-				res.Signal = fmt.Sprintf("signal %d", int(st.Signal()))
-			}
+// exitStatus records in res how the process ended: its exit code, or the
+// signal that killed it.
+func exitStatus(res *Result, st syscall.WaitStatus) {
+	switch {
+	case st.Exited():
+		res.ExitCode = st.ExitStatus()
+	case st.Signaled():
+		res.Signal = unix.SignalName(st.Signal())
+		if res.Signal == "" {
+			res.Signal = fmt.Sprintf("signal %d", int(st.Signal()))
 		}
-	} else if waitErr != nil {
-		return res, fmt.Errorf("waiting for %s: %w", argv[0], waitErr)
 	}
+}
 
+// judge sets res.Allowed (the exit code is in s.Returns, [0] when empty)
+// and returns run's error for how the process named name ended: a
+// *TimeoutError, ctx's error when it was canceled, an *ExitError for a
+// code not allowed, nil otherwise.
+func judge(ctx context.Context, s Spec, res *Result, name string, loggedArgv any, timedOut, canceled bool) error {
 	returns := s.Returns
 	if len(returns) == 0 {
 		returns = []int{0}
@@ -347,13 +462,13 @@ func run(ctx context.Context, s Spec, o options) (*Result, error) {
 	}
 	switch {
 	case timedOut:
-		return res, &TimeoutError{Timeout: s.Timeout, Result: res}
+		return &TimeoutError{Timeout: s.Timeout, Result: res}
 	case canceled:
-		return res, fmt.Errorf("%s interrupted: %w", argv[0], ctx.Err())
+		return fmt.Errorf("%s interrupted: %w", name, ctx.Err())
 	case !res.Allowed:
-		return res, &ExitError{Result: res, Returns: returns}
+		return &ExitError{Result: res, Returns: returns}
 	}
-	return res, nil
+	return nil
 }
 
 // startPlain starts cmd on the calling goroutine and waits for it in another.

@@ -430,8 +430,13 @@ func TestGrandchildHoldingOutputIsKilled(t *testing.T) {
 }
 
 func TestDetachedBackgroundSurvives(t *testing.T) {
-	// A process that let go of toque's output (a daemon) is left alone.
-	res, err := Run(context.Background(), sh("sleep 30 >/dev/null 2>&1 & echo $!"))
+	// A process that let go of toque's output (a daemon) is left alone:
+	// after Run returned — any kill of Run's is sent by then — it still
+	// answers when asked.
+	dir := t.TempDir()
+	gate, alive := filepath.Join(dir, "gate"), filepath.Join(dir, "alive")
+	res, err := Run(context.Background(), sh(fmt.Sprintf(
+		`(while [ ! -e '%s' ]; do sleep 0.01; done; echo > '%s') >/dev/null 2>&1 & echo $!`, gate, alive)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,18 +444,27 @@ func TestDetachedBackgroundSurvives(t *testing.T) {
 	if pid <= 0 {
 		t.Fatalf("stdout %q", res.Stdout)
 	}
-	defer syscall.Kill(pid, syscall.SIGKILL)
-	time.Sleep(100 * time.Millisecond)
-	if testutil.Gone(pid) {
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !testutil.Await(10*time.Second, testutil.Exists(alive)) {
+		syscall.Kill(pid, syscall.SIGKILL)
 		t.Fatal("detached background process was killed")
 	}
+	testutil.WaitGone(t, pid)
 }
 
 func TestContextCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(200*time.Millisecond, cancel)
+	defer cancel()
+	started := filepath.Join(t.TempDir(), "started")
+	go func() {
+		// Cancelled once the command runs, so that it is killed.
+		testutil.Await(10*time.Second, func() bool { return testutil.Exists(started)() || ctx.Err() != nil })
+		cancel()
+	}()
 	start := time.Now()
-	res, err := Run(ctx, sh("sleep 100"))
+	res, err := Run(ctx, sh("touch '"+started+"'; sleep 100"))
 	if !errors.Is(err, context.Canceled) || res == nil || res.Signal != "SIGTERM" {
 		t.Fatalf("got %v %+v", err, res)
 	}
@@ -661,7 +675,9 @@ func TestHelperProcess(t *testing.T) {
 	if pidfile == "" {
 		t.Skip("helper process only")
 	}
-	s := Spec{Argv: []string{"sh", "-c", `echo $$ > "$0.tmp" && mv "$0.tmp" "$0" && exec sleep 100`, pidfile}}
+	// The child writes its pid, then answers once (PIDFILE.alive) when the
+	// test asks (PIDFILE.gate), and sleeps.
+	s := Spec{Argv: []string{"sh", "-c", `echo $$ > "$0.tmp" && mv "$0.tmp" "$0" && while [ ! -e "$0.gate" ]; do sleep 0.01; done && echo > "$0.alive" && exec sleep 100`, pidfile}}
 	if os.Getenv("SHELLEXEC_HELPER_UMASK") != "" {
 		mask := 0o022
 		s.Umask = &mask
@@ -679,20 +695,16 @@ func TestNothingOutlivesToque(t *testing.T) {
 			if err := helper.Start(); err != nil {
 				t.Fatal(err)
 			}
-			deadline := time.Now().Add(5 * time.Second)
-			for {
-				if _, err := os.Stat(pidfile); err == nil {
-					break
-				}
-				if time.Now().After(deadline) {
-					helper.Process.Kill()
-					t.Fatal("helper never started its child")
-				}
-				time.Sleep(10 * time.Millisecond)
+			if !testutil.Await(10*time.Second, testutil.Exists(pidfile)) {
+				helper.Process.Kill()
+				t.Fatal("helper never started its child")
 			}
 			child := testutil.ReadPid(t, pidfile)
-			time.Sleep(100 * time.Millisecond)
-			if testutil.Gone(child) {
+			if err := os.WriteFile(pidfile+".gate", nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if !testutil.Await(10*time.Second, testutil.Exists(pidfile+".alive")) {
+				helper.Process.Kill()
 				t.Fatal("child died while toque was alive")
 			}
 			helper.Process.Kill()

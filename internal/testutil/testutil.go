@@ -1,6 +1,7 @@
 // Package testutil holds helpers toque's tests share across packages:
-// writing file trees, running git in isolation, and waiting for a process
-// to be gone. Only tests import it. Whether a test can run here at all is
+// writing file trees, running git in isolation, waiting for a condition or
+// for a process to be gone (polling, never a fixed sleep), and keeping
+// toque's state in a scratch directory. Only tests import it. Whether a test can run here at all is
 // internal/testenv's business.
 package testutil
 
@@ -101,6 +102,37 @@ func WaitGone(t testing.TB, pid int) {
 			t.Fatalf("process %d is still running", pid)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Await polls cond every few milliseconds until it holds, and reports
+// whether it did within timeout. Tests wait for what they need this way
+// rather than for a fixed time: as soon as it is there, and not forever.
+func Await(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
+}
+
+// WaitFor is Await that fails the test, saying what it waited for, when
+// cond does not hold within timeout.
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	if !Await(timeout, cond) {
+		t.Fatalf("gave up after %s waiting for %s", timeout, what)
+	}
+}
+
+// Exists reports whether path exists: a cond for Await and WaitFor.
+func Exists(path string) func() bool {
+	return func() bool {
+		_, err := os.Lstat(path)
+		return err == nil
 	}
 }
 

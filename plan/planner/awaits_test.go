@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toquehq/toque/resources/builtin"
+
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
@@ -37,7 +39,7 @@ func (t *latePkg) Schema() *resources.Schema { return t.s }
 func (t *latePkg) Load(context.Context, *resources.Resource) (*resources.State, error) {
 	return &resources.State{Values: map[string]cty.Value{}, Extra: map[string]string{"candidate:" + "x": "(none)"}}, nil
 }
-func (t *latePkg) Plan(d *resources.Resource, _ *resources.State) (*resources.Step, error) {
+func (t *latePkg) Plan(_ string, d *resources.Resource, _ *resources.State) (*resources.Step, error) {
 	name := d.String("package_name")
 	return &resources.Step{Kind: resources.Create, Reason: name + " is not available now",
 		Changes: []resources.Change{{Property: "version", Before: cty.NilVal, After: cty.UnknownVal(cty.String)}},
@@ -45,7 +47,9 @@ func (t *latePkg) Plan(d *resources.Resource, _ *resources.State) (*resources.St
 			What: "a repository that offers package " + name, Missing: name + " is not available from any configured repository (searched: none)"}},
 	}, nil
 }
-func (t *latePkg) Converge(context.Context, *resources.Env, *resources.Resource, *resources.State, *resources.Step) error {
+func (t *latePkg) Steps() resources.Steps { return resources.Same(t.converge) }
+
+func (t *latePkg) converge(context.Context, *resources.Env, *resources.Resource, *resources.State, *resources.Step) error {
 	return nil
 }
 
@@ -57,7 +61,7 @@ func planLate(t *testing.T, recipe string) (*plan.Plan, hcl.Diagnostics) {
 		t.Fatal(err)
 	}
 	p := plantest.FixedPlanner(plantest.NewFakeType(), 4)
-	p.Registry = resources.Builtin().With(newLatePkg())
+	p.Registry = builtin.Registry().With(newLatePkg())
 	cfg, diags := config.LoadDir(dir, p.Registry)
 	if diags.HasErrors() {
 		t.Fatal(diags)
@@ -172,7 +176,7 @@ late_pkg "toque-late" {
 				len(pkg.Changes) != 1 || pkg.Changes[0].Planned != nil {
 				t.Fatalf("planned %+v", pkg)
 			}
-			reg := resources.Builtin().With(newLatePkg())
+			reg := builtin.Registry().With(newLatePkg())
 			ms := pl.MeetersOf(reg, pkg, pkg.Awaits[0])
 			if len(ms) != 1 || !strings.HasPrefix(ms[0].String(), tc.meets) {
 				t.Errorf("meets %v, want %s", ms, tc.meets)

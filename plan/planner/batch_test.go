@@ -53,10 +53,12 @@ func (t *batchType) state(r *resources.Resource) *resources.State {
 	}
 	return resources.Absent()
 }
-func (t *batchType) Plan(d *resources.Resource, cur *resources.State) (*resources.Step, error) {
+func (t *batchType) Plan(_ string, d *resources.Resource, cur *resources.State) (*resources.Step, error) {
 	return resources.ConvergeIfChanged(d, cur), nil
 }
-func (t *batchType) Converge(context.Context, *resources.Env, *resources.Resource, *resources.State, *resources.Step) error {
+func (t *batchType) Steps() resources.Steps { return resources.Same(t.converge) }
+
+func (t *batchType) converge(context.Context, *resources.Env, *resources.Resource, *resources.State, *resources.Step) error {
 	return nil
 }
 

@@ -19,7 +19,7 @@ import (
 // change's value is not the recipe's, and it comes with a note.
 type computedFake struct{ *plantest.FakeType }
 
-func (c *computedFake) Plan(d *resources.Resource, cur *resources.State) (*resources.Step, error) {
+func (c *computedFake) Plan(_ string, d *resources.Resource, cur *resources.State) (*resources.Step, error) {
 	ch := []resources.Change{
 		{Property: "content", Before: cur.Values["content"], After: cty.StringVal("downloaded\n"), Note: "from https://example.com/x"},
 	}

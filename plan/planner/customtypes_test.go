@@ -7,9 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toquehq/toque/resources/builtin"
+
 	"github.com/toquehq/toque/config"
 	"github.com/toquehq/toque/internal/plantest"
-	"github.com/toquehq/toque/resources"
 )
 
 // Child resources are planned after their parent, under its address, and
@@ -53,7 +54,7 @@ execute "after" {
 		t.Fatal(err)
 	}
 	p := plantest.FixedPlanner(plantest.NewFakeType(), 3)
-	p.Registry = resources.Builtin()
+	p.Registry = builtin.Registry()
 	cfg, diags := config.LoadDir(dir, p.Registry)
 	if diags.HasErrors() {
 		t.Fatal(diags)

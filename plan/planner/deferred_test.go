@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toquehq/toque/resources/builtin"
+
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
@@ -35,7 +37,7 @@ func planDir(t *testing.T, src string, files map[string]string) (*plan.Plan, hcl
 			t.Fatal(err)
 		}
 	}
-	reg := resources.Builtin()
+	reg := builtin.Registry()
 	cfg, diags := config.LoadDir(dir, reg)
 	if diags.HasErrors() {
 		t.Fatal(diags)
@@ -97,14 +99,14 @@ execute "start" {
 	if c.DecidedAtApply != 1 || c.KnownAtApply != 1 {
 		t.Errorf("counts %+v", c)
 	}
-	s := pl.Show(resources.Builtin(), conf)
+	s := pl.Show(builtin.Registry(), conf)
 	if len(s.Lazy) != 1 || len(s.Lazy[0].After) != 2 || !strings.Contains(s.Lazy[0].After[0], "execute[keygen] (creates "+root+"/keys/api.key)") {
 		t.Errorf("shown %+v", s.Lazy)
 	}
 	if got := s.Changes[0].After; got != `(known at apply: "key=${file("`+root+`/keys/api.key")}")` {
 		t.Errorf("change shown as %s", got)
 	}
-	sg := pl.Show(resources.Builtin(), start).Guards[0]
+	sg := pl.Show(builtin.Registry(), start).Guards[0]
 	if !sg.AtApply || sg.Now != "fails now" || len(sg.After) != 2 {
 		t.Errorf("guard shown %+v", sg)
 	}
@@ -183,7 +185,7 @@ bash "start" {
 	if r.Kind != resources.Run || !r.GuardSpecs[0].AtApply || !strings.Contains(r.Guards[0].Error, root+"/app") {
 		t.Errorf("%s %+v", r.Kind, r.Guards)
 	}
-	sg := pl.Show(resources.Builtin(), r).Guards[0]
+	sg := pl.Show(builtin.Registry(), r).Guards[0]
 	if !strings.HasPrefix(sg.Verdict, "decided at apply: only_if `test -f flag` (cannot run now: ") || len(sg.After) != 1 {
 		t.Errorf("shown %q after %v", sg.Verdict, sg.After)
 	}

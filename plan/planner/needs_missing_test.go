@@ -17,7 +17,7 @@ import (
 // nothing provides it (Need.Missing).
 type unitNeeder struct{ needyType }
 
-func (t *unitNeeder) Plan(d *resources.Resource, _ *resources.State) (*resources.Step, error) {
+func (t *unitNeeder) Plan(_ string, d *resources.Resource, _ *resources.State) (*resources.Step, error) {
 	return &resources.Step{Kind: resources.Update, Reason: "inactive", Needs: []resources.Need{{
 		Namespace: "unit", Value: "web.service", What: "unit", Missing: "The unit web.service is not on this host.",
 	}}}, nil

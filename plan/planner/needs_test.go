@@ -3,6 +3,7 @@ package planner_test
 import (
 	"context"
 	"errors"
+	"os/user"
 	"strings"
 	"testing"
 
@@ -23,6 +24,22 @@ type needyType struct {
 	namespace, what string
 }
 
+// checkUser is a HostCheck as the built-in owner properties': a user the
+// host lacks is a need an earlier resource may meet.
+func checkUser(v cty.Value) error {
+	if !v.IsKnown() || v.IsNull() {
+		return nil
+	}
+	if _, err := user.Lookup(v.AsString()); err != nil {
+		var unknown user.UnknownUserError
+		if errors.As(err, &unknown) {
+			return &resources.MissingError{Need: resources.Need{Namespace: resources.NamespaceUser, Value: v.AsString(), What: "user"}}
+		}
+		return err
+	}
+	return nil
+}
+
 func newNeedy() *needyType {
 	return &needyType{namespace: resources.NamespacePath, what: "directory", s: &resources.Schema{
 		Name: "needy",
@@ -31,7 +48,7 @@ func newNeedy() *needyType {
 			{Name: "needs", Type: cty.List(cty.String), NonState: true},
 			{Name: "provides", Type: cty.List(cty.String), NonState: true},
 			{Name: "blame", Type: cty.String},
-			{Name: "owner", Type: cty.String, NonState: true, HostCheck: resources.CheckUser},
+			{Name: "owner", Type: cty.String, NonState: true, HostCheck: checkUser},
 		},
 		Actions: []string{"create"}, DefaultAction: "create",
 	}}
@@ -41,7 +58,7 @@ func (t *needyType) Schema() *resources.Schema { return t.s }
 func (t *needyType) Load(context.Context, *resources.Resource) (*resources.State, error) {
 	return resources.Absent(), nil
 }
-func (t *needyType) Plan(d *resources.Resource, _ *resources.State) (*resources.Step, error) {
+func (t *needyType) Plan(_ string, d *resources.Resource, _ *resources.State) (*resources.Step, error) {
 	if d.IsSet("blame") {
 		return nil, &resources.PropertyError{Property: "blame", Err: errors.New(d.String("blame"))}
 	}
@@ -58,7 +75,9 @@ func (t *needyType) Plan(d *resources.Resource, _ *resources.State) (*resources.
 	step.Needs, step.Provides = list("needs"), list("provides")
 	return step, nil
 }
-func (t *needyType) Converge(context.Context, *resources.Env, *resources.Resource, *resources.State, *resources.Step) error {
+func (t *needyType) Steps() resources.Steps { return resources.Same(t.converge) }
+
+func (t *needyType) converge(context.Context, *resources.Env, *resources.Resource, *resources.State, *resources.Step) error {
 	return nil
 }
 

@@ -8,11 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toquehq/toque/resources/builtin"
+
 	"github.com/toquehq/toque/command/views"
 	"github.com/toquehq/toque/config"
 	"github.com/toquehq/toque/internal/plantest"
 	"github.com/toquehq/toque/plan"
-	"github.com/toquehq/toque/resources"
 )
 
 // planRecipe plans recipe (ROOT replaced by a scratch dir) with the
@@ -29,7 +30,7 @@ func planRecipe(t *testing.T, recipe string, files map[string]string) (*plan.Pla
 		t.Fatal(err)
 	}
 	p := plantest.FixedPlanner(plantest.NewFakeType(), 4)
-	p.Registry = resources.Builtin()
+	p.Registry = builtin.Registry()
 	cfg, diags := config.LoadDir(dir, p.Registry)
 	if diags.HasErrors() {
 		t.Fatal(diags)
@@ -132,7 +133,7 @@ execute "idle" {
 			t.Errorf("idle reason %q", idle.Reason)
 		}
 		var out bytes.Buffer
-		views.RenderText(&out, pl, views.RenderOptions{})
+		views.RenderText(&out, pl, views.RenderOptions{Registry: builtin.Registry()})
 		text := out.String()
 		order := []string{
 			"# execute[pre] will run: notified by " + a + " (before)",
@@ -171,4 +172,44 @@ execute "idle" {
 			t.Fatalf("runs %v, changes %v", runsOf(pl), pl.HasChanges())
 		}
 	})
+}
+
+// A resource whose type's default action is nothing (every service used as
+// a handler) keeps its guards for its notified runs, as Chef evaluates
+// them when the notified action runs: only_if false skips the reload. The
+// guard decides before the unit is read, so no systemd is needed.
+func TestNotifiedRunOfDefaultNothingKeepsItsGuards(t *testing.T) {
+	for _, c := range []struct{ name, guard string }{
+		{"expression", `only_if = node.nginx.service_state == "started"`},
+		{"command", `only_if = "test -e ROOT/running"`},
+		{"not_if", `not_if = node.nginx.service_state != "started"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			pl, _ := planRecipe(t, `
+default "nginx" {
+  service_state = "stopped"
+}
+file "ROOT/nginx.conf" {
+  content = "worker_processes 1;\n"
+  notifies "reload" {
+    resource = "service[nginx]"
+  }
+}
+service "nginx" {
+  `+c.guard+`
+}
+`, nil)
+			if len(pl.NotifiedRuns) != 1 {
+				t.Fatalf("notified runs %v", runsOf(pl))
+			}
+			nr := pl.NotifiedRuns[0]
+			if nr.Kind != "skip" || len(nr.GuardSpecs) != 1 || len(nr.Guards) != 1 {
+				t.Fatalf("the notified reload is %q with %d guard(s) and %d result(s); want skipped by its guard", nr.Kind, len(nr.GuardSpecs), len(nr.Guards))
+			}
+			// The service is counted once, as its skipped run.
+			if c := pl.Counts(); c.Create != 1 || c.Skip != 1 || c.NoOp != 0 {
+				t.Errorf("counts %+v: want the file created and the service skipped, not also unchanged", c)
+			}
+		})
+	}
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toquehq/toque/resources/builtin"
+
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/command/views"
@@ -411,7 +413,7 @@ func TestSamplePlanFixture(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := plan.Read(path)
+	got, err := plan.Read(path, builtin.Registry())
 	if err != nil {
 		t.Fatalf("%v (run go test ./plan/planner -run SamplePlanFixture -update)", err)
 	}
