@@ -3,8 +3,10 @@
 // repository indexed with dpkg-scanpackages, and a throwaway root that
 // apt and dpkg are pointed at through APT_CONFIG and DPKG_ADMINDIR, so
 // that nothing of the machine's own package database is read or written.
-// Only tests import it. See /work/shared/notes/testing-host-resources.md
-// (tier A) for the measured commands this follows.
+// Only tests import it. apt is given its root through APT_CONFIG, not
+// -o Dir=…, because apt reads the host's /etc/apt/apt.conf.d (and runs its
+// hooks) before it applies -o options; dpkg is always given --log, without
+// which dpkg --root still appends to the host's /var/log/dpkg.log.
 package debtest
 
 import (
