@@ -141,6 +141,10 @@ func Run(ctx context.Context, stop <-chan struct{}, args []string, streams Strea
 		case <-readCtx.Done():
 		}
 	}()
+	// The types' downloads go where this command's environment says,
+	// not the process's (an in-process run has its own).
+	dl := downloadDir(env)
+	ctx, readCtx = resources.WithDownloadDir(ctx, dl), resources.WithDownloadDir(readCtx, dl)
 	base := &Base{Ctx: ctx, ReadCtx: readCtx, Stop: stop, Streams: streams, Logger: logger, Registry: builtin.Registry(), Env: env, files: map[string]*hcl.File{}}
 	defer base.end()
 

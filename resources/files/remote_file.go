@@ -26,7 +26,7 @@ import (
 type remoteFileType struct {
 	schema *resources.Schema
 	// cacheDir returns the download cache's directory.
-	cacheDir func() string
+	cacheDir func(context.Context) string
 	// net is what tests change in how downloads connect (netpolicy.go).
 	net netHooks
 }
@@ -38,10 +38,10 @@ const (
 )
 
 // RemoteFileType returns the built-in "remote_file" type, caching
-// downloads in DefaultCacheDir.
-func RemoteFileType() resources.Type { return newRemoteFileType(DefaultCacheDir) }
+// downloads in CacheDir.
+func RemoteFileType() resources.Type { return newRemoteFileType(CacheDir) }
 
-func newRemoteFileType(cacheDir func() string) *remoteFileType {
+func newRemoteFileType(cacheDir func(context.Context) string) *remoteFileType {
 	return &remoteFileType{cacheDir: cacheDir, schema: &resources.Schema{
 		Name:        "remote_file",
 		Description: "Manages a file whose content is downloaded from a URL.",
@@ -215,7 +215,7 @@ func (t *remoteFileType) Load(ctx context.Context, r *resources.Resource) (*reso
 	if want != "" && st.Values["checksum"] != cty.NilVal && st.Values["checksum"].AsString() == want {
 		return st, nil // the file has it: no network
 	}
-	f, err := openCache(t.cacheDir())
+	f, err := openCache(t.cacheDir(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -467,7 +467,7 @@ func (t *remoteFileType) write(ctx context.Context, env *resources.Env, desired 
 	var sha string
 	if c := step.Change("checksum"); c != nil {
 		sha = c.After.AsString()
-		f, err := openCache(t.cacheDir())
+		f, err := openCache(t.cacheDir(ctx))
 		if err != nil {
 			return err
 		}
