@@ -152,9 +152,9 @@ func declareType(h *typeHeader, builtin func(string) bool, declared map[string]*
 			Detail:   fmt.Sprintf("%q cannot name a resource type: use letters, digits and underscores, starting with a letter (web_site).%s", h.name, cookbookNameHint(h)),
 			Subject:  rng.Ptr(),
 		})
-	case builtin(h.name) || h.name == LevelDefault || h.name == LevelOverride || h.name == TypeKeyword:
+	case builtin(h.name) || h.name == LevelDefault || h.name == LevelOverride || h.name == TypeKeyword || h.name == GroupKeyword || h.name == DynamicKeyword:
 		what := "a built-in resource type"
-		if h.name == LevelDefault || h.name == LevelOverride || h.name == TypeKeyword {
+		if !builtin(h.name) {
 			what = "a keyword of recipes"
 		}
 		return diags.Append(&hcl.Diagnostic{
