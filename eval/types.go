@@ -21,7 +21,7 @@ import (
 
 // MetaArguments are the names every resource takes besides its type's
 // properties; a property of a resource type cannot have one of them.
-var MetaArguments = []string{"action", "only_if", "not_if", "guard_interpreter", "ignore_failure", "sensitive", "notifies", "subscribes"}
+var MetaArguments = []string{"action", "only_if", "not_if", "guard_interpreter", "ignore_failure", "sensitive", "for_each", "count", "notifies", "subscribes"}
 
 // reservedProperties are names a custom type's property cannot have
 // besides the meta-arguments: "exists" is load_current_value's answer.
