@@ -177,11 +177,12 @@ func (x *expansion) expand(inst *Instance, depth int) hcl.Diagnostics {
 				explainEachCount(d)
 				diags = append(diags, inChild(d, inst)...)
 			}
+			seen := seenDiags{}
 			for _, in := range insts {
 				x.ctxs[in.block] = in.plain
 				child, d, tmpl := evaluateBlock(in.block, t, x.scope, in.ctx, unmarkingContext(in.ctx), x.reg, x.source)
 				x.templates = append(x.templates, tmpl...)
-				diags = append(diags, inChild(d, inst)...)
+				diags = append(diags, seen.drop(inChild(d, inst))...)
 				if child == nil {
 					continue
 				}

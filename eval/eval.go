@@ -304,7 +304,13 @@ func Resources(c *config.Config, reg *resources.Registry, scope *Scope) ([]*Inst
 	// The contexts notification references are evaluated in, for the
 	// instances of blocks with for_each or count (each or count set).
 	instCtx := map[*config.ResourceBlock]*hcl.EvalContext{}
+	sameDiags := seenDiags{}
 	for i, r := range results {
+		if todo[i].block.Meta.Expands() {
+			// Instances of one block share its expressions: an error in
+			// one they all read is reported once.
+			r.diags = sameDiags.drop(r.diags)
+		}
 		diags = append(diags, r.diags...)
 		addTemplates(c, r.templates)
 		if r.inst != nil {

@@ -397,3 +397,24 @@ func (ev *evaluator) readsMarkedEach(expr hcl.Expression) bool {
 	}
 	return false
 }
+
+// seenDiags remembers diagnostics reported, to drop repeats: the same
+// error, word for word at the same place, from several instances of one
+// block.
+type seenDiags map[string]bool
+
+func (s seenDiags) drop(diags hcl.Diagnostics) hcl.Diagnostics {
+	var out hcl.Diagnostics
+	for _, d := range diags {
+		key := fmt.Sprintf("%d\x00%s\x00%s", d.Severity, d.Summary, d.Detail)
+		if d.Subject != nil {
+			key += "\x00" + d.Subject.String()
+		}
+		if s[key] {
+			continue
+		}
+		s[key] = true
+		out = append(out, d)
+	}
+	return out
+}

@@ -148,6 +148,8 @@ func TestForEachAndCountErrors(t *testing.T) {
 			[]string{"Reference to each outside for_each"}, "a.hcl:2"},
 		{"two instances, one path", "file \"x\" {\n  for_each = toset([\"a\", \"b\"])\n  path = \"/s/same\"\n}\n",
 			[]string{"Two resources manage the same path"}, "a.hcl:1"},
+		{"an error every instance makes is reported once", "file \"x\" {\n  for_each = toset([\"a\", \"b\", \"c\"])\n  path = \"/s/${each.key}\"\n  content = node.nope\n}\n",
+			[]string{"Unsupported attribute"}, "a.hcl:4"},
 		{"an error in one instance", "file \"x\" {\n  for_each = { a = \"0644\", b = \"bad\" }\n  path = \"/s/${each.key}\"\n  mode = each.value\n}\n",
 			[]string{"Invalid value for property"}, "a.hcl:4"},
 	}
