@@ -217,3 +217,61 @@ execute "after" {
 		t.Fatalf("second plan: exit %d\n%s\n%s", code, out, errs)
 	}
 }
+
+// A resource group's guards are shown once, skip or let its resources
+// run at plan and at apply, and the next plan has no changes.
+func TestResourceGroupPlanApplyPlan(t *testing.T) {
+	root := t.TempDir()
+	dir := t.TempDir()
+	testutil.WriteFiles(t, dir, map[string]string{"a.hcl": strings.ReplaceAll(`
+default "hardening" {
+  core_dumps = false
+}
+resource_group "core_dumps" {
+  only_if = node.hardening.core_dumps
+  file "ROOT/limits.conf" {
+    content = "* hard core 0\n"
+  }
+  file "ROOT/sysctl.conf" {
+    content = "fs.suid_dumpable = 0\n"
+  }
+}
+resource_group "banner" {
+  not_if = "test -e ROOT/nobanner"
+  file "ROOT/motd" {
+    content = "authorized use only\n"
+  }
+  file "ROOT/issue" {
+    content = "authorized use only\n"
+  }
+}
+`, "ROOT", root)})
+	s := newSession(t, dir)
+	planFile := filepath.Join(s.scratch, "plan.out")
+	code, out, errs := s.run("plan", "-out="+planFile)
+	if code != 0 {
+		t.Fatalf("plan: exit %d\n%s\n%s", code, out, errs)
+	}
+	for _, want := range []string{
+		"# resource_group[core_dumps] skipped: only_if node.hardening.core_dumps is false\n  #   skips its 2 resources: file[" + root + "/limits.conf] and file[" + root + "/sysctl.conf]\n",
+		"# resource_group[banner]: the guards of its 2 resources\n  #   not_if `test -e " + root + "/nobanner` is false",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan lacks %q:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, "not_if `test -e"); n != 1 {
+		t.Errorf("the group's guard is shown %d times:\n%s", n, out)
+	}
+	if code, out, errs := s.run("apply", planFile); code != 0 {
+		t.Fatalf("apply: exit %d\n%s\n%s", code, out, errs)
+	}
+	for name, want := range map[string]bool{"motd": true, "issue": true, "limits.conf": false} {
+		if _, err := os.Stat(filepath.Join(root, name)); (err == nil) != want {
+			t.Errorf("%s exists: %v, want %v", name, err == nil, want)
+		}
+	}
+	if code, out, errs := s.run("plan", "-detailed-exitcode"); code != 0 || !strings.Contains(out, "No changes.") || !strings.Contains(out, "# resource_group[core_dumps] skipped") {
+		t.Fatalf("second plan: exit %d\n%s\n%s", code, out, errs)
+	}
+}

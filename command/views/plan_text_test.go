@@ -97,6 +97,7 @@ func goldenScenarios(t *testing.T) map[string]*plan.Plan {
 			}
 		}),
 		"awaits": awaitsScenario(t),
+		"groups": groupsScenario(t),
 		"deferred": scenario(t, func(f *plantest.FakeType) {
 			f.Set("/etc/app.conf", map[string]cty.Value{"content": plantest.Str("key=old\n"), "mode": plantest.Str("0600")})
 		}, deferredGuards, func(f *plantest.FakeType) []*eval.Instance {
@@ -161,6 +162,46 @@ func skipGuardsTable() *plantest.FakeGuards {
 	}
 }
 
+// groupsScenario plans instances of blocks with for_each and count, and
+// two resource groups: one whose guard skips its resources, one whose
+// guard lets them run.
+func groupsScenario(t *testing.T) *plan.Plan {
+	t.Helper()
+	exit0, exit1 := 0, 1
+	dumps := plantest.FakeGuard{Kind: "only_if", Form: "expression", Command: "node.hardening.core_dumps", Passed: false, Decided: true}
+	banner := plantest.FakeGuard{Kind: "not_if", Form: "script", Command: "test -e /etc/nobanner", ExitCode: &exit1, DurationMS: 2, Passed: false}
+	guards := &plantest.FakeGuards{
+		Results: map[string][]plantest.FakeGuard{
+			"/etc/security/limits.d/core.conf": {dumps},
+			"/etc/sysctl.d/core.conf":          {dumps},
+			"/etc/motd":                        {banner},
+			"/etc/issue":                       {banner, {Kind: "only_if", Form: "script", Command: "test -d /etc", ExitCode: &exit0, DurationMS: 1, Passed: true}},
+		},
+		Skip: map[string]bool{"/etc/security/limits.d/core.conf": true, "/etc/sysctl.d/core.conf": true},
+	}
+	inGroup := func(i *eval.Instance, group string) *eval.Instance {
+		guards.Guard(i)
+		i.Guards[0].Group = group
+		return i
+	}
+	keyed := func(i *eval.Instance, k resources.Key, path string) *eval.Instance {
+		i.Block.Key, i.Resource.Key = k, k
+		i.Resource.Values["path"] = plantest.Str(path)
+		return i
+	}
+	return scenario(t, nil, guards, func(f *plantest.FakeType) []*eval.Instance {
+		return []*eval.Instance{
+			keyed(f.Inst("vhost", "create", 1, map[string]cty.Value{"content": plantest.Str("server a.com\n")}), resources.StringKey("a.com"), "/etc/nginx/sites/a.com"),
+			keyed(f.Inst("vhost", "create", 1, map[string]cty.Value{"content": plantest.Str("server b.com\n")}), resources.StringKey("b.com"), "/etc/nginx/sites/b.com"),
+			keyed(f.Inst("sysctl", "create", 6, map[string]cty.Value{"content": plantest.Str("0\n")}), resources.IndexKey(0), "/etc/sysctl.d/0.conf"),
+			inGroup(f.Inst("/etc/security/limits.d/core.conf", "create", 12, map[string]cty.Value{"content": plantest.Str("* hard core 0\n")}), "core_dumps"),
+			inGroup(f.Inst("/etc/sysctl.d/core.conf", "create", 15, map[string]cty.Value{"content": plantest.Str("fs.suid_dumpable = 0\n")}), "core_dumps"),
+			inGroup(f.Inst("/etc/motd", "create", 21, map[string]cty.Value{"content": plantest.Str("authorized use only\n")}), "banner"),
+			inGroup(f.Inst("/etc/issue", "create", 24, map[string]cty.Value{"content": plantest.Str("authorized use only\n")}), "banner"),
+		}
+	})
+}
+
 // testRegistry holds the fake type the scenarios plan with.
 func testRegistry() *resources.Registry {
 	return resources.NewRegistry(append([]resources.Type{plantest.NewFakeType()}, plantest.FakeRepo{}.Types()...)...)
@@ -185,7 +226,7 @@ func TestRenderTextGolden(t *testing.T) {
 
 func TestJSONViewGolden(t *testing.T) {
 	g := goldenScenarios(t)
-	for _, name := range []string{"update", "awaits"} {
+	for _, name := range []string{"update", "awaits", "groups"} {
 		t.Run(name, func(t *testing.T) {
 			b, err := JSONView(g[name], JSONOptions{Registry: testRegistry()})
 			if err != nil {
