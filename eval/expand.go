@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"maps"
 	"math/big"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/config"
@@ -106,16 +108,22 @@ func (x *expander) expand(b *config.ResourceBlock, ctx, plain *hcl.EvalContext) 
 		return []instanceOf{{block: b, ctx: c, plain: unmarkingContext(c)}}, diags
 	}
 	out := make([]instanceOf, len(keys))
+	copies := make([]config.ResourceBlock, len(keys))
 	for i, k := range keys {
-		cp := *b
-		cp.Key = k
-		var c *hcl.EvalContext
+		copies[i] = *b
+		copies[i].Key = k
+		name, v := CountVar, cty.ObjectVal(map[string]cty.Value{"index": k.Value()})
 		if m.ForEach != nil {
-			c = withVar(ctx, EachVar, cty.ObjectVal(map[string]cty.Value{"key": k.Value(), "value": values[i]}))
-		} else {
-			c = withVar(ctx, CountVar, cty.ObjectVal(map[string]cty.Value{"index": k.Value()}))
+			name, v = EachVar, cty.ObjectVal(map[string]cty.Value{"key": k.Value(), "value": values[i]})
 		}
-		out[i] = instanceOf{block: &cp, ctx: c, plain: unmarkingContext(c)}
+		// plain is ctx's unmarking context already: the instance's adds
+		// its variable, unmarked (unmarkingContext would copy the whole
+		// function library for each instance).
+		pv := v
+		if pv.ContainsMarked() {
+			pv, _ = pv.UnmarkDeep()
+		}
+		out[i] = instanceOf{block: &copies[i], ctx: withVar(ctx, name, v), plain: withVar(plain, name, pv)}
 	}
 	return out, diags
 }
@@ -148,6 +156,16 @@ func (x *expander) forEach(b *config.ResourceBlock, ctx *hcl.EvalContext) (keys 
 		ctx = withVar(ctx, "node", x.markedNode())
 		ev.ctx = ctx
 	}
+	if keys, ok := stringSetKeys(ev, expr); ok {
+		if len(keys) > resources.MaxCount {
+			return nil, nil, false, forEachDiag(expr.Range(), fmt.Sprintf("The for_each of %s has %d elements; a block makes at most %d instances.", b.BlockAddress(), len(keys), resources.MaxCount))
+		}
+		values = make([]cty.Value, len(keys))
+		for i, k := range keys {
+			values[i] = k.Value()
+		}
+		return keys, values, true, nil
+	}
 	v, diags := ev.raw(expr)
 	if diags.HasErrors() {
 		return nil, nil, false, diags
@@ -172,6 +190,7 @@ func (x *expander) forEach(b *config.ResourceBlock, ctx *hcl.EvalContext) (keys 
 		if n > resources.MaxCount {
 			return nil, nil, false, forEachDiag(rng, fmt.Sprintf("The for_each of %s has %d elements; a block makes at most %d instances.", b.BlockAddress(), n, resources.MaxCount))
 		}
+		keys, values = make([]resources.Key, 0, n), make([]cty.Value, 0, n)
 		for it := v.ElementIterator(); it.Next(); {
 			k, e := it.Element()
 			keys = append(keys, resources.StringKey(k.AsString()))
@@ -182,18 +201,19 @@ func (x *expander) forEach(b *config.ResourceBlock, ctx *hcl.EvalContext) (keys 
 		if et != cty.String && et != cty.DynamicPseudoType {
 			return nil, nil, false, forEachDiag(rng, fmt.Sprintf("The for_each of %s is a set of %s; it takes a map, or a set of strings. Convert the elements to strings (toset([for x in … : tostring(x)])), or make a map.", b.BlockAddress(), et.FriendlyName()))
 		}
-		if !v.IsWhollyKnown() {
-			if x.validating() {
-				return nil, nil, false, diags
-			}
-			return nil, nil, false, forEachDiag(rng, fmt.Sprintf("The for_each of %s holds values not known when the plan is made, so the plan cannot say which instances there are. Make them known at plan.", b.BlockAddress()))
-		}
 		n := v.LengthInt()
 		if n > resources.MaxCount {
 			return nil, nil, false, forEachDiag(rng, fmt.Sprintf("The for_each of %s has %d elements; a block makes at most %d instances.", b.BlockAddress(), n, resources.MaxCount))
 		}
+		keys, values = make([]resources.Key, 0, n), make([]cty.Value, 0, n)
 		for it := v.ElementIterator(); it.Next(); {
 			_, e := it.Element()
+			if !e.IsKnown() {
+				if x.validating() {
+					return nil, nil, false, diags
+				}
+				return nil, nil, false, forEachDiag(rng, fmt.Sprintf("The for_each of %s holds values not known when the plan is made, so the plan cannot say which instances there are. Make them known at plan.", b.BlockAddress()))
+			}
 			if e.IsMarked() {
 				return nil, nil, false, forEachDiag(rng, fmt.Sprintf("The for_each of %s holds sensitive values: as a set's values are its keys, they would name the instances in the plan. Use a map whose keys are not secret.", b.BlockAddress()))
 			}
@@ -211,8 +231,11 @@ func (x *expander) forEach(b *config.ResourceBlock, ctx *hcl.EvalContext) (keys 
 	default:
 		return nil, nil, false, forEachDiag(rng, fmt.Sprintf("The for_each of %s is %s; it takes a map, or a set of strings.", b.BlockAddress(), t.FriendlyName()))
 	}
-	// Instances in key order (cty iterates maps so already; sets too, but
-	// say it here once).
+	// Instances in key order (cty iterates maps and sets of strings so
+	// already: the order is checked, not made again).
+	if slices.IsSortedFunc(keys, func(a, b resources.Key) int { return strings.Compare(a.Str(), b.Str()) }) {
+		return keys, values, true, diags
+	}
 	idx := make([]int, len(keys))
 	for i := range idx {
 		idx[i] = i
@@ -223,6 +246,42 @@ func (x *expander) forEach(b *config.ResourceBlock, ctx *hcl.EvalContext) (keys 
 		sk[i], sv[i] = keys[j], values[j]
 	}
 	return sk, sv, true, diags
+}
+
+// stringSetKeys reads for_each = toset(LIST), the idiom, when LIST is a
+// list of known strings (not sensitive): the keys are its distinct
+// strings, in order, as toset's elements would be, without making the set
+// (go-cty orders a set's elements by comparing values, which is most of
+// the cost of 10,000 instances). ok is false for anything else, which
+// the caller evaluates as it is written.
+func stringSetKeys(ev *evaluator, expr hcl.Expression) ([]resources.Key, bool) {
+	call, ok := expr.(*hclsyntax.FunctionCallExpr)
+	if !ok || call.Name != "toset" || len(call.Args) != 1 || call.ExpandFinal {
+		return nil, false
+	}
+	v, d := ev.raw(call.Args[0])
+	if d.HasErrors() || v.IsNull() || !v.IsWhollyKnown() || v.ContainsMarked() {
+		return nil, false
+	}
+	t := v.Type()
+	if !(t.IsTupleType() || t.IsListType()) || v.LengthInt() == 0 {
+		return nil, false
+	}
+	strs := make([]string, 0, v.LengthInt())
+	for it := v.ElementIterator(); it.Next(); {
+		_, e := it.Element()
+		if e.IsNull() || e.Type() != cty.String {
+			return nil, false
+		}
+		strs = append(strs, e.AsString())
+	}
+	sort.Strings(strs)
+	strs = slices.Compact(strs)
+	keys := make([]resources.Key, len(strs))
+	for i, s := range strs {
+		keys[i] = resources.StringKey(s)
+	}
+	return keys, true
 }
 
 func countDiag(rng hcl.Range, detail string) hcl.Diagnostics {

@@ -44,6 +44,16 @@ func TestForEachAndCountInstances(t *testing.T) {
   path     = "/s/${each.value}"
 }
 `, []string{`file[n]["x"]=/s/x`, `file[n]["y"]=/s/y`, `file[n]["z"]=/s/z`}},
+		{"toset of mixed values converts them", `file "m" {
+  for_each = toset(["b", 1, "b"])
+  path     = "/s/${each.value}"
+}
+`, []string{`file[m]["1"]=/s/1`, `file[m]["b"]=/s/b`}},
+		{"toset of a set", `file "s" {
+  for_each = toset(toset(["b", "a"]))
+  path     = "/s/${each.value}"
+}
+`, []string{`file[s]["a"]=/s/a`, `file[s]["b"]=/s/b`}},
 		{"an object", `file "o" {
   for_each = { one = 1, two = 2 }
   path     = "/s/${each.key}-${each.value}"
