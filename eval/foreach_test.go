@@ -128,7 +128,7 @@ func TestForEachAndCountErrors(t *testing.T) {
 			[]string{"Invalid count argument"}, "a.hcl:2"},
 		{"a count that is not a number", "execute \"x\" {\n  count = \"many\"\n  command = \"c\"\n}\n",
 			[]string{"Invalid count argument"}, "a.hcl:2"},
-		{"a huge count", "execute \"x\" {\n  count = 100000000\n  command = \"c\"\n}\n",
+		{"a huge count", "execute \"x\" {\n  count = 100001\n  command = \"c\"\n}\n",
 			[]string{"Invalid count argument"}, "a.hcl:2"},
 		{"a list", vhosts + "file \"x\" {\n  for_each = node.web.names\n  path = \"/s/${each.key}\"\n}\n",
 			[]string{"Invalid for_each argument"}, "a.hcl:11"},

@@ -119,9 +119,11 @@ func (k *Key) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// MaxCount bounds count, and so an index: a recipe that asks for more
-// instances of one block is surely wrong, and each costs memory.
-const MaxCount = 1 << 20
+// MaxCount bounds the instances of one block (count, and the elements of
+// for_each), and so an index: toque plans 100,000 resources in one run
+// (the scale workload); a block that asks for more is surely wrong, and
+// each instance costs memory.
+const MaxCount = 100_000
 
 func truncateKey(s string) string {
 	if len(s) > 20 {
