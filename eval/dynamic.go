@@ -102,3 +102,44 @@ func dynamicExprs(dyn []*hcl.Block) []hcl.Expression {
 	}
 	return out
 }
+
+// typeDynamicSchemas are what dynamic blocks make in a resource_type body
+// and in an action.
+var (
+	propertyBlockSchema   = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: config.KeywordProperty, LabelNames: []string{"name"}}}}
+	convergeByBlockSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: config.KeywordConvergeBy, LabelNames: []string{"description"}}}}
+)
+
+// expandTypeDynamic is tb with its dynamic "property" and "converge_by"
+// blocks expanded, in what a type's own expressions see (the functions:
+// a type means the same on every host).
+func expandTypeDynamic(tb *config.TypeBlock) (*config.TypeBlock, hcl.Diagnostics) {
+	ctx := typeEvalContext(tb.Dir)
+	var diags hcl.Diagnostics
+	var props []*hcl.Block
+	if len(tb.Dynamic) > 0 {
+		content, d := dynblock.Expand(blocksBody(tb.Dynamic), ctx).Content(propertyBlockSchema)
+		diags = append(diags, d...)
+		if content != nil {
+			props = content.Blocks
+		}
+	}
+	items := map[*config.ActionItem][]*hcl.Block{}
+	for _, a := range tb.Actions {
+		for _, it := range a.Items {
+			if it.Dynamic == nil {
+				continue
+			}
+			content, d := dynblock.Expand(blocksBody{it.Dynamic}, ctx).Content(convergeByBlockSchema)
+			diags = append(diags, d...)
+			if content != nil {
+				items[it] = content.Blocks
+			}
+		}
+	}
+	if diags.HasErrors() {
+		return tb, diags
+	}
+	out, d := tb.ExpandedType(props, items)
+	return out, append(diags, d...)
+}

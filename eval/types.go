@@ -46,7 +46,17 @@ func Types(c *config.Config, base *resources.Registry) (*resources.Registry, hcl
 	}
 	var diags hcl.Diagnostics
 	var types []resources.Type
-	for _, tb := range c.Types {
+	for i, tb := range c.Types {
+		if tb.HasDynamic() {
+			// Expanded once, in place: what follows (children, plans)
+			// reads the type as its dynamic blocks make it.
+			etb, d := expandTypeDynamic(tb)
+			diags = append(diags, d...)
+			if d.HasErrors() {
+				continue
+			}
+			c.Types[i], tb = etb, etb
+		}
 		def, validators, d := compileType(c, tb, base)
 		diags = append(diags, d...)
 		if d.HasErrors() {
