@@ -94,6 +94,18 @@ file "dev-motd" {
 			guards: []string{`file[prod-motd]: g:only_if host.os == "linux"`, `file[dev-motd]: :not_if host.os == "linux"`},
 		},
 		{
+			// Guards are attributes, not blocks: a for expression makes
+			// several, as a dynamic block would.
+			name: "guards from a for expression, per instance",
+			src: `file "f" {
+  for_each = { a = ["/s/a", "/s/b"] }
+  path     = "/s/${each.key}"
+  only_if  = [for d in each.value : { command = "test -d ${d}" }]
+}
+`,
+			guards: []string{`file[f]["a"]: :only_if test -d /s/a, :only_if test -d /s/b`},
+		},
+		{
 			name: "a group's bad reference is reported once",
 			src: `resource_group "g" {
   notifies "run" {
