@@ -212,3 +212,32 @@ execute "all" {
 		})
 	}
 }
+
+// for_each, count and dynamic blocks in HCL's JSON syntax.
+func TestInstancesInJSON(t *testing.T) {
+	dir := writeDir(t, map[string]string{"a.hcl.json": `{
+  "file": {"j": {
+    "for_each": "${toset([\"a\", \"b\"])}",
+    "path": "/s/${each.key}",
+    "dynamic": {"notifies": {"for_each": ["x"], "labels": ["run"], "content": {"resource": "execute[${notifies.value}]"}}}
+  }},
+  "execute": {"x": {"count": 1, "command": "true ${count.index}", "action": "nothing"}}
+}`})
+	_, insts, diags := evalBuiltin(t, dir)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	var got []string
+	for _, inst := range insts {
+		got = append(got, inst.Address())
+		for _, e := range inst.Notifies {
+			got = append(got, e.String())
+		}
+	}
+	// (execute[x] is a block of count: notifying execute[x] names its
+	// instances.)
+	want := []string{`file[j]["a"]`, `file[j]["a"] -> execute[x][0] (run, delayed)`, `file[j]["b"]`, `file[j]["b"] -> execute[x][0] (run, delayed)`, "execute[x][0]"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("got\n%q\nwant\n%q", got, want)
+	}
+}

@@ -1,6 +1,9 @@
 package plan
 
 import (
+	"encoding/json"
+
+	"github.com/toquehq/toque/guard"
 	"github.com/toquehq/toque/resources"
 )
 
@@ -23,6 +26,9 @@ type ShownGroup struct {
 	// in plan order; Why is why (the first one's reason).
 	Skipped []string
 	Why     string
+	// skipKey is the group's guards of the first resource they skip, as
+	// its plan holds them: a resource listed with it has the same.
+	skipKey string
 }
 
 // GroupView follows a rendering through a plan, so that each group's
@@ -58,15 +64,49 @@ func (p *Plan) Groups() *GroupView {
 		gv.of[r.Address] = name
 		if r.Kind == resources.Skip && len(r.Guards) > 0 && len(r.Guards) <= len(r.GuardSpecs) {
 			if spec := r.GuardSpecs[len(r.Guards)-1]; spec != nil && spec.Group == name && r.Guards[len(r.Guards)-1].Decided {
-				gv.skipped[r.Address] = true
+				// Listed with the others only when its group's guards
+				// are theirs, word for word, and decided alike: any other
+				// is shown on its own, with its guards.
+				key := groupKey(r, name)
 				if len(g.Skipped) == 0 {
-					g.Why = p.Why(r)
+					g.Why, g.skipKey = p.Why(r), key
 				}
-				g.Skipped = append(g.Skipped, r.Address)
+				if key == g.skipKey {
+					gv.skipped[r.Address] = true
+					g.Skipped = append(g.Skipped, r.Address)
+				}
 			}
 		}
 	}
 	return gv
+}
+
+// groupKey is r's guards of group name and their results, as the plan
+// holds them (the group's guards are the same for each of its resources,
+// but for a sensitive one's hiding them).
+func groupKey(r *Resource, name string) string {
+	type entry struct {
+		Spec   *guard.Spec  `json:"spec"`
+		Result *GuardResult `json:"result,omitempty"`
+	}
+	var es []entry
+	for i, s := range r.GuardSpecs {
+		if s == nil || s.Group != name {
+			continue
+		}
+		e := entry{Spec: s}
+		if i < len(r.Guards) {
+			res := r.Guards[i]
+			res.DurationMS = 0 // (how long it took is not what it is)
+			e.Result = &res
+		}
+		es = append(es, e)
+	}
+	b, err := json.Marshal(es)
+	if err != nil {
+		return "\x00" + r.Address // (never listed with another)
+	}
+	return string(b)
 }
 
 // groupOf is the group whose guards r has ("" for none).

