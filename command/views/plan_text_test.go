@@ -23,7 +23,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // scenario plans insts on a fake host whose state is set by setup.
-func scenario(t *testing.T, setup func(f *plantest.FakeType), guards *plantest.FakeGuards, insts func(f *plantest.FakeType) []*eval.Instance) *plan.Plan {
+func scenario(t testing.TB, setup func(f *plantest.FakeType), guards *plantest.FakeGuards, insts func(f *plantest.FakeType) []*eval.Instance) *plan.Plan {
 	t.Helper()
 	f := plantest.NewFakeType()
 	if setup != nil {
@@ -165,7 +165,7 @@ func skipGuardsTable() *plantest.FakeGuards {
 // groupsScenario plans instances of blocks with for_each and count, and
 // two resource groups: one whose guard skips its resources, one whose
 // guard lets them run.
-func groupsScenario(t *testing.T) *plan.Plan {
+func groupsScenario(t testing.TB) *plan.Plan {
 	t.Helper()
 	exit0, exit1 := 0, 1
 	dumps := plantest.FakeGuard{Kind: "only_if", Form: "expression", Command: "node.hardening.core_dumps", Passed: false, Decided: true}
