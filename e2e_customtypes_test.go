@@ -54,7 +54,7 @@ func TestE2ECustomTypesExample(t *testing.T) {
 	c := newCustomEnv(t)
 	out := c.planApply(nil, 2)
 	contains(t, "first plan", out,
-		"# ini_setting[port] will be created",
+		"# kv_setting[port] will be created",
 		"#   runs converge_if_changed (types.hcl:",
 		"# web_site[blog] will be created",
 		`#   runs converge_by "record the site's creation" (types.hcl:`,
@@ -85,7 +85,7 @@ func TestE2ECustomTypesExample(t *testing.T) {
 
 	// One key changes: only that line is rewritten; the file keeps its mode.
 	out = c.planApply([]string{"APP_PORT=9090"}, 2)
-	contains(t, "second plan", out, "# ini_setting[port] will be updated in place", `~ value = "8080" -> "9090"`,
+	contains(t, "second plan", out, "# kv_setting[port] will be updated in place", `~ value = "8080" -> "9090"`,
 		"Plan: 0 to create, 1 to update, 0 to delete, 0 to run, 0 skipped, 8 unchanged.")
 	if got := c.read("app.ini"); got != "# hand-written\nport = 9090\nlog_level = info\nother = keep\n" {
 		t.Fatalf("app.ini after the update:\n%s", got)
@@ -130,15 +130,15 @@ func TestE2ECustomTypesExample(t *testing.T) {
 	if err := json.Unmarshal([]byte(c.mustToque(0, nil, "show", "-json", planFile).stdout), &view); err != nil {
 		t.Fatal(err)
 	}
-	if view.FormatVersion != views.JSONViewVersion || len(view.Types) != 2 || view.Types[0].Name != "ini_setting" || view.Types[0].Load == nil ||
+	if view.FormatVersion != views.JSONViewVersion || len(view.Types) != 2 || view.Types[0].Name != "kv_setting" || view.Types[0].Load == nil ||
 		!strings.Contains(view.Types[0].Load.Code, "awk") || view.Types[1].Actions[0].Steps[1].Resource != "template[conf]" {
 		t.Errorf("types in show -json: %+v", view.Types)
 	}
 	parents := map[string]string{}
 	for _, r := range view.Resources {
 		parents[r.Address] = r.Parent
-		if r.Address == "ini_setting[port]" && (r.Kind != "update" || len(r.Groups) != 1 || r.Groups[0] != "converge_if_changed") {
-			t.Errorf("ini_setting[port] in show -json: %+v", r)
+		if r.Address == "kv_setting[port]" && (r.Kind != "update" || len(r.Groups) != 1 || r.Groups[0] != "converge_if_changed") {
+			t.Errorf("kv_setting[port] in show -json: %+v", r)
 		}
 	}
 	if parents["web_site[blog].template[conf]"] != "web_site[blog]" || parents["web_site[blog]"] != "" {

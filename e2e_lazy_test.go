@@ -285,10 +285,10 @@ func TestE2ELazyOnTypeWrittenInHCL(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := string(b)
-	start := strings.Index(src, `resource_type "ini_setting"`)
+	start := strings.Index(src, `resource_type "kv_setting"`)
 	end := strings.Index(src[start:], "\n}\n")
 	if start < 0 || end < 0 {
-		t.Fatal("no ini_setting type in examples/custom-types/types.hcl")
+		t.Fatal("no kv_setting type in examples/custom-types/types.hcl")
 	}
 	e.recipe("types.hcl", src[start:start+end+3])
 	e.recipe("main.hcl", `
@@ -296,7 +296,7 @@ execute "keygen" {
   command = "printf s3cret > ROOT/key"
   creates = "ROOT/key"
 }
-ini_setting "api_key" {
+kv_setting "api_key" {
   path    = "ROOT/app.ini"
   value   = lazy(file("ROOT/key"))
   only_if = lazy("test -f ROOT/key")

@@ -91,7 +91,7 @@ func describeDifferences(t resources.Type, pr *plan.Resource, now *plan.Current)
 	}
 	ds := exactDifferences(t, pr, then, now)
 	switch {
-	case len(ds) == 0 && len(pr.Awaits) > 0:
+	case len(ds) == 0 && (len(pr.Awaits) > 0 || len(pr.Lazy) > 0):
 		return ""
 	case len(ds) == 0:
 		return "the live state's fingerprint differs from the plan's"

@@ -49,6 +49,11 @@ type Applier struct {
 	// key of the plan's journal, recorded in the lock file and the report.
 	// "" computes it from the plan.
 	PlanDigest string
+	// PlanFile is the path of the plan file applied ("" for a plan made
+	// by the same command): the journal records it, so that a later plan
+	// can say which plan file to apply again to finish an apply that
+	// stopped (Unfinished).
+	PlanFile string
 	// Resolver evaluates what the plan defers to apply (values known only
 	// at apply, guards decided at apply by an expression) right before
 	// their resource converges. package apply does not evaluate

@@ -78,16 +78,9 @@ func (r *run) convergeComposite(ctx context.Context, e *entry, si int, seq []res
 	view := e.pr.StepView(si)
 	start := time.Now()
 	ref := stepRef{index: e.idx}
-	var rd *plan.Reading
-	err := r.doLater(ctx, e.desired.WithAction(view.Action))
-	if err == nil {
-		rd, err = r.lc.Evaluate(ctx, decide(r.stepSubject(e, si, e.pr.GuardSpecs)))
-	}
-	if rd != nil {
-		rr.DecidedAtApply = append(rr.DecidedAtApply, decidedAtApply(rd)...)
-		if len(rd.Resolved) > 0 {
-			rr.KnownAtApply = rd.Resolved
-		}
+	rd, err := r.readToConverge(ctx, e, si, view, rr)
+	if rd != nil && len(rd.Resolved) > 0 {
+		rr.KnownAtApply = rd.Resolved
 	}
 	if err == nil && rd.Skip {
 		r.hooks.PreApply(view)

@@ -488,8 +488,22 @@ func (r *run) convergeStep(ctx context.Context, e *entry, view *plan.Resource, p
 	if step.Kind == resources.NoOp {
 		rr.Outcome = OutcomeUnchanged
 		rr.Reason = "already in the planned state"
-		if rr.DiffersFromPlan != "" {
+		switch {
+		case view.Kind == resources.Run:
+			// A run has no planned state to be in: what the type read
+			// now leaves it nothing to do (an earlier resource stopped
+			// the service a reload was for), and its reason says why.
+			rr.Reason = step.Reason
+			if rr.Reason == "" {
+				rr.Reason = "its type has nothing to do now"
+			}
+		case rr.DiffersFromPlan != "":
 			rr.Reason += ": an earlier resource in this run brought it there"
+		}
+		if view.Kind == resources.Run && step.Reason != "" {
+			// A run leaves no state to be in: the type says why there is
+			// nothing to run now ("not running: nothing to reload").
+			rr.Reason = step.Reason
 		}
 		return nil
 	}

@@ -28,6 +28,7 @@ func (r *run) finish(ctx context.Context, rep *Report, runErr error, ie *Interru
 			}
 		}
 	}
+	r.settleUnreached(rep)
 	rep.PlanFinished = runErr == nil
 	rep.Finished = r.now()
 	rep.tally()
@@ -37,6 +38,20 @@ func (r *run) finish(ctx context.Context, rep *Report, runErr error, ie *Interru
 	}
 	r.end(rep, interrupted)
 	return rep, runErr
+}
+
+// settleUnreached gives the resources the converge loop did not reach
+// (it stopped at a failure or an interruption) and that had nothing to do
+// the outcome their turn would have given them without reading anything
+// (settle): unchanged, or skipped by a guard at plan. Only work is "not
+// started": a resource whose action is nothing, or a no-op, had nothing
+// to start.
+func (r *run) settleUnreached(rep *Report) {
+	for i, e := range r.entries {
+		if rr := &rep.Resources[i]; rr.Outcome == OutcomeNotStarted && !r.hasWork(e) {
+			r.settle(e, rr)
+		}
+	}
 }
 
 // finishLater does the deferred work still pending at the end of the

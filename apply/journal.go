@@ -32,7 +32,7 @@ import (
 // on, so that it survives SIGKILL, and a power loss, between resources:
 //
 //	{"toque_journal":1,"plan_digest":"sha256:…","host":"web-01","plan_created":"…","created":"…"}
-//	{"event":"apply_start","time":"…","pid":4242,"user":"root"}
+//	{"event":"apply_start","time":"…","pid":4242,"user":"root","plan_file":"/srv/plans/web-01.plan"}
 //	{"event":"resource_start","time":"…","index":2,"address":"execute[migrate]","kind":"run"}
 //	{"event":"resource_end","time":"…","index":2,"address":"execute[migrate]","kind":"run","outcome":"changed"}
 //	{"event":"notified_start","time":"…","index":0,"address":"execute[reload]","kind":"run"}
@@ -107,6 +107,7 @@ type journalEvent struct {
 	Notifiers []string       `json:"notifiers,omitempty"`
 	PID       int            `json:"pid,omitempty"`
 	User      string         `json:"user,omitempty"`
+	PlanFile  string         `json:"plan_file,omitempty"`
 	Finished  bool           `json:"finished,omitempty"`
 	Report    string         `json:"report,omitempty"`
 }
@@ -182,6 +183,8 @@ type journal struct {
 	p      *plan.Plan
 	now    func() time.Time
 	past   past
+	// planFile is the plan file applied, recorded on apply_start.
+	planFile string
 	// size is the length of the journal's good part; damaged is the
 	// number of bytes after it (an unfinished last line) to cut off.
 	size    int64
@@ -445,7 +448,7 @@ func (j *journal) begin() error {
 		}
 		j.past.exists = true
 	}
-	ev := journalEvent{Event: evApplyStart, PID: os.Getpid()}
+	ev := journalEvent{Event: evApplyStart, PID: os.Getpid(), PlanFile: j.planFile}
 	if u, err := user.Current(); err == nil {
 		ev.User = u.Username
 	} else {
@@ -658,6 +661,7 @@ func (r *run) readJournal() error {
 		return err
 	}
 	r.j = j
+	r.j.planFile = r.a.PlanFile
 	if d := r.j.damage(); d != nil {
 		r.logger.Warn("ignoring an unfinished last line of the apply journal", "path", d.Path, "bytes", d.Bytes)
 		r.hooks.Warning(d)

@@ -285,6 +285,15 @@ func (n *notifier) converge(ctx context.Context, nr *plan.NotifiedRun, view *pla
 		rr.Reason = "skipped: " + nr.Reason
 		return r.j.ended(ref, nr.Address, nr.Kind, rr.Outcome, from)
 	}
+	if nr.Kind == resources.NoOp {
+		// Planned to do nothing (a reload of a service that was not
+		// running): as a resource planned as a no-op, it is neither read
+		// nor run again — nothing runs that the plan did not show — and
+		// it notifies nothing. Its reason is the plan's.
+		rr.Outcome = OutcomeUnchanged
+		rr.Reason += " (as planned: not read or run again)"
+		return r.j.ended(ref, nr.Address, nr.Kind, rr.Outcome, from)
+	}
 	t, d, err := plan.DesiredResource(r.reg, view)
 	if err != nil {
 		r.hooks.PreApply(view)

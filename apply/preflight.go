@@ -212,15 +212,19 @@ func plannedFingerprint(r *plan.Resource) string {
 // exactDifferences is how now differs from then, the plan's reading of
 // pr, leaving out the facts pr's values known only at apply by its type
 // are known from (resources.Awaiter): the plan treats those values as
-// unknown, so what they come from may move.
+// unknown, so what they come from may move; and the live value of a
+// property the recipe wrote lazy(…) that the plan did not read (Load is
+// given a value known only at apply once it is known, and may read more
+// with it: a file's content).
 func exactDifferences(t resources.Type, pr *plan.Resource, then, now *plan.Current) []plan.Difference {
 	ds := plan.CompareCurrent(then, now)
-	if len(pr.Awaits) == 0 {
+	if len(pr.Awaits) == 0 && len(pr.Lazy) == 0 {
 		return ds
 	}
 	out := ds[:0]
 	for _, d := range ds {
-		aside := false
+		_, read := then.Values[d.Property]
+		aside := pr.Lazy[d.Property] != nil && !read
 		for _, a := range pr.Awaits {
 			aside = aside || resources.KnownFrom(t, a.Property, d.Property)
 		}

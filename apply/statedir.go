@@ -7,12 +7,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/toquehq/toque/internal/trust"
 	"github.com/toquehq/toque/resources"
 	"golang.org/x/sys/unix"
 )
@@ -29,7 +28,8 @@ import (
 //     and writable by no group and no other user;
 //   - every directory above it must be one that only root or that user can
 //     change (a world-writable one only with the sticky bit, as /tmp), so
-//     nobody else can swap the path;
+//     nobody else can swap the path (internal/trust, whose rules the
+//     host lock's directory and the trusted keys follow too);
 //   - files in it are opened relative to the opened directory with
 //     O_NOFOLLOW|O_CLOEXEC, and checked with fstat on the descriptor: a
 //     regular file with one link, owned by that user, writable by nobody
@@ -48,17 +48,10 @@ type StateDir struct {
 }
 
 // UntrustedError is a state directory, a directory above it or a file in
-// it that toque refuses to use. Nothing was changed.
-type UntrustedError struct {
-	// Path is what was refused; Reason says why ("is owned by uid 65534,
-	// not by uid 0, which toque runs as").
-	Path   string
-	Reason string
-}
-
-func (e *UntrustedError) Error() string {
-	return fmt.Sprintf("refusing to use %s: it %s", e.Path, e.Reason)
-}
+// it that toque refuses to use. Nothing was changed. It is the error of
+// the rules the state directory shares with the host lock's directory and
+// the trusted keys (internal/trust).
+type UntrustedError = trust.UntrustedError
 
 // OpenStateDir opens the directory path, creating it (0700) and any missing
 // parent (0755) first, and checks that it can be trusted (see above). The
@@ -74,13 +67,13 @@ func OpenStateDir(path string) (*StateDir, error) {
 	parent := filepath.Dir(abs)
 	// Check what exists before creating anything under it, then again
 	// with the parents this call created.
-	if err := checkAncestors(parent); err != nil {
+	if err := trust.Ancestors(parent); err != nil {
 		return nil, err
 	}
 	if err := mkdirParents(parent); err != nil {
 		return nil, fmt.Errorf("create %s: %w", parent, err)
 	}
-	if err := checkAncestors(parent); err != nil {
+	if err := trust.Ancestors(parent); err != nil {
 		return nil, err
 	}
 	created, err := mkdir(func() error { return unix.Mkdir(abs, 0o700) })
@@ -173,11 +166,11 @@ func checkFile(f *os.File, path string) error {
 	case st.Mode&unix.S_IFMT != unix.S_IFREG:
 		return &UntrustedError{Path: path, Reason: "is not a regular file"}
 	case int(st.Uid) != os.Geteuid():
-		return &UntrustedError{Path: path, Reason: ownedBy(st.Uid)}
+		return &UntrustedError{Path: path, Reason: trust.OwnedBy(st.Uid)}
 	case st.Nlink != 1:
 		return &UntrustedError{Path: path, Reason: fmt.Sprintf("has %d hard links; a file toque writes must have exactly one", st.Nlink)}
 	case st.Mode&0o022 != 0:
-		return &UntrustedError{Path: path, Reason: fmt.Sprintf("is writable by %s (mode %04o)", writers(st.Mode), st.Mode&0o7777)}
+		return &UntrustedError{Path: path, Reason: fmt.Sprintf("is writable by %s (mode %04o)", trust.Writers(st.Mode), st.Mode&0o7777)}
 	}
 	return nil
 }
@@ -292,9 +285,9 @@ func newStateDir(path string, fd int, created bool) (*StateDir, error) {
 	var reason string
 	switch {
 	case int(st.Uid) != os.Geteuid():
-		reason = ownedBy(st.Uid)
+		reason = trust.OwnedBy(st.Uid)
 	case st.Mode&0o022 != 0:
-		reason = fmt.Sprintf("is writable by %s (mode %04o); toque's state directory must be writable only by its owner", writers(st.Mode), st.Mode&0o7777)
+		reason = fmt.Sprintf("is writable by %s (mode %04o); toque's state directory must be writable only by its owner", trust.Writers(st.Mode), st.Mode&0o7777)
 	}
 	if reason != "" {
 		f.Close()
@@ -361,99 +354,6 @@ func mkdirParents(dir string) error {
 		return os.Chmod(dir, perm|0o700)
 	}
 	return nil
-}
-
-// checkAncestors checks dir and every directory above it, as written and
-// with symbolic links resolved: each must be changeable only by root or by
-// toque's user (owned by one of them, and writable by group or others only
-// with the sticky bit, or by root's or toque's own group). Missing
-// directories are skipped: they will be created by toque.
-func checkAncestors(dir string) error {
-	seen := map[string]bool{}
-	check := func(p string) error {
-		for a := p; ; a = filepath.Dir(a) {
-			if !seen[a] {
-				seen[a] = true
-				if err := checkAncestor(a); err != nil {
-					return err
-				}
-			}
-			if a == filepath.Dir(a) {
-				return nil
-			}
-		}
-	}
-	if err := check(dir); err != nil {
-		return err
-	}
-	// The deepest existing directory, links resolved: the directories a
-	// link leads through must be safe too.
-	existing := dir
-	for {
-		if _, err := os.Lstat(existing); err == nil || existing == filepath.Dir(existing) {
-			break
-		}
-		existing = filepath.Dir(existing)
-	}
-	real, err := filepath.EvalSymlinks(existing)
-	if err != nil {
-		return fmt.Errorf("resolve %s: %w", existing, err)
-	}
-	return check(real)
-}
-
-func checkAncestor(a string) error {
-	var st unix.Stat_t
-	err := unix.Lstat(a, &st)
-	if errors.Is(err, unix.ENOENT) {
-		return nil
-	}
-	if err != nil {
-		return &fs.PathError{Op: "lstat", Path: a, Err: err}
-	}
-	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
-		return nil // its directory is checked, and where it leads
-	}
-	euid, egid := os.Geteuid(), os.Getegid()
-	sticky := st.Mode&unix.S_ISVTX != 0
-	var reason string
-	switch {
-	case st.Uid != 0 && int(st.Uid) != euid:
-		reason = fmt.Sprintf("is owned by %s (neither root nor %s, which toque runs as), so that user could replace what is below it", uidName(st.Uid), uidName(uint32(euid)))
-	case st.Mode&0o002 != 0 && !sticky:
-		reason = fmt.Sprintf("is writable by every user without the sticky bit (mode %04o), so anyone could replace what is below it", st.Mode&0o7777)
-	case st.Mode&0o020 != 0 && !sticky && st.Gid != 0 && int(st.Gid) != egid:
-		reason = fmt.Sprintf("is writable by group %d (mode %04o), so its members could replace what is below it", st.Gid, st.Mode&0o7777)
-	}
-	if reason != "" {
-		return &UntrustedError{Path: a, Reason: reason}
-	}
-	return nil
-}
-
-func ownedBy(uid uint32) string {
-	return fmt.Sprintf("is owned by %s, not by %s, which toque runs as", uidName(uid), uidName(uint32(os.Geteuid())))
-}
-
-// uidName is "uid 65534 (nobody)", or "uid 65534" when the user has no
-// name.
-func uidName(uid uint32) string {
-	id := strconv.FormatUint(uint64(uid), 10)
-	if u, err := user.LookupId(id); err == nil && u.Username != "" {
-		return "uid " + id + " (" + u.Username + ")"
-	}
-	return "uid " + id
-}
-
-func writers(mode uint32) string {
-	var w []string
-	if mode&0o020 != 0 {
-		w = append(w, "its group")
-	}
-	if mode&0o002 != 0 {
-		w = append(w, "every user")
-	}
-	return strings.Join(w, " and ")
 }
 
 // plainName refuses a name that is not one path element.

@@ -134,7 +134,8 @@ func (c *ApplyCommand) Run(args []string) int {
 		wantDigest = d
 	}
 	var p *plan.Plan
-	var digest string // the file's verified checksum, or computed for a fresh plan
+	var digest string   // the file's verified checksum, or computed for a fresh plan
+	var planFile string // the plan file applied, "" for a fresh plan
 	switch fs.NArg() {
 	case 0:
 		switch {
@@ -164,7 +165,8 @@ func (c *ApplyCommand) Run(args []string) int {
 			}
 		}
 		var d diag.Diagnostics
-		p, digest, d = c.readVerifiedPlan(c.path(fs.Arg(0)), verify)
+		planFile = c.path(fs.Arg(0))
+		p, digest, d = c.readVerifiedPlan(planFile, verify)
 		if d.HasErrors() {
 			diags = diags.Append(d)
 			return finish()
@@ -200,6 +202,7 @@ func (c *ApplyCommand) Run(args []string) int {
 		LockTimeout: a.lockTimeout,
 		Stop:        c.Stop,
 		PlanDigest:  digest,
+		PlanFile:    planFile,
 		// Values known only at apply are evaluated by package eval, which
 		// apply does not import (docs/design.md, "Values known at apply").
 		Resolver: eval.Resolver{},

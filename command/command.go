@@ -100,6 +100,20 @@ type Base struct {
 	// probe, when set, is given each command's flag set by parseFlags,
 	// which then ends the command (see completion).
 	probe func(*flag.FlagSet)
+	// ends are what Run does when the command ends (atEnd), last first.
+	ends []func()
+}
+
+// atEnd has Run call f when the command ends (a temporary directory to
+// remove).
+func (b *Base) atEnd(f func()) { b.ends = append(b.ends, f) }
+
+// end calls what atEnd registered, last first.
+func (b *Base) end() {
+	for i := len(b.ends) - 1; i >= 0; i-- {
+		b.ends[i]()
+	}
+	b.ends = nil
 }
 
 // ui builds a cli.Ui over the streams.
@@ -128,6 +142,7 @@ func Run(ctx context.Context, stop <-chan struct{}, args []string, streams Strea
 		}
 	}()
 	base := &Base{Ctx: ctx, ReadCtx: readCtx, Stop: stop, Streams: streams, Logger: logger, Registry: builtin.Registry(), Env: env, files: map[string]*hcl.File{}}
+	defer base.end()
 
 	// A shell asking for completions (bash's complete -C, and what
 	// -install-autocomplete sets up for zsh and fish) sets COMP_LINE.
@@ -146,12 +161,12 @@ func Run(ctx context.Context, stop <-chan struct{}, args []string, streams Strea
 			fmt.Fprintln(streams.Stderr, "Error: -chdir needs a directory: toque -chdir=DIR COMMAND")
 			return ExitError
 		}
-		st, err := os.Stat(dir)
+		st, err := os.Stat(env.abs(dir))
 		if err != nil || !st.IsDir() {
 			fmt.Fprintf(streams.Stderr, "Error: -chdir: %s is not a directory\n", dir)
 			return ExitError
 		}
-		abs, _ := filepath.Abs(dir)
+		abs, _ := filepath.Abs(env.abs(dir))
 		base.Chdir = abs
 		args = args[1:]
 	}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"strings"
 
+	"github.com/toquehq/toque/apply"
 	"github.com/toquehq/toque/command/views"
 	"github.com/toquehq/toque/internal/diag"
 	"github.com/toquehq/toque/internal/host"
@@ -146,6 +147,9 @@ func (c *PlanCommand) Run(args []string) int {
 		}
 	}
 	o := views.PlanOptions{SavedTo: a.out, Markdown: a.md.options(a.out), NoDigest: enc == nil}
+	if p != nil {
+		o.Unfinished = c.unfinishedApplies(p.Host.Hostname)
+	}
 	if enc != nil {
 		o.Digest = enc.Digest
 		if a.out != "" {
@@ -171,6 +175,19 @@ func (c *PlanCommand) Run(args []string) int {
 		return ExitChanges
 	}
 	return ExitOK
+}
+
+// unfinishedApplies are the applies on this host that stopped part-way
+// and that no finished apply came after (apply.Unfinished): what they left
+// undone is not in a new plan when what would trigger it is unchanged, so
+// the plan says so. A state directory that cannot be read says nothing
+// (the log says why): a plan does not need it.
+func (b *Base) unfinishedApplies(host string) []apply.UnfinishedApply {
+	us, err := apply.Unfinished(stateDir(b.Env, ""), host)
+	if err != nil {
+		b.Logger.Warn("cannot read the apply journals for unfinished applies", "error", err)
+	}
+	return us
 }
 
 // makePlan loads the recipes (with the command line's attributes) and

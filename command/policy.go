@@ -1,6 +1,10 @@
 package command
 
 import (
+	"errors"
+	"fmt"
+	"os"
+
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/toquehq/toque/apply"
@@ -23,9 +27,14 @@ func cacheDir(env Env, stateFlag string) (string, error) {
 	if v := env.Getenv(CacheDirEnv); v != "" {
 		return env.abs(v), nil
 	}
-	state, err := apply.OpenStateDir(stateDir(env, stateFlag))
+	path := stateDir(env, stateFlag)
+	state, err := apply.OpenStateDir(path)
 	if err != nil {
-		return "", err
+		var ue *apply.UntrustedError
+		if errors.As(err, &ue) {
+			return "", err
+		}
+		return "", fmt.Errorf("toque keeps the policy cache in its state directory, %s, and cannot make or open it: %w; give -state-dir, or set TOQUE_STATE_DIR or %s, to a directory you may write", path, err, CacheDirEnv)
 	}
 	defer state.Close()
 	cache, err := state.Subdir("cache")
@@ -36,17 +45,47 @@ func cacheDir(env Env, stateFlag string) (string, error) {
 	return cache.Path(), nil
 }
 
-// workspace is the policy workflow for the working directory.
+// readCacheDir is the cache of a command that only reads the host (plan,
+// validate, graph, console): cacheDir's, or, when the state directory
+// cannot be created or opened (a user other than root whose home has
+// none, a read-only file system), a private temporary one the command
+// removes when it ends. Such a command needs no writable state directory:
+// a lock whose cookbooks are all local never touches the cache, and one
+// with git or server sources fetches them again. A state directory toque
+// refuses to trust is still an error: it says something is wrong.
+func (b *Base) readCacheDir() (string, error) {
+	dir, err := cacheDir(b.Env, "")
+	var ue *apply.UntrustedError
+	if err == nil || errors.As(err, &ue) {
+		return dir, err
+	}
+	tmp, terr := os.MkdirTemp("", "toque-cache-")
+	if terr != nil {
+		return "", fmt.Errorf("%w (and no temporary cache could be made instead: %v); set %s to a directory you may write", err, terr, CacheDirEnv)
+	}
+	b.Logger.Info("no state directory for the policy cache; using a temporary one", "reason", err, "cache", tmp)
+	b.atEnd(func() { os.RemoveAll(tmp) })
+	return tmp, nil
+}
+
+// workspace is the policy workflow for the working directory, with the
+// cache in the state directory (install, update, export).
 func (b *Base) workspace(stateFlag string) (*policy.Workspace, error) {
 	dir, err := cacheDir(b.Env, stateFlag)
 	if err != nil {
 		return nil, err
 	}
+	return b.workspaceIn(dir), nil
+}
+
+// workspaceIn is the policy workflow for the working directory, with its
+// cache in dir.
+func (b *Base) workspaceIn(dir string) *policy.Workspace {
 	return policy.NewWorkspace(b.workDir(), policy.Options{
 		CacheDir: dir,
 		Token:    b.Env.Getenv(policy.TokenEnv),
 		Logger:   b.Logger.Named("policy"),
-	}), nil
+	})
 }
 
 // loaded is what loadConfig read: the configuration, and in policy mode
@@ -103,10 +142,11 @@ func (b *Base) loadRecipes(l *loaded) (*config.Config, *loaded, diag.Diagnostics
 	if !policy.Exists(b.workDir()) {
 		cfg, diags = config.LoadDir(b.workDir(), b.Registry)
 	} else {
-		ws, err := b.workspace("")
+		dir, err := b.readCacheDir()
 		if err != nil {
 			return nil, l, diag.Diagnostics{}.Append(err)
 		}
+		ws := b.workspaceIn(dir)
 		lock, in, d := ws.LoadLock(b.ReadCtx)
 		b.addFiles(ws.Parser.Files())
 		diags = d

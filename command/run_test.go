@@ -19,7 +19,14 @@ import (
 // the first Ctrl-C.
 func runToque(t *testing.T, dir string, stop <-chan struct{}, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	scratch := t.TempDir()
+	return runToqueState(t, dir, t.TempDir(), stop, args...)
+}
+
+// runToqueState is runToque with the state directory, host-wide lock and
+// cache in scratch, so that runs of one test (a plan, its apply, the next
+// plan) share them.
+func runToqueState(t *testing.T, dir, scratch string, stop <-chan struct{}, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	vars := map[string]string{
 		"TOQUE_STATE_DIR": filepath.Join(scratch, "state"),
 		HostLockEnv:       filepath.Join(scratch, "host.lock"),
@@ -35,6 +42,16 @@ func runToque(t *testing.T, dir string, stop <-chan struct{}, args ...string) (c
 	}}
 	testutil.MustBeUnder(t, scratch, "the host-wide apply lock", hostLock(env))
 	testutil.MustBeUnder(t, scratch, "the state directory", stateDir(env, ""))
+	return runWithEnvStop(env, stop, args)
+}
+
+// runWithEnv runs toque in-process as main does, with env; the caller
+// checks that env keeps toque's state in the test's scratch directory.
+func runWithEnv(env Env, args []string) (code int, stdout, stderr string) {
+	return runWithEnvStop(env, nil, args)
+}
+
+func runWithEnvStop(env Env, stop <-chan struct{}, args []string) (code int, stdout, stderr string) {
 	var out, errs bytes.Buffer
 	code = Run(context.Background(), stop, args, Streams{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errs, Env: env})
 	return code, out.String(), errs.String()

@@ -150,3 +150,74 @@ func FuzzFastParse(f *testing.F) {
 		sameAsHCL(t, []byte(src))
 	})
 }
+
+// TestFastParseIsPinnedToHCL: what FuzzFastParse found equal holds for the
+// hcl it ran against; another hcl must be fuzzed again first.
+func TestFastParseIsPinnedToHCL(t *testing.T) {
+	for _, c := range []struct{ gomod, version, replaced string }{
+		{"require github.com/hashicorp/hcl/v2 v2.25.0\n", "v2.25.0", ""},
+		{"require (\n\tgithub.com/a/b v1.0.0\n\tgithub.com/hashicorp/hcl/v2 v2.26.0 // indirect\n)\n", "v2.26.0", ""},
+		{"require github.com/hashicorp/hcl/v2 v2.25.0\nreplace github.com/hashicorp/hcl/v2 => ../hcl\n", "v2.25.0", "../hcl"},
+		{"require github.com/hashicorp/hcl/v2 v2.25.0\nreplace (\n\tgithub.com/hashicorp/hcl/v2 v2.25.0 => example.com/hcl v2.25.1\n)\n", "v2.25.0", "example.com/hcl v2.25.1"},
+		{"require github.com/hashicorp/hcl v1.0.0\n", "", ""},
+	} {
+		if v, r := hclInGoMod([]byte(c.gomod)); v != c.version || r != c.replaced {
+			t.Errorf("hclInGoMod(%q) = %q, %q; want %q, %q", c.gomod, v, r, c.version, c.replaced)
+		}
+	}
+
+	gomod, err := os.ReadFile("../go.mod")
+	if err != nil {
+		t.Fatalf("reading toque's go.mod (is the test running in config/?): %v", err)
+	}
+	version, replaced := hclInGoMod(gomod)
+	refuzz := "Fuzz fastParse against it: go test -run '^$' -fuzz '^FuzzFastParse$' -fuzztime 10m ./config, " +
+		"then go test ./config (which compares both parses on every recipe of the repository); fix what they find"
+	switch {
+	case version == "":
+		t.Fatalf("go.mod requires no github.com/hashicorp/hcl/v2")
+	case replaced != "":
+		t.Fatalf("go.mod replaces github.com/hashicorp/hcl/v2 by %s, but fastParse (config/fastparse.go) builds the syntax tree hclsyntax builds and was fuzzed against hcl %s only. %s. The pin takes only a released version of hcl (what a replace points to can change while go.mod does not): use one before merging.",
+			replaced, fastParseFuzzedAgainst, refuzz)
+	case version != fastParseFuzzedAgainst:
+		t.Fatalf("go.mod requires github.com/hashicorp/hcl/v2 %s, but fastParse (config/fastparse.go) builds the syntax tree hclsyntax builds and was fuzzed against hcl %s. %s, then set fastParseFuzzedAgainst to %q.",
+			version, fastParseFuzzedAgainst, refuzz, version)
+	}
+}
+
+// hclInGoMod returns the version of github.com/hashicorp/hcl/v2 that a
+// go.mod requires, and what replaces it, if anything.
+func hclInGoMod(gomod []byte) (version, replaced string) {
+	const hclPath = "github.com/hashicorp/hcl/v2"
+	block := ""
+	for _, line := range strings.Split(string(gomod), "\n") {
+		line, _, _ = strings.Cut(line, "//")
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 0:
+			continue
+		case block != "" && f[0] == ")":
+			block = ""
+			continue
+		case len(f) == 2 && f[1] == "(":
+			block = f[0]
+			continue
+		}
+		kind := block
+		if kind == "" {
+			kind, f = f[0], f[1:]
+		}
+		if len(f) < 2 || f[0] != hclPath {
+			continue
+		}
+		switch kind {
+		case "require":
+			version = f[1]
+		case "replace":
+			if _, to, ok := strings.Cut(strings.Join(f, " "), "=> "); ok {
+				replaced = to
+			}
+		}
+	}
+	return version, replaced
+}

@@ -383,12 +383,29 @@ func (be *blockEval) guards(res *resources.Resource, m blockMeta, plainCtx *hcl.
 	if m.action == "nothing" && b.Meta.HasGuards() && !d.HasErrors() {
 		// Not guarded in place, but a notified run of it is.
 		nin := in
-		nin.Parent = resources.NewResource(be.s, b.Name, be.s.DefaultAction, be.values)
+		nin.Parent = resources.NewResource(be.s, b.Name, notifiedAction(be.s), be.values)
 		nin.Parent.Key = b.Key
 		nin.Sensitive = false
 		notifiedGuards, _ = guard.Decode(nin)
 	}
 	return guards, notifiedGuards, true
+}
+
+// notifiedAction is the action the guards of a notified run are decoded
+// for: the type's default, or its first action when the default is
+// nothing (a service used as a handler). Guards depend on the action only
+// in that one whose action is nothing is not guarded, so any action a
+// notification may name will do.
+func notifiedAction(s *resources.Schema) string {
+	if s.DefaultAction != "nothing" || len(s.Actions) == 0 {
+		return s.DefaultAction
+	}
+	for _, a := range s.Actions {
+		if a != "nothing" {
+			return a
+		}
+	}
+	return s.DefaultAction
 }
 
 // instance is the evaluated block: res, what its meta-arguments say, its

@@ -61,7 +61,8 @@ type Instance struct {
 	// resolved and checked by Resources, in collection order.
 	Notifies []*Notification
 	// NotifiedGuards are the guards of a resource whose action is
-	// "nothing", decoded as if it had its type's default action: they
+	// "nothing", decoded as if it had an action (its type's default, or
+	// its first when the default is nothing, as a service's is): they
 	// decide a notified run of it (Chef evaluates guards when a notified
 	// action runs).
 	NotifiedGuards []*guard.Spec

@@ -29,7 +29,7 @@ func loadTypes(t *testing.T, files map[string]string) (*config.Config, *resource
 }
 
 const iniType = `
-resource_type "ini_setting" {
+resource_type "kv_setting" {
   description = "One key of an INI file."
   property "path" {
     type     = string
@@ -85,9 +85,9 @@ func TestTypesCompile(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	typ, ok := reg.Lookup("ini_setting")
+	typ, ok := reg.Lookup("kv_setting")
 	if !ok {
-		t.Fatal("ini_setting is not registered")
+		t.Fatal("kv_setting is not registered")
 	}
 	def := typ.(resources.Definer).Def()
 	if def.DefaultAction != "create" || len(def.Actions) != 2 || def.Load == nil || def.Load.Type != "bash" {

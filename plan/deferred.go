@@ -2,7 +2,9 @@ package plan
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/zclconf/go-cty/cty"
@@ -217,7 +219,7 @@ func (p *Plan) DeferredWhy(reg *resources.Registry, r *Resource, nr *NotifiedRun
 // sortedLazy is r's lazy properties in schema order when reg knows the
 // type, else by name.
 func sortedLazy(reg *resources.Registry, r *Resource) []string {
-	names := sortedKeys(r.Lazy)
+	names := slices.Sorted(maps.Keys(r.Lazy))
 	if reg == nil {
 		return names
 	}

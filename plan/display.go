@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -334,7 +335,7 @@ func (p *Plan) lazyReads(e *LazyExpr, sensitive, sensitiveValue bool) []ShownVal
 			out = append(out, ShownValue{Property: root.name + "." + key, Value: shown})
 		})
 	}
-	for _, name := range sortedKeys(e.Scope.Env) {
+	for _, name := range slices.Sorted(maps.Keys(e.Scope.Env)) {
 		shown := "(not set)"
 		if v := e.Scope.Env[name]; v != nil {
 			shown = DisplayValue(cty.StringVal(*v))
@@ -344,7 +345,7 @@ func (p *Plan) lazyReads(e *LazyExpr, sensitive, sensitiveValue bool) []ShownVal
 		}
 		out = append(out, ShownValue{Property: "env " + name, Value: shown})
 	}
-	for _, path := range sortedKeys(e.Scope.Files) {
+	for _, path := range slices.Sorted(maps.Keys(e.Scope.Files)) {
 		f := e.Scope.Files[path]
 		shown := "(does not exist)"
 		if f != nil {
@@ -387,7 +388,7 @@ func show(reg *resources.Registry, r *Resource, why string) *Shown {
 		}
 	}
 	if cur := r.Current; cur != nil {
-		for _, k := range sortedKeys(cur.Values) {
+		for _, k := range slices.Sorted(maps.Keys(cur.Values)) {
 			s.Current = append(s.Current, ShownValue{Property: k, Value: s.live(k, cur.Values[k])})
 		}
 		if cur.Exists && (r.Kind == resources.Update || r.Kind == resources.NoOp) && s.schema != nil {
@@ -486,7 +487,7 @@ func (s *Shown) context() []ShownValue {
 	r := s.Resource
 	if s.schema == nil {
 		var out []ShownValue
-		for _, k := range sortedKeys(r.Desired) {
+		for _, k := range slices.Sorted(maps.Keys(r.Desired)) {
 			if v := r.Desired[k].Value; v != cty.NilVal {
 				out = append(out, ShownValue{Property: k, Value: s.desired(k, v)})
 			}
@@ -529,7 +530,7 @@ func (s *Shown) context() []ShownValue {
 	}
 	// A value the schema does not know is still what the plan sets: apply
 	// refuses it, and the reviewer sees it.
-	for _, k := range sortedKeys(r.Desired) {
+	for _, k := range slices.Sorted(maps.Keys(r.Desired)) {
 		if s.schema.Property(k) == nil {
 			rest = append(rest, ShownValue{Property: k, Value: s.desired(k, r.Desired[k].Value) + " (not a property of " + r.Type + ": apply refuses this plan)"})
 		}
@@ -719,7 +720,7 @@ func guardParams(spec *guard.Spec) []ShownValue {
 		}
 		return false
 	}
-	keys := sortedKeys(spec.Values)
+	keys := slices.Sorted(maps.Keys(spec.Values))
 	sort.SliceStable(keys, func(i, j int) bool { return paramRank(keys[i]) < paramRank(keys[j]) })
 	var out []ShownValue
 	for _, k := range keys {
@@ -750,7 +751,7 @@ func paramDisplay(v cty.Value) string {
 	if v.IsWhollyKnown() && (v.Type().IsMapType() || v.Type().IsObjectType()) {
 		m := v.AsValueMap()
 		parts := make([]string, 0, len(m))
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			e, ok := stringOf(m[k])
 			if !ok {
 				e = DisplayValue(m[k])

@@ -90,8 +90,9 @@ func describeHost(h Host) string {
 const envelopeKey = "toque_plan"
 
 // canonical is the plan's canonical JSON: the bytes its checksum and digest
-// cover.
+// cover, each resource with the seal of what it hides (HiddenDigest).
 func (p *Plan) canonical() ([]byte, error) {
+	p = p.sealed()
 	if len(p.Resources) < parallelEncodeMin {
 		return json.Marshal(p)
 	}

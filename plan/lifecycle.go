@@ -402,21 +402,26 @@ func (l *Lifecycle) EvaluateActions(ctx context.Context, s *Subject, actions []s
 // LoadAll failed or panicked, are left to Load). The subjects' States are
 // not changed; the caller plans each from its reading.
 func (l *Lifecycle) Preload(ctx context.Context, subjects []*Subject) map[*Subject]*resources.State {
-	byType := map[resources.BatchLoader][]*Subject{}
-	var order []resources.BatchLoader
+	// One batch per type, or per key the types that share batches give
+	// (resources.BatchSharer), read by the first of them met.
+	byKey := map[any][]*Subject{}
+	var order []any
+	loader := map[any]resources.BatchLoader{}
 	for _, s := range subjects {
 		bl, ok := s.Type.(resources.BatchLoader)
 		if !ok || s.State != nil {
 			continue
 		}
-		if _, seen := byType[bl]; !seen {
-			order = append(order, bl)
+		key := resources.BatchKeyOf(bl)
+		if _, seen := byKey[key]; !seen {
+			order = append(order, key)
+			loader[key] = bl
 		}
-		byType[bl] = append(byType[bl], s)
+		byKey[key] = append(byKey[key], s)
 	}
 	out := map[*Subject]*resources.State{}
-	for _, bl := range order {
-		subs := byType[bl]
+	for _, key := range order {
+		bl, subs := loader[key], byKey[key]
 		views := make([]*resources.Resource, len(subs))
 		for i, s := range subs {
 			views[i] = s.loadView(s.Desired)

@@ -176,6 +176,15 @@ type Resource struct {
 	// sensitive (sensitive(), or an expression reading a sensitive node
 	// attribute). Every property is, besides, when Sensitive is set.
 	SensitiveProperties []string `json:"sensitive_properties,omitempty"`
+	// HiddenDigest seals what renderings hide of the resource: its
+	// sensitivity marks and every value shown as "(sensitive)" (its
+	// desired values, values known at apply and planned values of hidden
+	// properties, and its hidden guards, its notified runs' too), as an
+	// HMAC keyed with the plan's salt; "" when nothing of it is hidden.
+	// The encoding writes it (Plan.sealed) and Read refuses a plan where
+	// it is not what the resource hides: a mark turned on, or a hidden
+	// value changed, by hand.
+	HiddenDigest string `json:"hidden_digest,omitempty"`
 	// Current is the live value read at plan time; nil when it was not read
 	// (a resource skipped by a guard before loading, or whose action is
 	// nothing). Read verifies every value kept in full against its digest,
@@ -416,15 +425,15 @@ type Counts struct {
 }
 
 // Counts tallies p's resources by kind. A notified run counts as the work
-// it does; an action-nothing resource with such a run is not also counted
-// as unchanged, nor is a resource whose own step is a no-op but whose
+// it does (or as skipped); an action-nothing resource with such a run is
+// not also counted as unchanged, nor is a resource whose own step is a no-op but whose
 // child resources change (they are counted).
 func (p *Plan) Counts() Counts {
 	var c Counts
 	tree := p.Tree()
 	for i, r := range p.Resources {
 		if !c.add(r.Kind) {
-			if r.Action == "nothing" && p.notifiedWork(r.Address) {
+			if r.Action == "nothing" && p.notifiedCounted(r.Address) {
 				continue // counted by its notified run
 			}
 			if !r.AnyWork() && !tree.ChildWork(i) {
@@ -541,6 +550,17 @@ func (p *Plan) HasNotifiedWork(addr string) bool { return p.notifiedWork(addr) }
 func (p *Plan) notifiedWork(addr string) bool {
 	for _, n := range p.NotifiedRuns {
 		if n.Address == addr && n.HasWork() {
+			return true
+		}
+	}
+	return false
+}
+
+// notifiedCounted reports whether a planned notified run of addr is
+// counted: it has work, or a guard skips it.
+func (p *Plan) notifiedCounted(addr string) bool {
+	for _, n := range p.NotifiedRuns {
+		if n.Address == addr && (n.HasWork() || n.Kind == resources.Skip) {
 			return true
 		}
 	}

@@ -25,17 +25,38 @@ const (
 
 // NotifiedReason words why a notified run happens: "notified by
 // template[/etc/web.conf] (delayed)", then the type's own reason when it
-// says more than that a command runs.
+// says more than that a run step runs: a clause saying it runs every time
+// ("no guard: runs every time", "reload runs on every apply")
+// is true of a resource's own action, but a notified run runs when it is
+// notified, so it is left out.
 func NotifiedReason(notifiers []string, timing string, kind resources.Kind, typeReason string) string {
 	by := strings.Join(notifiers, ", ")
 	if n := len(notifiers); n > 1 {
 		by = strings.Join(notifiers[:n-1], ", ") + " and " + notifiers[n-1]
 	}
 	r := fmt.Sprintf("notified by %s (%s)", by, timing)
-	if typeReason != "" && !(kind == resources.Run && typeReason == resources.NoGuardReason) {
+	if kind == resources.Run {
+		typeReason = withoutEveryTime(typeReason)
+	}
+	if typeReason != "" {
 		r += "; " + typeReason
 	}
 	return r
+}
+
+// withoutEveryTime is a run step's reason without its clauses (split at
+// "; ") that say it runs every time.
+func withoutEveryTime(reason string) string {
+	if !strings.Contains(reason, "every time") && !strings.Contains(reason, "on every apply") {
+		return reason
+	}
+	var kept []string
+	for _, clause := range strings.Split(reason, "; ") {
+		if clause != resources.NoGuardReason && !strings.Contains(clause, "runs every time") && !strings.Contains(clause, "runs on every apply") {
+			kept = append(kept, clause)
+		}
+	}
+	return strings.Join(kept, "; ")
 }
 
 // NotifiedView is a notified run as a Resource, for renderers and hooks:

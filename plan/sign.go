@@ -14,7 +14,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
+
+	"github.com/toquehq/toque/internal/trust"
 )
 
 // Plan signing: `toque plan -sign-key=KEY` signs the plan it writes, and
@@ -222,9 +226,17 @@ func ParsePrivateKey(data []byte) (ed25519.PrivateKey, error) {
 const maxKeyFile = 1 << 20
 
 // readKeyFile reads a small regular key file, refusing mode bits in
-// forbidden (for a private key, any access for group and others).
-func readKeyFile(path string, forbidden fs.FileMode, why string) ([]byte, error) {
-	st, err := os.Stat(path)
+// forbidden (for a private key, any access for group and others). With
+// replaceable set, it also refuses a file another user could replace
+// (internal/trust): one owned by neither root nor toque's user, or below a
+// directory another user could change, as written or through a link.
+func readKeyFile(path string, forbidden fs.FileMode, why string, replaceable bool) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrKey, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrKey, err)
 	}
@@ -237,18 +249,60 @@ func readKeyFile(path string, forbidden fs.FileMode, why string) ([]byte, error)
 	if perm := st.Mode().Perm(); perm&forbidden != 0 {
 		return nil, fmt.Errorf("%w: %s has mode %04o: %s", ErrKey, path, perm, why)
 	}
-	data, err := os.ReadFile(path)
+	if replaceable {
+		if err := notReplaceable(path, st); err != nil {
+			return nil, err
+		}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrKey, err)
 	}
 	return data, nil
 }
 
+// notReplaceable refuses a key file, opened with stat st, that another
+// user could replace: its owner (root or toque's user, from the opened
+// file), and every directory above it as written and where its links
+// lead.
+func notReplaceable(path string, st fs.FileInfo) error {
+	refuse := func(what, reason string) error {
+		return fmt.Errorf("%w: %s %s; whoever can replace the trusted keys can have their plans applied: keep them in a file owned by root (or the user toque runs as), in directories only root can change (as /etc/toque)", ErrKey, what, reason)
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Errorf("%w: %s: cannot tell who owns it", ErrKey, path)
+	}
+	if reason := trust.Owner(sys.Uid, sys.Mode); reason != "" {
+		return refuse(path, reason)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrKey, err)
+	}
+	dirs := []string{filepath.Dir(abs)}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		dirs = append(dirs, filepath.Dir(real))
+	} else {
+		return fmt.Errorf("%w: %v", ErrKey, err)
+	}
+	for _, d := range dirs {
+		if err := trust.Ancestors(d); err != nil {
+			var ue *trust.UntrustedError
+			if errors.As(err, &ue) {
+				return refuse(ue.Path+", a directory above "+path+",", ue.Reason)
+			}
+			return fmt.Errorf("%w: %v", ErrKey, err)
+		}
+	}
+	return nil
+}
+
 // LoadSigningKey reads a private key file. It refuses a file that its
 // group or others may read or write: a signing key is what makes a host
 // apply a plan.
 func LoadSigningKey(path string) (ed25519.PrivateKey, error) {
-	data, err := readKeyFile(path, 0o077, "a signing key must be readable by its owner only (chmod 600 "+path+")")
+	data, err := readKeyFile(path, 0o077, "a signing key must be readable by its owner only (chmod 600 "+path+")", false)
 	if err != nil {
 		return nil, err
 	}
@@ -259,11 +313,14 @@ func LoadSigningKey(path string) (ed25519.PrivateKey, error) {
 	return k, nil
 }
 
-// LoadTrustedKeys reads a file of public keys, one per line. It refuses a
-// file that its group or others may write (whoever can add a key to it can
-// have plans applied), and a file that holds no key.
+// LoadTrustedKeys reads a file of public keys, one per line. Whoever can
+// add a key to it can have plans applied, so it refuses a file that its
+// group or others may write, one owned by neither root nor toque's user,
+// and one below a directory another user could change (as written or
+// where a link leads: the state directory's rules, internal/trust); and a
+// file that holds no key.
 func LoadTrustedKeys(path string) ([]PublicKey, error) {
-	data, err := readKeyFile(path, 0o022, "whoever may write the trusted keys may have their plans applied; make it writable by its owner only (chmod go-w "+path+")")
+	data, err := readKeyFile(path, 0o022, "whoever may write the trusted keys may have their plans applied; make it writable by its owner only (chmod go-w "+path+")", true)
 	if err != nil {
 		return nil, err
 	}

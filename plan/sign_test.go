@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toquehq/toque/internal/testenv"
 	"github.com/toquehq/toque/resources/builtin"
 )
 
@@ -218,4 +219,88 @@ func TestKeyFiles(t *testing.T) {
 	if _, err := LoadTrustedKeys(filepath.Join(dir, "missing")); !errors.Is(err, ErrKey) {
 		t.Errorf("missing file: %v", err)
 	}
+}
+
+// A trusted-keys file says whose plans root applies: one another user could
+// replace (owning it, or a directory above it, or able to write one) is
+// refused by the rules the state directory follows (internal/trust).
+func TestLoadTrustedKeysRefusesReplaceableFile(t *testing.T) {
+	_, pub := newKey(t)
+	line := []byte(pub.String() + "\n")
+	write := func(t *testing.T, path string) {
+		t.Helper()
+		if err := os.WriteFile(path, line, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mkdir := func(t *testing.T, dir string, mode os.FileMode) {
+		t.Helper()
+		if err := os.Mkdir(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, mode); err != nil { // whatever the umask
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name string
+		root bool // needs root to give a file to another user
+		// setup returns the file to load.
+		setup  func(t *testing.T, base string) string
+		reason string
+	}{
+		{"in a directory every user can write", false, func(t *testing.T, base string) string {
+			d := filepath.Join(base, "shared")
+			mkdir(t, d, 0o777)
+			write(t, filepath.Join(d, "trusted.pub"))
+			return filepath.Join(d, "trusted.pub")
+		}, "writable by every user without the sticky bit"},
+		{"a link to a file in a directory every user can write", false, func(t *testing.T, base string) string {
+			d := filepath.Join(base, "shared")
+			mkdir(t, d, 0o777)
+			write(t, filepath.Join(d, "keys"))
+			link := filepath.Join(base, "trusted.pub")
+			if err := os.Symlink(filepath.Join(d, "keys"), link); err != nil {
+				t.Fatal(err)
+			}
+			return link
+		}, "writable by every user without the sticky bit"},
+		{"owned by another user", true, func(t *testing.T, base string) string {
+			f := filepath.Join(base, "trusted.pub")
+			write(t, f)
+			if err := os.Chown(f, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}, "is owned by uid 65534"},
+		{"in a directory owned by another user", true, func(t *testing.T, base string) string {
+			d := filepath.Join(base, "theirs")
+			mkdir(t, d, 0o755)
+			write(t, filepath.Join(d, "trusted.pub"))
+			if err := os.Chown(d, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+			return filepath.Join(d, "trusted.pub")
+		}, "is owned by uid 65534"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.root {
+				testenv.MustHave(t, testenv.Root, testenv.Nobody)
+			}
+			path := c.setup(t, t.TempDir())
+			keys, err := LoadTrustedKeys(path)
+			if !errors.Is(err, ErrKey) || !strings.Contains(err.Error(), c.reason) {
+				t.Fatalf("loaded %d key(s), error %v; want %v saying %q", len(keys), err, ErrKey, c.reason)
+			}
+		})
+	}
+	t.Run("in a sticky directory every user can write", func(t *testing.T) {
+		d := filepath.Join(t.TempDir(), "tmp")
+		mkdir(t, d, os.ModeSticky|0o777)
+		write(t, filepath.Join(d, "trusted.pub"))
+		if _, err := LoadTrustedKeys(filepath.Join(d, "trusted.pub")); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

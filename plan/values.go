@@ -5,8 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"unicode/utf8"
 
@@ -242,22 +242,13 @@ func StoreCurrent(s *resources.Schema, st *resources.State, salt string, sensiti
 func (c *Current) Fingerprint() string {
 	h := sha256.New()
 	fmt.Fprintf(h, "exists=%v\n", c.Exists)
-	for _, k := range sortedKeys(c.Values) {
+	for _, k := range slices.Sorted(maps.Keys(c.Values)) {
 		fmt.Fprintf(h, "v:%s=%s\n", k, c.Values[k].Digest)
 	}
-	for _, k := range sortedKeys(c.Extra) {
+	for _, k := range slices.Sorted(maps.Keys(c.Extra)) {
 		fmt.Fprintf(h, "x:%s=%q\n", k, c.Extra[k])
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // Difference is one way a live reading differs from the one in the plan.
@@ -281,7 +272,7 @@ func CompareCurrent(then, now *Current) []Difference {
 	for k := range now.Values {
 		keys[k] = true
 	}
-	for _, k := range sortedKeys(keys) {
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
 		a, aok := then.Values[k]
 		b, bok := now.Values[k]
 		if aok && bok && a.Digest == b.Digest {
@@ -303,7 +294,7 @@ func CompareCurrent(then, now *Current) []Difference {
 	for k := range now.Extra {
 		extras[k] = true
 	}
-	for _, k := range sortedKeys(extras) {
+	for _, k := range slices.Sorted(maps.Keys(extras)) {
 		if then.Extra[k] != now.Extra[k] {
 			out = append(out, Difference{Property: k, Then: then.Extra[k], Now: now.Extra[k]})
 		}

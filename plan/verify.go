@@ -1,8 +1,14 @@
 package plan
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -68,7 +74,7 @@ func (p *Plan) check(types *resources.Registry) error {
 			if st == nil || st.Current == nil {
 				return fmt.Errorf("%s: action %d without the state it is planned from", r.Address, j+2)
 			}
-			for _, k := range sortedKeys(st.Current.Values) {
+			for _, k := range slices.Sorted(maps.Keys(st.Current.Values)) {
 				if err := p.checkStored(st.Current.Values[k]); err != nil {
 					return fmt.Errorf("%s: action %d's predicted value of %q %w", r.Address, j+2, k, err)
 				}
@@ -77,6 +83,12 @@ func (p *Plan) check(types *resources.Registry) error {
 	}
 	for _, r := range p.Resources {
 		if err := p.checkAwaits(reg, r); err != nil {
+			return err
+		}
+	}
+	h := p.hiding()
+	for _, r := range p.Resources {
+		if err := p.checkHidden(reg, r, h); err != nil {
 			return err
 		}
 	}
@@ -148,7 +160,7 @@ func (p *Plan) checkStep(where string, needsReading bool, cur *Current, fingerpr
 	case cur == nil && fingerprint != "":
 		return fmt.Errorf("%s: a fingerprint without a live reading", where)
 	case cur != nil:
-		for _, k := range sortedKeys(cur.Values) {
+		for _, k := range slices.Sorted(maps.Keys(cur.Values)) {
 			if err := p.checkStored(cur.Values[k]); err != nil {
 				return fmt.Errorf("%s: the live value of %q %w", where, k, err)
 			}
@@ -302,7 +314,7 @@ func sortedTriggers(ts []Trigger) []Trigger {
 // gives no value, and each expression is one the planner could have
 // written, reading node attributes that are the plan's.
 func (p *Plan) checkLazy(r *Resource) error {
-	for _, k := range sortedKeys(r.Lazy) {
+	for _, k := range slices.Sorted(maps.Keys(r.Lazy)) {
 		e := r.Lazy[k]
 		if e == nil {
 			return fmt.Errorf("%s: the value of %q known at apply is null", r.Address, k)
@@ -448,6 +460,237 @@ func (p *Plan) checkAwaits(reg *resources.Registry, r *Resource) error {
 		if len(p.MeetersOf(reg, r, a)) == 0 {
 			return fmt.Errorf("%s: its %s is known only at apply, once %s, but no earlier resource of the plan with work provides that", r.Address, a.Property, truncate(a.What, 80))
 		}
+	}
+	return nil
+}
+
+// sealed is p with each resource's HiddenDigest what the resource hides
+// now: p itself when every seal is already so, else a shallow copy with
+// copies of the resources whose seal changes. p is not modified.
+func (p *Plan) sealed() *Plan {
+	h := p.hiding()
+	var out []*Resource
+	for i, r := range p.Resources {
+		if r == nil {
+			continue
+		}
+		d, err := p.hiddenDigest(r, h)
+		if err != nil {
+			// An unencodable value fails the plan's own encoding just
+			// after; a seal that says so cannot collide with a real one.
+			d = "hmac-sha256:(unencodable: " + err.Error() + ")"
+		}
+		if d == r.HiddenDigest {
+			continue
+		}
+		if out == nil {
+			out = append([]*Resource(nil), p.Resources...)
+		}
+		c := *r
+		c.HiddenDigest = d
+		out[i] = &c
+	}
+	if out == nil {
+		return p
+	}
+	q := *p
+	q.Resources = out
+	return &q
+}
+
+// hiding is what of a plan bears on what its resources hide: the node
+// attributes it hides, and each target's notified runs.
+type hiding struct {
+	attrs map[string]bool
+	runs  map[string][]*NotifiedRun
+}
+
+func (p *Plan) hiding() hiding {
+	var h hiding
+	for _, a := range p.Attributes {
+		if a.Sensitive {
+			if h.attrs == nil {
+				h.attrs = map[string]bool{}
+			}
+			h.attrs[a.Path] = true
+		}
+	}
+	for _, nr := range p.NotifiedRuns {
+		if nr == nil {
+			continue
+		}
+		if h.runs == nil {
+			h.runs = map[string][]*NotifiedRun{}
+		}
+		h.runs[nr.Address] = append(h.runs[nr.Address], nr)
+	}
+	return h
+}
+
+// hiddenMaterial is what a resource's seal covers: its marks, and every
+// value of it that renderings show as "(sensitive)".
+type hiddenMaterial struct {
+	Address    string                   `json:"address"`
+	Sensitive  bool                     `json:"sensitive"`
+	Properties []string                 `json:"sensitive_properties"`
+	Desired    map[string]Value         `json:"desired,omitempty"`
+	Lazy       map[string]*LazyExpr     `json:"lazy,omitempty"`
+	Planned    []hiddenPlanned          `json:"planned,omitempty"`
+	Guards     map[string][]*guard.Spec `json:"guards,omitempty"`
+}
+
+// hiddenPlanned is a hidden property's planned value in one step (0 the
+// resource's first action, then its further ones, then its notified runs).
+type hiddenPlanned struct {
+	Step     string `json:"step"`
+	Property string `json:"property"`
+	Planned  *Value `json:"planned"`
+}
+
+// hiddenDigest is the seal of what r hides ("" when it hides nothing):
+// an HMAC, keyed with the plan's salt, of hiddenMaterial's JSON.
+func (p *Plan) hiddenDigest(r *Resource, h hiding) (string, error) {
+	m, any := p.hiddenOf(r, h)
+	if !any {
+		return "", nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "", err
+	}
+	mac := hmac.New(sha256.New, []byte(p.Salt))
+	mac.Write(b)
+	return "hmac-sha256:" + hex.EncodeToString(mac.Sum(nil)), nil
+}
+
+// hiddenOf gathers what r hides, as the renderings decide it (Show): a
+// property is hidden when the resource is sensitive or lists it in
+// SensitiveProperties (Read checks that the list holds every set
+// property its type marks sensitive); a value known at apply also when it
+// reads a hidden node attribute; a guard when the resource or the guard
+// is sensitive. It reports whether anything is hidden.
+func (p *Plan) hiddenOf(r *Resource, h hiding) (*hiddenMaterial, bool) {
+	if !mayHide(r, h) {
+		return nil, false // most resources: nothing to gather
+	}
+	m := &hiddenMaterial{Address: r.Address, Sensitive: r.Sensitive, Properties: r.SensitiveProperties}
+	marked := make(map[string]bool, len(r.SensitiveProperties))
+	for _, k := range r.SensitiveProperties {
+		marked[k] = true
+	}
+	hidden := func(name string) bool { return r.Sensitive || marked[name] }
+	any := r.Sensitive || len(r.SensitiveProperties) > 0
+	for k := range r.Desired {
+		if hidden(k) {
+			if m.Desired == nil {
+				m.Desired = map[string]Value{}
+			}
+			m.Desired[k] = r.Desired[k]
+		}
+	}
+	for k, e := range r.Lazy { // (into maps: their JSON is in key order)
+		if e != nil && (hidden(k) || readsHidden(e, h.attrs)) {
+			if m.Lazy == nil {
+				m.Lazy = map[string]*LazyExpr{}
+			}
+			m.Lazy[k] = e
+			any = true
+		}
+	}
+	planned := func(step string, changes []Change) {
+		for _, c := range changes {
+			if c.Planned != nil && hidden(c.Property) {
+				m.Planned = append(m.Planned, hiddenPlanned{Step: step, Property: c.Property, Planned: c.Planned})
+			}
+		}
+	}
+	guards := func(step string, specs []*guard.Spec) {
+		for _, s := range specs {
+			if s != nil && (r.Sensitive || s.Sensitive) {
+				if m.Guards == nil {
+					m.Guards = map[string][]*guard.Spec{}
+				}
+				m.Guards[step] = append(m.Guards[step], s)
+				any = true
+			}
+		}
+	}
+	planned("0", r.Changes)
+	guards("0", r.GuardSpecs)
+	for i, st := range r.Then {
+		if st != nil {
+			planned(fmt.Sprint(i+1), st.Changes)
+		}
+	}
+	for i, nr := range h.runs[r.Address] {
+		step := fmt.Sprintf("notified %d %s", i, nr.Action)
+		planned(step, nr.Changes)
+		guards(step, nr.GuardSpecs)
+	}
+	return m, any
+}
+
+// mayHide reports, cheaply, whether r may hide anything: a mark, a
+// sensitive guard (its own or a notified run's), or a value known at apply
+// when the plan hides node attributes.
+func mayHide(r *Resource, h hiding) bool {
+	if r.Sensitive || len(r.SensitiveProperties) > 0 || (len(h.attrs) > 0 && len(r.Lazy) > 0) {
+		return true
+	}
+	sensitive := func(specs []*guard.Spec) bool {
+		for _, s := range specs {
+			if s != nil && s.Sensitive {
+				return true
+			}
+		}
+		return false
+	}
+	if sensitive(r.GuardSpecs) {
+		return true
+	}
+	for _, nr := range h.runs[r.Address] {
+		if sensitive(nr.GuardSpecs) {
+			return true
+		}
+	}
+	return false
+}
+
+// readsHidden reports whether e reads a node attribute the plan hides.
+func readsHidden(e *LazyExpr, attrs map[string]bool) bool {
+	if len(attrs) == 0 || e.Scope.Node == nil || e.Scope.Node.Value == cty.NilVal {
+		return false
+	}
+	found := false
+	walkLeaves(e.Scope.Node.Value, nil, func(path []string, _ cty.Value) {
+		found = found || attrs[strings.Join(path, ".")]
+	})
+	return found
+}
+
+// checkHidden checks r's seal against what it hides, and that it marks
+// every set property its type marks sensitive (renderings hide those by
+// the type; the seal covers what the plan marks).
+func (p *Plan) checkHidden(reg *resources.Registry, r *Resource, h hiding) error {
+	if t, ok := reg.Lookup(r.Type); ok && !r.Sensitive {
+		marked := map[string]bool{}
+		for _, k := range r.SensitiveProperties {
+			marked[k] = true
+		}
+		for _, prop := range t.Schema().Properties {
+			_, set := r.Desired[prop.Name]
+			_, deferred := r.Lazy[prop.Name]
+			if prop.Sensitive && (set || deferred) && !marked[prop.Name] {
+				return fmt.Errorf("%s: the sensitive property %q is not marked sensitive", r.Address, prop.Name)
+			}
+		}
+	}
+	want, err := p.hiddenDigest(r, h)
+	if err != nil {
+		return fmt.Errorf("%s: %w", r.Address, err)
+	}
+	if r.HiddenDigest != want {
+		return fmt.Errorf("%s: what the plan hides of it (its sensitivity marks, and the values shown as %s) is not what the planner sealed: a mark or a hidden value was changed", r.Address, Sensitive)
 	}
 	return nil
 }

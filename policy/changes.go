@@ -1,6 +1,10 @@
 package policy
 
-import "strings"
+import (
+	"maps"
+	"slices"
+	"strings"
+)
 
 // ChangeKind says how one thing differs between two locks.
 type ChangeKind string
@@ -79,7 +83,7 @@ func DiffLocks(old, new *Lock) *LockChanges {
 	for n := range new.CookbookLocks {
 		names[n] = true
 	}
-	for _, n := range sortedKeys(names) {
+	for _, n := range slices.Sorted(maps.Keys(names)) {
 		o, nw := old.CookbookLocks[n], new.CookbookLocks[n]
 		switch {
 		case o == nil:
@@ -98,7 +102,7 @@ func DiffLocks(old, new *Lock) *LockChanges {
 	for n := range newInc {
 		names[n] = true
 	}
-	for _, n := range sortedKeys(names) {
+	for _, n := range slices.Sorted(maps.Keys(names)) {
 		o, nw := oldInc[n], newInc[n]
 		switch {
 		case o == nil:
@@ -159,7 +163,7 @@ func diffAttributes(level string, old, new map[string]any) []AttributeChange {
 		keys[k] = true
 	}
 	var out []AttributeChange
-	for _, k := range sortedKeys(keys) {
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
 		ol, inOld := o[k]
 		nl, inNew := n[k]
 		switch {

@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/toquehq/toque/config"
 )
@@ -122,7 +123,7 @@ func (l location) inside(rel string) error {
 	target := filepath.Join(l.lockDir, filepath.FromSlash(rel))
 	region := fmt.Sprintf("both the included lock's directory (%s) and the including policy's repository (%s)", l.lockDir, l.root)
 	if !l.inRepo {
-		region = fmt.Sprintf("both the included lock's directory (%s) and the including policy's directory (%s; with no .git at or above it, that is the policy's whole repository)", l.lockDir, l.root)
+		region = fmt.Sprintf("both the included lock's directory (%s) and the including policy's directory (%s; with no .git or %s at or above it, that is the policy's whole repository: mark the top of a repository that is not a git checkout with an empty %s file)", l.lockDir, l.root, RepoMarkerName, RepoMarkerName)
 	}
 	if !within(target, l.lockDir) && !within(target, l.root) {
 		return fmt.Errorf("leaves %s", region)
@@ -145,10 +146,16 @@ func within(p, dir string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
+// RepoMarkerName is the file that marks the top of a repository of
+// policies and cookbooks that is not a git checkout (an exported tree, a
+// copy in a container): an empty regular file.
+const RepoMarkerName = ".toque-repo"
+
 // repositoryRoot is the including policy's repository: the nearest
 // directory at or above dir holding .git (a directory, or the file of a
-// worktree or submodule), else dir itself. Cookbook paths of locks
-// included by path may lead anywhere inside it.
+// worktree or submodule: git's top level) or a RepoMarkerName file, else
+// dir itself. Cookbook paths of locks included by path may lead anywhere
+// inside it, and nowhere outside.
 func repositoryRoot(dir string) (root string, inRepo bool) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -158,12 +165,27 @@ func repositoryRoot(dir string) (root string, inRepo bool) {
 		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
 			return d, true
 		}
+		if isMarker(filepath.Join(d, RepoMarkerName)) {
+			return d, true
+		}
 		parent := filepath.Dir(d)
 		if parent == d {
 			return abs, false
 		}
 		d = parent
 	}
+}
+
+// isMarker reports whether path is a repository marker: a regular file
+// (not a link, nor a directory), owned by root or the user toque runs as
+// (another user's file would let that user widen the repository).
+func isMarker(path string) bool {
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && (st.Uid == 0 || int(st.Uid) == os.Geteuid())
 }
 
 func joinLocal(dir, rel string) string {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // ExportResult says what Export wrote.
@@ -59,7 +61,7 @@ func (w *Workspace) Export(ctx context.Context, out, group string) (*ExportResul
 	exported.Inputs = nil
 	exported.InputsDigest = ""
 	exported.CookbookLocks = map[string]*CookbookLock{}
-	for _, n := range sortedKeys(l.CookbookLocks) {
+	for _, n := range slices.Sorted(maps.Keys(l.CookbookLocks)) {
 		cl := l.CookbookLocks[n]
 		dir, err := w.store.cookbookDir(ctx, w.Dir, n, cl)
 		if err != nil {

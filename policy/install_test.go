@@ -3,8 +3,10 @@ package policy
 import (
 	"bytes"
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -136,7 +138,7 @@ func TestConflicts(t *testing.T) {
 		w := includeSetupIn(t, root, a, b, "")
 		l := install(t, w, InstallOptions{})
 		if _, ok := l.CookbookLocks["shared"]; !ok || len(l.CookbookLocks) != 4 {
-			t.Errorf("cookbooks %v", sortedKeys(l.CookbookLocks))
+			t.Errorf("cookbooks %v", slices.Sorted(maps.Keys(l.CookbookLocks)))
 		}
 	})
 	t.Run("cookbook at two versions", func(t *testing.T) {
@@ -199,7 +201,7 @@ func TestConflicts(t *testing.T) {
 		l.CookbookLocks["ca"].SourceOptions.Path = "../b/cookbooks/cb"
 		b, _ := l.Marshal()
 		writeFile(t, lp, string(b))
-		assertDiags(t, installErr(t, w, InstallOptions{}), []string{"Unusable cookbook source in an included lock"}, []string{`"ca"`, `its path "../b/cookbooks/cb" leaves both the included lock's directory`, "no .git at or above it"})
+		assertDiags(t, installErr(t, w, InstallOptions{}), []string{"Unusable cookbook source in an included lock"}, []string{`"ca"`, `its path "../b/cookbooks/cb" leaves both the included lock's directory`, "no .git or .toque-repo at or above it"})
 	})
 }
 

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -174,7 +176,7 @@ func (w *Workspace) attributeWrites(l *Lock) ([]config.AttributeWrite, error) {
 	var firstErr error
 	var walk func(level string, m map[string]any, path []string)
 	walk = func(level string, m map[string]any, path []string) {
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			p := append(append([]string(nil), path...), k)
 			v := m[k]
 			if sub, ok := v.(map[string]any); ok && len(sub) > 0 {

@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -231,7 +233,7 @@ func ParseLock(b []byte) (*Lock, error) {
 	}
 	// Names become directory names in the cache and the export layout:
 	// only plain names are accepted, whoever wrote the lock.
-	for _, n := range sortedKeys(l.CookbookLocks) {
+	for _, n := range slices.Sorted(maps.Keys(l.CookbookLocks)) {
 		if !config.ValidCookbookName(n) {
 			return nil, fmt.Errorf("cookbook_locks names the cookbook %q, which is not a plain name (letters, digits, '_', '-' and '.', no '..')", n)
 		}

@@ -3,6 +3,8 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -80,7 +82,7 @@ func merge(p *Policy, own []*ownCookbook, incs []*included) (*Lock, hcl.Diagnost
 	}
 	cbs := map[string]*cbEntry{}
 	for _, inc := range incs {
-		names := sortedKeys(inc.lock.CookbookLocks)
+		names := slices.Sorted(maps.Keys(inc.lock.CookbookLocks))
 		for _, n := range names {
 			cl := inc.lock.CookbookLocks[n]
 			if first, ok := cbs[n]; ok {
@@ -169,7 +171,7 @@ func merge(p *Policy, own []*ownCookbook, incs []*included) (*Lock, hcl.Diagnost
 			return &AttributeOrigin{Level: level, Path: path, File: PolicyFileName, Line: p.AttributeRange(level, path).Start.Line}
 		}, func(path []string) hcl.Range { return p.AttributeRange(level, path) })
 		diags = append(diags, m.diags...)
-		for _, k := range sortedKeys(m.origins) {
+		for _, k := range slices.Sorted(maps.Keys(m.origins)) {
 			lock.AttributeOrigins = append(lock.AttributeOrigins, m.origins[k])
 		}
 	}
@@ -233,7 +235,7 @@ type attrMerge struct {
 }
 
 func (m *attrMerge) merge(dst, src map[string]any, path []string, origin func([]string) *AttributeOrigin, subject func([]string) hcl.Range) {
-	for _, k := range sortedKeys(src) {
+	for _, k := range slices.Sorted(maps.Keys(src)) {
 		sv := src[k]
 		p := append(append([]string(nil), path...), k)
 		dv, exists := dst[k]
@@ -272,7 +274,7 @@ func (m *attrMerge) merge(dst, src map[string]any, path []string, origin func([]
 
 func (m *attrMerge) record(p []string, v any, origin func([]string) *AttributeOrigin) {
 	if mv, ok := v.(map[string]any); ok && len(mv) > 0 {
-		for _, k := range sortedKeys(mv) {
+		for _, k := range slices.Sorted(maps.Keys(mv)) {
 			m.record(append(append([]string(nil), p...), k), mv[k], origin)
 		}
 		return
@@ -286,7 +288,7 @@ func (m *attrMerge) firstOrigin(p []string) string {
 		return o.String()
 	}
 	prefix := pathKey(p) + "\x00"
-	for _, k := range sortedKeys(m.origins) {
+	for _, k := range slices.Sorted(maps.Keys(m.origins)) {
 		if strings.HasPrefix(k, prefix) {
 			return m.origins[k].String()
 		}
@@ -304,7 +306,7 @@ func canonical(v any) string {
 
 func describeValue(v any) string {
 	if m, ok := v.(map[string]any); ok {
-		keys := sortedKeys(m)
+		keys := slices.Sorted(maps.Keys(m))
 		if len(keys) > 4 {
 			keys = append(keys[:4], "…")
 		}

@@ -52,11 +52,42 @@ func TestPathIncludeCookbooksInsideTheRepository(t *testing.T) {
 		install(t, chefRepo(t, repo, "../cookbooks/common"), InstallOptions{})
 	})
 
+	t.Run("a .toque-repo file marks the repository of a checkout without .git", func(t *testing.T) {
+		repo := filepath.Join(t.TempDir(), "chef-repo")
+		writeFile(t, filepath.Join(repo, RepoMarkerName), "")
+		w := chefRepo(t, repo, "../cookbooks/common")
+		l := install(t, w, InstallOptions{})
+		if got := l.CookbookLocks["common"].SourceOptions.Path; got != "../cookbooks/common" {
+			t.Fatalf("common's path from app %q", got)
+		}
+		if _, in, diags := w.LoadLock(context.Background()); diags.HasErrors() || len(in.Cookbooks) != 2 {
+			t.Fatalf("load: %s", diagText(diags))
+		}
+	})
+
+	t.Run("beyond the .toque-repo file", func(t *testing.T) {
+		root := t.TempDir()
+		repo := filepath.Join(root, "chef-repo")
+		writeFile(t, filepath.Join(repo, RepoMarkerName), "")
+		testutil.WriteFiles(t, root, cookbookFiles("outside/common", "common", "1.0.0", ""))
+		w := chefRepo(t, repo, "../../outside/common")
+		assertDiags(t, installErr(t, w, InstallOptions{}), []string{"Unusable cookbook source in an included lock"},
+			[]string{`its path "../../outside/common" leaves both`, "the including policy's repository (" + repo + ")"})
+	})
+
+	t.Run("a .toque-repo that is not a regular file marks nothing", func(t *testing.T) {
+		repo := filepath.Join(t.TempDir(), "chef-repo")
+		os.MkdirAll(filepath.Join(repo, RepoMarkerName), 0o755)
+		w := chefRepo(t, repo, "../cookbooks/common")
+		assertDiags(t, installErr(t, w, InstallOptions{}), []string{"Unusable cookbook source in an included lock"},
+			[]string{`its path "../cookbooks/common" leaves both`})
+	})
+
 	t.Run("without a repository, the policy's directory bounds it", func(t *testing.T) {
 		repo := filepath.Join(t.TempDir(), "not-a-repo")
 		w := chefRepo(t, repo, "../cookbooks/common")
 		assertDiags(t, installErr(t, w, InstallOptions{}), []string{"Unusable cookbook source in an included lock"},
-			[]string{`"common"`, `its path "../cookbooks/common" leaves both`, "no .git at or above it"})
+			[]string{`"common"`, `its path "../cookbooks/common" leaves both`, "no .git or .toque-repo at or above it"})
 	})
 
 	t.Run("beyond the repository", func(t *testing.T) {

@@ -6,11 +6,13 @@
 //
 // It holds no type. The built-in types live in families, each a package of
 // its own: resources/files (file, template, directory, link, remote_file,
-// with the held-directory file system code and backups),
+// the file editors file_line, file_block and ini_setting, with the
+// held-directory file system code and backups),
 // resources/accounts (user, group and the shadow databases),
 // resources/packages (package on apt/dpkg, apt_repository, apt_update),
 // resources/commands (execute and the script types), resources/systemd
-// (service, systemd_unit), resources/system (cron_d, sysctl) and
+// (service, systemd_unit), resources/system (cron_d, sysctl, mount,
+// kernel_module, swap_file, hostname, timezone, locale) and
 // resources/hcltype (types written in HCL). resources/builtin assembles
 // them into the registry; no other package imports a family (a test in
 // resources/builtin checks it), and resources/resourcetest holds the types
@@ -35,6 +37,10 @@
 //   - BatchLoader: reads many resources of the type at once (one
 //     dpkg-query for every package, one systemctl show for every unit).
 //     For a type whose reads cost a process or a parse per call.
+//   - BatchSharer: a BatchLoader whose batch holds the resources of
+//     other types too (BatchKey), in declaration order, each of which
+//     may be given the state the ones before it leave: the file editors,
+//     several of which edit one file.
 //   - Predictor: says the state an action leaves when its changes do not
 //     (a restart, a purge), so that the next action of the same resource
 //     is planned from it. Without it, Predict applies the step's changes.

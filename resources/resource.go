@@ -864,3 +864,29 @@ type BatchLoader interface {
 	// Load (one whose own reading failed, which Load then reports).
 	LoadAll(ctx context.Context, rs []*Resource) ([]*State, error)
 }
+
+// BatchSharer is a BatchLoader whose batch holds resources of other types
+// too: types that read one thing together, each planned from what the
+// ones declared before it leave (file_line, file_block and ini_setting,
+// which edit one file: each is planned on the content the editors before
+// it leave). The planner and pre-flight read every resource of the types
+// whose BatchKey is the same with one LoadAll (of the first such type they
+// meet), in declaration order. Such a LoadAll may return, for a resource
+// after others of its batch, the state those are predicted to leave rather
+// than the state Load would read: what Load reads right before the
+// resource converges, once the others converged. The planner reads on its
+// own (Load, not in the batch) a resource whose guards may skip it, so
+// that what the others are planned on never depends on a guard.
+type BatchSharer interface {
+	BatchLoader
+	BatchKey() any
+}
+
+// BatchKeyOf is the key the resources of t are read in batches under: its
+// BatchKey when it is a BatchSharer, else t itself.
+func BatchKeyOf(t BatchLoader) any {
+	if s, ok := t.(BatchSharer); ok {
+		return s.BatchKey()
+	}
+	return t
+}

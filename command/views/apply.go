@@ -105,6 +105,10 @@ func (a *applyText) PostApply(r *plan.Resource, rr apply.ResourceReport) {
 	switch {
 	case rr.Outcome == apply.OutcomeFailed, rr.Outcome == apply.OutcomeFailedIgnored:
 		a.printf("%s: %s after %s: %s\n", a.paint(color.FgRed, addr), rr.Outcome, roundDur(d), Escape(rr.Error))
+	case rr.Outcome == apply.OutcomeUnchanged && r.Kind == resources.Run && rr.Reason != "":
+		// A run that the reading right before it left nothing to do: the
+		// type's reason says why ("not running: nothing to reload").
+		a.printf("%s: nothing to do: %s\n", addr, EscapeLine(rr.Reason))
 	case rr.Outcome == apply.OutcomeUnchanged:
 		a.printf("%s: already in the planned state, nothing to do\n", addr)
 	case rr.Outcome == apply.OutcomeSkipped && strings.HasPrefix(rr.Reason, apply.SkippedAtApply):

@@ -58,6 +58,15 @@ func (p *diagPrinter) one(d *diag.Diagnostic) {
 		fmt.Fprintf(p.w, "%s%s\n", p.paint(attrs, head), summary)
 		return
 	}
+	if kindOf(d) == KindNeedsRoot {
+		// One line per resource: what needs root, and where it is.
+		line := strings.TrimSuffix(d.Detail, ".")
+		if d.Subject != nil {
+			line += fmt.Sprintf(" (%s:%d)", relTo(p.wd, d.Subject.Filename), d.Subject.Start.Line)
+		}
+		fmt.Fprintf(p.w, "%s%s\n", p.paint(attrs, head+"needs root: "), EscapeLine(line))
+		return
+	}
 	fmt.Fprintf(p.w, "%s%s\n\n", p.paint(attrs, head), p.paint([]color.Attribute{color.Bold}, summary))
 
 	if d.Subject != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/toquehq/toque/apply"
 	"github.com/toquehq/toque/internal/diag"
+	"github.com/toquehq/toque/resources"
 )
 
 // Kinds of error in machine outputs (the "kind" of a JSON diagnostic, the
@@ -24,6 +25,7 @@ const (
 	KindAlreadyApplied = "already_applied"
 	KindJournal        = "journal"
 	KindPlanRefused    = "plan_refused"
+	KindNeedsRoot      = "needs_root"
 	KindUsage          = "usage"
 	KindOther          = "error"
 )
@@ -85,6 +87,7 @@ var errorClasses = []errorClass{
 	typed[*apply.InterruptedError](KindInterrupted, ExitInterrupted, nil),
 	{kind: KindInterrupted, exit: ExitInterrupted, holds: func(err error) bool { return errors.Is(err, ErrInterrupted) }},
 	typed[*apply.ResourceError](KindResourceFailed, 0, nil),
+	typed[*resources.NeedsRootError](KindNeedsRoot, 0, nil),
 }
 
 // typed is the class of the errors of type E, worded by word (nil: by their
@@ -123,6 +126,23 @@ func exitOf(err error) int {
 		}
 	}
 	return 0
+}
+
+// onlyNeedsRoot reports whether diags has errors and every one is what
+// only root may do (a plan made as another user, which leaves those
+// resources out): the plan is then still worth showing.
+func onlyNeedsRoot(diags diag.Diagnostics) bool {
+	n := 0
+	for _, d := range diags {
+		if d.Severity != diag.Error {
+			continue
+		}
+		if kindOf(d) != KindNeedsRoot {
+			return false
+		}
+		n++
+	}
+	return n > 0
 }
 
 // ExitStatus is the one mapping from a command's diagnostics to its exit

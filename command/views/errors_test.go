@@ -17,6 +17,7 @@ import (
 	"github.com/toquehq/toque/apply"
 	"github.com/toquehq/toque/internal/diag"
 	"github.com/toquehq/toque/plan"
+	"github.com/toquehq/toque/resources"
 )
 
 // TestErrorClasses is the one table of typed errors as a command reports
@@ -57,6 +58,8 @@ func TestErrorClasses(t *testing.T) {
 			KindInterrupted, ExitInterrupted, "interrupted: stopped before finishing; nothing was changed and no plan was saved"},
 		{"resource failed", failed,
 			KindResourceFailed, ExitError, "file[/a]: boom"},
+		{"needs root", &resources.NeedsRootError{Reason: "giving /x to owner root needs root, and toque runs as uid 65534: run it as root (or leave the property out)"},
+			KindNeedsRoot, ExitError, "giving /x to owner root needs root, and toque runs as uid 65534: run it as root (or leave the property out)"},
 		{"plain error", errors.New("something broke"),
 			KindOther, ExitError, "something broke"},
 

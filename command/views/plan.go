@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 
+	"github.com/toquehq/toque/apply"
 	"github.com/toquehq/toque/internal/diag"
 	"github.com/toquehq/toque/plan"
 )
@@ -29,6 +30,9 @@ type PlanOptions struct {
 	// Signature says who signed the plan (show, plan -sign-key); nil says
 	// nothing about signatures.
 	Signature *SignatureInfo
+	// Unfinished are the applies on this host that stopped part-way (plan
+	// only): every form says what they left undone and how to finish them.
+	Unfinished []apply.UnfinishedApply
 }
 
 // SignatureInfo is who signed a plan, as reviewers are told.
@@ -79,22 +83,39 @@ func NewPlan(v *View, asJSON, markdown bool) Plan {
 
 // planText prints diagnostics on stderr and the plan on stdout, as a
 // reviewer reads it. An errored plan is not shown: its errors are the
-// diagnostics.
+// diagnostics; but one whose only errors are resources that need root (a
+// plan made as another user) is, and lists them, one line each, at its
+// top.
 type planText struct{ v *View }
 
 func (t *planText) Show(p *plan.Plan, diags diag.Diagnostics, o PlanOptions) error {
+	shown := p != nil && (!p.Errored || onlyNeedsRoot(diags))
+	if shown && p.Errored {
+		diags = withoutErrors(diags) // the plan lists them
+	}
 	t.v.Diagnostics(diags)
-	if p == nil || p.Errored {
+	if !shown {
 		return nil
 	}
 	// Buffered: a plan of 10,000 changes is 80,000 lines, each a write(2)
 	// otherwise.
 	w := bufio.NewWriterSize(t.v.Streams.Stdout, 64<<10)
-	err := RenderText(w, p, RenderOptions{Color: t.v.Color, SavedTo: o.SavedTo, Digest: o.Digest, NoDigest: o.NoDigest, Registry: t.v.Registry, Signature: o.Signature})
+	err := RenderText(w, p, RenderOptions{Color: t.v.Color, SavedTo: o.SavedTo, Digest: o.Digest, NoDigest: o.NoDigest, Registry: t.v.Registry, Signature: o.Signature, Unfinished: o.Unfinished})
 	if ferr := w.Flush(); err == nil {
 		err = ferr
 	}
 	return err
+}
+
+// withoutErrors is diags without its errors (its warnings).
+func withoutErrors(diags diag.Diagnostics) diag.Diagnostics {
+	var out diag.Diagnostics
+	for _, d := range diags {
+		if d.Severity != diag.Error {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // planJSON prints one JSON document on stdout: the plan in the format of
@@ -104,7 +125,7 @@ type planJSON struct{ v *View }
 
 func (j *planJSON) Show(p *plan.Plan, diags diag.Diagnostics, o PlanOptions) error {
 	j.v.Diagnostics(diags)
-	b, err := JSONView(p, JSONOptions{Diagnostics: j.v.JSONDiagnostics(diags), Registry: j.v.Registry, Digest: o.Digest, Signature: o.Signature})
+	b, err := JSONView(p, JSONOptions{Diagnostics: j.v.JSONDiagnostics(diags), Registry: j.v.Registry, Digest: o.Digest, Signature: o.Signature, Unfinished: o.Unfinished})
 	if err != nil {
 		return fmt.Errorf("cannot render the plan as JSON: %w", err)
 	}
@@ -132,6 +153,9 @@ func (m *planMarkdown) Show(p *plan.Plan, diags diag.Diagnostics, o PlanOptions)
 	}
 	if mo.Signature == nil {
 		mo.Signature = o.Signature
+	}
+	if mo.Unfinished == nil {
+		mo.Unfinished = o.Unfinished
 	}
 	if err := RenderMarkdown(&buf, p, mo); err != nil {
 		return fmt.Errorf("cannot render the plan as Markdown: %w", err)

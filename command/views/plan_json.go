@@ -3,11 +3,14 @@ package views
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
+	"github.com/toquehq/toque/apply"
 	"github.com/toquehq/toque/plan"
 	"github.com/toquehq/toque/resources"
 )
@@ -15,7 +18,7 @@ import (
 // JSONViewVersion is the version of the `toque show -json` format
 // (docs/plan-json.md). The minor version grows when fields are added; the
 // major version changes only when a field changes meaning or is removed.
-const JSONViewVersion = "1.6"
+const JSONViewVersion = "1.7"
 
 // The view types below are the documented machine format. They are kept
 // apart from the plan file model so that either can change without silently
@@ -46,6 +49,50 @@ type jsonView struct {
 	// Types are the resource types written in HCL that the resources use
 	// (1.3).
 	Types []jsonType `json:"types"`
+	// UnfinishedApplies are the applies on this host that stopped
+	// part-way (plan -json; [] for show -json) (1.6).
+	UnfinishedApplies []jsonUnfinished `json:"unfinished_applies"`
+}
+
+// jsonUnfinished is an apply that stopped part-way (apply.UnfinishedApply).
+type jsonUnfinished struct {
+	PlanDigest  string `json:"plan_digest"`
+	PlanFile    string `json:"plan_file"`
+	PlanCreated string `json:"plan_created"`
+	Stopped     string `json:"stopped"`
+	Outcome     string `json:"outcome"`
+	Report      string `json:"report"`
+	Journal     string `json:"journal"`
+	// NotDone is what it left undone.
+	NotDone []jsonNotDone `json:"not_done"`
+	// Finish says how to finish it, in words.
+	Finish string `json:"finish"`
+}
+
+type jsonNotDone struct {
+	Address  string `json:"address"`
+	Notified bool   `json:"notified"`
+	Outcome  string `json:"outcome"`
+	Reason   string `json:"reason"`
+}
+
+func viewUnfinished(us []apply.UnfinishedApply) []jsonUnfinished {
+	out := make([]jsonUnfinished, 0, len(us))
+	for _, u := range us {
+		ju := jsonUnfinished{
+			PlanDigest: u.PlanDigest, PlanFile: u.PlanFile, Outcome: u.Outcome, Report: u.Report, Journal: u.Journal,
+			Stopped: u.Stopped.UTC().Format(time.RFC3339Nano), NotDone: make([]jsonNotDone, 0, len(u.NotDone)),
+			Finish: finishWords(u),
+		}
+		if !u.PlanCreated.IsZero() {
+			ju.PlanCreated = u.PlanCreated.UTC().Format(time.RFC3339Nano)
+		}
+		for _, s := range u.NotDone {
+			ju.NotDone = append(ju.NotDone, jsonNotDone{Address: s.Address, Notified: s.Notified, Outcome: s.Outcome, Reason: s.Reason})
+		}
+		out = append(out, ju)
+	}
+	return out
 }
 
 type jsonType struct {
@@ -152,7 +199,7 @@ type jsonResource struct {
 	Name    string `json:"name"`
 	// Index is an instance's key (a string, for_each) or index (a
 	// number, count); absent for a resource of a block with neither
-	// (1.6).
+	// (1.7).
 	Index resources.Key `json:"index,omitzero"`
 	// Parent and ParentAction name, for a child resource, the resource
 	// and the action that declare it (1.3).
@@ -251,7 +298,7 @@ type jsonGuard struct {
 	Now            string   `json:"now"`
 	After          []string `json:"after"`
 	// Group names the resource_group the guard is written on, "" for
-	// the resource's own guard (1.6).
+	// the resource's own guard (1.7).
 	Group string `json:"group"`
 }
 
@@ -279,6 +326,8 @@ type JSONOptions struct {
 	Digest string
 	// Signature says who signed the plan.
 	Signature *SignatureInfo
+	// Unfinished are the applies on this host that stopped part-way.
+	Unfinished []apply.UnfinishedApply
 }
 
 // JSONView renders p in the documented, stable machine format of `toque
@@ -331,6 +380,8 @@ func JSONView(p *plan.Plan, o JSONOptions) ([]byte, error) {
 		Resources:    make([]jsonResource, 0, len(p.Resources)),
 		NotifiedRuns: make([]jsonNotified, 0, len(p.NotifiedRuns)),
 		Types:        make([]jsonType, 0, len(p.Types)),
+
+		UnfinishedApplies: viewUnfinished(o.Unfinished),
 	}
 	for _, d := range p.Types {
 		if d != nil {
@@ -448,7 +499,7 @@ func viewResource(s *plan.Shown, notifiedBy []plan.Trigger) jsonResource {
 		NotifiedBy:      make([]jsonTrigger, 0, len(notifiedBy)),
 		Fingerprint:     r.Fingerprint,
 	}
-	for _, k := range sortedKeys(r.Desired) {
+	for _, k := range slices.Sorted(maps.Keys(r.Desired)) {
 		if s.IsSensitive(k) {
 			out.Desired[k] = json.RawMessage(`"` + plan.Sensitive + `"`)
 			out.SensitiveValues = append(out.SensitiveValues, k)

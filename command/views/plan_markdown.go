@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/toquehq/toque/apply"
 	"github.com/toquehq/toque/guard"
 	"github.com/toquehq/toque/plan"
 	"github.com/toquehq/toque/resources"
@@ -49,6 +50,9 @@ type MarkdownOptions struct {
 	Registry *resources.Registry
 	// Signature says who signed the plan; nil says nothing about it.
 	Signature *SignatureInfo
+	// Unfinished are the applies on this host that stopped part-way
+	// (plan only): a warning under the title says so.
+	Unfinished []apply.UnfinishedApply
 }
 
 // RenderMarkdown writes p as GitHub-flavoured Markdown for a pull-request
@@ -220,6 +224,7 @@ func markdownHead(p *plan.Plan, o MarkdownOptions) string {
 	if p.Policy != "" || p.LockRevision != "" {
 		fmt.Fprintf(&b, "Policy %s, lock revision %s.\n\n", mdCode(p.Policy), mdCode(p.LockRevision))
 	}
+	renderUnfinishedMarkdown(&b, o.Unfinished)
 	if c.Delete > 0 {
 		noun := "resources"
 		if c.Delete == 1 {

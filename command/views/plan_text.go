@@ -10,6 +10,7 @@ import (
 
 	"github.com/fatih/color"
 
+	"github.com/toquehq/toque/apply"
 	"github.com/toquehq/toque/plan"
 	"github.com/toquehq/toque/resources"
 )
@@ -34,6 +35,9 @@ type RenderOptions struct {
 	Registry *resources.Registry
 	// Signature says who signed the plan; nil says nothing about it.
 	Signature *SignatureInfo
+	// Unfinished are the applies on this host that stopped part-way
+	// (plan only): the text ends with a warning that says so.
+	Unfinished []apply.UnfinishedApply
 }
 
 // painter colours text when enabled, and is the identity otherwise.
@@ -172,10 +176,13 @@ func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 	if line := o.Signature.line(); line != "" {
 		bw.printf("%s\n", line)
 	}
-	if o.SavedTo != "" {
+	if o.SavedTo != "" && p.Errored {
+		bw.printf("Saved the plan to %s; being incomplete, it cannot be applied.\n", EscapeLine(o.SavedTo))
+	} else if o.SavedTo != "" {
 		saved := EscapeLine(o.SavedTo)
 		bw.printf("Saved the plan to %s. To apply exactly this plan: toque apply %s\n", saved, EscapeLine(ShellQuote(o.SavedTo)))
 	}
+	renderUnfinishedText(bw, pt, o.Unfinished)
 	return bw.err
 }
 

@@ -4,7 +4,7 @@
 #   toque apply /tmp/custom-types.plan
 #
 # Everything lives under CUSTOM_TYPES_ROOT (default /tmp/toque-custom-types),
-# so no root is needed. APP_PORT changes an ini_setting; SITE_PORT the
+# so no root is needed. APP_PORT changes an kv_setting; SITE_PORT the
 # site's configuration (and so its reload).
 default "demo" {
   root      = env("CUSTOM_TYPES_ROOT", "/tmp/toque-custom-types")
@@ -17,12 +17,12 @@ directory "root" {
   recursive = true # make its parents too: the scratch root may be any new path
 }
 
-ini_setting "port" {
+kv_setting "port" {
   path  = "${node.demo.root}/app.ini"
   value = node.demo.app_port
 }
 
-ini_setting "log_level" {
+kv_setting "log_level" {
   path  = "${node.demo.root}/app.ini"
   value = "info"
 }

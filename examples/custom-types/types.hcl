@@ -1,11 +1,11 @@
 # Two resource types written in HCL (see docs/resource-authors.md).
 #
-# ini_setting manages one key of a "key = value" file with nothing but
+# kv_setting manages one key of a "key = value" file with nothing but
 # load_current_value and converge_if_changed: the seed's converge model.
 # web_site is composed of child resources (a directory, a template, a
 # file, a link), a converge_by and a notification between its children.
 
-resource_type "ini_setting" {
+resource_type "kv_setting" {
   description = "One key of a key = value file; the other lines are left as they are."
 
   property "key" {

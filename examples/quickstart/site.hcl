@@ -1,10 +1,11 @@
 # The quickstart: a tiny static site laid out under a scratch directory.
-# Run it with: toque -chdir=examples/quickstart plan -out=/tmp/quickstart.plan
+# Run it as the README's first lines do, which keep toque's own state
+# (TOQUE_STATE_DIR, TOQUE_HOST_LOCK) in the same scratch directory.
 #
 # Attribute blocks are written at compile time and read at plan time, so
 # the override below wins wherever it stands.
 default "site" {
-  root  = env("QUICKSTART_ROOT", "/tmp/toque-quickstart")
+  root  = env("QUICKSTART_ROOT", "/tmp/toque-quickstart/site")
   title = "toque quickstart"
   port  = 8080
 }

@@ -66,8 +66,9 @@ var scalePhases = []string{
 func benchScale(work, bin string, ns []int, layouts []string, runs, par int) {
 	fmt.Printf("scale workload: 1 directory, N files of %d bytes, N/10 execute guarded by creates\n", contentBytes)
 	fmt.Printf("median of %d whole-process runs, -parallelism=%d, %d CPUs, load average %s\n", runs, par, numCPU(), loadAvg())
-	fmt.Printf("wall and CPU (user+system) are the median run's, and so is the peak RSS (wait4 rusage)\n")
-	fmt.Printf("%-8s %-7s %-28s %9s %9s %10s %10s %10s\n", "N", "recipes", "phase", "wall", "CPU", "peak RSS", "wall/res", "RSS/res")
+	fmt.Printf("wall and peak RSS (wait4 rusage) are the median run's (by wall); CPU (user+system) is the median\n")
+	fmt.Printf("of the runs' CPU times, with their lowest and highest (a shared machine's load moves CPU less than wall)\n")
+	fmt.Printf("%-8s %-7s %-28s %9s %9s %15s %10s %10s %10s\n", "N", "recipes", "phase", "wall", "CPU", "CPU min-max", "peak RSS", "wall/res", "RSS/res")
 	for _, n := range ns {
 		for _, layout := range layouts {
 			files, ok := scaleLayouts[layout]
@@ -107,11 +108,17 @@ func benchScale(work, bin string, ns []int, layouts []string, runs, par int) {
 			fmt.Printf("# load average after N=%d %s: %s\n", n, layout, loadAvg())
 			for i, phase := range scalePhases {
 				s := samples[i]
+				cpus := make([]time.Duration, len(s))
+				for k := range s {
+					cpus[k] = s[k].cpu
+				}
+				sort.Slice(cpus, func(a, b int) bool { return cpus[a] < cpus[b] })
 				sort.Slice(s, func(a, b int) bool { return s[a].wall < s[b].wall })
 				m := s[len(s)/2]
-				fmt.Printf("%-8d %-7s %-28s %9s %9s %7.1f MB %10s %7.1f KB\n", n, layout, phase,
-					m.wall.Round(time.Millisecond), m.cpu.Round(time.Millisecond), float64(m.maxRSS)/1024,
-					(m.wall / time.Duration(resources)).Round(100*time.Nanosecond), float64(m.maxRSS)/float64(resources))
+				ms := func(d time.Duration) string { return fmt.Sprintf("%.2f", d.Seconds()) }
+				fmt.Printf("%-8d %-7s %-28s %9s %9s %15s %7.1f MB %10s %7.1f KB\n", n, layout, phase,
+					m.wall.Round(time.Millisecond), cpus[len(cpus)/2].Round(time.Millisecond), ms(cpus[0])+"-"+ms(cpus[len(cpus)-1])+"s",
+					float64(m.maxRSS)/1024, (m.wall / time.Duration(resources)).Round(100*time.Nanosecond), float64(m.maxRSS)/float64(resources))
 			}
 		}
 	}

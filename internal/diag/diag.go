@@ -57,7 +57,7 @@ type Diagnostic struct {
 	// resource (see MarkSensitive).
 	Sensitive bool
 	// Err is the error the diagnostic was made from, nil for diagnostics
-	// made from HCL. Views word typed errors (a stale plan, a held lock)
+	// made from HCL (but those that recorded their cause: WithCause). Views word typed errors (a stale plan, a held lock)
 	// from it, and the exit status is told from it with errors.As.
 	Err error
 	// Kind classifies the diagnostic for machine outputs ("usage",
@@ -169,6 +169,9 @@ func FromHCL(d *hcl.Diagnostic) *Diagnostic {
 	if s, ok := hcl.DiagnosticExtra[sensitivity](d); ok && s.hidesValues() {
 		out.Sensitive = true
 	}
+	if c, ok := hcl.DiagnosticExtra[cause](d); ok {
+		out.Err = c.cause()
+	}
 	return out
 }
 
@@ -230,4 +233,26 @@ func MarkSensitive(ds hcl.Diagnostics) {
 		}
 		d.Extra = sensitiveExtra{wrapped: d.Extra}
 	}
+}
+
+// cause is the hcl.Diagnostic Extra that WithCause sets.
+type cause interface{ cause() error }
+
+type causeExtra struct {
+	err     error
+	wrapped any
+}
+
+func (c causeExtra) cause() error               { return c.err }
+func (c causeExtra) UnwrapDiagnosticExtra() any { return c.wrapped }
+
+// WithCause records on an hcl diagnostic the typed error it was made from
+// (a resource needing root), which FromHCL keeps as the Diagnostic's Err:
+// views then classify and word it like any typed error. Other extras stay
+// reachable. It returns d.
+func WithCause(d *hcl.Diagnostic, err error) *hcl.Diagnostic {
+	if d != nil && err != nil {
+		d.Extra = causeExtra{err: err, wrapped: d.Extra}
+	}
+	return d
 }

@@ -10,7 +10,8 @@
 // and group (set in the child with setuid/setgid), the umask
 // (child only), a timeout, and the allowed exit codes. Standard input is
 // /dev/null, or the bytes Spec.Stdin holds (never logged); standard output and error are captured up to a size cap (the
-// tail is kept) and passed on line by line, as they come, to the logger at
+// tail is kept; standard output goes instead to Spec.Stdout when set, a
+// writer that caps it, such as LimitedBuffer) and passed on line by line, as they come, to the logger at
 // debug level and to Spec.Output (live_stream), except for a sensitive Spec.
 //
 // Failures have distinct types so callers can tell "could not run" from

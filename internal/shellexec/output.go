@@ -2,6 +2,7 @@ package shellexec
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"sync"
 	"unicode/utf8"
@@ -30,6 +31,10 @@ type capture struct {
 	buf   []byte // up to 2*limit; trimmed to the tail when read
 	total int64
 	line  []byte // partial line awaiting its newline
+	// sink, when set (Spec.Stdout), gets what the stream prints in place
+	// of buf; sinkErr is its first failure, which ends the reading.
+	sink    io.Writer
+	sinkErr error
 }
 
 // lineOutput is Spec.Output, shared by the two streams of one process so
@@ -56,14 +61,17 @@ func newCapture(stream string, limit int, log hclog.Logger, out *lineOutput) *ca
 // splits reports whether c passes lines on.
 func (c *capture) splits() bool { return c.log != nil || c.out != nil }
 
-// drain copies r into c until EOF or a read error, then closes done.
+// drain copies r into c until EOF or a read error, then closes done. When
+// c's sink refuses what was read, it closes r: the process's next write
+// to the stream fails (EPIPE, SIGPIPE) rather than waiting for a reader.
 func (c *capture) drain(r *os.File, done chan<- struct{}) {
 	defer close(done)
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := r.Read(buf)
-		if n > 0 {
-			c.write(buf[:n])
+		if n > 0 && !c.write(buf[:n]) {
+			r.Close()
+			return
 		}
 		if err != nil {
 			return // io.EOF, or the read end was closed by Run
@@ -71,17 +79,28 @@ func (c *capture) drain(r *os.File, done chan<- struct{}) {
 	}
 }
 
-func (c *capture) write(p []byte) {
+// write keeps p (or hands it to the sink) and passes its lines on. It
+// reports false when the sink refused it.
+func (c *capture) write(p []byte) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.total += int64(len(p))
-	c.buf = append(c.buf, p...)
-	if len(c.buf) > 2*c.limit {
-		c.buf = append(c.buf[:0:0], c.buf[len(c.buf)-c.limit:]...)
+	if c.sink != nil {
+		if _, err := c.sink.Write(p); err != nil {
+			c.sinkErr = err
+		}
+	} else {
+		c.buf = append(c.buf, p...)
+		if len(c.buf) > 2*c.limit {
+			// Keep the tail, in place: the buffer is allocated once, not
+			// once per write past the limit.
+			c.buf = c.buf[:copy(c.buf, c.buf[len(c.buf)-c.limit:])]
+		}
 	}
 	if c.splits() {
 		c.logLines(p)
 	}
+	return c.sinkErr == nil
 }
 
 func (c *capture) logLines(p []byte) {
@@ -151,7 +170,7 @@ func (c *capture) result() (string, bool) {
 		c.line = nil
 	}
 	out := c.buf
-	truncated := c.total > int64(c.limit)
+	truncated := c.sink == nil && c.total > int64(c.limit)
 	if len(out) > c.limit {
 		out = out[len(out)-c.limit:]
 	}

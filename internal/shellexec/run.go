@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -75,6 +76,14 @@ type Spec struct {
 	// OutputLimit is how many bytes of each stream are kept (the tail);
 	// 0 means DefaultOutputLimit.
 	OutputLimit int
+
+	// Stdout, when set, gets standard output as the process prints it,
+	// and Run keeps none of it (Result.Stdout stays empty; OutputLimit
+	// applies to standard error alone): for output a caller needs whole
+	// and caps itself (LimitedBuffer). A Write that fails ends the
+	// reading: Run closes the pipe, so the process gets EPIPE (SIGPIPE)
+	// at its next write. Lines still reach Logger and Output.
+	Stdout io.Writer
 
 	// Logger receives each output line at debug level; nil for none.
 	// Sensitive keeps the command line and its output out of the log (the
@@ -335,6 +344,7 @@ func openOutputs(s Spec) (*outputs, error) {
 		lines = &lineOutput{fn: s.Output}
 	}
 	o := &outputs{stdout: newCapture("stdout", limit, outLog, lines), stderr: newCapture("stderr", limit, outLog, lines)}
+	o.stdout.sink = s.Stdout
 	var err error
 	o.outR, o.outW, err = os.Pipe()
 	if err != nil {

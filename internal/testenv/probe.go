@@ -69,6 +69,18 @@ func probe(r Requirement) result {
 		return result{known: true, err: overlay(), hint: "needs root (or user namespaces on Linux 5.11 or later) and overlayfs in the kernel"}
 	case Nspawn:
 		return nspawn()
+	case Locales:
+		for _, tool := range []string{"localedef", "locale-gen"} {
+			if !inSbin(tool) {
+				return result{known: true, err: fmt.Errorf("%s is not installed", tool), hint: debianHint("locales")}
+			}
+		}
+		if _, err := os.Stat("/usr/share/i18n/SUPPORTED"); err != nil {
+			return result{known: true, err: errors.New("glibc's list of supported locales, /usr/share/i18n/SUPPORTED, is missing"), hint: debianHint("locales")}
+		}
+		return result{known: true}
+	case LoopDev:
+		return result{known: true, err: loopDevice(), hint: "needs root, loop devices (/dev/loop-control) and mkfs.ext4 (" + debianHint("e2fsprogs") + ")"}
 	case Systemctl:
 		return program("systemctl and systemd-analyze", debianHint("systemd"), "sh", "-c", "systemctl --version >/dev/null && systemd-analyze --version >/dev/null && echo ok")
 	case Nsenter:
@@ -242,4 +254,41 @@ func nspawn() result {
 		return result{known: true, err: fmt.Errorf("systemd-nspawn cannot run a container here: %w", err), hint: hint}
 	}
 	return result{known: true}
+}
+
+// loopDevice makes a small ext4 image and mounts it through a loop device
+// in a private mount namespace, which releases the device when it ends.
+func loopDevice() error {
+	if os.Geteuid() != 0 {
+		return errors.New("not root")
+	}
+	for _, tool := range []string{"unshare", "mkfs.ext4", "losetup"} {
+		if !inSbin(tool) {
+			return fmt.Errorf("%s is not installed", tool)
+		}
+	}
+	dir, err := os.MkdirTemp("", "testenv-loop-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	img, mnt := filepath.Join(dir, "img"), filepath.Join(dir, "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(img, nil, 0o600); err != nil {
+		return err
+	}
+	if err := os.Truncate(img, 8<<20); err != nil {
+		return err
+	}
+	script := `PATH=/usr/sbin:/sbin:$PATH; mkfs.ext4 -q -F "$1" && unshare --mount --propagation private sh -c 'mount -o loop "$1" "$2" && umount "$2" && echo ok' sh "$1" "$2"`
+	out, err := runProbe("sh", "-c", script, "sh", img, mnt)
+	if err == nil && strings.TrimSpace(out) != "ok" {
+		err = fmt.Errorf("printed %q, not ok", out)
+	}
+	if err != nil {
+		return fmt.Errorf("cannot mount an ext4 image through a loop device: %w", err)
+	}
+	return nil
 }

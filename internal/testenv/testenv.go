@@ -18,8 +18,8 @@
 // cannot):
 //
 //	bash, dash-sh, csh, python3, perl, git, jq, script, userns, overlay,
-//	fhs-dirs, nobody, dev-full, machine-id, systemctl, dpkg-dev: both tiers
-//	root, unshare, nsenter, shadow-tools, cron, systemd-nspawn: the root tier
+//	fhs-dirs, nobody, dev-full, machine-id, systemctl, dpkg-dev, locales: both tiers
+//	root, unshare, nsenter, shadow-tools, cron, systemd-nspawn, loop-device: the root tier
 //	non-root: the nonroot tier
 //	pwsh: neither — it stays a skip, with its message
 //
@@ -73,6 +73,13 @@ const (
 	// DpkgDev is apt and dpkg, with dpkg-dev's dpkg-scanpackages: the
 	// package tests build fixture packages and a local repository.
 	DpkgDev Requirement = "dpkg-dev"
+	// LoopDev is an ext4 image made with mkfs.ext4 and mounted through a
+	// loop device in a private mount namespace (root; the mount tests).
+	LoopDev Requirement = "loop-device"
+	// Locales is glibc's localedef with the locale sources
+	// (/usr/share/i18n/SUPPORTED) and Debian's locale-gen (the locale tests
+	// compile locales into throwaway roots and namespaces).
+	Locales Requirement = "locales"
 )
 
 // StrictEnv is the variable that makes unmet promised requirements fail.
@@ -113,6 +120,8 @@ var promised = map[Requirement][]tier{
 	Shadow:    {rootT},
 	Cron:      {rootT},
 	DpkgDev:   {rootT, nonroot},
+	LoopDev:   {rootT},
+	Locales:   {rootT, nonroot},
 }
 
 // MustHave lets the test go on when the machine meets every requirement.

@@ -173,3 +173,43 @@ execute "idle" {
 		}
 	})
 }
+
+// A resource whose type's default action is nothing (every service used as
+// a handler) keeps its guards for its notified runs, as Chef evaluates
+// them when the notified action runs: only_if false skips the reload. The
+// guard decides before the unit is read, so no systemd is needed.
+func TestNotifiedRunOfDefaultNothingKeepsItsGuards(t *testing.T) {
+	for _, c := range []struct{ name, guard string }{
+		{"expression", `only_if = node.nginx.service_state == "started"`},
+		{"command", `only_if = "test -e ROOT/running"`},
+		{"not_if", `not_if = node.nginx.service_state != "started"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			pl, _ := planRecipe(t, `
+default "nginx" {
+  service_state = "stopped"
+}
+file "ROOT/nginx.conf" {
+  content = "worker_processes 1;\n"
+  notifies "reload" {
+    resource = "service[nginx]"
+  }
+}
+service "nginx" {
+  `+c.guard+`
+}
+`, nil)
+			if len(pl.NotifiedRuns) != 1 {
+				t.Fatalf("notified runs %v", runsOf(pl))
+			}
+			nr := pl.NotifiedRuns[0]
+			if nr.Kind != "skip" || len(nr.GuardSpecs) != 1 || len(nr.Guards) != 1 {
+				t.Fatalf("the notified reload is %q with %d guard(s) and %d result(s); want skipped by its guard", nr.Kind, len(nr.GuardSpecs), len(nr.Guards))
+			}
+			// The service is counted once, as its skipped run.
+			if c := pl.Counts(); c.Create != 1 || c.Skip != 1 || c.NoOp != 0 {
+				t.Errorf("counts %+v: want the file created and the service skipped, not also unchanged", c)
+			}
+		})
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/toquehq/toque/config"
 	"github.com/toquehq/toque/eval"
 	"github.com/toquehq/toque/guard"
+	"github.com/toquehq/toque/internal/diag"
 	"github.com/toquehq/toque/internal/host"
 	"github.com/toquehq/toque/internal/parallel"
 	"github.com/toquehq/toque/plan"
@@ -713,6 +714,13 @@ func (p *Planner) checkAwaited(pl *plan.Plan, awaiting []awaited) hcl.Diagnostic
 			w.res.Awaits = append(w.res.Awaits, a)
 			continue
 		}
+		// One error per missing thing, however many values wait for it
+		// (an editor's content and checksum wait for one file).
+		missing := key{w.res, "\x00" + needKey(w.need)}
+		if seen[missing] {
+			continue
+		}
+		seen[missing] = true
 		detail := w.need.Missing
 		if detail == "" {
 			detail = fmt.Sprintf("%s needs %s, and no earlier resource of the plan provides it.", addr, w.need.What)
@@ -787,6 +795,11 @@ func (p *Planner) preload(ctx context.Context, logger hclog.Logger, insts []*eva
 		if _, ok := inst.Type.(resources.BatchLoader); !ok {
 			continue
 		}
+		if _, ok := inst.Type.(resources.BatchSharer); ok && len(inst.Guards) > 0 {
+			// What the others of its batch are planned on must not
+			// depend on a guard: it is read on its own.
+			continue
+		}
 		s := &plan.Subject{Address: instAddress(inst), Type: inst.Type, Desired: inst.Resource}
 		subjects = append(subjects, s)
 		of[s] = inst
@@ -807,6 +820,9 @@ func (p *Planner) preload(ctx context.Context, logger hclog.Logger, insts []*eva
 func lifecycleDiags(inst *eval.Instance, rd *plan.Reading, err error) hcl.Diagnostics {
 	addr := instAddress(inst)
 	subject := declRange(inst)
+	if d := needsRoot(addr, subject, err); d != nil {
+		return hcl.Diagnostics{d}
+	}
 	summary := "Cannot plan " + addr
 	var le *plan.LifecycleError
 	if errors.As(err, &le) {
@@ -833,6 +849,23 @@ func lifecycleDiags(inst *eval.Instance, rd *plan.Reading, err error) hcl.Diagno
 		Detail:   fmt.Sprintf("%s: %s.", addr, err),
 		Subject:  subject,
 	}}
+}
+
+// needsRoot is the diagnostic of what only root may do (a
+// *resources.NeedsRootError in err's chain), nil for any other error: one
+// line, "ADDRESS: REASON", with the error kept as its cause, so that views
+// list it as such and still show the rest of the plan.
+func needsRoot(addr string, subject *hcl.Range, err error) *hcl.Diagnostic {
+	var nr *resources.NeedsRootError
+	if !errors.As(err, &nr) {
+		return nil
+	}
+	return diag.WithCause(&hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Needs root",
+		Detail:   fmt.Sprintf("%s: %s.", addr, nr.Reason),
+		Subject:  subject,
+	}, nr)
 }
 
 // changesOf names the properties a step changes. Their values are the
@@ -914,6 +947,10 @@ func hostChecks(inst *eval.Instance, desired *resources.Resource) ([]resources.N
 			var missing *resources.MissingError
 			if errors.As(err, &missing) {
 				needs = append(needs, missing.Need)
+				continue
+			}
+			if d := needsRoot(desired.Address(), attributeRange(inst, prop.Name), err); d != nil {
+				diags = diags.Append(d)
 				continue
 			}
 			diags = diags.Append(&hcl.Diagnostic{

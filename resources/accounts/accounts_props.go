@@ -3,14 +3,18 @@ package accounts
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/big"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/zclconf/go-cty/cty"
 
@@ -106,10 +110,19 @@ func TrimString(v cty.Value) (cty.Value, error) {
 }
 
 // checkField refuses what cannot be stored in a colon-separated database
-// field: a colon, a newline or a NUL.
+// field: a colon, or a control character (a newline, a tab, an escape,
+// DEL, a C1 control such as U+009B). The shadow tools refuse a C0
+// control or DEL when they write the database, so useradd would fail at
+// apply, after earlier resources changed the host; a C1 control is
+// refused too, as it drives terminals that show the field (finger, ls -l
+// of the home, a login prompt).
 func checkField(name, s string) error {
-	if i := strings.IndexAny(s, ":\n\r\x00"); i >= 0 {
-		return fmt.Errorf("%s must not contain %q: the account databases separate fields with colons and entries with newlines", name, s[i:i+1])
+	if i := strings.IndexByte(s, ':'); i >= 0 {
+		return fmt.Errorf("%s must not contain \":\": the account databases separate fields with colons", name)
+	}
+	if i := strings.IndexFunc(s, unicode.IsControl); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		return fmt.Errorf("%s must not contain a control character (%U): the account databases separate entries with newlines, and the shadow tools refuse to write a field holding one", name, r)
 	}
 	return nil
 }
@@ -348,7 +361,7 @@ func normalizeNameList(v cty.Value) (cty.Value, error) {
 		}
 		names[strings.TrimSpace(e.AsString())] = true
 	}
-	return nameList(props.Keys(names)), nil
+	return nameList(slices.Sorted(maps.Keys(names))), nil
 }
 
 // nameList is a sorted list value of names (an empty list when none).

@@ -26,7 +26,7 @@ func DirectoryType() resources.Type {
 		Description: "Manages a directory: its existence, mode and ownership.",
 		Properties: []*resources.Property{
 			PathProperty("path", "Absolute path of the directory; defaults to the block label."),
-			ModeProperty("0755", `Permission bits as an octal string ("0755"); unset leaves an existing directory's mode as it is.`),
+			ModeProperty("0755", `Permission bits: an octal string ("0755") or a symbolic mode ("go-w"); unset leaves an existing directory's mode as it is.`),
 			OwnerProperty("Owning user, by name or numeric id; unset leaves it as it is."),
 			GroupProperty("Owning group, by name or numeric id; unset leaves it as it is."),
 			{Name: "recursive", Type: cty.Bool, NonState: true, Default: cty.False,
@@ -77,7 +77,7 @@ func isDirectory(st *resources.State) bool {
 
 // Plan decides what the directory's action does. It never does I/O.
 func (t *directoryType) Plan(action string, desired *resources.Resource, current *resources.State) (*resources.Step, error) {
-	step, err := t.plan(action, desired, current)
+	step, err := planWithMode(desired, current, 0o755, true, func(d *resources.Resource) (*resources.Step, error) { return t.plan(action, d, current) })
 	return withPathNeeds(step, err, current, desired.String("path"), true, desired.Bool("recursive"))
 }
 
@@ -129,7 +129,7 @@ func (t *directoryType) Steps() resources.Steps {
 
 func (t *directoryType) create(_ context.Context, _ *resources.Env, desired *resources.Resource, _ *resources.State, _ *resources.Step) error {
 	path := desired.String("path")
-	mode, own, err := newObjectAttrs(desired, path, 0o755)
+	mode, own, err := newDirAttrs(desired, path, 0o755)
 	if err != nil {
 		return err
 	}
@@ -206,6 +206,12 @@ func (t *directoryType) update(_ context.Context, _ *resources.Env, desired *res
 	}
 	defer f.close()
 	defer dir.Close()
+	// The mode a symbolic mode is applied to, before a chown can clear
+	// setuid or setgid.
+	var live unix.Stat_t
+	if err := unix.Fstat(int(dir.Fd()), &live); err != nil {
+		return fmt.Errorf("updating %s: %w", path, err)
+	}
 	if step.HasGroup("owner") {
 		own, err := desiredOwnership(desired)
 		if err != nil {
@@ -215,7 +221,7 @@ func (t *directoryType) update(_ context.Context, _ *resources.Env, desired *res
 			return err
 		}
 	}
-	mode, set, err := modeBits(desired.Values["mode"])
+	mode, set, err := modeAgainst(desired.Values["mode"], uint32(live.Mode)&MaxMode, true)
 	if err != nil {
 		return fmt.Errorf("updating %s: %w", path, err)
 	}
@@ -231,14 +237,11 @@ func (t *directoryType) update(_ context.Context, _ *resources.Env, desired *res
 
 func (t *directoryType) delete(_ context.Context, _ *resources.Env, desired *resources.Resource, current *resources.State, _ *resources.Step) error {
 	path := desired.String("path")
-	f, err := lookupPath(path, false)
-	if err != nil {
-		return fmt.Errorf("deleting %s: %w", path, err)
+	f, err := toDelete(path)
+	if f == nil {
+		return err
 	}
 	defer f.close()
-	if !f.exists {
-		return nil
-	}
 	if f.st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return fmt.Errorf("deleting %s: it is %s now, not a directory; refusing to delete it", path, props.Article(kindOf(uint32(f.st.Mode))))
 	}

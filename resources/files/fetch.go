@@ -38,8 +38,10 @@ import (
 // digest, from the cache, or downloads them again and refuses other bytes.
 // TLS verification is always on (a ca_file adds a CA to the system's); a
 // redirect may not leave https; proxies come from the environment
-// (HTTPS_PROXY, HTTP_PROXY, NO_PROXY). A URL's user and password, and
-// header values, never appear in errors or logs (redactURL).
+// (HTTPS_PROXY, HTTP_PROXY, NO_PROXY); internal addresses are refused
+// unless the resource allows them (netpolicy.go). A URL's user and
+// password, and header values, never appear in errors or logs
+// (redactURL).
 
 // maxRedirects bounds the redirects one download follows.
 const maxRedirects = 10
@@ -67,14 +69,18 @@ type fetchOptions struct {
 	// want, when set, is the sha256 the bytes must have: a cached copy
 	// is used without network, and other bytes are refused.
 	want string
+	// allowInternal lets the download connect to internal addresses
+	// (allow_internal; netpolicy.go).
+	allowInternal bool
 }
 
 // fetchResult is what a download found.
 type fetchResult struct {
 	sha  string
 	size int64
-	// from is the (redacted) URL that served it, "" from the cache alone.
-	from string
+	// from is the (redacted) URL that served it, "" from the cache alone;
+	// final is the URL the redirects ended at, "" when there were none.
+	from, final string
 	// notModified is set when the server answered 304.
 	notModified bool
 }
@@ -83,6 +89,8 @@ type fetchResult struct {
 type fetcher struct {
 	cache  string
 	logger hclog.Logger
+	// net is what tests change in how downloads connect.
+	net netHooks
 }
 
 func (f *fetcher) log() hclog.Logger {
@@ -119,7 +127,7 @@ func (f *fetcher) fetch(ctx context.Context, o fetchOptions) (*fetchResult, erro
 			return &fetchResult{sha: o.want, size: n}, nil
 		}
 	}
-	client, err := httpClient(o.caFile)
+	client, err := f.httpClient(o.caFile)
 	if err != nil {
 		return nil, err
 	}
@@ -195,6 +203,9 @@ func (f *fetcher) get(ctx context.Context, client *http.Client, u string, o fetc
 	shown := props.RedactURL(u)
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
+	// The chain of this request and its redirects, which the transport's
+	// proxy function and dialer check (netpolicy.go).
+	ctx = context.WithValue(ctx, hopKey{}, &hopState{allowInternal: o.allowInternal, hooks: &f.net, url: shown})
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s", shown, props.RedactURL(err.Error()))
@@ -226,10 +237,15 @@ func (f *fetcher) get(ctx context.Context, client *http.Client, u string, o fetc
 		return nil, requestError(shown, err, o.timeout)
 	}
 	defer resp.Body.Close()
+	final := ""
+	if resp.Request != nil && resp.Request.URL.String() != req.URL.String() {
+		final = shownURL(resp.Request.URL)
+		f.log().Debug("redirected", "url", shown, "to", final)
+	}
 	switch {
 	case resp.StatusCode == http.StatusNotModified && meta != nil:
 		f.log().Debug("not modified", "url", shown, "sha256", meta.SHA256)
-		return &fetchResult{sha: meta.SHA256, size: meta.Size, from: shown, notModified: true}, nil
+		return &fetchResult{sha: meta.SHA256, size: meta.Size, from: shown, final: final, notModified: true}, nil
 	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusRequestTimeout:
 		return nil, &transientError{fmt.Errorf("%s: the server answered %s", shown, resp.Status)}
 	case resp.StatusCode != http.StatusOK:
@@ -257,7 +273,7 @@ func (f *fetcher) get(ctx context.Context, client *http.Client, u string, o fetc
 		f.log().Warn("cannot record the download's validators; the next download will not be conditional", "url", shown, "error", err)
 	}
 	f.log().Debug("downloaded", "url", shown, "sha256", sha, "bytes", n)
-	return &fetchResult{sha: sha, size: n, from: shown}, nil
+	return &fetchResult{sha: sha, size: n, from: shown, final: final}, nil
 }
 
 // requestError words a failed request without the URL net/http puts in
@@ -274,6 +290,10 @@ func requestError(shown string, err error, timeout time.Duration) error {
 	var re *redirectError
 	if errors.As(err, &re) {
 		return fmt.Errorf("%s: %s", shown, re.msg)
+	}
+	var ie *internalAddressError
+	if errors.As(err, &ie) {
+		return fmt.Errorf("%s: %s", shown, ie)
 	}
 	var ce *tls.CertificateVerificationError
 	if errors.As(err, &ce) {
@@ -327,8 +347,18 @@ func (e *redirectError) Error() string { return e.msg }
 
 // httpClient is the client of one download: the system's CAs plus
 // caFile's, TLS 1.2 or later, proxies from the environment, at most
-// maxRedirects redirects, never from https to http.
-func httpClient(caFile string) (*http.Client, error) {
+// maxRedirects redirects, never from https to http, internal addresses
+// only as the request's hopState allows (netpolicy.go).
+//
+// It keeps no connection alive: every request of a redirect chain dials,
+// so that the dialer checks each address it connects to; and net/http
+// logs what a server sends on an idle connection (more than its
+// Content-Length, "Unsolicited response received on idle HTTP channel",
+// up to 4 KiB of it) to Go's standard logger, which is toque's stderr,
+// outside the resource's logger. It speaks HTTP/1.1 only, for the same
+// reason: Go's HTTP/2 client logs a server's protocol errors there too,
+// and one download has nothing to multiplex.
+func (f *fetcher) httpClient(caFile string) (*http.Client, error) {
 	// nil RootCAs is the system's, loaded when a certificate is first
 	// verified; a ca_file extends a copy of them.
 	var pool *x509.CertPool
@@ -345,20 +375,31 @@ func httpClient(caFile string) (*http.Client, error) {
 			return nil, fmt.Errorf("ca_file %s holds no PEM certificate", caFile)
 		}
 	}
+	choose := f.net.proxy
+	if choose == nil {
+		choose = http.ProxyFromEnvironment
+	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.Proxy = http.ProxyFromEnvironment
+	tr.Proxy = proxyFor(choose)
+	tr.DialContext = dialer()
+	tr.DisableKeepAlives = true
+	tr.Protocols = new(http.Protocols)
+	tr.Protocols.SetHTTP1(true)
 	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	return &http.Client{
 		Transport: tr,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) > maxRedirects {
-				return &redirectError{fmt.Sprintf("more than %d redirects (the last to %s); toque stops there", maxRedirects, props.RedactURL(req.URL.String()))}
+				return &redirectError{fmt.Sprintf("more than %d redirects (the last to %s); toque stops there", maxRedirects, shownURL(req.URL))}
 			}
 			if via[len(via)-1].URL.Scheme == "https" && req.URL.Scheme != "https" {
-				return &redirectError{fmt.Sprintf("redirected from https to %s; toque does not leave https", props.RedactURL(req.URL.String()))}
+				return &redirectError{fmt.Sprintf("redirected from https to %s; toque does not leave https", shownURL(req.URL))}
 			}
 			if req.URL.Scheme != "https" && req.URL.Scheme != "http" {
-				return &redirectError{fmt.Sprintf("redirected to %s, which is not http or https", props.RedactURL(req.URL.String()))}
+				return &redirectError{fmt.Sprintf("redirected to %s, which is not http or https", shownURL(req.URL))}
+			}
+			if h := hopOf(req.Context()); h != nil {
+				h.redirect(req.URL)
 			}
 			if req.URL.Host != via[0].URL.Host {
 				// The recipe's headers (a token for the host it named) and

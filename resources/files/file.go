@@ -19,18 +19,35 @@ import (
 
 // fileType is the built-in "file" type: a regular file's content, mode and
 // ownership.
-type fileType struct{ schema *resources.Schema }
+type fileType struct {
+	schema *resources.Schema
+	// contentWhenSet reads the content only when the recipe sets it (or
+	// deletes the file): the "file" recipes declare (BuiltinFileType).
+	// Types built on files derive their content and always read it.
+	contentWhenSet bool
+}
 
-// FileType returns the built-in "file" resource type.
+// BuiltinFileType returns the "file" resource type recipes declare: as
+// FileType, but a file whose recipe sets only its owner, group or mode is
+// read for its metadata, not its content (see Load).
+func BuiltinFileType() resources.Type {
+	t := FileType().(*fileType)
+	t.contentWhenSet = true
+	return t
+}
+
+// FileType returns the file type for the types built on files (template,
+// cron_d, sysctl, systemd_unit), whose Load always reads the content they
+// derive.
 func FileType() resources.Type {
 	return &fileType{schema: &resources.Schema{
 		Name:        "file",
 		Description: "Manages a regular file: its content, mode and ownership.",
 		Properties: []*resources.Property{
 			PathProperty("path", "Absolute path of the file; defaults to the block label."),
-			{Name: "content", Type: cty.String, Content: true,
+			{Name: "content", Type: cty.String, Content: true, LoadInput: true,
 				Description: "Exact content of the file; unset leaves the content of an existing file as it is (a new file is empty)."},
-			ModeProperty("0644", `Permission bits as an octal string ("0644"); unset leaves an existing file's mode as it is.`),
+			ModeProperty("0644", `Permission bits: an octal string ("0644") or a symbolic mode ("go-w"); unset leaves an existing file's mode as it is.`),
 			OwnerProperty("Owning user, by name or numeric id; unset leaves it as it is."),
 			GroupProperty("Owning group, by name or numeric id; unset leaves it as it is."),
 			{Name: "backup", Type: cty.Number, NonState: true, Default: cty.NumberIntVal(5),
@@ -59,7 +76,18 @@ func (t *fileType) Schema() *resources.Schema { return t.schema }
 // changes. Private holds the content when not every user of the host may
 // read it (privateContent), and Extra "refused" a regular file with other
 // names in a directory other users can write (hardLinkRisk).
+//
+// The "file" of recipes (BuiltinFileType) reads the content only when the
+// recipe sets it (content is LoadInput) or the action deletes the file (the
+// plan shows what goes): a file whose recipe sets only its owner, group or
+// mode is read for its metadata, so that a user other than root can plan
+// one it may not read.
 func (t *fileType) Load(ctx context.Context, r *resources.Resource) (*resources.State, error) {
+	return t.load(ctx, r, !t.contentWhenSet || r.IsSet("content") || r.Action == "delete")
+}
+
+// load is Load, reading the content when withContent is set.
+func (t *fileType) load(ctx context.Context, r *resources.Resource, withContent bool) (*resources.State, error) {
 	path := r.String("path")
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
@@ -71,6 +99,15 @@ func (t *fileType) Load(ctx context.Context, r *resources.Resource) (*resources.
 	defer f.close()
 	st := stateOf(f)
 	if !f.exists || (f.link != "" && !f.followed) || f.st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return st, nil
+	}
+	if !withContent {
+		si := statInfoOf(&f.st)
+		setOwnerValues(st.Values, si, true)
+		fsw(st).obj = idOf(&f.st)
+		if why := hardLinkRisk(f, si); why != "" {
+			st.Extra["refused"] = why
+		}
 		return st, nil
 	}
 	data, fst, err := readRegular(f.dir, f.name, idOf(&f.st))
@@ -142,7 +179,7 @@ func hardLinkRisk(f *found, si statInfo) string {
 
 // Plan decides what the file's action does. It never does I/O.
 func (t *fileType) Plan(action string, desired *resources.Resource, current *resources.State) (*resources.Step, error) {
-	step, err := t.plan(action, desired, current)
+	step, err := planWithMode(desired, current, 0o644, false, func(d *resources.Resource) (*resources.Step, error) { return t.plan(action, d, current) })
 	return withPathNeeds(step, err, current, desired.String("path"), false, false)
 }
 
@@ -346,20 +383,12 @@ func (t *fileType) update(_ context.Context, env *resources.Env, desired *resour
 		return fmt.Errorf("updating %s: the link leads to %s now, not %s: %w", path, f.path(), current.Extra["resolved_path"], ErrChanged)
 	}
 	real := f.path()
-	file, fst, err := openAt(f.dir, f.name, unix.O_RDONLY, unix.S_IFREG, fsr(current).obj)
+	u, err := openToUpdate(f, desired, current, real)
 	if err != nil {
-		return fmt.Errorf("updating %s: %w", real, err)
+		return err
 	}
-	defer file.Close()
-	live := statInfoOf(&fst)
-	own, err := desiredOwnership(desired)
-	if err != nil {
-		return fmt.Errorf("updating %s: %w", real, err)
-	}
-	mode, modeSet, err := modeBits(desired.Values["mode"])
-	if err != nil {
-		return fmt.Errorf("updating %s: %w", real, err)
-	}
+	defer u.file.Close()
+	file, live, own, mode, modeSet := u.file, u.live, u.own, u.mode, u.modeSet
 	// target is the inode at the path once the content is written: the
 	// old one, or the new one an atomic write renamed there, which
 	// already has its mode and owner.
@@ -380,7 +409,7 @@ func (t *fileType) update(_ context.Context, env *resources.Env, desired *resour
 			}
 			defer nf.Close()
 			target, atomic = nf, true
-		} else if err := rewriteInPlace(f.dir, f.name, idOf(&fst), content, backup); err != nil {
+		} else if err := rewriteInPlace(f.dir, f.name, u.id, content, backup); err != nil {
 			return err
 		}
 	}
@@ -399,14 +428,11 @@ func (t *fileType) update(_ context.Context, env *resources.Env, desired *resour
 
 func (t *fileType) delete(_ context.Context, env *resources.Env, desired *resources.Resource, current *resources.State, _ *resources.Step) error {
 	path := desired.String("path")
-	f, err := lookupPath(path, false)
-	if err != nil {
-		return fmt.Errorf("deleting %s: %w", path, err)
+	f, err := toDelete(path)
+	if f == nil {
+		return err
 	}
 	defer f.close()
-	if !f.exists {
-		return nil
-	}
 	switch f.st.Mode & unix.S_IFMT {
 	case unix.S_IFLNK:
 		// Remove the link only; what it points to is not backed up or touched.
@@ -603,4 +629,48 @@ func rewriteInPlace(d *heldDir, name string, want fileID, content []byte, backup
 		where = "its previous content is in the backup " + backup
 	}
 	return fmt.Errorf("writing %s in place (atomic_update = false) failed after %d of %d bytes: %w; %s is left partially written: %s", path, n, len(content), err, path, where)
+}
+
+// toDelete looks path up for a step that deletes what is there: nil and
+// no error when nothing is.
+func toDelete(path string) (*found, error) {
+	f, err := lookupPath(path, false)
+	if err != nil {
+		return nil, fmt.Errorf("deleting %s: %w", path, err)
+	}
+	if !f.exists {
+		f.close()
+		return nil, nil
+	}
+	return f, nil
+}
+
+// updating is the regular file a step updates, opened as the inode Load
+// read, with what the recipe wants of its owner and mode (the mode
+// resolved against the live one: a symbolic mode).
+type updating struct {
+	file    *os.File
+	id      fileID
+	live    statInfo
+	own     ownership
+	mode    uint32
+	modeSet bool
+}
+
+// openToUpdate opens the regular file f holds for a step that updates it,
+// as the inode Load read (current). shown is the path errors name.
+func openToUpdate(f *found, desired *resources.Resource, current *resources.State, shown string) (*updating, error) {
+	file, fst, err := openAt(f.dir, f.name, unix.O_RDONLY, unix.S_IFREG, fsr(current).obj)
+	if err != nil {
+		return nil, fmt.Errorf("updating %s: %w", shown, err)
+	}
+	u := &updating{file: file, id: idOf(&fst), live: statInfoOf(&fst)}
+	if u.own, err = desiredOwnership(desired); err == nil {
+		u.mode, u.modeSet, err = modeAgainst(desired.Values["mode"], u.live.mode, false)
+	}
+	if err != nil {
+		file.Close()
+		return nil, fmt.Errorf("updating %s: %w", shown, err)
+	}
+	return u, nil
 }

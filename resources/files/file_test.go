@@ -47,11 +47,25 @@ func TestFileLoad(t *testing.T) {
 			t.Errorf("owner/group = %#v/%#v, want %s/%s", st.Values["owner"], st.Values["group"], me, myGroup)
 		}
 	})
-	t.Run("load view hides desired state", func(t *testing.T) {
+	t.Run("load view hides desired state but whether content is set", func(t *testing.T) {
 		r := resourcetest.NewRes(t, ft, "", map[string]any{"path": "/x", "content": "c", "mode": "600", "backup": 2})
 		v := r.LoadView()
-		if v.IsSet("content") || v.IsSet("mode") || !v.IsSet("path") || !v.IsSet("backup") {
+		if !v.IsSet("content") || v.IsSet("mode") || !v.IsSet("path") || !v.IsSet("backup") {
 			t.Fatalf("LoadView values = %v", v.Values)
+		}
+	})
+	t.Run("metadata only when the recipe sets no content", func(t *testing.T) {
+		p := filepath.Join(dir, "metadata")
+		resourcetest.WriteFile(t, p, "not read\n", 0o640)
+		ft := BuiltinFileType()
+		st := resourcetest.Load(t, ft, resourcetest.NewRes(t, ft, "", map[string]any{"path": p, "mode": "0600"}))
+		if _, read := st.Values["content"]; read || !st.Values["mode"].RawEquals(cty.StringVal("0640")) || st.Private != nil {
+			t.Fatalf("values %v, private %v: want the mode and no content", st.Values, st.Private)
+		}
+		// A delete reads the content: the plan shows what goes.
+		st = resourcetest.Load(t, ft, resourcetest.NewRes(t, ft, "delete", map[string]any{"path": p}))
+		if !st.Values["content"].RawEquals(cty.StringVal("not read\n")) {
+			t.Fatalf("a delete did not read the content: %v", st.Values)
 		}
 	})
 }

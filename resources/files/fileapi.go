@@ -52,17 +52,32 @@ func Remove(path string) error {
 	return d.sync()
 }
 
-// Download returns the bytes of url whose sha256 is want: from the
-// content-addressed download cache in cacheDir, or downloaded into it (at
-// most maxSize bytes, within timeout) and checked.
-func Download(ctx context.Context, log hclog.Logger, cacheDir, url, want string, maxSize int64, timeout time.Duration) ([]byte, error) {
+// DownloadOptions is one download of Download.
+type DownloadOptions struct {
+	// URL is the http or https URL; SHA256 the digest its bytes must have.
+	URL, SHA256 string
+	// MaxSize bounds the body, in bytes; Timeout the whole download.
+	MaxSize int64
+	Timeout time.Duration
+	// AllowInternal lets the download connect to internal addresses
+	// (loopback, link-local, private…), as remote_file's allow_internal
+	// does; a redirect from an external address to an internal one is
+	// refused even then.
+	AllowInternal bool
+}
+
+// Download returns the bytes of o.URL whose sha256 is o.SHA256: from the
+// content-addressed download cache in cacheDir, or downloaded into it,
+// under remote_file's rules (TLS, redirects, internal addresses), and
+// checked.
+func Download(ctx context.Context, log hclog.Logger, cacheDir string, o DownloadOptions) ([]byte, error) {
 	f, err := openCache(cacheDir)
 	if err != nil {
 		return nil, err
 	}
 	f.logger = log
-	if _, err := f.fetch(ctx, fetchOptions{urls: []string{url}, timeout: timeout, maxSize: maxSize, want: want}); err != nil {
+	if _, err := f.fetch(ctx, fetchOptions{urls: []string{o.URL}, timeout: o.Timeout, maxSize: o.MaxSize, want: o.SHA256, allowInternal: o.AllowInternal}); err != nil {
 		return nil, err
 	}
-	return readBlob(f, want)
+	return readBlob(f, o.SHA256)
 }

@@ -24,6 +24,14 @@ type fsReading struct {
 	// obj and src identify the objects Load read (the file at a path; a
 	// hard link's source), so that a step changes those and no other.
 	obj, src fileID
+	// editors are the editors of the same file (file_line, file_block,
+	// ini_setting) declared before this one whose edits the reading
+	// holds (edit.go); outside, those a batch composed on a file this
+	// editor, read on its own, cannot be planned with.
+	editors, outside []string
+	// undoneBy, when not nil, are the editors after this one that change
+	// what it puts in the file: they would fight on every apply.
+	undoneBy []string
 }
 
 var noReading fsReading

@@ -40,7 +40,7 @@ func privilegeError(step *resources.Step, current *resources.State, path string)
 		}
 	}
 	if fsr(current).dirUnwritable != "" && (step.Kind == resources.Create || step.Kind == resources.Delete || step.Changes != nil && hasWrite(step)) {
-		return fmt.Errorf("%s: toque runs as uid %d, which may not write the directory %s; run it as root, or choose a directory it may write", path, euid, fsr(current).dirUnwritable)
+		return &resources.NeedsRootError{Reason: fmt.Sprintf("%s: toque runs as uid %d, which may not write the directory %s; run it as root, or choose a directory it may write", path, euid, fsr(current).dirUnwritable)}
 	}
 	return nil
 }

@@ -89,7 +89,10 @@ func WarnDecimalMode(v cty.Value) string {
 }
 
 // NormalizeMode turns a mode into its canonical form, a four-digit octal
-// string: "644", "0644", "0o644" and the number 420 all become "0644". A
+// string: "644", "0644", "0o644" and the number 420 all become "0644"; a
+// symbolic mode ("go-w", "u=rwx,g=rx,o=", "a+X", chmod's) is checked and
+// kept as it is written, trimmed, since what it means depends on the mode
+// it is applied to (symmode.go: a type's Plan resolves it). A
 // number is taken as the numeric mode value (HCL has no octal literals, so
 // `mode = 644` means 0o1204: write modes as strings). Values above 07777,
 // negative or fractional numbers, and strings that are not octal digits are
@@ -106,7 +109,14 @@ func NormalizeMode(v cty.Value) (cty.Value, error) {
 			digits = digits[2:]
 		}
 		if digits == "" || strings.Trim(digits, "01234567") != "" {
-			return cty.NilVal, fmt.Errorf("mode %q is not an octal number such as \"0644\"", s)
+			if looksSymbolic(s) {
+				m, err := parseSymbolicMode(s)
+				if err != nil {
+					return cty.NilVal, err
+				}
+				return cty.StringVal(m.text), nil
+			}
+			return cty.NilVal, fmt.Errorf("mode %q is not an octal number such as \"0644\" nor a symbolic mode such as \"go-w\"", s)
 		}
 		digits = strings.TrimLeft(digits, "0")
 		if len(digits) > 4 {
@@ -161,6 +171,9 @@ func modeBits(v cty.Value) (uint32, bool, error) {
 	if err != nil {
 		return 0, false, err
 	}
+	if isSymbolicMode(nv) {
+		return 0, false, fmt.Errorf("mode %q is symbolic: it must be resolved against a mode first (modeAgainst)", nv.AsString())
+	}
 	n, err := strconv.ParseUint(nv.AsString(), 8, 32)
 	if err != nil {
 		return 0, false, err
@@ -171,11 +184,21 @@ func modeBits(v cty.Value) (uint32, bool, error) {
 // ownership is the uid and gid a converge sets; -1 leaves one as it is.
 type ownership struct{ uid, gid int }
 
-// newObjectAttrs are the mode (def when the recipe sets none) and owner a
-// new file or directory of desired gets; an error says what creating
-// path failed on.
+// newObjectAttrs are the mode (def when the recipe sets none; a symbolic
+// mode applied to def) and owner a new file of desired gets; an error says
+// what creating path failed on.
 func newObjectAttrs(desired *resources.Resource, path string, def uint32) (uint32, ownership, error) {
-	mode, set, err := modeBits(desired.Get("mode"))
+	return newAttrs(desired, path, def, false)
+}
+
+// newDirAttrs is newObjectAttrs for a new directory (whose X in a symbolic
+// mode is always an execute bit).
+func newDirAttrs(desired *resources.Resource, path string, def uint32) (uint32, ownership, error) {
+	return newAttrs(desired, path, def, true)
+}
+
+func newAttrs(desired *resources.Resource, path string, def uint32, isDir bool) (uint32, ownership, error) {
+	mode, set, err := modeAgainst(desired.Get("mode"), def, isDir)
 	if err != nil {
 		return 0, ownership{}, fmt.Errorf("creating %s: %w", path, err)
 	}

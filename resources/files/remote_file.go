@@ -27,6 +27,8 @@ type remoteFileType struct {
 	schema *resources.Schema
 	// cacheDir returns the download cache's directory.
 	cacheDir func() string
+	// net is what tests change in how downloads connect (netpolicy.go).
+	net netHooks
 }
 
 // Defaults of remote_file.
@@ -52,7 +54,7 @@ func newRemoteFileType(cacheDir func() string) *remoteFileType {
 				Description: "Read only: the downloaded text, which the plan shows as a diff. Set source instead."},
 			{Name: "checksum", Type: cty.String, Group: "content", Normalize: props.NormalizeChecksum, LoadInput: true,
 				Description: "The sha256 of the content, 64 hex digits: a file that has it is not downloaded again, and other bytes are refused. Unset: the plan downloads the source and records its sha256."},
-			ModeProperty("0644", `Permission bits as an octal string ("0644"); unset leaves an existing file's mode as it is.`),
+			ModeProperty("0644", `Permission bits: an octal string ("0644") or a symbolic mode ("go-w"); unset leaves an existing file's mode as it is.`),
 			OwnerProperty("Owning user, by name or numeric id; unset leaves it as it is."),
 			GroupProperty("Owning group, by name or numeric id; unset leaves it as it is."),
 			{Name: "source", Type: cty.DynamicPseudoType, NonState: true, Required: true, Normalize: normalizeSources,
@@ -72,6 +74,8 @@ func newRemoteFileType(cacheDir func() string) *remoteFileType {
 				Description: "The largest download accepted, in bytes (1 GiB by default)."},
 			{Name: "ca_file", Type: cty.String, NonState: true, Validate: props.ValidateAbsPath,
 				Description: "A PEM file of CA certificates trusted besides the system's. TLS is always verified."},
+			{Name: "allow_internal", Type: cty.Bool, NonState: true, Default: cty.False,
+				Description: "Let the download connect to internal addresses (loopback, link-local, private, shared, multicast): for an internal mirror. A redirect from an address on the internet to an internal one is refused even then."},
 			{Name: "backup", Type: cty.Number, NonState: true, Default: cty.NumberIntVal(5), Validate: props.NonNegativeInt("backup"),
 				Description: "How many backups of replaced or deleted content to keep in the state directory; 0 keeps none."},
 		},
@@ -150,7 +154,9 @@ func validateHeaders(v cty.Value) error {
 type fetchedSource struct {
 	sha  string
 	size int64
-	from string
+	// from is the source that served it; final is the URL its redirects
+	// ended at, "" without redirects.
+	from, final string
 	// text is the content when it is text Plan may diff (UTF-8 that a
 	// cty string holds byte for byte, at most 1 MiB); binary is set
 	// otherwise.
@@ -171,6 +177,7 @@ func fetchOptionsOf(r *resources.Resource, want string) fetchOptions {
 		maxSize:         int64(r.Int("max_size")),
 		caFile:          r.String("ca_file"),
 		want:            want,
+		allowInternal:   r.Bool("allow_internal"),
 	}
 	if h := r.Get("headers"); !h.IsNull() && h.IsWhollyKnown() {
 		o.headers = map[string]string{}
@@ -212,11 +219,12 @@ func (t *remoteFileType) Load(ctx context.Context, r *resources.Resource) (*reso
 	if err != nil {
 		return nil, err
 	}
+	f.net = t.net
 	res, err := f.fetch(ctx, fetchOptionsOf(r, want))
 	if err != nil {
 		return nil, fmt.Errorf("downloading %s: %w", path, err)
 	}
-	fs := &fetchedSource{sha: res.sha, size: res.size, from: res.from}
+	fs := &fetchedSource{sha: res.sha, size: res.size, from: res.from, final: res.final}
 	if props.HasCredentials(strings.Join(props.StringList(r.Get("source")), " ")) || r.IsSet("headers") {
 		fs.private = "downloaded with credentials (in source or headers): the content is not shown"
 	}
@@ -319,7 +327,7 @@ func (l *limitedBuilder) Write(p []byte) (int, error) {
 
 // Plan decides what the action does; it never does I/O.
 func (t *remoteFileType) Plan(action string, desired *resources.Resource, current *resources.State) (*resources.Step, error) {
-	step, err := t.plan(action, desired, current)
+	step, err := planWithMode(desired, current, 0o644, false, func(d *resources.Resource) (*resources.Step, error) { return t.plan(action, d, current) })
 	return withPathNeeds(step, err, current, desired.String("path"), false, false)
 }
 
@@ -402,7 +410,10 @@ func (t *remoteFileType) contentChanges(current *resources.State, sha string) []
 		return []resources.Change{sum}
 	}
 	where := ""
-	if fs.from != "" {
+	switch {
+	case fs.final != "":
+		where = "from " + fs.final + " (redirected from " + fs.from + "), "
+	case fs.from != "":
 		where = "from " + fs.from + ", "
 	}
 	switch {
@@ -461,6 +472,7 @@ func (t *remoteFileType) write(ctx context.Context, env *resources.Env, desired 
 			return err
 		}
 		f.logger = env.Log()
+		f.net = t.net
 		if _, ok := f.cached(sha); !ok {
 			// The cache lost it: download again, refusing other bytes.
 			if _, err := f.fetch(ctx, fetchOptionsOf(desired, sha)); err != nil {
@@ -508,20 +520,12 @@ func (t *remoteFileType) update(env *resources.Env, desired *resources.Resource,
 	if !f.exists || f.link != "" {
 		return fmt.Errorf("updating %s: it is gone or was replaced: %w", path, ErrChanged)
 	}
-	file, fst, err := openAt(f.dir, f.name, unix.O_RDONLY, unix.S_IFREG, fsr(current).obj)
+	u, err := openToUpdate(f, desired, current, path)
 	if err != nil {
-		return fmt.Errorf("updating %s: %w", path, err)
+		return err
 	}
-	defer file.Close()
-	live := statInfoOf(&fst)
-	own, err := desiredOwnership(desired)
-	if err != nil {
-		return fmt.Errorf("updating %s: %w", path, err)
-	}
-	mode, modeSet, err := modeBits(desired.Values["mode"])
-	if err != nil {
-		return fmt.Errorf("updating %s: %w", path, err)
-	}
+	defer u.file.Close()
+	file, live, own, mode, modeSet := u.file, u.live, u.own, u.mode, u.modeSet
 	if step.HasGroup("content") && blob != nil {
 		if _, err := backupFrom(env, path, file, live.mode, desired.Int("backup"), time.Now()); err != nil {
 			return err

@@ -8,6 +8,8 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,12 +120,35 @@ type rfEnv struct {
 	state string
 }
 
-func newRFEnv(t *testing.T) *rfEnv {
+// newRFEnv makes the world of one test; the loopback servers at the
+// given URLs stand for servers on the internet (netpolicy.go's rules
+// treat their addresses as external).
+func newRFEnv(t *testing.T, external ...string) *rfEnv {
 	base := t.TempDir()
 	e := &rfEnv{t: t, dir: filepath.Join(base, "files"), cache: filepath.Join(base, "cache"), state: filepath.Join(base, "state")}
 	os.MkdirAll(e.dir, 0o755)
 	e.typ = newRemoteFileType(func() string { return e.cache })
+	e.external(external...)
 	return e
+}
+
+// external treats the addresses of the servers at urls as external.
+func (e *rfEnv) external(urls ...string) {
+	e.t.Helper()
+	if e.typ.net.external == nil {
+		e.typ.net.external = map[netip.AddrPort]bool{}
+	}
+	for _, u := range urls {
+		pu, err := url.Parse(u)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		ap, err := netip.ParseAddrPort(pu.Host)
+		if err != nil {
+			e.t.Fatalf("%s: %v", u, err)
+		}
+		e.typ.net.external[ap] = true
+	}
 }
 
 func (e *rfEnv) res(name, action string, values map[string]cty.Value) *resources.Resource {
@@ -187,7 +212,7 @@ func (e *rfEnv) read(name string) string {
 
 func TestRemoteFileDownloadDiffAndConditionalGet(t *testing.T) {
 	srv := newRFServer(t, "line one\nline two\n")
-	e := newRFEnv(t)
+	e := newRFEnv(t, srv.URL)
 	os.WriteFile(filepath.Join(e.dir, "f"), []byte("line one\nold two\n"), 0o600)
 	r := e.res("f", "create", map[string]cty.Value{"source": cty.StringVal(srv.URL + "/file")})
 	st, step := e.mustPlan(r, resources.Update)
@@ -233,7 +258,7 @@ func TestRemoteFileDownloadDiffAndConditionalGet(t *testing.T) {
 func TestRemoteFileChecksum(t *testing.T) {
 	body := "payload\n"
 	srv := newRFServer(t, body)
-	e := newRFEnv(t)
+	e := newRFEnv(t, srv.URL)
 	os.WriteFile(filepath.Join(e.dir, "same"), []byte(body), 0o644)
 	same := e.res("same", "create", map[string]cty.Value{"source": cty.StringVal(srv.URL + "/file"), "checksum": cty.StringVal(strings.ToUpper(resourcetest.SHA256(body)))})
 	e.mustPlan(same, resources.NoOp)
@@ -268,7 +293,7 @@ func TestRemoteFileChecksum(t *testing.T) {
 
 func TestRemoteFileApplyWritesExactlyThePlannedBytes(t *testing.T) {
 	srv := newRFServer(t, "planned\n")
-	e := newRFEnv(t)
+	e := newRFEnv(t, srv.URL)
 	os.WriteFile(filepath.Join(e.dir, "f"), []byte("old\n"), 0o644)
 	r := e.res("f", "create", map[string]cty.Value{"source": cty.StringVal(srv.URL + "/file")})
 	st, step := e.mustPlan(r, resources.Update)
@@ -303,7 +328,7 @@ func TestRemoteFileFailures(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := newRFEnv(t)
+			e := newRFEnv(t, srv.URL)
 			start := time.Now()
 			_, _, err := e.plan(e.res("f", "create", c.values))
 			if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -324,7 +349,7 @@ func TestRemoteFileFailures(t *testing.T) {
 
 func TestRemoteFileSourcesInOrderRetriesAndRedirects(t *testing.T) {
 	srv := newRFServer(t, "ok\n")
-	e := newRFEnv(t)
+	e := newRFEnv(t, srv.URL)
 	r := e.res("f", "create", map[string]cty.Value{"source": cty.TupleVal([]cty.Value{
 		cty.StringVal(srv.URL + "/missing"), cty.StringVal(srv.URL + "/redirect/3"),
 	})})
@@ -345,7 +370,7 @@ func TestRemoteFileSourcesInOrderRetriesAndRedirects(t *testing.T) {
 
 func TestRemoteFileCredentialsNeverShown(t *testing.T) {
 	srv := newRFServer(t, "secret content\n")
-	e := newRFEnv(t)
+	e := newRFEnv(t, srv.URL)
 	u := strings.Replace(srv.URL, "http://", "http://alice:s3cr3t@", 1)
 	for _, path := range []string{"/missing", "/redirect/30", "/slow"} {
 		_, _, err := e.plan(e.res("f", "create", map[string]cty.Value{
@@ -384,7 +409,7 @@ func TestRemoteFileCredentialsNeverShown(t *testing.T) {
 func TestRemoteFileTLS(t *testing.T) {
 	srv := quietTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("over tls\n")) }))
 	defer srv.Close()
-	e := newRFEnv(t)
+	e := newRFEnv(t, srv.URL)
 	_, _, err := e.plan(e.res("f", "create", map[string]cty.Value{"source": cty.StringVal(srv.URL + "/x")}))
 	if err == nil || !strings.Contains(err.Error(), "cannot be verified") {
 		t.Fatalf("unverified TLS: %v", err)
@@ -401,6 +426,7 @@ func TestRemoteFileTLS(t *testing.T) {
 	plain := newRFServer(t, "x")
 	down := quietTLSServer(http.RedirectHandler(plain.URL+"/file", http.StatusFound))
 	defer down.Close()
+	e.external(plain.URL, down.URL)
 	os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: down.Certificate().Raw}), 0o644)
 	_, _, err = e.plan(e.res("g", "create", map[string]cty.Value{"source": cty.StringVal(down.URL), "ca_file": cty.StringVal(ca)}))
 	if err == nil || !strings.Contains(err.Error(), "toque does not leave https") {
@@ -410,7 +436,7 @@ func TestRemoteFileTLS(t *testing.T) {
 
 func TestRemoteFileBinaryAndBadInput(t *testing.T) {
 	srv := newRFServer(t, "\x00\x01\x02binary")
-	e := newRFEnv(t)
+	e := newRFEnv(t, srv.URL)
 	_, step := e.mustPlan(e.res("b", "create", map[string]cty.Value{"source": cty.StringVal(srv.URL + "/file")}), resources.Create)
 	if step.Change("content") != nil || !strings.Contains(step.Change("checksum").Note, "binary content, 9 bytes: no diff") {
 		t.Fatalf("binary: %+v", step.Changes)
@@ -492,7 +518,7 @@ func TestRemoteFileHeadersStayWithTheirHost(t *testing.T) {
 		fmt.Fprint(w, "same host\n")
 	}))
 	defer first.Close()
-	e := newRFEnv(t)
+	e := newRFEnv(t, first.URL, other.URL)
 	for _, path := range []string{"/away", "/here"} {
 		e.mustPlan(e.res("f"+path[1:], "create", map[string]cty.Value{
 			"source":  cty.StringVal(first.URL + path),

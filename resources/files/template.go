@@ -75,7 +75,9 @@ func (t *templateType) TemplateProperties() resources.TemplateProps {
 
 // Load is the file type's Load.
 func (t *templateType) Load(ctx context.Context, r *resources.Resource) (*resources.State, error) {
-	return t.file.Load(ctx, r)
+	// Always with the content: a template renders it (Load sees none when
+	// it is known only at apply).
+	return t.file.load(ctx, r, true)
 }
 
 // Plan and Steps are the file type's, on the rendered content.

@@ -12,8 +12,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/zclconf/go-cty/cty"
-	"github.com/zclconf/go-cty/cty/convert"
-	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/toquehq/toque/internal/shellexec"
 	"github.com/toquehq/toque/internal/words"
@@ -46,7 +44,11 @@ import (
 // "true" or "false", RESOURCE_NAME and RESOURCE_ACTION the name and the
 // action.
 
-// maxScriptOutput is how much a load_current_value may print.
+// maxScriptOutput is how much a load_current_value may print on its
+// standard output. It is read into a shellexec.LimitedBuffer: toque holds
+// at most that much, however much a script prints, and stops reading
+// past it. Standard error, and the output of converge scripts, is kept
+// as a tail for messages only (shellexec's default).
 const maxScriptOutput = 64 << 20
 
 // loadInput is the JSON object load_current_value gets for r (a
@@ -113,7 +115,7 @@ func jsonObject(values map[string]cty.Value) ([]byte, error) {
 }
 
 // where names the type's script for messages: "load_current_value of
-// ini_setting (types.hcl:12:3)".
+// kv_setting (types.hcl:12:3)".
 func (t *customType) where(what string, s *resources.ScriptDef) string {
 	return fmt.Sprintf("%s of %s (%s)", what, t.def.Name, s.Source)
 }
@@ -160,30 +162,45 @@ func (t *customType) spec(s *resources.ScriptDef, stdin []byte, env map[string]s
 	return spec, nil
 }
 
-// Run runs script s and returns its standard output.
-func (t *customType) Run(ctx context.Context, what string, s *resources.ScriptDef, stdin []byte, env map[string]string, logger hclog.Logger, sensitive bool) ([]byte, error) {
+// Run runs script s. stdout, when not nil, gets its standard output (a
+// load_current_value, whose output is parsed): a script that prints more
+// than stdout's Max is stopped there, and Run says so. Otherwise only the
+// tail of its output is kept, for the error of a script that fails.
+func (t *customType) Run(ctx context.Context, what string, s *resources.ScriptDef, stdin []byte, env map[string]string, logger hclog.Logger, sensitive bool, stdout *shellexec.LimitedBuffer) error {
 	spec, err := t.spec(s, stdin, env)
 	if err != nil {
-		return nil, fmt.Errorf("%s cannot run: %w", t.where(what, s), err)
+		return fmt.Errorf("%s cannot run: %w", t.where(what, s), err)
 	}
 	spec.Logger = logger
-	spec.OutputLimit = maxScriptOutput
+	if stdout != nil {
+		spec.Stdout = stdout
+	}
 	if sensitive || t.sensitive {
 		spec = shellexec.Private(spec)
 		spec.Sensitive = true
 	}
 	res, err := shellexec.Run(ctx, spec)
+	if stdout != nil && stdout.Over() {
+		// Whatever it did once toque stopped reading (EPIPE, SIGPIPE).
+		return fmt.Errorf("%s printed more than %d bytes on its standard output, the most a reading may print: toque stopped reading there", t.where(what, s), stdout.Max)
+	}
 	if err != nil {
 		var te *shellexec.TimeoutError
 		if errors.As(err, &te) {
-			return nil, fmt.Errorf("%s did not finish within %s; its process group was killed. Make it faster, or give it a longer timeout: %w", t.where(what, s), te.Timeout, commands.DescribeRunError(spec, res, err))
+			return fmt.Errorf("%s did not finish within %s; its process group was killed. Make it faster, or give it a longer timeout: %w", t.where(what, s), te.Timeout, commands.DescribeRunError(spec, res, err))
 		}
-		return nil, fmt.Errorf("%s failed: %w", t.where(what, s), commands.DescribeRunError(spec, res, err))
+		return fmt.Errorf("%s failed: %w", t.where(what, s), commands.DescribeRunError(spec, res, err))
 	}
-	if res.Truncated {
-		return nil, fmt.Errorf("%s printed more than %d bytes", t.where(what, s), maxScriptOutput)
+	return nil
+}
+
+// runLoad runs load_current_value and returns its standard output.
+func (t *customType) runLoad(ctx context.Context, stdin []byte, env map[string]string) ([]byte, error) {
+	out := &shellexec.LimitedBuffer{Max: maxScriptOutput}
+	if err := t.Run(ctx, resources.KeywordLoadCurrentValue, t.def.Load, stdin, env, nil, false, out); err != nil {
+		return nil, err
 	}
-	return []byte(res.Stdout), nil
+	return out.Bytes(), nil
 }
 
 // Load runs load_current_value for r (a LoadView).
@@ -207,7 +224,7 @@ func (t *customType) Load(ctx context.Context, r *resources.Resource) (*resource
 	if err != nil {
 		return nil, fmt.Errorf("%s: encoding its input: %w", t.where(resources.KeywordLoadCurrentValue, t.def.Load), err)
 	}
-	out, err := t.Run(ctx, resources.KeywordLoadCurrentValue, t.def.Load, stdin, env, nil, false)
+	out, err := t.runLoad(ctx, stdin, env)
 	if err != nil {
 		return nil, err
 	}
@@ -262,21 +279,24 @@ func (t *customType) loadAll(ctx context.Context, rs []*resources.Resource) ([]*
 		b.Write(o)
 	}
 	b.WriteByte(']')
-	out, err := t.Run(ctx, resources.KeywordLoadCurrentValue, t.def.Load, b.Bytes(), map[string]string{"BATCH_SIZE": fmt.Sprint(len(rs))}, nil, false)
+	out, err := t.runLoad(ctx, b.Bytes(), map[string]string{"BATCH_SIZE": fmt.Sprint(len(rs))})
 	if err != nil {
 		return nil, err
 	}
-	var answers []json.RawMessage
 	raw := bytes.TrimSpace(out)
-	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &answers) != nil {
+	var answers []child
+	if len(raw) > 0 && raw[0] == '[' && json.Valid(raw) {
+		answers, err = scanJSON(raw, false)
+	}
+	if len(raw) == 0 || raw[0] != '[' || !json.Valid(raw) || err != nil {
 		return nil, fmt.Errorf("%s (batch = true) printed %s, which is not a JSON array: it gets an array of resources and prints an array of as many answers, in order", where, quoteOutput(raw))
 	}
 	if len(answers) != len(rs) {
 		return nil, fmt.Errorf("%s (batch = true) printed %d answers for %d resources: it prints one answer per resource, in the order it got them", where, len(answers), len(rs))
 	}
 	states := make([]*resources.State, len(rs))
-	for i, a := range answers {
-		a = bytes.TrimSpace(a)
+	for i, ans := range answers {
+		a := ans.value
 		if len(a) == 0 || a[0] != '{' {
 			return nil, fmt.Errorf("%s (batch = true): answer %d (for %s) is %s, not a JSON object", where, i+1, rs[i].Address(), quoteOutput(a))
 		}
@@ -318,14 +338,20 @@ func (t *customType) parseState(raw []byte, in map[string]cty.Value, forAddr str
 	if forAddr != "" {
 		where += " for " + forAddr
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var obj map[string]json.RawMessage
-	if err := dec.Decode(&obj); err != nil {
+	members, err := scanAnswer(raw)
+	if err != nil {
+		var dk *duplicateKeyError
+		switch {
+		case errors.As(err, &dk):
+			return nil, fmt.Errorf("%s %w", where, err)
+		case errors.Is(err, errMoreThanOne):
+			return nil, fmt.Errorf("%s printed more than one JSON value; it prints one object", where)
+		}
 		return nil, fmt.Errorf("%s printed %s, which is not a JSON object: %v", where, quoteOutput(raw), err)
 	}
-	if dec.More() {
-		return nil, fmt.Errorf("%s printed more than one JSON value; it prints one object", where)
+	obj := make(map[string]json.RawMessage, len(members))
+	for _, m := range members {
+		obj[m.key] = m.value
 	}
 	st := &resources.State{Exists: true, Values: map[string]cty.Value{}}
 	if e, ok := obj["exists"]; ok {
@@ -377,28 +403,6 @@ func (t *customType) parseState(raw []byte, in map[string]cty.Value, forAddr str
 	return st, nil
 }
 
-// decodeJSON reads raw as a value of type ty: JSON's own value, converted
-// as HCL converts an attribute's value (a number to a string, "true" to a
-// bool).
-func decodeJSON(raw json.RawMessage, ty cty.Type) (cty.Value, error) {
-	implied, err := ctyjson.ImpliedType(raw)
-	if err != nil {
-		return cty.NilVal, err
-	}
-	v, err := ctyjson.Unmarshal(raw, implied)
-	if err != nil {
-		return cty.NilVal, err
-	}
-	if ty == cty.DynamicPseudoType {
-		return v, nil
-	}
-	cv, err := convert.Convert(v, ty)
-	if err != nil {
-		return cty.NilVal, err
-	}
-	return cv, nil
-}
-
 // typeName words a type for messages: "string", "list of string".
 func typeName(ty cty.Type) string { return ty.FriendlyName() }
 
@@ -433,7 +437,7 @@ func (t *customType) converge(ctx context.Context, env *resources.Env, desired *
 		if err != nil {
 			return fmt.Errorf("%s: %w", t.where(s.Label(), s.Script), err)
 		}
-		if _, err := t.Run(ctx, s.Label(), s.Script, stdin, envs, logger.With("step", groups[i]), sensitive); err != nil {
+		if err := t.Run(ctx, s.Label(), s.Script, stdin, envs, logger.With("step", groups[i]), sensitive, nil); err != nil {
 			return err
 		}
 	}

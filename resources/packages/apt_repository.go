@@ -64,6 +64,8 @@ func newAptRepositoryType(root string, cacheDir func() string) *aptRepositoryTyp
 				Description: "The signing key: an ASCII-armored key's text, or an https URL to download it from (then checksum is required). Written to signed_by."},
 			{Name: "checksum", Type: cty.String, NonState: true, Normalize: props.NormalizeChecksum,
 				Description: "The sha256 of the key a key URL serves: a keyring that has it is not downloaded again, and other bytes are refused."},
+			{Name: "allow_internal", Type: cty.Bool, NonState: true, Default: cty.False,
+				Description: "Let the key URL's download connect to internal addresses (loopback, link-local, private…), as remote_file's allow_internal does: for a key on an internal mirror. What apt itself fetches from uri is not affected."},
 		},
 		Actions:       []string{"add", "delete", "remove"},
 		DefaultAction: "add",
@@ -495,7 +497,10 @@ func (t *aptRepositoryType) keyBytes(ctx context.Context, env *resources.Env, r 
 	if !keyIsURL(r) {
 		return []byte(r.String("key")), nil
 	}
-	b, err := files.Download(ctx, env.Log(), t.cacheDir(), r.String("key"), r.String("checksum"), 1<<20, time.Minute)
+	b, err := files.Download(ctx, env.Log(), t.cacheDir(), files.DownloadOptions{
+		URL: r.String("key"), SHA256: r.String("checksum"), MaxSize: 1 << 20, Timeout: time.Minute,
+		AllowInternal: r.Bool("allow_internal"),
+	})
 	if err != nil {
 		return nil, fmt.Errorf("downloading the key: %w", err)
 	}

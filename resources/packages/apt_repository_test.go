@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -130,21 +131,34 @@ func TestAptRepositoryFile(t *testing.T) {
 
 func TestAptRepositoryKeyURL(t *testing.T) {
 	key := testKey + "\n"
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(key)) }))
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1); w.Write([]byte(key)) }))
 	defer srv.Close()
 	root := t.TempDir()
 	typ := newAptRepositoryType(root, func() string { return filepath.Join(root, "cache") })
 	vals := func(sum string) map[string]cty.Value {
-		v := map[string]cty.Value{"uri": cty.StringVal("https://deb.example.com/debian"), "distribution": cty.StringVal("stable"), "key": cty.StringVal(srv.URL + "/key.asc")}
+		v := map[string]cty.Value{"uri": cty.StringVal("https://deb.example.com/debian"), "distribution": cty.StringVal("stable"), "key": cty.StringVal(srv.URL + "/key.asc"),
+			"allow_internal": cty.True} // the test's server is on loopback
 		if sum != "" {
 			v["checksum"] = cty.StringVal(sum)
 		}
 		return v
 	}
+	// The key download follows remote_file's rules: an internal address
+	// only with allow_internal.
+	internal := vals(resourcetest.SHA256(key))
+	delete(internal, "allow_internal")
+	_, _, err := runType(t, typ, normalized(t, typ.schema, "k", "add", internal), true)
+	if err == nil || !strings.Contains(err.Error(), "goes to 127.0.0.1 (a loopback address)") || !strings.Contains(err.Error(), "allow_internal = true") {
+		t.Fatalf("a key URL on loopback without allow_internal: %v", err)
+	}
+	if hits.Load() != 0 {
+		t.Fatal("the internal server was asked")
+	}
 	if _, _, err := runType(t, typ, normalized(t, typ.schema, "k", "add", vals("")), false); err == nil || !strings.Contains(err.Error(), "checksum must give the sha256") {
 		t.Fatalf("a key URL without checksum: %v", err)
 	}
-	_, _, err := runType(t, typ, normalized(t, typ.schema, "k", "add", vals(resourcetest.SHA256("other"))), true)
+	_, _, err = runType(t, typ, normalized(t, typ.schema, "k", "add", vals(resourcetest.SHA256("other"))), true)
 	if err == nil || !strings.Contains(err.Error(), "not the checksum") {
 		t.Fatalf("a key URL serving other bytes: %v", err)
 	}

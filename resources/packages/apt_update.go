@@ -134,19 +134,38 @@ func listsUpdated(updated string) string {
 // Steps run apt-get update, then touch the stamp.
 func (t *aptUpdateType) Steps() resources.Steps { return resources.Steps{Run: t.update} }
 
+// update runs apt-get update and, only when it fetched every index,
+// touches the stamp. apt-get update exits 0 when an index could not be
+// fetched for a reason it deems transient (a refused connection, a
+// timeout: "W: Failed to fetch …"), keeping the old lists;
+// APT::Update::Error-Mode=any (apt 2.1.16 and later: Debian 11, Ubuntu
+// 22.04) makes it exit 100 instead, and an older apt, which ignores the
+// item, is caught by its output (failedFetches). Either way the resource
+// fails and the stamp keeps its time, so a periodic apt_update runs again.
 func (t *aptUpdateType) update(ctx context.Context, env *resources.Env, desired *resources.Resource, _ *resources.State, _ *resources.Step) error {
-	argv := []string{"apt-get", "-q", "-o", "DPkg::Lock::Timeout=" + strconv.Itoa(int(props.Seconds(desired.Get("lock_timeout"))/time.Second)), "update"}
+	argv := []string{"apt-get", "-q", "-o", "DPkg::Lock::Timeout=" + strconv.Itoa(int(props.Seconds(desired.Get("lock_timeout"))/time.Second)),
+		"-o", "APT::Update::Error-Mode=any", "update"}
 	s := t.apt.spec(argv, props.Seconds(desired.Get("timeout")), env.Log())
 	s.OutputLimit = 0
 	env.Log().Info("running apt-get update")
 	res, err := shellexec.Run(ctx, s)
+	out := ""
+	if res != nil {
+		out = res.Stdout + "\n" + res.Stderr
+	}
+	failed, others := failedFetches(out)
+	if len(failed) > 0 {
+		status := "exit status 0"
+		if res != nil && err != nil {
+			status = "exit status " + strconv.Itoa(res.ExitCode)
+		}
+		return fmt.Errorf("apt-get update could not fetch every package index (%s):\n%s\nThe lists are not up to date, and the update stamp is not written: fix the repository (or remove it), then apply again", status, strings.Join(failed, "\n"))
+	}
 	if err != nil {
 		return commandError(argv, res, err)
 	}
-	// apt-get update exits 0 when some list could not be fetched; it
-	// says so with W: lines, which a failed repository deserves.
-	if w := warnings(res.Stdout + "\n" + res.Stderr); w != "" {
-		env.Log().Warn("apt-get update warned", "warnings", w)
+	if len(others) > 0 {
+		env.Log().Warn("apt-get update warned", "warnings", strings.Join(others, "\n"))
 	}
 	stamp := t.root + updateStamp
 	if err := os.MkdirAll(filepath.Dir(stamp), 0o755); err != nil {
@@ -161,13 +180,28 @@ func (t *aptUpdateType) update(ctx context.Context, env *resources.Env, desired 
 	return os.Chtimes(stamp, now, now)
 }
 
-// warnings collects apt's W: and E: lines.
-func warnings(out string) string {
-	var ws []string
+// failedFetches sorts apt-get update's W: and E: lines (in the C locale):
+// failed are those that say an index was not fetched or not accepted —
+// every E: line, and the W: lines of a failed fetch or a signature apt
+// would not accept (it then keeps the old lists); others are the
+// remaining warnings.
+func failedFetches(out string) (failed, others []string) {
 	for _, l := range strings.Split(out, "\n") {
-		if strings.HasPrefix(l, "W: ") || strings.HasPrefix(l, "E: ") {
-			ws = append(ws, l)
+		l = strings.TrimRight(l, "\r")
+		switch {
+		case strings.HasPrefix(l, "E: "):
+			failed = append(failed, props.RedactURL(l))
+		case !strings.HasPrefix(l, "W: "):
+		case strings.Contains(l, "Failed to fetch"),
+			strings.Contains(l, "failed to download"),
+			strings.Contains(l, "is not updated"),
+			strings.Contains(l, "GPG error"),
+			strings.Contains(l, "signature verification"),
+			strings.Contains(l, "is not signed"):
+			failed = append(failed, props.RedactURL(l))
+		default:
+			others = append(others, props.RedactURL(l))
 		}
 	}
-	return strings.Join(ws, "\n")
+	return failed, others
 }

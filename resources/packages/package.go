@@ -57,7 +57,7 @@ func newPackageType(provider func() (PackageProvider, error)) *packageType {
 			{Name: "source", Type: cty.String, NonState: true, Validate: props.ValidateAbsPath,
 				Description: "Absolute path of a local package file (.deb) to install instead of a repository's package; its dependencies still come from the repositories."},
 			{Name: "options", Type: cty.DynamicPseudoType, NonState: true, Normalize: normalizeOptions,
-				Description: "Extra arguments for the package manager (apt-get), a string split at spaces or a list; used for the plan's simulation too."},
+				Description: "Extra arguments for the package manager (apt-get), a string split at spaces or a list; used for the plan's simulation too. Options that set apt's configuration (-o, -c) are refused but for APT::Install-Recommends, APT::Install-Suggests and Acquire::Retries."},
 			{Name: "overwrite_config_files", Type: cty.Bool, NonState: true, Default: cty.False,
 				Description: "Replace configuration files the administrator changed with the package's (dpkg --force-confnew); by default they are kept (--force-confdef --force-confold)."},
 			{Name: "lock_timeout", Type: cty.Number, NonState: true, Default: cty.NumberIntVal(defaultLockTimeout), Validate: props.ValidateTimeout,
@@ -152,8 +152,10 @@ func validPackageVersion(s string) error {
 	return err
 }
 
-// normalizeOptions turns a string into its words, and checks that every
-// word is an option: a bare word would be read as one more package.
+// normalizeOptions turns a string into its words, and checks them as apt
+// would read them (checkAptOptions): a bare word would be read as one
+// more package, and an option that sets apt's configuration can make the
+// plan's simulation install or apply do nothing.
 func normalizeOptions(v cty.Value) (cty.Value, error) {
 	if v == cty.NilVal || v.IsNull() || !v.IsWhollyKnown() {
 		return v, nil
@@ -170,14 +172,8 @@ func normalizeOptions(v cty.Value) (cty.Value, error) {
 	default:
 		return cty.NilVal, fmt.Errorf("options must be a string or a list of strings, not %s", v.Type().FriendlyName())
 	}
-	for i, x := range xs {
-		prevTakesValue := i > 0 && (xs[i-1] == "-o" || xs[i-1] == "-t" || xs[i-1] == "-c" || xs[i-1] == "--target-release" || xs[i-1] == "--option")
-		if !strings.HasPrefix(x, "-") && !prevTakesValue {
-			return cty.NilVal, fmt.Errorf("options: %q is not an option; name packages in package_name", x)
-		}
-		if x == "-s" || x == "--simulate" || x == "--dry-run" || x == "--no-act" || x == "--just-print" || x == "--recon" {
-			return cty.NilVal, fmt.Errorf("options: %q would make apply do nothing while reporting a change", x)
-		}
+	if err := checkAptOptions(xs); err != nil {
+		return cty.NilVal, err
 	}
 	return props.StringListVal(xs), nil
 }
@@ -824,8 +820,11 @@ func (t *packageType) change(ctx context.Context, env *resources.Env, desired *r
 		return nil
 	}
 	err = prov.Change(ctx, env, d.op)
+	if err == nil {
+		return readBack(ctx, prov, d.op)
+	}
 	var le *LockError
-	if err == nil || errors.As(err, &le) {
+	if errors.As(err, &le) {
 		return err
 	}
 	// What did it do before it failed? Read the packages again.
@@ -848,6 +847,57 @@ func (t *packageType) change(ctx context.Context, env *resources.Env, desired *r
 		return fmt.Errorf("%w\nNo package changed.", err)
 	}
 	return fmt.Errorf("%w\nChanged before it failed: %s.", err, strings.Join(changed, "; "))
+}
+
+// readBack reads the op's packages again after the package manager said
+// it succeeded: each must be where the plan put it (installed at its
+// target version, removed, purged). A package manager can succeed without
+// doing it (an option that made it simulate, download only, or skip an
+// upgrade); the resource then fails, saying what it left.
+func readBack(ctx context.Context, prov PackageProvider, op *PackageOp) error {
+	names := make([]string, len(op.Targets))
+	for i, tg := range op.Targets {
+		names[i] = tg.Name
+	}
+	after, err := prov.Installed(context.WithoutCancel(ctx), names)
+	if err != nil {
+		return fmt.Errorf("%s returned success, but the packages could not be read again to check it: %w", prov.Name(), err)
+	}
+	var wrong []string
+	for _, tg := range op.Targets {
+		info := after[tg.Name]
+		if info == nil {
+			info = &PackageInfo{Name: tg.Name}
+		}
+		var planned string
+		ok := false
+		switch op.Verb {
+		case "install", "upgrade":
+			planned = strings.TrimSpace("installed " + tg.Version)
+			ok = info.State == PkgInstalled && (tg.Version == "" || prov.CompareVersions(info.Installed, tg.Version) == 0)
+		case "remove":
+			planned = "removed"
+			ok = info.State == PkgAbsent || info.State == PkgConfigFiles
+		case "purge":
+			planned = "purged"
+			ok = info.State == PkgAbsent
+		}
+		if !ok {
+			wrong = append(wrong, fmt.Sprintf("%s %s (the plan: %s)", tg.Name, describeInfo(info), planned))
+		}
+	}
+	if len(wrong) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s returned success, but it left %s; it did not do what the plan says (check the resource's options)", providerCommand(prov), strings.Join(wrong, "; "))
+}
+
+// providerCommand names the command a provider's Change runs, for errors.
+func providerCommand(prov PackageProvider) string {
+	if prov.Name() == "apt" {
+		return "apt-get"
+	}
+	return prov.Name()
 }
 
 // beforeInfos is what current says of the resource's packages, and of

@@ -281,16 +281,21 @@ func (p *aptProvider) Sources(ctx context.Context) ([]string, error) {
 // args is the apt-get command line of op: simulate adds -s (apt then
 // predicts exactly what the same command would do, without the lock).
 //
+// The recipe's options come first and toque's own after them, so that
+// toque's win where both set the same thing (apt reads its command line
+// in order, the last setting of an item winning): an option the checks
+// missed cannot turn the simulation, whose -s is the last option, into
+// an install.
+//
 // Configuration files the administrator changed are kept
 // (--force-confdef --force-confold: dpkg's default where the package
 // has one, the installed file otherwise), or replaced with
 // OverwriteConfig (--force-confnew); either way dpkg never asks.
 // DPkg::Lock::Timeout makes apt wait for the lock another process holds.
 func (p *aptProvider) args(op *PackageOp, simulate bool) []string {
-	argv := []string{"apt-get", "-q", "-y"}
-	if simulate {
-		argv = append(argv, "-s")
-	}
+	argv := []string{"apt-get"}
+	argv = append(argv, op.Options...)
+	argv = append(argv, "-q", "-y")
 	secs := int(op.LockTimeout / time.Second)
 	argv = append(argv, "-o", "DPkg::Lock::Timeout="+strconv.Itoa(secs))
 	if op.OverwriteConfig {
@@ -303,7 +308,9 @@ func (p *aptProvider) args(op *PackageOp, simulate bool) []string {
 		// the plan shows as such.
 		argv = append(argv, "--allow-downgrades")
 	}
-	argv = append(argv, op.Options...)
+	if simulate {
+		argv = append(argv, "-s")
+	}
 	argv = append(argv, op.Verb)
 	for _, t := range op.Targets {
 		switch {

@@ -2,6 +2,8 @@ package resourcetest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,7 +20,7 @@ import (
 	"github.com/toquehq/toque/resources/internal/props"
 )
 
-// NewRes builds a resource the way the config loader would (buildRes);
+// NewRes builds a resource the way the config loader would (BuildRes);
 // its name is the name property's value.
 func NewRes(t *testing.T, typ resources.Type, action string, vals map[string]any) *resources.Resource {
 	t.Helper()
@@ -188,6 +190,7 @@ func ConvergeErr(t *testing.T, typ resources.Type, env *resources.Env, r *resour
 	}
 }
 
+// ChangedProps lists the properties a step changes.
 func ChangedProps(step *resources.Step) []string {
 	var out []string
 	for _, c := range step.Changes {
@@ -196,6 +199,8 @@ func ChangedProps(step *resources.Step) []string {
 	return out
 }
 
+// WriteFile writes path with content and mode, failing the test on an
+// error.
 func WriteFile(t *testing.T, path, content string, mode os.FileMode) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), mode); err != nil {
@@ -206,6 +211,7 @@ func WriteFile(t *testing.T, path, content string, mode os.FileMode) {
 	}
 }
 
+// ReadFile reads path, failing the test on an error.
 func ReadFile(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -225,6 +231,7 @@ func PermOf(t *testing.T, path string) uint32 {
 	return uint32(st.Mode) & 07777
 }
 
+// InodeOf is the inode number of path.
 func InodeOf(t *testing.T, path string) uint64 {
 	t.Helper()
 	var st syscall.Stat_t
@@ -256,6 +263,8 @@ func RequireRoot(t *testing.T) {
 	testenv.MustHave(t, testenv.Root)
 }
 
+// NoTempFiles fails the test when dir holds a temporary file a write
+// left behind.
 func NoTempFiles(t *testing.T, dir string) {
 	t.Helper()
 	entries, err := os.ReadDir(dir)
@@ -267,4 +276,10 @@ func NoTempFiles(t *testing.T, dir string) {
 			t.Errorf("temporary file left behind: %s", filepath.Join(dir, e.Name()))
 		}
 	}
+}
+
+// SHA256 is the hex sha256 of s.
+func SHA256(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }

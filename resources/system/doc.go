@@ -1,6 +1,24 @@
 // Package system holds the built-in types that set what the kernel and the
-// host's daemons read from small files of their own: cron_d (a file in
-// /etc/cron.d, built and validated as cron reads it) and sysctl (a kernel
-// parameter, set live and persisted in /etc/sysctl.d). Each writes its file
-// through the file type of resources/files.
+// host's daemons read from small files of their own, Chef's resources of
+// the same names: cron_d (a file in /etc/cron.d, built and validated as
+// cron reads it), sysctl (a kernel parameter, set live and persisted in
+// /etc/sysctl.d, in a file of its own or a block of a shared one), mount (a
+// mounted file system, remounted when its options differ, and its entry in
+// /etc/fstab), kernel_module (modprobe, and the files of modules-load.d and
+// modprobe.d), swap_file, hostname (the static and kernel hostname, and
+// /etc/hosts), timezone (/etc/localtime and /etc/timezone) and locale
+// (/etc/default/locale, compiling what is missing with locale-gen).
+//
+// Each writes its files through the file (or link) type of
+// resources/files: atomically, backed up. A type that owns part of a file
+// others share (an fstab entry, a line of /etc/hosts, a key of a sysctl.d
+// file) reads the file again right before writing it and changes only its
+// own lines (editFile), so that every other line is kept byte for byte.
+// Reading the host is file reads and system calls: a plan of these types
+// starts no process. Programs run only to converge (mount, modprobe,
+// mkswap, swapon, hostnamectl, locale-gen, sysctl), and what they did is
+// read back.
+//
+// It does not hold the types of files in general (resources/files), nor
+// services (resources/systemd).
 package system

@@ -8,7 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/zclconf/go-cty/cty"
 
@@ -44,6 +46,12 @@ func newSysctlType(proc, dir string) *sysctlType {
 				Description: "The parameter, dotted (net.ipv4.ip_forward) or as a path under /proc/sys (net/ipv4/ip_forward); defaults to the block label."},
 			{Name: "value", Type: cty.String, LoadInput: true, Normalize: normalizeSysctlValue, Group: "value",
 				Description: "The value; runs of spaces and tabs are one space (\"32768 60999\"). Required by apply."},
+			{Name: "comment", Type: cty.DynamicPseudoType, NonState: true, Normalize: normalizeComment, Validate: validateComment,
+				Description: "Comment lines written above the key in the file that persists it (a string, or a list of lines), as Chef writes them."},
+			{Name: "conf_file", Type: cty.String, NonState: true, Validate: validateConfFile,
+				Description: "Persist the key in this file of /etc/sysctl.d, which many keys may share (\"90-hardening.conf\"), instead of a file of its own (99-toque-KEY.conf)."},
+			{Name: "conf", Type: cty.String, NonState: true, Content: true, Validate: mountReadOnly("conf", "the lines of /etc/sysctl.d that persist the key"),
+				Description: "The lines of /etc/sysctl.d that persist the key (its file, or its lines of conf_file): read by toque; the plan shows a conf_file's as a diff. A recipe does not set it."},
 		},
 		Actions:       []string{"apply", "remove"},
 		DefaultAction: "apply",
@@ -118,9 +126,74 @@ func normalizeSysctlValue(v cty.Value) (cty.Value, error) {
 	return cty.StringVal(strings.Join(strings.Fields(s), " ")), nil
 }
 
-// confContent is the file that persists key = value.
-func confContent(key, value string) string {
-	return fmt.Sprintf("# Managed by toque (sysctl[%s]): changes made here are undone by its next apply.\n%s = %s\n", key, key, value)
+// confContent is the file of its own that persists key = value, the
+// comment lines above it.
+func confContent(key, value string, comments []string) string {
+	return fmt.Sprintf("# Managed by toque (sysctl[%s]): changes made here are undone by its next apply.\n", key) + keyBlock(key, value, comments)
+}
+
+// persistPath is the file that persists r's key: conf_file, or the
+// key's own.
+func (t *sysctlType) persistPath(r *resources.Resource) string {
+	if r.IsSet("conf_file") {
+		return filepath.Join(t.dir, r.String("conf_file"))
+	}
+	return t.confPath(r.String("key"))
+}
+
+// persistText is what persists r's value: the file of its own, or its
+// block of conf_file.
+func persistText(r *resources.Resource) string {
+	key, comments := r.String("key"), props.StringList(r.Get("comment"))
+	if r.IsSet("conf_file") {
+		return keyBlock(key, r.String("value"), comments)
+	}
+	return confContent(key, r.String("value"), comments)
+}
+
+// loadPersisted reads what persists r's key into st: Values "conf"
+// (the file, or the key's blocks of conf_file) and Extra "persisted":
+// "absent", "same" (the recipe's text: value is LoadInput) or "other".
+// With conf_file, Extra "old_file" records a file of the key's own left
+// from before, which apply removes (it would win over conf_file), and
+// "conf_text" a conf_file toque could not write back unchanged.
+func (t *sysctlType) loadPersisted(r *resources.Resource, st *resources.State) error {
+	path := t.persistPath(r)
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		st.Extra["persisted"] = "absent"
+	case err != nil:
+		return fmt.Errorf("reading %s: %w", path, err)
+	}
+	text := string(data)
+	if r.IsSet("conf_file") {
+		if _, err := os.Stat(t.confPath(r.String("key"))); err == nil {
+			st.Extra["old_file"] = t.confPath(r.String("key"))
+		}
+		if !utf8.Valid(data) || cty.StringVal(text).AsString() != text {
+			st.Extra["conf_text"] = "not text"
+		}
+		n := 0
+		text, n = keyText(text, r.String("key"))
+		if n == 0 {
+			st.Extra["persisted"] = "absent"
+			return nil
+		}
+		if n > 1 {
+			st.Extra["blocks"] = strconv.Itoa(n)
+		}
+	}
+	if st.Extra["persisted"] == "absent" {
+		return nil
+	}
+	st.Values["conf"] = cty.StringVal(string(bytes.ToValidUTF8([]byte(text), []byte("?"))))
+	if r.IsSet("value") && text == persistText(r) {
+		st.Extra["persisted"] = "same"
+	} else {
+		st.Extra["persisted"] = "other"
+	}
+	return nil
 }
 
 // Load reads the parameter from /proc/sys: Values "value" is its value
@@ -135,16 +208,8 @@ func (t *sysctlType) Load(ctx context.Context, r *resources.Resource) (*resource
 	}
 	st := resources.Absent()
 	st.Extra = map[string]string{}
-	conf, err := os.ReadFile(t.confPath(key))
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		st.Extra["persisted"] = "absent"
-	case err != nil:
-		return nil, fmt.Errorf("reading %s: %w", t.confPath(key), err)
-	case r.IsSet("value") && string(conf) == confContent(key, r.String("value")):
-		st.Extra["persisted"] = "same"
-	default:
-		st.Extra["persisted"] = "other"
+	if err := t.loadPersisted(r, st); err != nil {
+		return nil, err
 	}
 	path := t.procPath(key)
 	fi, err := os.Stat(path)
@@ -173,11 +238,17 @@ func (t *sysctlType) Load(ctx context.Context, r *resources.Resource) (*resource
 }
 
 // Plan: apply sets the value when it differs (group "value") and writes
-// the file when it does not hold it (group "persist"); remove deletes the
-// file, leaving the running value as it is (toque cannot know what it
-// was before).
+// what persists it when that is not the recipe's (group "persist"; the
+// key's lines of a conf_file are shown before and after as "conf"), removing a file of the
+// key's own left from before conf_file (group "unpersist_old"); remove
+// deletes what persists it, leaving the running value as it is (toque
+// cannot know what it was before).
 func (t *sysctlType) Plan(action string, desired *resources.Resource, current *resources.State) (*resources.Step, error) {
 	key := desired.String("key")
+	path := t.persistPath(desired)
+	if current.Extra["conf_text"] != "" {
+		return nil, &resources.PropertyError{Property: "conf_file", Err: fmt.Errorf("%s is not UTF-8 text in normal form (NFC): toque could not write its other lines back unchanged; edit it by hand", path)}
+	}
 	var step *resources.Step
 	switch action {
 	case "apply":
@@ -202,37 +273,60 @@ func (t *sysctlType) Plan(action string, desired *resources.Resource, current *r
 			changes, groups = append(changes, resources.Change{Property: "value", Before: have, After: desired.Get("value")}), append(groups, "value")
 			why = append(why, "value differs")
 		}
-		switch current.Extra["persisted"] {
-		case "same":
-		case "absent":
+		if current.Extra["persisted"] != "same" {
+			if desired.IsSet("conf_file") {
+				// The key's lines of a file others share, before and
+				// after; a file of the key's own is named in the reason.
+				changes = append(changes, resources.Change{Property: "conf", Before: current.Values["conf"], After: knownFrom(desired, cty.StringVal(persistText(desired)), "value", "comment")})
+			}
 			groups = append(groups, "persist")
-			why = append(why, t.confPath(key)+" does not exist yet to keep it after a reboot")
-		default:
-			groups = append(groups, "persist")
-			why = append(why, t.confPath(key)+" holds another value or text")
+			switch {
+			case current.Extra["persisted"] == "absent" && desired.IsSet("conf_file"):
+				why = append(why, path+" does not persist it yet")
+			case current.Extra["persisted"] == "absent":
+				why = append(why, path+" does not exist yet to keep it after a reboot")
+			case current.Extra["blocks"] != "":
+				why = append(why, fmt.Sprintf("%s sets it %s times", path, current.Extra["blocks"]))
+			default:
+				why = append(why, path+" holds another value or text")
+			}
+		}
+		if old := current.Extra["old_file"]; old != "" {
+			groups = append(groups, "unpersist_old")
+			why = append(why, old+", its file from before conf_file, is removed: read after "+desired.String("conf_file")+", it would win")
 		}
 		if len(groups) == 0 {
-			step = &resources.Step{Kind: resources.NoOp, Reason: "already in the desired state, and persisted in " + t.confPath(key)}
+			step = &resources.Step{Kind: resources.NoOp, Reason: "already in the desired state, and persisted in " + path}
 		} else {
 			step = &resources.Step{Kind: resources.Update, Reason: strings.Join(why, "; "), Changes: changes, Groups: groups}
 		}
 	case "remove":
-		if current.Extra["persisted"] == "absent" {
-			step = &resources.Step{Kind: resources.NoOp, Reason: t.confPath(key) + " does not exist"}
+		var groups, why []string
+		if current.Extra["persisted"] != "absent" {
+			groups = append(groups, "persist")
+			if desired.IsSet("conf_file") {
+				why = append(why, "remove deletes its lines from "+path)
+			} else {
+				why = append(why, "remove deletes "+path)
+			}
+		}
+		if old := current.Extra["old_file"]; old != "" {
+			groups = append(groups, "unpersist_old")
+			why = append(why, "remove deletes "+old+", its file from before conf_file")
+		}
+		if len(groups) == 0 {
+			step = &resources.Step{Kind: resources.NoOp, Reason: path + " does not persist it"}
 		} else {
-			step = &resources.Step{Kind: resources.Delete, Reason: "remove deletes " + t.confPath(key) + "; the running value stays as it is until the next boot", Groups: []string{"persist"}}
+			step = &resources.Step{Kind: resources.Delete, Reason: strings.Join(why, "; ") + "; the running value stays as it is until the next boot", Groups: groups}
 		}
 	default:
 		return nil, resources.UnknownAction(t.schema, action)
 	}
-	if step.Kind.IsWork() && hostexec.EffectiveUID() != 0 {
-		return nil, hostexec.NeedsRoot(fmt.Sprintf("setting kernel parameters (%s)", key))
-	}
-	return step, nil
+	return needsRoot(step, fmt.Sprintf("setting kernel parameters (%s)", key))
 }
 
-// Predict is the sysctl's: the value a step sets, and the file it
-// writes or deletes.
+// Predict is the sysctl's: the value a step sets, and what it persists
+// or removes.
 func (t *sysctlType) Predict(desired *resources.Resource, current *resources.State, step *resources.Step) (*resources.State, error) {
 	st := current.Clone()
 	if st.Extra == nil {
@@ -244,15 +338,21 @@ func (t *sysctlType) Predict(desired *resources.Resource, current *resources.Sta
 	switch {
 	case step.Kind == resources.Delete:
 		st.Extra["persisted"] = "absent"
+		delete(st.Values, "conf")
 	case step.HasGroup("persist"):
 		st.Extra["persisted"] = "same"
+	}
+	delete(st.Extra, "blocks")
+	if step.HasGroup("unpersist_old") {
+		delete(st.Extra, "old_file")
 	}
 	return st, nil
 }
 
-// Steps set the value with `sysctl -w` first, then write the file
-// (as the file type writes one: atomically, backed up, root's, 0644), so
-// that a value the kernel refuses is never persisted for the next boot.
+// Steps set the value with `sysctl -w` first and read it back, then write
+// what persists it (as the file type writes a file: atomically, backed
+// up, root's, 0644), so that a value the kernel refuses or keeps
+// otherwise is never persisted for the next boot.
 func (t *sysctlType) Steps() resources.Steps {
 	return resources.Steps{Update: t.converge, Delete: t.converge}
 }
@@ -280,28 +380,29 @@ func (t *sysctlType) converge(ctx context.Context, env *resources.Env, desired *
 			}
 		}
 	}
-	if !step.HasGroup("persist") {
-		return nil
+	if step.HasGroup("persist") {
+		if err := t.persist(ctx, env, desired, step.Kind == resources.Delete); err != nil {
+			return err
+		}
 	}
-	path := t.confPath(key)
-	fr := resources.NewResource(t.file.Schema(), path, "create", map[string]cty.Value{
-		"path":  cty.StringVal(path),
-		"mode":  cty.StringVal("0644"),
-		"owner": cty.StringVal("root"),
-		"group": cty.StringVal("root"),
+	if step.HasGroup("unpersist_old") {
+		return writeRootFile(ctx, env, t.file, t.confPath(key), "")
+	}
+	return nil
+}
+
+// persist writes (or, for remove, deletes) what persists the key.
+func (t *sysctlType) persist(ctx context.Context, env *resources.Env, desired *resources.Resource, remove bool) error {
+	text := persistText(desired)
+	if remove {
+		text = ""
+	}
+	if !desired.IsSet("conf_file") {
+		return writeRootFile(ctx, env, t.file, t.confPath(desired.String("key")), text)
+	}
+	name := desired.String("conf_file")
+	return editFile(ctx, env, t.file, t.persistPath(desired), rootFile(), func(old string, exists bool) (string, bool, error) {
+		out := withKeyBlock(old, exists, name, desired.String("key"), text)
+		return out, out == "", nil
 	})
-	if step.Kind == resources.Delete {
-		fr = fr.WithAction("delete")
-	} else {
-		fr.Values["content"] = cty.StringVal(confContent(key, desired.String("value")))
-	}
-	st, err := t.file.Load(ctx, fr.LoadView())
-	if err != nil {
-		return err
-	}
-	fstep, err := resources.PlanStep(t.file, fr, st)
-	if err != nil {
-		return err
-	}
-	return resources.ConvergeStep(ctx, t.file, env, fr, st, fstep)
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/zclconf/go-cty/cty"
@@ -134,5 +135,109 @@ func TestSysctlApplyWithoutValuePointsAtValue(t *testing.T) {
 	var pe *resources.PropertyError
 	if !errors.As(err, &pe) || pe.Property != "value" {
 		t.Errorf("got %v", err)
+	}
+}
+
+// Keys sharing a conf_file: each persists as its block (Chef's comment
+// lines, then KEY = VALUE), in the order applied, rewritten in place; the
+// file's other lines are kept, a key's file from before conf_file is
+// removed, and remove takes out the key's lines only.
+func TestSysctlConfFile(t *testing.T) {
+	testenv.MustHave(t, testenv.Root) // the file is root's
+	dir := t.TempDir()
+	typ := newSysctlType("/proc/sys", dir)
+	env := resourcetest.TestEnv(t)
+	fwd := strings.TrimSpace(resourcetest.ReadFile(t, "/proc/sys/net/ipv4/ip_forward"))
+	ports := strings.Join(strings.Fields(resourcetest.ReadFile(t, "/proc/sys/net/ipv4/ip_local_port_range")), " ")
+	path := filepath.Join(dir, "90-hardening.conf")
+	old := typ.confPath("net.ipv4.ip_forward")
+	resourcetest.WriteFile(t, old, confContent("net.ipv4.ip_forward", fwd, nil), 0o644)
+
+	r1 := resourcetest.NewRes(t, typ, "apply", map[string]any{"key": "net.ipv4.ip_forward", "value": fwd, "conf_file": "90-hardening.conf", "comment": "No routing."})
+	_, step := resourcetest.Plan(t, typ, r1)
+	if strings.Join(step.Groups, ",") != "persist,unpersist_old" || step.Change("conf").After.AsString() != "# No routing.\nnet.ipv4.ip_forward = "+fwd+"\n" || !strings.Contains(step.Reason, old) {
+		t.Errorf("step %v %+v: %s", step.Groups, step.Changes, step.Reason)
+	}
+	resourcetest.Apply(t, typ, env, r1, resources.Update)
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Errorf("the key's own file is still there: %v", err)
+	}
+	r2 := resourcetest.NewRes(t, typ, "apply", map[string]any{"key": "net/ipv4/ip_local_port_range", "value": ports, "conf_file": "90-hardening.conf", "comment": []string{"Ports", "for clients."}})
+	resourcetest.Apply(t, typ, env, r2, resources.Update)
+	want := confHeader("90-hardening.conf") + "# No routing.\nnet.ipv4.ip_forward = " + fwd + "\n# Ports\n# for clients.\nnet.ipv4.ip_local_port_range = " + ports + "\n"
+	if got := resourcetest.ReadFile(t, path); got != want {
+		t.Fatalf("file:\n%s\nwant:\n%s", got, want)
+	}
+	if resourcetest.PermOf(t, path) != 0o644 {
+		t.Errorf("mode %o", resourcetest.PermOf(t, path))
+	}
+
+	// Someone's line and a changed comment: the key's block is rewritten
+	// where it is, the rest kept; a key set twice is set once.
+	resourcetest.WriteFile(t, path, want+"kernel.sysrq = 0\n-net.ipv4.ip_forward=7\n", 0o644)
+	r1 = resourcetest.NewRes(t, typ, "apply", map[string]any{"key": "net.ipv4.ip_forward", "value": fwd, "conf_file": "90-hardening.conf", "comment": []string{"Routing off."}})
+	st, step := resourcetest.Plan(t, typ, r1)
+	if st.Values["conf"].AsString() != "# No routing.\nnet.ipv4.ip_forward = "+fwd+"\n-net.ipv4.ip_forward=7\n" || !strings.Contains(step.Reason, "sets it 2 times") {
+		t.Errorf("persisted %q: %s", st.Values["conf"].AsString(), step.Reason)
+	}
+	resourcetest.Apply(t, typ, env, r1, resources.Update)
+	want = confHeader("90-hardening.conf") + "# Routing off.\nnet.ipv4.ip_forward = " + fwd + "\n# Ports\n# for clients.\nnet.ipv4.ip_local_port_range = " + ports + "\nkernel.sysrq = 0\n"
+	if got := resourcetest.ReadFile(t, path); got != want {
+		t.Errorf("rewritten:\n%s\nwant:\n%s", got, want)
+	}
+	resourcetest.Apply(t, typ, env, resourcetest.NewRes(t, typ, "remove", map[string]any{"key": "net.ipv4.ip_local_port_range", "conf_file": "90-hardening.conf"}), resources.Delete)
+	if got := resourcetest.ReadFile(t, path); got != confHeader("90-hardening.conf")+"# Routing off.\nnet.ipv4.ip_forward = "+fwd+"\nkernel.sysrq = 0\n" {
+		t.Errorf("removed:\n%s", got)
+	}
+	resourcetest.NoTempFiles(t, dir)
+}
+
+// The value is read back after sysctl -w: a value the kernel keeps in
+// another spelling, or refuses, fails the apply and persists nothing.
+// In a network namespace of the test's thread, so the host's keys stay.
+func TestSysctlReadBack(t *testing.T) {
+	threadNS(t, syscall.CLONE_NEWNET)
+	dir := t.TempDir()
+	typ := newSysctlType("/proc/sys", dir)
+	env := resourcetest.TestEnv(t)
+	resourcetest.ConvergeErr(t, typ, env, resourcetest.NewRes(t, typ, "apply", map[string]any{"key": "net.ipv4.ip_forward", "value": "01"}), `the kernel holds "1" after sysctl -w set it; nothing was persisted`)
+	resourcetest.ConvergeErr(t, typ, env, resourcetest.NewRes(t, typ, "apply", map[string]any{"key": "net.ipv4.ip_local_port_range", "value": "2000 1000"}), "Invalid argument")
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("persisted: %v", entries)
+	}
+	// A value the kernel keeps as written is set, read back and persisted.
+	resourcetest.Apply(t, typ, env, resourcetest.NewRes(t, typ, "apply", map[string]any{"key": "net.ipv4.ip_forward", "value": "1", "conf_file": "90-net.conf"}), resources.Update)
+	if got := strings.TrimSpace(resourcetest.ReadFile(t, "/proc/sys/net/ipv4/ip_forward")); got != "1" {
+		t.Errorf("ip_forward %s", got)
+	}
+}
+
+func TestSysctlBadInput(t *testing.T) {
+	typ := newSysctlType(t.TempDir(), t.TempDir())
+	for _, c := range []struct {
+		prop string
+		v    cty.Value
+		want string
+	}{
+		{"conf_file", cty.StringVal("90-hardening.conf"), ""},
+		{"conf_file", cty.StringVal("../x.conf"), "must be the name of a file"},
+		{"conf_file", cty.StringVal("sub/x.conf"), "no \"/\""},
+		{"conf_file", cty.StringVal("x.txt"), "ending in .conf"},
+		{"comment", cty.StringVal("one line"), ""},
+		{"comment", cty.TupleVal([]cty.Value{cty.StringVal("a"), cty.StringVal("b\nnet.ipv4.ip_forward = 1")}), "each element is one line"},
+		{"comment", cty.NumberIntVal(3), "a string or a list of strings"},
+		{"conf", cty.StringVal("x"), "read by toque"},
+	} {
+		p := typ.Schema().Property(c.prop)
+		v, err := c.v, error(nil)
+		if p.Normalize != nil {
+			v, err = p.Normalize(v)
+		}
+		if err == nil && p.Validate != nil {
+			err = p.Validate(v)
+		}
+		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s = %#v: %v, want %q", c.prop, c.v, err, c.want)
+		}
 	}
 }

@@ -232,15 +232,26 @@ func planUnitStep(action, name string, current *resources.State) (*resources.Ste
 		if u.exists() && !u.running() {
 			return work(resources.Run, u.activity()+": restart starts it"+reloadFirst), nil
 		}
-		return work(resources.Run, "restart runs every time it is planned"+reloadFirst), nil
+		return work(resources.Run, "restart runs on every apply"+reloadFirst), nil
 	case "reload":
-		if u.CanReload == "no" {
+		switch {
+		case !u.exists():
+			// Needed from an earlier resource; what systemd says of a
+			// unit it does not find (CanReload=no) says nothing of it.
+			return work(resources.Run, ""), nil
+		case u.CanReload == "no":
 			return nil, fmt.Errorf("%s cannot reload its configuration (it has no ExecReload=): use restart", name)
+		case u.Active == "":
+			return work(resources.Run, "whether it runs is known only at apply: reload reloads it if it runs then"), nil
+		case !u.running():
+			// Chef's action_reload: nothing for a service that is not
+			// running, and so no notification. After a start of the same
+			// resource it is planned from the state the start leaves (a
+			// run); a reload planned as a run is read again right before
+			// it runs, and is this no-op if something stopped the unit.
+			return &resources.Step{Kind: resources.NoOp, Reason: "not running: nothing to reload; it is " + u.activity()}, nil
 		}
-		if u.exists() && !u.running() {
-			return work(resources.Run, u.activity()+" now: reload reloads it only if it is active by then (an earlier action or resource starts it), and otherwise does nothing"), nil
-		}
-		return work(resources.Run, "reload runs every time it is planned"+reloadFirst), nil
+		return work(resources.Run, "reload runs on every apply"+reloadFirst), nil
 	}
 	return nil, fmt.Errorf("no action %q on units", action)
 }
@@ -333,6 +344,13 @@ func predictUnit(action string, current *resources.State, step *resources.Step) 
 		return st
 	}
 	u := statusOf(st)
+	if !u.exists() && len(step.Needs) > 0 {
+		// An earlier resource of the plan creates the unit (the step
+		// needs it): by the time the step runs it exists, inactive, and
+		// what systemd will say of it, once loaded, is unknown. The
+		// actions after this one need it no more.
+		u.Load, u.CanReload, u.Active, u.Sub = "", "", "inactive", "dead"
+	}
 	switch action {
 	case "enable":
 		u.File = "enabled"
@@ -359,16 +377,14 @@ func predictUnit(action string, current *resources.State, step *resources.Step) 
 	return st
 }
 
-// convergeUnitAction carries out a service action on unit. A reload of a
-// unit that is not active (nothing started it) does nothing; a start,
+// convergeUnitAction carries out a service action on unit. A start,
 // restart or reload of a unit whose file changed since systemd read it
-// reloads systemd first.
+// reloads systemd first. (A reload of a unit that is not running is a
+// no-op step, never converged: should the unit stop between the reading
+// and the reload, systemctl says so, and the step fails rather than
+// counting as done.)
 func convergeUnitAction(ctx context.Context, env *resources.Env, init initSystem, action, unit string, current *resources.State, step *resources.Step) error {
 	u := statusOf(current)
-	if action == "reload" && u.exists() && !u.running() {
-		env.Log().Info("not reloading: the unit is not active", "unit", unit, "state", u.activity())
-		return nil
-	}
 	if u.NeedReload && !enablement(action) && action != "stop" {
 		if err := init.Reload(ctx, env); err != nil {
 			return err

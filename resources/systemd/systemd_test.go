@@ -149,6 +149,7 @@ func TestPlanUnitAction(t *testing.T) {
 	running := on("loaded", "active", "running", "enabled")
 	stopped := on("loaded", "inactive", "dead", "disabled")
 	missing := on("not-found", "inactive", "dead", "")
+	missing.CanReload = "no" // as systemd says of a unit it does not find
 	offline := st{Load: "loaded", File: "disabled", Offline: "systemd is not running as the init system (PID 1) here"}
 	noReload := running
 	noReload.CanReload = "no"
@@ -186,11 +187,15 @@ func TestPlanUnitAction(t *testing.T) {
 		{"stop", stopped, resources.NoOp, "already inactive (dead)", false},
 		{"stop", missing, resources.NoOp, "not found: nothing to stop", false},
 		{"stop", offline, "", "cannot stop web.service", false},
-		{"restart", running, resources.Run, "restart runs every time it is planned", false},
+		{"restart", running, resources.Run, "restart runs on every apply", false},
 		{"restart", stopped, resources.Run, "inactive (dead): restart starts it", false},
 		{"restart", missing, resources.Run, "not on the host yet", true},
-		{"reload", running, resources.Run, "reload runs every time it is planned", false},
-		{"reload", stopped, resources.Run, "reload reloads it only if it is active by then", false},
+		{"reload", running, resources.Run, "reload runs on every apply", false},
+		{"reload", stopped, resources.NoOp, "not running: nothing to reload; it is inactive (dead)", false},
+		{"reload", on("loaded", "failed", "failed", "enabled"), resources.NoOp, "not running: nothing to reload; it is failed", false},
+		{"reload", on("loaded", "activating", "start", "enabled"), resources.Run, "reload runs on every apply", false},
+		{"reload", missing, resources.Run, "not on the host yet (an earlier resource of this plan creates it): reload runs then", true},
+		{"reload", st{Load: "loaded", File: "disabled", CanReload: "yes"}, resources.Run, "whether it runs is known only at apply", false},
 		{"reload", noReload, "", "cannot reload its configuration (it has no ExecReload=): use restart", false},
 		{"reload", offline, "", "cannot reload web.service", false},
 		{"start", user, "", "inactive (dead): start starts it: changing a system unit needs root, and toque runs as uid 1000: run it as root", false},

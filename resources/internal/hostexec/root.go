@@ -5,6 +5,8 @@ import (
 	"os"
 	"slices"
 	"sync"
+
+	"github.com/toquehq/toque/resources"
 )
 
 // What toque may do depends on who runs it: root may chown, write any
@@ -24,7 +26,8 @@ var (
 	}
 )
 
-// NeedsRoot words a permission only root has.
+// NeedsRoot words a permission only root has, as a
+// *resources.NeedsRootError.
 func NeedsRoot(what string) error {
-	return fmt.Errorf("%s needs root, and toque runs as uid %d: run it as root (or leave the property out)", what, EffectiveUID())
+	return &resources.NeedsRootError{Reason: fmt.Sprintf("%s needs root, and toque runs as uid %d: run it as root (or leave the property out)", what, EffectiveUID())}
 }
