@@ -12,7 +12,8 @@
 // resources/packages (package on apt/dpkg, apt_repository, apt_update),
 // resources/commands (execute and the script types), resources/systemd
 // (service, systemd_unit), resources/system (cron_d, sysctl, mount,
-// kernel_module, swap_file, hostname, timezone, locale, sudo) and
+// kernel_module, swap_file, hostname, timezone, locale, alternatives,
+// sudo) and
 // resources/hcltype (types written in HCL). resources/builtin assembles
 // them into the registry; no other package imports a family (a test in
 // resources/builtin checks it), and resources/resourcetest holds the types

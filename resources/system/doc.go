@@ -7,8 +7,10 @@
 // /etc/fstab), kernel_module (modprobe, and the files of modules-load.d and
 // modprobe.d), swap_file, hostname (the static and kernel hostname, and
 // /etc/hosts), timezone (/etc/localtime and /etc/timezone), locale
-// (/etc/default/locale, compiling what is missing with locale-gen) and
-// sudo (a file of /etc/sudoers.d, checked by visudo before it lands).
+// (/etc/default/locale, compiling what is missing with locale-gen),
+// alternatives (update-alternatives; the group's file of
+// /var/lib/dpkg/alternatives read directly) and sudo (a file of
+// /etc/sudoers.d, checked by visudo before it lands).
 //
 // Each writes its files through the file (or link) type of
 // resources/files: atomically, backed up. A type that owns part of a file
