@@ -13,7 +13,7 @@
 // resources/commands (execute and the script types), resources/systemd
 // (service, systemd_unit), resources/system (cron_d, sysctl, mount,
 // kernel_module, swap_file, hostname, timezone, locale, alternatives,
-// sudo) and
+// sudo, ssh_known_hosts_entry) and
 // resources/hcltype (types written in HCL). resources/builtin assembles
 // them into the registry; no other package imports a family (a test in
 // resources/builtin checks it), and resources/resourcetest holds the types

@@ -17,7 +17,7 @@ import (
 // (script, bash, sh, csh, python, perl, powershell_script), the host's
 // packages (package, apt_repository, apt_update), user, group, cron_d,
 // sysctl, mount, kernel_module, swap_file, hostname, timezone, locale,
-// alternatives, sudo, service and systemd_unit; it makes the types written in HCL with
+// alternatives, sudo, ssh_known_hosts_entry, service and systemd_unit; it makes the types written in HCL with
 // hcltype.New. Callers add further types by building their own
 // registry; nothing registers itself.
 func Registry() *resources.Registry {
@@ -40,6 +40,7 @@ func Types() []resources.Type {
 		system.LocaleType(),
 		system.AlternativesType(),
 		system.SudoType(),
+		system.SSHKnownHostsEntryType(),
 		systemd.ServiceType(), systemd.SystemdUnitType(),
 	}
 }

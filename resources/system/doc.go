@@ -9,8 +9,9 @@
 // /etc/hosts), timezone (/etc/localtime and /etc/timezone), locale
 // (/etc/default/locale, compiling what is missing with locale-gen),
 // alternatives (update-alternatives; the group's file of
-// /var/lib/dpkg/alternatives read directly) and sudo (a file of
-// /etc/sudoers.d, checked by visudo before it lands).
+// /var/lib/dpkg/alternatives read directly), sudo (a file of
+// /etc/sudoers.d, checked by visudo before it lands) and
+// ssh_known_hosts_entry (a host's key, a line of a known_hosts file).
 //
 // Each writes its files through the file (or link) type of
 // resources/files: atomically, backed up. A type that owns part of a file
@@ -18,9 +19,10 @@
 // file) reads the file again right before writing it and changes only its
 // own lines (editFile), so that every other line is kept byte for byte.
 // Reading the host is file reads and system calls: a plan of these types
-// starts no process, but for one check that only the host's own tool can
-// make: sudo runs `visudo -cf` on the file it would write, in a private
-// temporary directory. Programs run only to converge (mount, modprobe,
+// starts no process, but for two reads that only a tool can make: sudo
+// runs `visudo -cf` on the file it would write, in a private temporary
+// directory, and ssh_known_hosts_entry without a key asks the host for
+// it with ssh-keyscan (shown in the plan). Programs run only to converge (mount, modprobe,
 // mkswap, swapon, hostnamectl, locale-gen, sysctl), and what they did is
 // read back.
 //
