@@ -8,7 +8,8 @@
 // its own: resources/files (file, template, directory, link, remote_file,
 // the file editors file_line, file_block and ini_setting, with the
 // held-directory file system code and backups),
-// resources/accounts (user, group and the shadow databases),
+// resources/accounts (user, group, authorized_keys and the shadow
+// databases),
 // resources/packages (package on apt/dpkg, apt_repository, apt_update),
 // resources/commands (execute and the script types), resources/systemd
 // (service, systemd_unit), resources/system (cron_d, sysctl, mount,

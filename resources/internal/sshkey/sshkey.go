@@ -102,7 +102,7 @@ func ParseBlob(blob string) (string, error) {
 	}
 	pk, err := ssh.ParsePublicKey(raw)
 	if err != nil {
-		return "", fmt.Errorf("it is not an OpenSSH public key: %v", strings.TrimPrefix(err.Error(), "ssh: "))
+		return "", fmt.Errorf("its key data does not parse: %v", strings.TrimPrefix(err.Error(), "ssh: "))
 	}
 	if _, ok := pk.(*ssh.Certificate); ok {
 		return "", errors.New("it is a certificate, not a public key")

@@ -31,10 +31,10 @@ func TestParse(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{ecdsaPub, ""},
 		{"ssh-rsa " + edBlob, "it says ssh-rsa, but the key itself is ssh-ed25519"},
-		{"ssh-ed25519 " + edBlob[:len(edBlob)-8], "not an OpenSSH public key: short read"},
+		{"ssh-ed25519 " + edBlob[:len(edBlob)-8], "key data does not parse: short read"},
 		{"ssh-ed25519 " + edBlob[:len(edBlob)-7], "not base64"},
-		{"ssh-ed25519 " + edBlob[:40] + "AAAA", "not an OpenSSH public key"},
-		{"ecdsa-sha2-nistp256 " + offCurve, "not an OpenSSH public key"},
+		{"ssh-ed25519 " + edBlob[:40] + "AAAA", "key data does not parse"},
+		{"ecdsa-sha2-nistp256 " + offCurve, "key data does not parse"},
 		{"ssh-ed25519 not-base64!", "not base64"},
 		{"ssh-ed25519", "not TYPE BASE64"},
 		{ed25519Pub + "\nssh-rsa AAAA", "not one line"},
