@@ -14,6 +14,7 @@ import (
 
 	"github.com/toquehq/toque/resources"
 	"github.com/toquehq/toque/resources/files"
+	"github.com/toquehq/toque/resources/internal/hostexec"
 	"github.com/toquehq/toque/resources/internal/props"
 	"github.com/toquehq/toque/resources/internal/sshkey"
 )
@@ -226,6 +227,7 @@ func (t *authorizedKeysType) Load(ctx context.Context, r *resources.Resource) (*
 	}
 	dir, path := a.paths()
 	st.Extra["home"], st.Extra["owner"], st.Extra["group"] = a.home, a.owner, a.group
+	st.Extra["uid"] = strconv.FormatUint(uint64(a.uid), 10)
 	dst, err := t.dir.Load(ctx, resources.NewResource(t.dir.Schema(), dir, "create", map[string]cty.Value{"path": cty.StringVal(dir)}).LoadView())
 	if err != nil {
 		return nil, err
@@ -465,6 +467,9 @@ func (t *authorizedKeysType) Plan(action string, desired *resources.Resource, cu
 	}
 	if current.Extra["home_missing"] != "" {
 		step.Needs = append(step.Needs, resources.Need{Namespace: resources.NamespacePath, Value: home, What: "directory"})
+	}
+	if uid := hostexec.EffectiveUID(); uid != 0 && strconv.Itoa(uid) != current.Extra["uid"] {
+		return nil, hostexec.NeedsRoot(fmt.Sprintf("writing %s, which is user %s's,", path, name))
 	}
 	return step, nil
 }

@@ -400,6 +400,13 @@ func (t *knownHostsType) Plan(action string, desired *resources.Resource, curren
 			step.Needs = append(step.Needs, resources.Need{Namespace: resources.NamespacePath, Value: filepath.Dir(path), What: "directory"})
 		}
 	}
+	if fst, ok := current.Local.(*resources.State); ok {
+		// As the file type would carry it out: the edit rewrites the file.
+		as := &resources.Step{Kind: step.Kind, Changes: step.Changes, Groups: []string{"content"}}
+		if err := files.PrivilegeError(as, fst, path); err != nil {
+			return nil, err
+		}
+	}
 	return step, nil
 }
 

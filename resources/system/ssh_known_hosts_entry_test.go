@@ -71,7 +71,8 @@ func TestKnownHostsKeyscan(t *testing.T) {
 	port, pub := sshServer(t)
 	file := filepath.Join(t.TempDir(), "ssh_known_hosts")
 	typ := newKnownHostsType("")
-	r := knownRes(t, map[string]any{"host": "127.0.0.1", "port": port, "key_type": "ed25519", "file_location": file, "timeout": 5})
+	me, _, grp, _ := resourcetest.Whoami(t)
+	r := knownRes(t, map[string]any{"host": "127.0.0.1", "port": port, "key_type": "ed25519", "file_location": file, "timeout": 5, "owner": me, "group": grp})
 	_, step := resourcetest.Plan(t, typ, r)
 	want := "[127.0.0.1]:" + strconv.Itoa(port) + " ssh-ed25519 " + strings.Fields(string(ssh.MarshalAuthorizedKey(pub)))[1] + "\n"
 	c := step.Change("entry")
@@ -91,6 +92,11 @@ func TestKnownHostsKeyscan(t *testing.T) {
 	out, err := exec.Command("ssh-keygen", "-F", "[127.0.0.1]:"+strconv.Itoa(port), "-f", file).Output()
 	if err != nil || !strings.Contains(string(out), strings.TrimSpace(want)) {
 		t.Errorf("ssh-keygen -F: %v %s", err, out)
+	}
+	if os.Geteuid() != 0 {
+		// As another user than root, a file for root is refused at plan.
+		r := knownRes(t, map[string]any{"host": "127.0.0.1", "port": port, "key_type": "ed25519", "file_location": file + "2", "timeout": 5})
+		resourcetest.PlanErr(t, typ, r, "needs root")
 	}
 	// A server with no key of the type asked is a plan error.
 	r = knownRes(t, map[string]any{"host": "127.0.0.1", "port": port, "file_location": file, "timeout": 5})
@@ -174,7 +180,8 @@ func TestKnownHostsRefusesLink(t *testing.T) {
 	}
 	resourcetest.PlanErr(t, newKnownHostsType(""), knownRes(t, map[string]any{"host": "h", "key": testHostKey, "file_location": link}), "is a symbolic link")
 	missing := filepath.Join(dir, "no", "known_hosts")
-	_, step := resourcetest.Plan(t, newKnownHostsType(""), knownRes(t, map[string]any{"host": "h", "key": testHostKey, "file_location": missing}))
+	me, _, grp, _ := resourcetest.Whoami(t)
+	_, step := resourcetest.Plan(t, newKnownHostsType(""), knownRes(t, map[string]any{"host": "h", "key": testHostKey, "file_location": missing, "owner": me, "group": grp}))
 	if len(step.Needs) != 1 || step.Needs[0].Value != filepath.Dir(missing) {
 		t.Errorf("needs %v", step.Needs)
 	}

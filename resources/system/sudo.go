@@ -188,6 +188,8 @@ func checkSudoUser(what, s string) error {
 	}
 	name := strings.TrimPrefix(s, "!")
 	switch {
+	case name == "":
+		return fmt.Errorf("%s %q negates nothing: a ! goes before a name", what, s)
 	case name == "ALL", sudoAliasRE.MatchString(name), sudoIDRE.MatchString(name), sudoAccountRE.MatchString(name):
 		return nil
 	case strings.HasPrefix(name, "%#") && sudoIDRE.MatchString(name[1:]):
