@@ -15,9 +15,10 @@ import (
 // template, directory, link, remote_file, the editors of files toque does
 // not own (file_line, file_block, ini_setting), execute and the script family
 // (script, bash, sh, csh, python, perl, powershell_script), the host's
-// packages (package, apt_repository, apt_update), user, group, cron_d,
+// packages (package, apt_repository, apt_update), user, group,
+// authorized_keys, cron_d,
 // sysctl, mount, kernel_module, swap_file, hostname, timezone, locale,
-// service and systemd_unit; it makes the types written in HCL with
+// alternatives, sudo, ssh_known_hosts_entry, service and systemd_unit; it makes the types written in HCL with
 // hcltype.New. Callers add further types by building their own
 // registry; nothing registers itself.
 func Registry() *resources.Registry {
@@ -31,13 +32,16 @@ func Types() []resources.Type {
 		files.FileLineType(), files.FileBlockType(), files.IniSettingType(),
 		packages.PackageType(), packages.AptRepositoryType(), packages.AptUpdateType(),
 		commands.ExecuteType(), commands.ScriptType(), commands.BashType(), commands.ShType(), commands.CshType(), commands.PythonType(), commands.PerlType(), commands.PowerShellScriptType(),
-		accounts.UserType(), accounts.GroupType(), system.CronDType(), system.SysctlType(),
+		accounts.UserType(), accounts.GroupType(), accounts.AuthorizedKeysType(), system.CronDType(), system.SysctlType(),
 		system.MountType(),
 		system.KernelModuleType(),
 		system.SwapFileType(),
 		system.HostnameType(),
 		system.TimezoneType(),
 		system.LocaleType(),
+		system.AlternativesType(),
+		system.SudoType(),
+		system.SSHKnownHostsEntryType(),
 		systemd.ServiceType(), systemd.SystemdUnitType(),
 	}
 }
