@@ -3,6 +3,7 @@ package resources
 import (
 	"context"
 	"sort"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/zclconf/go-cty/cty"
@@ -111,4 +112,11 @@ func (r *Registry) DataNames() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// DataString is s as a string of a data source's answer: invalid UTF-8
+// replaced (U+FFFD), so that the answer's JSON, and its digest, read back
+// the same from the plan file.
+func DataString(s string) cty.Value {
+	return cty.StringVal(strings.ToValidUTF8(s, "\uFFFD"))
 }
