@@ -251,3 +251,73 @@ func within(part, whole cty.Value) bool {
 	}
 	return true
 }
+
+// ShownData is a data read as renderings show it, derived from what the
+// plan carries (and this build's data source, which words what ran).
+type ShownData struct {
+	Read *DataRead
+	// Reads says what the read read or ran ("runs `getent passwd`
+	// (/bin/sh)"), from its arguments.
+	Reads string
+	// Answer says what the answer is ("a map of 24 elements"), or
+	// Sensitive.
+	Answer string
+}
+
+// ShowData is d as renderings show it.
+func (p *Plan) ShowData(reg *resources.Registry, d *DataRead) *ShownData {
+	s := &ShownData{Read: d, Reads: "reads the host", Answer: Sensitive}
+	if src, ok := reg.DataSource(d.Type); ok {
+		s.Reads = safeDescribe(src, d.Args())
+	}
+	if !d.Sensitive && d.Answer != nil {
+		s.Answer = Shape(d.Answer.Value)
+	}
+	return s
+}
+
+// safeDescribe is src.Describe(args), or what it is when that panics.
+func safeDescribe(src resources.DataSource, args map[string]cty.Value) (s string) {
+	defer func() {
+		if recover() != nil {
+			s = "reads the host (its data source cannot say how)"
+		}
+	}()
+	return src.Describe(args)
+}
+
+// Shape words what v is: "a map of 3 elements", "an object of 2
+// attributes", "a list of 1 element", "a string", "null".
+func Shape(v cty.Value) string {
+	if v == cty.NilVal || v.IsNull() {
+		return "null"
+	}
+	if !v.IsKnown() {
+		return "not known"
+	}
+	ty := v.Type()
+	count := func(what string) string {
+		n := v.LengthInt()
+		if n == 1 {
+			return fmt.Sprintf("1 %s", what)
+		}
+		return fmt.Sprintf("%d %ss", n, what)
+	}
+	switch {
+	case ty.IsMapType():
+		return "a map of " + count("element")
+	case ty.IsObjectType():
+		return "an object of " + count("attribute")
+	case ty.IsListType() || ty.IsTupleType():
+		return "a list of " + count("element")
+	case ty.IsSetType():
+		return "a set of " + count("element")
+	case ty == cty.String:
+		return "a string"
+	case ty == cty.Number:
+		return "a number"
+	case ty == cty.Bool:
+		return "a bool"
+	}
+	return "a value"
+}
