@@ -281,7 +281,12 @@ func (b *DataBlock) Arguments(scope *Scope) (args map[string]cty.Value, sensitiv
 			continue
 		}
 		p := schema.Property(name)
-		dv, d := decodeProperty(&resources.Schema{Name: "data " + b.Block.Type}, p, v, a.Expr.Range())
+		dv, d := decodeProperty(&resources.Schema{Name: fmt.Sprintf("data %q", b.Block.Type)}, p, v, a.Expr.Range())
+		for _, x := range d {
+			// decodeProperty words a resource's property.
+			x.Summary = strings.Replace(x.Summary, " for property", " for argument", 1)
+			x.Detail = strings.Replace(x.Detail, "The property ", "The argument ", 1)
+		}
 		diags = append(diags, d...)
 		if !d.HasErrors() && dv != cty.NilVal {
 			args[name] = dv
@@ -409,4 +414,20 @@ func (s *Scope) readsSensitiveData(tr hcl.Traversal) bool {
 		}
 	}
 	return false
+}
+
+// CheckData is what validate checks of cfg's data blocks without reading
+// the host: DataBlocks' checks, and each block's arguments evaluated in
+// scope (whose host and data are unknown): their types, their values
+// where known, and that none holds a secret.
+func CheckData(cfg *config.Config, reg *resources.Registry, scope *Scope) hcl.Diagnostics {
+	if len(cfg.Data) == 0 {
+		return nil
+	}
+	blocks, diags := DataBlocks(cfg, reg)
+	for _, b := range blocks {
+		_, _, d := b.Arguments(scope)
+		diags = append(diags, d...)
+	}
+	return diags
 }

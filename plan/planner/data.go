@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -252,7 +253,10 @@ func (r *dataReader) read(ctx context.Context, b *eval.DataBlock) {
 		err = checkAnswer(v)
 	}
 	if err != nil {
-		detail := fmt.Sprintf("%s: %s.", b.Block.Address(), err)
+		detail := fmt.Sprintf("%s: %s", b.Block.Address(), err)
+		if !strings.Contains(detail, "\n") {
+			detail += "."
+		}
 		if errors.Is(err, context.Canceled) {
 			detail = fmt.Sprintf("%s was not read: %s.", b.Block.Address(), err)
 		}

@@ -149,7 +149,7 @@ func TestDataReadFails(t *testing.T) {
 		name, block string
 		detail      string // in the diagnostic's detail
 	}{
-		{"a command that fails", `command = "echo oops >&2; exit 3"`, "exited with code 3"},
+		{"a command that fails", `command = "echo oops >&2; exit 3"`, "exited with status 3\nstderr:\n    oops"},
 		{"a command that hangs", "command = \"sleep 30\"\n  timeout = 0.2", "did not finish within 200ms (timeout)"},
 		{"a command that prints no JSON", `command = "echo not json"`, `printed "not json", which is not one JSON document`},
 		{"a command that prints nothing", `command = "true"`, "printed nothing on its standard output"},

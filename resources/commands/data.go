@@ -229,6 +229,13 @@ func (d *execData) Read(ctx context.Context, req *resources.DataRequest) (cty.Va
 		if errors.As(err, &te) {
 			return cty.NilVal, fmt.Errorf("the command did not finish within %s (timeout); its process group was killed. A data command must answer quickly: make it faster, or give it a longer timeout", te.Timeout)
 		}
+		var ee *shellexec.ExitError
+		if errors.As(err, &ee) && res != nil && res.ExitCode >= 0 {
+			if req.Sensitive {
+				return cty.NilVal, fmt.Errorf("the command exited with status %d (what it printed is hidden: the data block is sensitive)", res.ExitCode)
+			}
+			return cty.NilVal, fmt.Errorf("the command exited with status %d%s", res.ExitCode, outputTail(res))
+		}
 		return cty.NilVal, fmt.Errorf("the command failed: %w", DescribeRunError(spec, res, err))
 	}
 	return parseDataJSON(out.Bytes(), req.Sensitive)

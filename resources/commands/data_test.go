@@ -95,13 +95,13 @@ func TestExecDataFails(t *testing.T) {
 		want      string
 		never     string // must not be in the error
 	}{
-		{name: "exit status", args: map[string]cty.Value{"command": cty.StringVal("echo oops >&2; exit 4")}, want: "the command failed: exited with code 4"},
+		{name: "exit status", args: map[string]cty.Value{"command": cty.StringVal("echo oops >&2; exit 4")}, want: "the command exited with status 4\nstderr:\n    oops"},
 		{name: "timeout", args: map[string]cty.Value{"command": cty.StringVal("sleep 30"), "timeout": cty.NumberFloatVal(0.2)}, want: "did not finish within 200ms (timeout); its process group was killed"},
 		{name: "not JSON", args: map[string]cty.Value{"command": cty.StringVal("echo '{oops'")}, want: `printed "{oops", which is not one JSON document`},
 		{name: "two documents", args: map[string]cty.Value{"command": cty.StringVal("echo 1; echo 2")}, want: "which is not one JSON document"},
 		{name: "nothing", args: map[string]cty.Value{"command": cty.StringVal("true")}, want: "printed nothing on its standard output"},
 		{name: "over its cap", args: map[string]cty.Value{"command": cty.StringVal(`yes | head -c 5000 | tr -d '\n' | sed 's/.*/"&"/'`), "max_size": cty.NumberIntVal(100)}, want: "printed more than 100 bytes on its standard output (max_size)"},
-		{name: "a sensitive command's output", sensitive: true, args: map[string]cty.Value{"command": cty.StringVal("echo hunter2; exit 1")}, want: "output hidden", never: "hunter2"},
+		{name: "a sensitive command's output", sensitive: true, args: map[string]cty.Value{"command": cty.StringVal("echo hunter2; exit 1")}, want: "what it printed is hidden", never: "hunter2"},
 		{name: "a sensitive command's non-JSON", sensitive: true, args: map[string]cty.Value{"command": cty.StringVal("echo hunter2")}, want: "what it printed is hidden", never: "hunter2"},
 		{name: "a missing cwd", args: map[string]cty.Value{"command": cty.StringVal("echo 1"), "cwd": cty.StringVal(filepath.Join(dir, "nope"))}, want: "cwd"},
 		{name: "a list with an interpreter", args: map[string]cty.Value{"command": cty.TupleVal([]cty.Value{cty.StringVal("echo")}), "interpreter": cty.StringVal("bash")}, want: "a command given as a list runs without a shell"},
