@@ -94,9 +94,9 @@ func TestWebRole(t *testing.T) {
 			files: []string{"sites/shop.example.com.conf", "sites/example.org.conf", "www/example.com/index.html"},
 		},
 		{
-			name:    "three sites, one with its certificate deployed",
-			attrs:   []string{"-attr-file=envs/three.attrs"},
-			certs:   []string{"shop.example.com"},
+			name:  "three sites, one with its certificate deployed",
+			attrs: []string{"-attr-file=envs/three.attrs"},
+			certs: []string{"shop.example.com"},
 			// (The root exists: the certificate is in it.)
 			summary: "Plan: 13 to create, 0 to update, 0 to delete, 1 to run, 2 skipped, 1 unchanged.",
 			shows: []string{
