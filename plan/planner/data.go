@@ -101,8 +101,7 @@ func (dp *dataPhase) finish() ([]*plan.DataRead, hcl.Diagnostics) {
 // plans their top-level resources, while the data blocks are read: what
 // PlanInstances then need not plan again. A type whose batch holds
 // resources of others (the file editors, resources.BatchSharer) is left
-// to be planned with them. Any evaluation error leaves everything to the
-// evaluation of the whole, which reports it.
+// to be planned with them.
 func (p *Planner) prefetch(ctx context.Context, logger hclog.Logger, cfg *config.Config, reg *resources.Registry, scope *eval.Scope, salt string) map[string]prefetch {
 	var blocks []*config.ResourceBlock
 	for _, b := range cfg.Resources {
@@ -117,10 +116,10 @@ func (p *Planner) prefetch(ctx context.Context, logger hclog.Logger, cfg *config
 	sub.Resources = blocks
 	sc := *scope
 	sc.ReleaseSyntax = false // evaluated again with the data
-	insts, diags := eval.Resources(&sub, reg, &sc)
-	if diags.HasErrors() {
-		return nil
-	}
+	// Its diagnostics are the whole's to report: references to the
+	// resources left out are errors here, and an instance returned
+	// evaluated without error whatever they say.
+	insts, _ := eval.Resources(&sub, reg, &sc)
 	var top []*eval.Instance
 	for _, inst := range insts {
 		if _, shares := inst.Type.(resources.BatchSharer); !shares && inst.Block != nil {

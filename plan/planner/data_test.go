@@ -220,3 +220,40 @@ execute "independent" {
 		})
 	}
 }
+
+// The resources that read no data are read while the data is, even when
+// one of them subscribes to a resource that reads data (which their
+// evaluation apart cannot resolve): notifications are settled with the
+// whole configuration.
+func TestDataPrefetchWithNotifications(t *testing.T) {
+	pl, diags, work := planData(t, `data "exec" "waits" {
+  command = "while [ ! -e $DIR/guard-ran ]; do sleep 0.01; done; echo '[\"a\"]'"
+  timeout = 20
+}
+file "site" {
+  for_each = toset(data.exec.waits.result)
+  path     = "$DIR/${each.key}"
+  content  = "x\n"
+}
+execute "independent" {
+  command = "true"
+  only_if = "touch $DIR/guard-ran"
+}
+execute "reload" {
+  command = "true"
+  action  = "nothing"
+  subscribes "run" {
+    resource = "file[site]"
+  }
+}
+`)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if len(pl.NotifiedRuns) != 1 || pl.NotifiedRuns[0].Address != "execute[reload]" || len(pl.NotifiedRuns[0].Notifiers) != 1 {
+		t.Fatalf("notified runs: %+v", pl.NotifiedRuns)
+	}
+	if _, err := os.Stat(filepath.Join(work, "guard-ran")); err != nil {
+		t.Error(err)
+	}
+}
