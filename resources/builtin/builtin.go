@@ -9,6 +9,7 @@ import (
 	"github.com/toquehq/toque/resources/packages"
 	"github.com/toquehq/toque/resources/system"
 	"github.com/toquehq/toque/resources/systemd"
+	"github.com/toquehq/toque/resources/vcs"
 )
 
 // Registry returns a registry of toque's built-in resource types: file,
@@ -27,6 +28,7 @@ func Registry() *resources.Registry {
 func Types() []resources.Type {
 	return []resources.Type{
 		files.FileType(), files.TemplateType(), files.DirectoryType(), files.LinkType(), files.RemoteFileType(),
+		vcs.GitType(),
 		packages.PackageType(), packages.AptRepositoryType(), packages.AptUpdateType(),
 		commands.ExecuteType(), commands.ScriptType(), commands.BashType(), commands.ShType(), commands.CshType(), commands.PythonType(), commands.PerlType(), commands.PowerShellScriptType(),
 		accounts.UserType(), accounts.GroupType(), system.CronDType(), system.SysctlType(),
