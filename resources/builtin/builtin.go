@@ -28,6 +28,7 @@ func Registry() *resources.Registry {
 func Types() []resources.Type {
 	return []resources.Type{
 		files.FileType(), files.TemplateType(), files.DirectoryType(), files.LinkType(), files.RemoteFileType(),
+		files.ArchiveFileType(),
 		vcs.GitType(),
 		packages.PackageType(), packages.AptRepositoryType(), packages.AptUpdateType(),
 		commands.ExecuteType(), commands.ScriptType(), commands.BashType(), commands.ShType(), commands.CshType(), commands.PythonType(), commands.PerlType(), commands.PowerShellScriptType(),
