@@ -48,11 +48,15 @@ func newArchiveFileType(cacheDir func() string) *archiveFileType {
 	owner := OwnerProperty("Owning user of everything extracted (and of destination when made); unset: toque's user.")
 	group := GroupProperty("Owning group of everything extracted (and of destination when made); unset: toque's group.")
 	owner.NonState, group.NonState = true, true
+	// The archive is read, not managed: a remote_file that writes it is
+	// not a second manager of the path.
+	archive := PathProperty("path", "Absolute path of the archive; defaults to the block label.")
+	archive.Namespace = ""
 	return &archiveFileType{cacheDir: cacheDir, schema: &resources.Schema{
 		Name:        "archive_file",
 		Description: "Extracts a tar (gzip, bzip2, xz, zstd) or zip archive into a directory.",
 		Properties: []*resources.Property{
-			PathProperty("path", "Absolute path of the archive; defaults to the block label."),
+			archive,
 			{Name: "destination", Type: cty.String, Identity: true, Required: true, Normalize: props.NormalizePath, Validate: props.ValidateAbsPath,
 				Description: "Absolute path of the directory to extract into; made when missing (its parent must exist)."},
 			{Name: "files", Type: cty.String, NonState: true, Content: true, Validate: readOnlyFiles,

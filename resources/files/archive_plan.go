@@ -151,6 +151,10 @@ func (t *archiveFileType) Plan(action string, desired *resources.Resource, curre
 	if current.Extra[xFromCache] != "" {
 		files.Note += ", listed from the download cache's copy of checksum"
 	}
+	files.Note += ": writes " + countWords(x)
+	if len(x.left) > 0 {
+		files.Note += "; " + leftWords(x.left, rd.opts.overwrite)
+	}
 	step.Changes = append(step.Changes, files)
 	step.Reason = extractReason(x, path, dest, current.Exists, desired)
 	for _, d := range x.dirs {
@@ -177,12 +181,6 @@ func archiveNeed(desired *resources.Resource, path, property string) resources.N
 // extractReason words x for a reviewer: counts, the first names, and
 // what is left as it is.
 func extractReason(x *extraction, path, dest string, exists bool, desired *resources.Resource) string {
-	var counts []string
-	for _, k := range []string{entryFile, entryDir, entrySymlink, entryHardlink} {
-		if n := x.made[k]; n > 0 {
-			counts = append(counts, plural(n, k))
-		}
-	}
 	var names []string
 	for _, e := range x.writes {
 		if len(names) == 5 {
@@ -195,7 +193,7 @@ func extractReason(x *extraction, path, dest string, exists bool, desired *resou
 		}
 		names = append(names, n)
 	}
-	r := fmt.Sprintf("extracts %s from %s into %s: %s", words.Join(counts, "nothing"), path, dest, strings.Join(names, ", "))
+	r := fmt.Sprintf("extracts %s from %s into %s: %s", countWords(x), path, dest, strings.Join(names, ", "))
 	if !exists {
 		mode := desired.Get("mode")
 		r = fmt.Sprintf("makes %s (mode %s), then %s", dest, props.StringOr(mode), r)
@@ -204,6 +202,18 @@ func extractReason(x *extraction, path, dest string, exists bool, desired *resou
 		r += "; " + leftWords(x.left, props.StringOr(desired.Get("overwrite")))
 	}
 	return r
+}
+
+// countWords counts what x makes: "3 files, 1 directory and 1 symbolic
+// link".
+func countWords(x *extraction) string {
+	var counts []string
+	for _, k := range []string{entryFile, entryDir, entrySymlink, entryHardlink} {
+		if n := x.made[k]; n > 0 {
+			counts = append(counts, plural(n, k))
+		}
+	}
+	return words.Join(counts, "nothing")
 }
 
 func leftWords(left []string, overwrite string) string {

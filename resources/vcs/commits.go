@@ -64,7 +64,7 @@ func (t *gitType) readCommits(ctx context.Context, r *resources.Resource, url, t
 	}
 	if lines, ok := log(1, target); ok && len(lines) == 1 {
 		_, subject, _ := strings.Cut(lines[0], "\t")
-		st.Extra[xSubject] = cleanSubject(subject)
+		gitReadingOf(st).subject = cleanSubject(subject)
 	}
 	if head == "" || head == target {
 		return nil
@@ -72,12 +72,12 @@ func (t *gitType) readCommits(ctx context.Context, r *resources.Resource, url, t
 	_ = fetch(head) // a commit the remote no longer has (force-pushed away, or local): its side stays unknown
 	arriving, ok := log(fetchDepth+1, head+".."+target)
 	if !ok {
-		st.Extra[xArriving] = fmt.Sprintf("(the commits between are not known: %s is not in %s's history — a local commit, or one a force-push removed)\n", short(head), props.RedactURL(url))
+		gitReadingOf(st).arriving = fmt.Sprintf("(the commits between are not known: %s is not in %s's history — a local commit, or one a force-push removed)\n", short(head), props.RedactURL(url))
 		st.Values["commits"] = cty.StringVal("")
 		return nil
 	}
 	leaving, _ := log(fetchDepth+1, target+".."+head)
-	st.Extra[xArriving] = commitLines(arriving)
+	gitReadingOf(st).arriving = commitLines(arriving)
 	st.Values["commits"] = cty.StringVal(commitLines(leaving))
 	return nil
 }

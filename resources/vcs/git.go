@@ -112,9 +112,27 @@ const (
 	xUnresolved = "unresolved" // why revision did not resolve
 	xBranch     = "branch"     // the branch checked out, "" when detached
 	xDirty      = "dirty"      // tracked files with local changes, NUL-separated
-	xArriving   = "arriving"   // the commits a sync brings, one line each
-	xSubject    = "subject"    // the subject of the target commit
 )
+
+// gitReading is what Load hands Plan beyond the fingerprint (State.Local):
+// what follows from the commits the fingerprint names (the target, the
+// commit checked out) and the repository's history, which a commit's id
+// fixes.
+type gitReading struct {
+	// arriving is the commits a sync brings, one line each; subject the
+	// target commit's subject.
+	arriving, subject string
+}
+
+// gitReadingOf is st's gitReading, made on first use.
+func gitReadingOf(st *resources.State) *gitReading {
+	if g, ok := st.Local.(*gitReading); ok {
+		return g
+	}
+	g := &gitReading{}
+	st.Local = g
+	return g
+}
 
 // Load reads destination and, when the action may change it, resolves
 // revision and reads the commits between.

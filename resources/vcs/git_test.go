@@ -392,3 +392,16 @@ func TestGitBadInput(t *testing.T) {
 		}
 	}
 }
+
+// A revision known only at apply (lazy) is planned as such: the plan
+// names no commit it could not resolve.
+func TestGitLazyRevision(t *testing.T) {
+	u := newUpstream(t)
+	typ := newGitType()
+	dest := filepath.Join(t.TempDir(), "app")
+	r := gitRes(t, typ, "sync", map[string]any{"destination": dest, "repository": u.URL, "revision": cty.UnknownVal(cty.String)})
+	_, step := resourcetest.Plan(t, typ, r)
+	if rev := step.Change("revision"); rev == nil || rev.After.IsKnown() || step.Kind != resources.Create || !strings.Contains(step.Reason, "known at apply") {
+		t.Fatalf("step %s %q %+v", step.Kind, step.Reason, step.Changes)
+	}
+}

@@ -65,6 +65,11 @@ func targetChange(desired *resources.Resource, current *resources.State) resourc
 		c.Before = v
 	}
 	target := current.Extra[xTarget]
+	for _, p := range []string{"revision", "repository"} {
+		if v, ok := desired.Values[p]; ok && v != cty.NilVal && !v.IsWhollyKnown() {
+			target = "" // known at apply (lazy): Load could not resolve it
+		}
+	}
 	if target == "" {
 		return c
 	}
@@ -82,7 +87,7 @@ func targetChange(desired *resources.Resource, current *resources.State) resourc
 	case strings.HasPrefix(ref, "refs/tags/"):
 		what = "tag " + strings.TrimPrefix(ref, "refs/tags/")
 	}
-	c.Note = fmt.Sprintf("%s at %s: %s", what, short(target), current.Extra[xSubject])
+	c.Note = fmt.Sprintf("%s at %s: %s", what, short(target), readingOf(current).subject)
 	return c
 }
 
@@ -96,9 +101,9 @@ func (t *gitType) planCreate(action string, desired *resources.Resource, current
 		what = "exports (a clone without .git)"
 		changes = []resources.Change{rev}
 	}
-	reason := fmt.Sprintf("%s does not exist: %s %s at %s", dest, what, shownURL(desired), shownTarget(current))
+	reason := fmt.Sprintf("%s does not exist: %s %s at %s", dest, what, shownURL(desired), shownTarget(rev))
 	if current.Extra[xKind] == kindEmpty {
-		reason = fmt.Sprintf("%s is an empty directory: %s %s into it at %s", dest, what, shownURL(desired), shownTarget(current))
+		reason = fmt.Sprintf("%s is an empty directory: %s %s into it at %s", dest, what, shownURL(desired), shownTarget(rev))
 	}
 	if desired.Bool("enable_submodules") {
 		reason += ", with its submodules"
@@ -121,32 +126,32 @@ func (t *gitType) planSync(desired *resources.Resource, current *resources.State
 		}
 	}
 	rev := targetChange(desired, current)
-	if !rev.After.IsKnown() || current.Values["revision"] == cty.NilVal || current.Values["revision"].AsString() != current.Extra[xTarget] {
-		changes = append(changes, rev)
+	if !rev.After.IsKnown() || current.Values["revision"] == cty.NilVal || !current.Values["revision"].RawEquals(rev.After) {
 		commits := resources.Change{Property: "commits", Before: current.Values["commits"], After: cty.UnknownVal(cty.String)}
 		if rev.After.IsKnown() {
-			commits.After = cty.StringVal(current.Extra[xArriving])
+			commits.After = cty.StringVal(readingOf(current).arriving)
 		}
 		if commits.Before == cty.NilVal {
 			commits.Before = cty.StringVal("")
 		}
-		changes = append(changes, commits)
 		head := "no commit"
 		if v := current.Values["revision"]; v != cty.NilVal {
 			head = short(v.AsString())
 		}
-		w := fmt.Sprintf("moves from %s to %s", head, shownTarget(current))
-		if n := strings.Count(current.Extra[xArriving], "\n"); rev.After.IsKnown() && n > 0 && !strings.HasPrefix(current.Extra[xArriving], "(") {
-			w += fmt.Sprintf(" (%s)", countCommits(current.Extra[xArriving]))
+		w := fmt.Sprintf("moves from %s to %s", head, shownTarget(rev))
+		if n := strings.Count(readingOf(current).arriving, "\n"); rev.After.IsKnown() && n > 0 && !strings.HasPrefix(readingOf(current).arriving, "(") {
+			w += fmt.Sprintf(" (%s)", countCommits(readingOf(current).arriving))
 		}
 		if d := current.Extra[xDirty]; d != "" {
-			files := strings.Split(d, "\x00")
-			w += fmt.Sprintf("; discards the local changes to %s (git checkout --force)", countFiles(files))
+			discards := "discards the local changes to " + countFiles(strings.Split(d, "\x00")) + " (git checkout --force)"
+			w += "; " + discards
+			rev.Note = strings.TrimPrefix(rev.Note+"; "+discards, "; ")
 		}
 		why = append(why, w)
+		changes = append(changes, rev, commits)
 	}
 	if len(changes) == 0 {
-		return &resources.Step{Kind: resources.NoOp, Reason: "already at " + shownTarget(current)}
+		return &resources.Step{Kind: resources.NoOp, Reason: "already at " + shownTarget(rev) + " (" + desired.String("revision") + ")"}
 	}
 	return &resources.Step{Kind: resources.Update, Reason: strings.Join(why, "; "), Changes: changes, Groups: t.schema.Groups(changes)}
 }
@@ -159,12 +164,11 @@ func shownURL(desired *resources.Resource) string {
 	return props.RedactURL(v.AsString())
 }
 
-func shownTarget(current *resources.State) string {
-	target := current.Extra[xTarget]
-	if target == "" {
+func shownTarget(rev resources.Change) string {
+	if !rev.After.IsKnown() {
 		return "the commit revision names (known at apply)"
 	}
-	return short(target)
+	return short(rev.After.AsString())
 }
 
 func countCommits(lines string) string {
@@ -192,4 +196,13 @@ func countFiles(files []string) string {
 		return "1 tracked file (" + list + ")"
 	}
 	return fmt.Sprintf("%d tracked files (%s)", len(files), list)
+}
+
+// readingOf is current's gitReading, for reading only (a zero one when
+// Load left none).
+func readingOf(current *resources.State) *gitReading {
+	if g, ok := current.Local.(*gitReading); ok {
+		return g
+	}
+	return &gitReading{}
 }
