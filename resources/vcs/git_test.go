@@ -3,9 +3,11 @@ package vcs
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/zclconf/go-cty/cty"
@@ -403,5 +405,41 @@ func TestGitLazyRevision(t *testing.T) {
 	_, step := resourcetest.Plan(t, typ, r)
 	if rev := step.Change("revision"); rev == nil || rev.After.IsKnown() || step.Kind != resources.Create || !strings.Contains(step.Reason, "known at apply") {
 		t.Fatalf("step %s %q %+v", step.Kind, step.Reason, step.Changes)
+	}
+}
+
+// With user set (as root), git runs as that user: the working tree is
+// theirs, and the next sync reads and moves it as them.
+func TestGitAsUser(t *testing.T) {
+	resourcetest.RequireRoot(t)
+	u := newUpstream(t)
+	// nobody must reach the upstream, which is theirs (git reads a local
+	// repository only as its owner), and the destination's parent.
+	for _, d := range []string{filepath.Dir(u.URL), filepath.Dir(filepath.Dir(u.URL))} {
+		os.Chmod(d, 0o755)
+	}
+	filepath.WalkDir(u.URL, func(p string, _ fs.DirEntry, _ error) error { return os.Lchown(p, 65534, 65534) })
+	// The test's own pushes (as root) to it: toque's git never sees this.
+	global := filepath.Join(t.TempDir(), "gitconfig")
+	resourcetest.WriteFile(t, global, "[safe]\n\tdirectory = *\n", 0o644)
+	t.Setenv("GIT_CONFIG_GLOBAL", global)
+	parent := t.TempDir()
+	os.Chmod(parent, 0o777)
+	os.Chmod(filepath.Dir(parent), 0o755)
+	typ := newGitType()
+	env := resourcetest.TestEnv(t)
+	dest := filepath.Join(parent, "app")
+	r := gitRes(t, typ, "sync", map[string]any{"destination": dest, "repository": u.URL, "user": "65534", "group": "65534"})
+	resourcetest.Apply(t, typ, env, r, resources.Create)
+	var st syscall.Stat_t
+	for _, p := range []string{dest, filepath.Join(dest, ".git"), filepath.Join(dest, "a.txt")} {
+		if err := syscall.Lstat(p, &st); err != nil || st.Uid != 65534 {
+			t.Errorf("%s: uid %d (%v)", p, st.Uid, err)
+		}
+	}
+	c2 := u.commit("two", nil)
+	resourcetest.Apply(t, typ, env, r, resources.Update)
+	if head(t, dest) != c2 {
+		t.Errorf("HEAD %s, want %s", head(t, dest), c2)
 	}
 }
