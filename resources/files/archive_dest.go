@@ -80,6 +80,11 @@ func readLive(dest string, l *archiveListing, content bool) (map[string]*liveEnt
 				return nil, err
 			}
 		case entryFile:
+			if st.Nlink > 1 && bd.replaceable() {
+				// A name another user may have given a file they may not
+				// read (/etc/shadow): not read, so it differs.
+				continue
+			}
 			if content && e.kind != entryDir && st.Size == e.size {
 				if le.sha, err = hashAt(bd.d, name, le.id); err != nil {
 					return nil, err
@@ -119,6 +124,22 @@ type belowWalk struct {
 type belowDir struct {
 	d       *heldDir // nil: missing
 	blocked string
+	// others says whether a user other than root and toque's own may add
+	// names to d, decided once.
+	others *bool
+}
+
+// replaceable reports whether another user may add a name to bd (a hard
+// link to a file of theirs, or of anyone's).
+func (bd *belowDir) replaceable() bool {
+	if bd.others == nil {
+		v := true
+		if ds, err := bd.d.stat(); err == nil {
+			v = replaceableBy(&ds, nil) != ""
+		}
+		bd.others = &v
+	}
+	return *bd.others
 }
 
 func (w *belowWalk) close() {

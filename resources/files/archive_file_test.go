@@ -361,6 +361,29 @@ func TestArchiveFileNeverWritesThroughALink(t *testing.T) {
 	if resourcetest.ReadFile(t, filepath.Join(dest2, "etc/app.conf")) != "theirs\n" {
 		t.Error("replaced a file that appeared after the plan")
 	}
+
+	// A hard link another user could have made, in a directory they may
+	// write, to a file they may not read: its content is not read (no
+	// digest of it in the plan), and overwrite replaces the name, never
+	// the file.
+	secret := filepath.Join(dir, "secret")
+	resourcetest.WriteFile(t, secret, "port = 80\n", 0o600) // the archive's size, so it would be hashed
+	os.Chmod(filepath.Join(dest2, "etc"), 0o777)
+	os.Remove(filepath.Join(dest2, "etc/app.conf"))
+	if err := os.Link(secret, filepath.Join(dest2, "etc/app.conf")); err != nil {
+		t.Fatal(err)
+	}
+	r = archiveRes(t, typ, map[string]any{"path": archive, "destination": dest2, "strip_components": 1, "overwrite": true})
+	st, step = resourcetest.Plan(t, typ, r)
+	if before := step.Change("files").Before.AsString(); !strings.Contains(before, "etc/app.conf (file, 0600, 10 bytes, sha256 not read)") {
+		t.Errorf("before %q", before)
+	}
+	if err := resources.ConvergeStep(context.Background(), typ, env, r, st, step); err != nil {
+		t.Fatal(err)
+	}
+	if resourcetest.PermOf(t, secret) != 0o600 || resourcetest.InodeOf(t, secret) == resourcetest.InodeOf(t, filepath.Join(dest2, "etc/app.conf")) {
+		t.Error("the hard-linked file was changed, or the name still points at it")
+	}
 }
 
 // The archive is part of the reading: a changed archive changes the

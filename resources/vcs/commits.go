@@ -33,15 +33,15 @@ const (
 // subject, the commits a sync brings (Extra arriving) and those it leaves
 // behind (Values commits). A commit id that the repository does not have
 // is recorded as unresolved.
-func (t *gitType) readCommits(ctx context.Context, r *resources.Resource, url, target, head, user string, timeout time.Duration, st *resources.State) error {
-	tmp, err := tempRepo(url, target, user, r.String("group"))
+func (t *gitType) readCommits(ctx context.Context, url, target, head string, as identity, timeout time.Duration, st *resources.State) error {
+	tmp, err := tempRepo(url, target, as.user, as.group)
 	if tmp != "" {
 		defer os.RemoveAll(tmp)
 	}
 	if err != nil {
 		return fmt.Errorf("reading the commits of %s: %w", props.RedactURL(url), err)
 	}
-	g := gitRun{dir: tmp, user: user, group: r.String("group"), url: url, timeout: timeout, fileSubmodules: t.fileSubmodules}
+	g := gitRun{dir: tmp, user: as.user, group: as.group, url: url, timeout: timeout, fileSubmodules: t.fileSubmodules}
 	fetch := func(commit string) error {
 		g.args = []string{"fetch", "--quiet", "--no-tags", "--depth=" + fmt.Sprint(fetchDepth), "--filter=tree:0", "--", "origin", commit}
 		_, err := g.run(ctx)

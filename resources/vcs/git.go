@@ -112,6 +112,7 @@ const (
 	xUnresolved = "unresolved" // why revision did not resolve
 	xBranch     = "branch"     // the branch checked out, "" when detached
 	xDirty      = "dirty"      // tracked files with local changes, NUL-separated
+	xReadAs     = "read_as"    // who read the remote, when not user
 )
 
 // gitReading is what Load hands Plan beyond the fingerprint (State.Local):
@@ -155,7 +156,7 @@ func (t *gitType) Load(ctx context.Context, r *resources.Resource) (*resources.S
 		kind != kindAbsent && kind != kindEmpty && kind != kindRepository:
 		return st, nil // nothing to resolve: Plan needs no remote
 	}
-	remoteAs, problem := remoteIdentity(r)
+	remoteAs, problem := remoteIdentity(r, st)
 	if problem != "" {
 		st.Extra[xProblem] = problem
 		return st, nil
@@ -178,7 +179,7 @@ func (t *gitType) Load(ctx context.Context, r *resources.Resource) (*resources.S
 		return st, nil // known at apply: read then
 	}
 	url := r.String("repository")
-	target, ref, why, err := t.resolve(ctx, url, r.String("revision"), remoteAs, r.String("group"), timeout)
+	target, ref, why, err := t.resolve(ctx, url, r.String("revision"), remoteAs, timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +191,7 @@ func (t *gitType) Load(ctx context.Context, r *resources.Resource) (*resources.S
 	if action == "sync" && head == target {
 		return st, nil
 	}
-	return st, t.readCommits(ctx, r, url, target, head, remoteAs, timeout, st)
+	return st, t.readCommits(ctx, url, target, head, remoteAs, timeout, st)
 }
 
 // readDestination records what is at dest (Extra kind, owner, parent)
@@ -239,21 +240,34 @@ func readDestination(dest string, st *resources.State) (uint32, error) {
 	return s.Uid, nil
 }
 
-// remoteIdentity is who runs git against the remote: the recipe's user,
-// or toque's own ("").
-func remoteIdentity(r *resources.Resource) (string, string) {
-	user := r.String("user")
-	if user == "" {
-		return "", ""
+// identity is who a git process runs as: user and group, "" for
+// toque's own.
+type identity struct{ user, group string }
+
+// remoteIdentity is who runs git against the remote: the recipe's user
+// and group, or toque's own. A user or group that does not exist yet (an
+// earlier resource of the plan makes it: the planner made it a need) is
+// replaced by toque's own for the plan's reading, and Extra says so;
+// apply reads again as them once they exist.
+func remoteIdentity(r *resources.Resource, st *resources.State) (identity, string) {
+	var id identity
+	if user := r.String("user"); user != "" {
+		uid, err := props.LookupUID(user)
+		switch {
+		case err != nil:
+			st.Extra[xReadAs] = "toque's own user: user " + user + " does not exist yet"
+		case uid != os.Geteuid() && hostexec.EffectiveUID() != 0:
+			return id, hostexec.NeedsRoot("running git as user " + user).Error()
+		default:
+			id.user = user
+		}
 	}
-	uid, err := props.LookupUID(user)
-	if err != nil {
-		return "", fmt.Sprintf("user %s does not exist yet", user)
+	if group := r.String("group"); group != "" {
+		if _, err := props.LookupGID(group); err == nil {
+			id.group = group
+		}
 	}
-	if uid != os.Geteuid() && hostexec.EffectiveUID() != 0 {
-		return "", hostexec.NeedsRoot("running git as user " + user).Error()
-	}
-	return user, ""
+	return id, ""
 }
 
 // destIdentity is who runs git in the repository at destination: the
@@ -345,7 +359,7 @@ func parseStatus(out string) (head, branch string, dirty []string) {
 // (git ls-remote), and the ref it was found as: a tag first, then a
 // branch, as git's own rev-parse; HEAD is the default branch. why says,
 // instead, why it names none.
-func (t *gitType) resolve(ctx context.Context, url, rev, user, group string, timeout time.Duration) (commit, ref, why string, err error) {
+func (t *gitType) resolve(ctx context.Context, url, rev string, as identity, timeout time.Duration) (commit, ref, why string, err error) {
 	if fullCommit.MatchString(rev) {
 		return rev, "", "", nil // checked by the fetch that reads its subject
 	}
@@ -358,7 +372,7 @@ func (t *gitType) resolve(ctx context.Context, url, rev, user, group string, tim
 	default:
 		patterns = []string{"refs/tags/" + rev, "refs/tags/" + rev + "^{}", "refs/heads/" + rev}
 	}
-	g := gitRun{args: append([]string{"ls-remote", "--symref", "--", url}, patterns...), user: user, group: group, url: url, timeout: timeout, fileSubmodules: t.fileSubmodules}
+	g := gitRun{args: append([]string{"ls-remote", "--symref", "--", url}, patterns...), user: as.user, group: as.group, url: url, timeout: timeout, fileSubmodules: t.fileSubmodules}
 	out, err := g.run(ctx)
 	if err != nil {
 		return "", "", "", fmt.Errorf("resolving revision %s of %s: %w", rev, props.RedactURL(url), err)

@@ -443,3 +443,15 @@ func TestGitAsUser(t *testing.T) {
 		t.Errorf("HEAD %s, want %s", head(t, dest), c2)
 	}
 }
+
+// A user an earlier resource makes does not exist at plan: the revision
+// is read as toque's own user, and the plan says so.
+func TestGitUserNotYetMade(t *testing.T) {
+	u := newUpstream(t)
+	typ := newGitType()
+	r := gitRes(t, typ, "sync", map[string]any{"destination": filepath.Join(t.TempDir(), "app"), "repository": u.URL, "user": "toque-no-such-user"})
+	_, step := resourcetest.Plan(t, typ, r)
+	if rev := step.Change("revision"); rev == nil || rev.After.AsString() != head(t, u.work) || !strings.Contains(rev.Note, "user toque-no-such-user does not exist yet") {
+		t.Fatalf("step %+v", step.Changes)
+	}
+}

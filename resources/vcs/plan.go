@@ -88,6 +88,9 @@ func targetChange(desired *resources.Resource, current *resources.State) resourc
 		what = "tag " + strings.TrimPrefix(ref, "refs/tags/")
 	}
 	c.Note = fmt.Sprintf("%s at %s: %s", what, short(target), readingOf(current).subject)
+	if as := current.Extra[xReadAs]; as != "" {
+		c.Note += " (read as " + as + "; apply reads it again as that user)"
+	}
 	return c
 }
 
