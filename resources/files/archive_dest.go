@@ -45,9 +45,13 @@ func readLive(dest string, l *archiveListing, content bool) (map[string]*liveEnt
 		return nil, fmt.Errorf("reading %s: %w", dest, err)
 	}
 	w := &belowWalk{root: root, dirs: map[string]*belowDir{"": {d: root}}}
-	defer w.close()
+	defer func() {
+		w.close()
+		root.close()
+	}()
 	live := make(map[string]*liveEntry, len(l.entries))
 	for _, e := range l.entries {
+		w.trim()
 		le := &liveEntry{}
 		live[e.name] = le
 		dir, name := path.Split(e.name)
@@ -148,6 +152,21 @@ func (w *belowWalk) close() {
 			bd.d.close()
 		}
 	}
+}
+
+// maxHeldBelow bounds the directories a belowWalk holds open: an archive
+// of 50,000 directories must not run out of descriptors.
+const maxHeldBelow = 256
+
+// trim lets go of every directory but the root when w holds too many;
+// callers call it between entries, never while they use a directory dir
+// returned.
+func (w *belowWalk) trim() {
+	if len(w.dirs) <= maxHeldBelow {
+		return
+	}
+	w.close()
+	w.dirs = map[string]*belowDir{"": w.dirs[""]}
 }
 
 // dir is the directory rel ("" for the root) below w's root.

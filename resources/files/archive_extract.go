@@ -203,6 +203,7 @@ func (ex *extractor) place(d *heldDir, tmp, name, rel string) error {
 // writeFile writes the file planned (from the stream's entry e and its
 // body), refusing bytes other than the planned ones.
 func (ex *extractor) writeFile(planned, e *archiveEntry, body io.Reader) (_ string, err error) {
+	ex.w.trim()
 	d, name, err := ex.parent(planned.name)
 	if err != nil {
 		return "", err
@@ -266,6 +267,7 @@ func (ex *extractor) setTime(d *heldDir, name string, e *archiveEntry) error {
 // directories made their modes, owners and times, deepest first.
 func (ex *extractor) finish(x *extraction) error {
 	for _, e := range x.writes {
+		ex.w.trim()
 		var err error
 		switch e.kind {
 		case entryDir:
@@ -288,6 +290,7 @@ func (ex *extractor) finish(x *extraction) error {
 	made := slices.Clone(ex.w.made)
 	slices.SortFunc(made, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
 	for _, rel := range made {
+		ex.w.trim()
 		e := ex.rd.listing.byName[rel]
 		if e == nil {
 			continue

@@ -7,6 +7,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -520,5 +521,26 @@ func TestArchiveFileBadInput(t *testing.T) {
 			t.Fatal(err)
 		}
 		resourcetest.PlanErr(t, typ, archiveRes(t, typ, map[string]any{"path": archive, "destination": dest, "overwrite": true}), "fifo")
+	}
+}
+
+// An archive of more directories than are held open at once extracts,
+// and plans as a no-op after.
+func TestArchiveFileManyDirectories(t *testing.T) {
+	typ, dir, _ := archiveTest(t)
+	var entries []tarEntry
+	for i := range 2 * maxHeldBelow {
+		entries = append(entries, tarEntry{name: fmt.Sprintf("d%d/sub/f", i), body: fmt.Sprint(i)})
+	}
+	archive := filepath.Join(dir, "many.tar")
+	resourcetest.WriteFile(t, archive, string(tarBytes(t, entries)), 0o644)
+	dest := filepath.Join(dir, "dest")
+	r := archiveRes(t, typ, map[string]any{"path": archive, "destination": dest, "overwrite": true})
+	step := resourcetest.Apply(t, typ, resourcetest.TestEnv(t), r, resources.Create)
+	if !strings.Contains(step.Reason, fmt.Sprintf("extracts %d files and %d directories", 2*maxHeldBelow, 4*maxHeldBelow)) {
+		t.Errorf("reason %q", step.Reason)
+	}
+	if got := resourcetest.ReadFile(t, filepath.Join(dest, "d300/sub/f")); got != "300" || resourcetest.PermOf(t, filepath.Join(dest, "d300/sub")) != 0o755 {
+		t.Errorf("d300/sub/f %q, mode %o", got, resourcetest.PermOf(t, filepath.Join(dest, "d300/sub")))
 	}
 }
