@@ -134,7 +134,39 @@ func readArchive(f io.ReaderAt, size int64, o archiveReadOptions, visit entryVis
 		return nil, refused("%s: %v", l.format, err)
 	}
 	defer closeR()
-	return l, l.readTar(r, o, visit)
+	// What the tar reader reads, data it skips included (a directory
+	// entry may claim a size, and a few bytes of zstd or xz expand to
+	// gigabytes): the files' bytes, max_size at most, and room for the
+	// headers.
+	lr := &limitedStream{r: r, n: o.maxSize + tarOverhead}
+	err = l.readTar(lr, o, visit)
+	if lr.n < 0 {
+		return nil, refused("%s: its tar stream is larger than max_size (%d bytes) and its headers allow", l.format, o.maxSize)
+	}
+	return l, err
+}
+
+// tarOverhead is how much more than its files' bytes a tar stream may
+// be: headers, padding, the end.
+const tarOverhead = 16 << 20
+
+// limitedStream reads at most n bytes of r, then fails; n < 0 says it did.
+type limitedStream struct {
+	r io.Reader
+	n int64
+}
+
+func (l *limitedStream) Read(p []byte) (int, error) {
+	if l.n <= 0 {
+		l.n = -1
+		return 0, errors.New("stream too large")
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.r.Read(p)
+	l.n -= int64(n)
+	return n, err
 }
 
 // decompressor is the tar stream inside a compressed one.
