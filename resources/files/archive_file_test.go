@@ -513,15 +513,20 @@ func TestArchiveFileBadInput(t *testing.T) {
 	archive := filepath.Join(dir, "a.tar")
 	resourcetest.WriteFile(t, archive, string(tarBytes(t, goodTar)), 0o644)
 	resourcetest.PlanErr(t, typ, archiveRes(t, typ, map[string]any{"path": archive, "destination": archive}), "not a directory")
-	// A device where the archive has a file is not replaced.
-	if os.Geteuid() == 0 {
-		dest := filepath.Join(dir, "dev")
-		os.MkdirAll(filepath.Join(dest, "app-1.0"), 0o755)
-		if err := syscall.Mknod(filepath.Join(dest, "app-1.0", "bin"), syscall.S_IFIFO|0o644, 0); err != nil {
-			t.Fatal(err)
-		}
-		resourcetest.PlanErr(t, typ, archiveRes(t, typ, map[string]any{"path": archive, "destination": dest, "overwrite": true}), "fifo")
+	// A fifo where the archive has a directory is not replaced, nor
+	// opened (a read would block).
+	dest := filepath.Join(dir, "dev")
+	os.MkdirAll(filepath.Join(dest, "app-1.0"), 0o755)
+	if err := syscall.Mkfifo(filepath.Join(dest, "app-1.0", "bin"), 0o644); err != nil {
+		t.Fatal(err)
 	}
+	resourcetest.PlanErr(t, typ, archiveRes(t, typ, map[string]any{"path": archive, "destination": dest, "overwrite": true}), "fifo")
+	os.Remove(filepath.Join(dest, "app-1.0", "bin"))
+	os.MkdirAll(filepath.Join(dest, "app-1.0", "etc"), 0o755)
+	if err := syscall.Mkfifo(filepath.Join(dest, "app-1.0", "etc", "app.conf"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	resourcetest.PlanErr(t, typ, archiveRes(t, typ, map[string]any{"path": archive, "destination": dest, "overwrite": true}), "is a fifo: toque replaces only files and links")
 }
 
 // An archive of more directories than are held open at once extracts,
