@@ -43,7 +43,7 @@ func (t *archiveFileType) extract(ctx context.Context, env *resources.Env, desir
 		return err
 	}
 	sha := current.Values["archive"].AsString()
-	blob, size, err := t.archiveCopy(path, sha)
+	blob, size, err := t.archiveCopy(ctx, path, sha)
 	if err != nil {
 		return err
 	}
@@ -104,8 +104,8 @@ func (e *archiveEntry) shaOrEmpty() string {
 // archiveCopy is the cache's copy of the archive whose sha256 is sha:
 // the one there, or one made now from path, refused unless it has that
 // sha256 (the archive changed since it was read).
-func (t *archiveFileType) archiveCopy(path, sha string) (*os.File, int64, error) {
-	c, err := openCache(t.cacheDir())
+func (t *archiveFileType) archiveCopy(ctx context.Context, path, sha string) (*os.File, int64, error) {
+	c, err := openCache(t.cacheDir(ctx))
 	if err != nil {
 		return nil, 0, err
 	}

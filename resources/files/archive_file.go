@@ -29,12 +29,15 @@ type archiveFileType struct {
 	schema *resources.Schema
 	// cacheDir is where the archive is copied to be extracted, and where
 	// a plan looks for the bytes of a checksum when path does not exist
-	// yet: the download cache remote_file fills.
-	cacheDir func() string
+	// yet: the download cache remote_file fills, in the run ctx is of.
+	cacheDir func(ctx context.Context) string
 }
 
-// ArchiveFileType returns the built-in "archive_file" type.
-func ArchiveFileType() resources.Type { return newArchiveFileType(DefaultCacheDir) }
+// ArchiveFileType returns the built-in "archive_file" type, which uses
+// remote_file's download cache.
+func ArchiveFileType() resources.Type {
+	return newArchiveFileType(func(context.Context) string { return DefaultCacheDir() })
+}
 
 // Defaults of archive_file.
 const defaultArchiveMaxSize = 4 << 30
@@ -42,7 +45,7 @@ const defaultArchiveMaxSize = 4 << 30
 // Options archive_file knows (Chef's extraction flags, as strings).
 var archiveOptions = []string{"time", "permissions", "owner"}
 
-func newArchiveFileType(cacheDir func() string) *archiveFileType {
+func newArchiveFileType(cacheDir func(context.Context) string) *archiveFileType {
 	mode := ModeProperty("0755", `Permission bits of destination when archive_file makes it (Chef's); the entries get the archive's. Not compared.`)
 	mode.NonState = true
 	owner := OwnerProperty("Owning user of everything extracted (and of destination when made); unset: toque's user.")
@@ -215,7 +218,7 @@ func (t *archiveFileType) Load(ctx context.Context, r *resources.Resource) (*res
 	if r.EffectiveAction() == "nothing" {
 		return st, nil
 	}
-	if err := t.readArchiveOf(r, rd, st); err != nil {
+	if err := t.readArchiveOf(ctx, r, rd, st); err != nil {
 		return nil, err
 	}
 	if rd.listing == nil || !st.Exists || st.Extra[xDestKind] != "" {
@@ -259,7 +262,7 @@ func (rd *archiveReading) owners(r *resources.Resource) error {
 // (Values archive, and the fingerprint), format and listing. When path
 // does not exist, the listing comes from the download cache's copy of
 // checksum, if there is one.
-func (t *archiveFileType) readArchiveOf(r *resources.Resource, rd *archiveReading, st *resources.State) error {
+func (t *archiveFileType) readArchiveOf(ctx context.Context, r *resources.Resource, rd *archiveReading, st *resources.State) error {
 	path, want := r.String("path"), r.String("checksum")
 	af, err := lookupPath(path, true)
 	if err != nil {
@@ -271,7 +274,7 @@ func (t *archiveFileType) readArchiveOf(r *resources.Resource, rd *archiveReadin
 		if want == "" {
 			return nil
 		}
-		c, err := openCache(t.cacheDir())
+		c, err := openCache(t.cacheDir(ctx))
 		if err != nil {
 			return err
 		}

@@ -132,7 +132,7 @@ var goodTar = []tarEntry{
 func archiveTest(t *testing.T) (*archiveFileType, string, string) {
 	t.Helper()
 	cache := filepath.Join(t.TempDir(), "cache")
-	return newArchiveFileType(func() string { return cache }), t.TempDir(), cache
+	return newArchiveFileType(func(context.Context) string { return cache }), t.TempDir(), cache
 }
 
 func archiveRes(t *testing.T, typ *archiveFileType, vals map[string]any) *resources.Resource {
@@ -451,16 +451,16 @@ func TestArchiveFileNotYetDownloaded(t *testing.T) {
 	r = archiveRes(t, typ, map[string]any{"path": archive, "destination": dest, "checksum": sum})
 	_, step = resourcetest.Plan(t, typ, r)
 	needs := step.AwaitedNeeds()
-	if len(needs) != 1 || needs[0].Property != "archive" || needs[0].Namespace != NamespaceArchive || needs[0].Value != archive {
+	if len(needs) != 1 || needs[0].Property != "archive" || needs[0].Namespace != resources.NamespacePath || needs[0].Value != archive {
 		t.Fatalf("listed from the cache: needs %+v", step.Needs)
 	}
 	files := step.Change("files")
 	if files == nil || !files.After.IsKnown() || !strings.Contains(files.After.AsString(), "app-1.0/bin/app (file") {
 		t.Fatalf("files %+v", files)
 	}
-	rf := newRemoteFileType(func() string { return cache })
+	rf := RemoteFileType()
 	meets := func(path, action string) bool {
-		return rf.Meets(resourcetest.NewRes(t, rf, action, map[string]any{"path": path, "source": "https://example.com/a.tgz"}), needs[0])
+		return resources.MeetsNeed(rf, resourcetest.NewRes(t, rf, action, map[string]any{"path": path, "source": "https://example.com/a.tgz"}), needs[0])
 	}
 	if !meets(archive, "create") || meets(archive, "delete") || meets(archive+".other", "create") {
 		t.Error("remote_file meets the wrong needs")

@@ -13,12 +13,6 @@ import (
 	"github.com/toquehq/toque/resources/internal/props"
 )
 
-// NamespaceArchive is the namespace of the need "the file at this path
-// exists, written by an earlier resource": an archive_file whose archive
-// an earlier remote_file downloads. It is met at apply (Need.AtApply):
-// remote_file meets it (archive_need.go).
-const NamespaceArchive = "archive"
-
 // extraction is what extracting an archive into destination does, decided
 // from a reading with no I/O: the same for the plan and for the step.
 type extraction struct {
@@ -170,7 +164,7 @@ func (t *archiveFileType) Plan(action string, desired *resources.Resource, curre
 // property (archive or files), met by an earlier remote_file at path.
 func archiveNeed(desired *resources.Resource, path, property string) resources.Need {
 	return resources.Need{
-		Namespace: NamespaceArchive, Value: path, What: "archive " + path,
+		Namespace: resources.NamespacePath, Value: path, What: archiveNeedWhat + path,
 		AtApply: true, Property: property,
 		Missing: fmt.Sprintf("%s: the archive %s does not exist, and no earlier resource of the plan writes it. Declare the remote_file that downloads it before %s, or give the path of an archive that exists.",
 			desired.Address(), path, desired.Address()),
