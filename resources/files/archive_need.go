@@ -6,12 +6,6 @@ import (
 	"github.com/toquehq/toque/resources"
 )
 
-// archiveNeedWhat starts the What of archive_file's need of its archive:
-// "the file /tmp/app.tar.gz" — the words, namespace and meeting rule of
-// the need of a file an earlier resource writes that the file editors use
-// on main (edit_needs.go, meetsFile), so that one rule serves both.
-const archiveNeedWhat = "the file "
-
 // Meets says a remote_file whose step with work writes a file at the
 // path an archive_file reads meets that archive_file's need: remote_file
 // is a resources.NeedMeeter, so that a plan extracting a download made

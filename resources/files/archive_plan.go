@@ -13,6 +13,12 @@ import (
 	"github.com/toquehq/toque/resources/internal/props"
 )
 
+// archiveNeedWhat starts the What of archive_file's need of its archive:
+// "the file /tmp/app.tar.gz" — the words, namespace and meeting rule of
+// the need of a file an earlier resource writes that the file editors use
+// (edit_needs.go on main, meetsFile), so that one rule serves both.
+const archiveNeedWhat = "the file "
+
 // extraction is what extracting an archive into destination does, decided
 // from a reading with no I/O: the same for the plan and for the step.
 type extraction struct {
