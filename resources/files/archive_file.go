@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/toquehq/toque/resources"
+	"github.com/toquehq/toque/resources/internal/hostexec"
 	"github.com/toquehq/toque/resources/internal/props"
 )
 
@@ -173,8 +174,9 @@ type archiveReading struct {
 	owner, group string
 	uid, gid     int
 	opts         archiveOpts
-	// parentMissing is set when destination's parent does not exist.
-	parentMissing bool
+	// parentMissing is set when destination's parent does not exist;
+	// unwritable when toque (not root) may not write in destination.
+	parentMissing, unwritable bool
 }
 
 // Extra keys of an archive_file reading.
@@ -213,6 +215,9 @@ func (t *archiveFileType) Load(ctx context.Context, r *resources.Resource) (*res
 		st.Extra[xDestKind] = kindOf(uint32(df.st.Mode))
 	default:
 		st.Exists = true
+		if hostexec.EffectiveUID() != 0 && unix.Faccessat(df.dir.fd, df.name, unix.W_OK|unix.X_OK, unix.AT_EACCESS) != nil {
+			rd.unwritable = true
+		}
 	}
 	df.close()
 	if r.EffectiveAction() == "nothing" {

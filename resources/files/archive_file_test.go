@@ -19,6 +19,7 @@ import (
 	"github.com/ulikunitz/xz"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/toquehq/toque/internal/testenv"
 	"github.com/toquehq/toque/resources"
 	"github.com/toquehq/toque/resources/resourcetest"
 )
@@ -252,6 +253,7 @@ func TestArchiveFileRefusesMaliciousArchives(t *testing.T) {
 		{"fifo", []tarEntry{{name: "p", typ: tar.TypeFifo}}, "fifo"},
 		{"twice", []tarEntry{{name: "a", body: "1"}, {name: "a", body: "2"}}, "twice"},
 		{"newline", []tarEntry{{name: "a\nb (file, 0644)", body: "1"}}, "control character"},
+		{"not UTF-8", []tarEntry{{name: "caf\xe9", body: "1"}}, "not UTF-8"},
 		{"huge header", []tarEntry{{name: "big", body: "tiny", size: 1 << 40}}, "max_size"},
 		{"lying header", []tarEntry{{name: "big", body: "tiny", size: 1 << 20}}, "truncated"},
 	} {
@@ -548,4 +550,17 @@ func TestArchiveFileManyDirectories(t *testing.T) {
 	if got := resourcetest.ReadFile(t, filepath.Join(dest, "d300/sub/f")); got != "300" || resourcetest.PermOf(t, filepath.Join(dest, "d300/sub")) != 0o755 {
 		t.Errorf("d300/sub/f %q, mode %o", got, resourcetest.PermOf(t, filepath.Join(dest, "d300/sub")))
 	}
+}
+
+// Not root, toque cannot write in a destination it may not write: the
+// plan says so, rather than an apply failing half-way.
+func TestArchiveFileUnwritableDestination(t *testing.T) {
+	testenv.MustHave(t, testenv.NonRoot)
+	typ, dir, _ := archiveTest(t)
+	archive := filepath.Join(dir, "app.tar")
+	resourcetest.WriteFile(t, archive, string(tarBytes(t, goodTar)), 0o644)
+	dest := filepath.Join(dir, "ro")
+	os.Mkdir(dest, 0o555)
+	t.Cleanup(func() { os.Chmod(dest, 0o755) })
+	resourcetest.PlanErr(t, typ, archiveRes(t, typ, map[string]any{"path": archive, "destination": dest}), "may not write in it")
 }

@@ -136,6 +136,9 @@ func (t *archiveFileType) Plan(action string, desired *resources.Resource, curre
 	if err != nil {
 		return nil, err
 	}
+	if len(x.writes) > 0 && rd.unwritable {
+		return nil, fmt.Errorf("%s: toque runs as uid %d and may not write in it; run it as root, or give it write access", dest, hostexec.EffectiveUID())
+	}
 	if len(x.writes) == 0 && current.Exists {
 		why := "every entry of the archive is in " + dest + " as the archive has it"
 		if len(x.left) > 0 {

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/ulikunitz/xz"
@@ -363,6 +364,9 @@ func hashEntry(r io.Reader, size int64) (string, error) {
 // leading components ("" for an entry strip removes whole), or an error
 // for a name that would land outside it or that a plan could not show.
 func cleanName(name string, strip int) (string, error) {
+	if !utf8.ValidString(name) {
+		return "", refused("%q is not UTF-8: toque shows every name it extracts in the plan", name)
+	}
 	for _, r := range name {
 		if unicode.IsControl(r) {
 			return "", refused("%q holds a control character", name)
@@ -453,6 +457,9 @@ func linkInside(name, target string) error {
 		return refused("%q is a symbolic link to nothing", name)
 	case strings.HasPrefix(target, "/"):
 		return refused("%q is a symbolic link to the absolute path %q: a link of the archive must point inside destination", name, target)
+	}
+	if !utf8.ValidString(target) {
+		return refused("%q is a symbolic link whose target is not UTF-8", name)
 	}
 	for _, r := range target {
 		if unicode.IsControl(r) {
