@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/zclconf/go-cty/cty"
+	"golang.org/x/sys/unix"
 
 	"github.com/toquehq/toque/resources"
 	"github.com/toquehq/toque/resources/files"
@@ -70,6 +71,11 @@ func (t *gitType) create(ctx context.Context, env *resources.Env, desired *resou
 	if err != nil {
 		return fmt.Errorf("making %s: %w", dir, err)
 	}
+	if !made && !export {
+		if err := sameDirectory(dest, current); err != nil {
+			return err
+		}
+	}
 	defer func() {
 		if err == nil {
 			return
@@ -104,6 +110,9 @@ func (t *gitType) create(ctx context.Context, env *resources.Env, desired *resou
 
 func (t *gitType) update(ctx context.Context, env *resources.Env, desired *resources.Resource, current *resources.State, step *resources.Step) error {
 	dest := desired.String("destination")
+	if err := sameDirectory(dest, current); err != nil {
+		return err
+	}
 	g := t.runner(env, desired, dest)
 	if step.HasGroup("repository") {
 		remote := desired.String("remote")
@@ -255,4 +264,15 @@ func emptyDir(dir string) {
 	for _, e := range entries {
 		os.RemoveAll(filepath.Join(dir, e.Name()))
 	}
+}
+
+// sameDirectory checks that dest is still the directory Load read (the
+// step was planned from it): another one swapped in is not acted on.
+func sameDirectory(dest string, current *resources.State) error {
+	g, ok := current.Local.(*gitReading)
+	var s unix.Stat_t
+	if err := unix.Lstat(dest, &s); err != nil || !ok || s.Mode&unix.S_IFMT != unix.S_IFDIR || uint64(s.Dev) != g.dev || uint64(s.Ino) != g.ino {
+		return fmt.Errorf("%s: %w", dest, files.ErrChanged)
+	}
+	return nil
 }

@@ -123,6 +123,9 @@ type gitReading struct {
 	// arriving is the commits a sync brings, one line each; subject the
 	// target commit's subject.
 	arriving, subject string
+	// dev and ino are destination's, when it exists: a step acts on the
+	// directory Load read, or on none.
+	dev, ino uint64
 }
 
 // gitReadingOf is st's gitReading, made on first use.
@@ -211,6 +214,7 @@ func readDestination(dest string, st *resources.State) (uint32, error) {
 	}
 	st.Exists = true
 	st.Extra[xOwner] = strconv.FormatUint(uint64(s.Uid), 10)
+	gitReadingOf(st).dev, gitReadingOf(st).ino = uint64(s.Dev), uint64(s.Ino)
 	switch s.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
 	case unix.S_IFLNK:

@@ -455,3 +455,28 @@ func TestGitUserNotYetMade(t *testing.T) {
 		t.Fatalf("step %+v", step.Changes)
 	}
 }
+
+// A step acts on the directory Load read: one swapped in since is left
+// alone.
+func TestGitActsOnTheDirectoryRead(t *testing.T) {
+	u := newUpstream(t)
+	typ := newGitType()
+	env := resourcetest.TestEnv(t)
+	dest := filepath.Join(t.TempDir(), "app")
+	r := gitRes(t, typ, "sync", map[string]any{"destination": dest, "repository": u.URL})
+	resourcetest.Apply(t, typ, env, r, resources.Create)
+	u.commit("two", nil)
+	st, step := resourcetest.Plan(t, typ, r)
+	moved := dest + ".moved"
+	if err := os.Rename(dest, moved); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Git(t, filepath.Dir(dest), "clone", "--quiet", u.URL, dest)
+	before := head(t, dest)
+	if err := resources.ConvergeStep(context.Background(), typ, env, r, st, step); err == nil || !strings.Contains(err.Error(), "changed since it was read") {
+		t.Fatalf("converge on a swapped directory: %v", err)
+	}
+	if head(t, dest) != before {
+		t.Error("the swapped-in directory was changed")
+	}
+}
