@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/zclconf/go-cty/cty"
 	"golang.org/x/sys/unix"
 
 	"github.com/toquehq/toque/resources"
@@ -35,7 +36,7 @@ func (t *archiveFileType) Steps() resources.Steps { return resources.Same(t.extr
 func (t *archiveFileType) extract(ctx context.Context, env *resources.Env, desired *resources.Resource, current *resources.State, step *resources.Step) error {
 	path, dest := desired.String("path"), desired.String("destination")
 	rd := readingOf(current)
-	if rd == nil || rd.listing == nil || current.Values["archive"].IsNull() {
+	if v := current.Values["archive"]; rd == nil || rd.listing == nil || v == cty.NilVal || !v.IsKnown() || v.IsNull() {
 		return fmt.Errorf("extracting %s: the archive was not read (a bug in archive_file)", path)
 	}
 	x, err := decide(rd, dest)
