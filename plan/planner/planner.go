@@ -786,7 +786,11 @@ func (p *Planner) preload(ctx context.Context, logger hclog.Logger, insts []*eva
 		if _, ok := inst.Type.(resources.BatchLoader); !ok {
 			continue
 		}
-		s := &plan.Subject{Address: instAddress(inst), Type: inst.Type, Desired: inst.Resource}
+		desired := inst.Resource
+		if len(inst.Actions) > 1 {
+			desired = desired.WithLater(inst.Actions[1:])
+		}
+		s := &plan.Subject{Address: instAddress(inst), Type: inst.Type, Desired: desired}
 		subjects = append(subjects, s)
 		of[s] = inst
 	}
