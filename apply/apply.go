@@ -85,6 +85,9 @@ type run struct {
 	// after unit files changed): done before a resource it does not batch
 	// with is read to converge, and at the end (doLater, finishLater).
 	later *resources.Later
+	// foresight is what pre-flight found the steps with work will bring
+	// (a package's files and units: preflightAll), nil when nothing.
+	foresight *resources.Foresight
 }
 
 // entry is one plan resource being applied.

@@ -354,6 +354,16 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 		}
 		return inst
 	}
+	// What earlier steps bring (a package's files and units): the
+	// resources that read it are planned again from it (foresight.go).
+	nctx := ctx
+	if ctx.Err() == nil {
+		fs, d := p.foresee(ctx, logger, order, results, current, salt)
+		diags = append(diags, d...)
+		if fs != nil {
+			nctx = resources.WithForesight(ctx, fs)
+		}
+	}
 
 	var planned []*eval.Instance
 	var ress []*plan.Resource
@@ -399,7 +409,7 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 		}
 	}
 	if ctx.Err() == nil {
-		diags = append(diags, p.planNotifications(ctx, logger, planned, ress, pl, salt)...)
+		diags = append(diags, p.planNotifications(nctx, logger, planned, ress, pl, salt)...)
 		diags = append(diags, p.checkAwaited(pl, awaiting)...)
 	}
 	markErrored(pl, diags)

@@ -69,6 +69,9 @@ func (t *fileType) Load(ctx context.Context, r *resources.Resource) (*resources.
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	defer f.close()
+	if st, err := foreseen(ctx, path, f); st != nil || err != nil {
+		return st, err
+	}
 	st := stateOf(f)
 	if !f.exists || (f.link != "" && !f.followed) || f.st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return st, nil
@@ -143,7 +146,8 @@ func hardLinkRisk(f *found, si statInfo) string {
 // Plan decides what the file's action does. It never does I/O.
 func (t *fileType) Plan(action string, desired *resources.Resource, current *resources.State) (*resources.Step, error) {
 	step, err := t.plan(action, desired, current)
-	return withPathNeeds(step, err, current, desired.String("path"), false, false)
+	step, err = withPathNeeds(step, err, current, desired.String("path"), false, false)
+	return withForeseen(step, err, current)
 }
 
 func (t *fileType) plan(action string, desired *resources.Resource, current *resources.State) (*resources.Step, error) {

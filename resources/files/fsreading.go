@@ -24,6 +24,10 @@ type fsReading struct {
 	// obj and src identify the objects Load read (the file at a path; a
 	// hard link's source), so that a step changes those and no other.
 	obj, src fileID
+	// foreseenBy names the earlier step of the plan whose prediction Load
+	// read, the host lacking the path (foreseen.go): "package[nginx]
+	// (nginx-common 1.22.1-9+deb12u9)".
+	foreseenBy string
 }
 
 var noReading fsReading
