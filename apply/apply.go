@@ -54,6 +54,10 @@ type Applier struct {
 	// their resource converges. package apply does not evaluate
 	// expressions: command hands it eval's. nil fails such a resource.
 	Resolver plan.Resolver
+	// SkipVerify turns off the end-state check (endstate.go): by default,
+	// once the plan is carried out, apply reads every resource again and
+	// reports those that did not end as the plan predicted.
+	SkipVerify bool
 }
 
 // run is one Apply call's state.
@@ -108,6 +112,11 @@ type entry struct {
 	// journal says an earlier apply of the plan finished it.
 	idx     int
 	earlier *pastStep
+	// expect is the state the plan's steps predict the resource ends in
+	// (endstate.go), nil when it is not checked; lastRun is set when its
+	// last step is a run.
+	expect  *resources.State
+	lastRun bool
 }
 
 // Apply carries out p: it takes the apply lock, runs the pre-flight and

@@ -149,6 +149,7 @@ func (r *run) preflightOne(ctx context.Context, e *entry) preflightResult {
 		// Skipped by a guard at plan time, and still: not read.
 		return preflightResult{}
 	}
+	r.expectFrom(e, 0, rd.State)
 	res := r.compareReading(ctx, e, rd)
 	if rd.Step != nil && rd.Step.Kind.IsWork() {
 		res.provides = rd.Step.Provides

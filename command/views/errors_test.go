@@ -57,6 +57,8 @@ func TestErrorClasses(t *testing.T) {
 			KindInterrupted, ExitInterrupted, "interrupted: stopped before finishing; nothing was changed and no plan was saved"},
 		{"resource failed", failed,
 			KindResourceFailed, ExitError, "file[/a]: boom"},
+		{"not as planned", &apply.EndStateError{Differences: []apply.EndDifference{{Address: "sysctl[a]", Property: "value", Predicted: `"0"`, Actual: `"1"`}}},
+			KindNotAsPlanned, ExitNotAsPlanned, "Resources did not end as planned"},
 		{"plain error", errors.New("something broke"),
 			KindOther, ExitError, "something broke"},
 

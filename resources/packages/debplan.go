@@ -219,3 +219,12 @@ func (t *packageType) stageDebs(debs []*debRef) (string, func(), error) {
 	}
 	return cache.stage(debs)
 }
+
+// PlanFact says which facts of a package's reading are about what its
+// repositories offer and what apt would do, not about the installed
+// packages (resources.PlanFacter): the end-state check compares the
+// version, the dpkg state and the hold, never the candidate.
+func (t *packageType) PlanFact(fact string) bool {
+	return strings.HasPrefix(fact, xCandidate) || strings.HasPrefix(fact, xOffered) || strings.HasPrefix(fact, xDeb) ||
+		fact == xFile || fact == xApt || fact == xRefused || fact == xSearched
+}
