@@ -117,6 +117,15 @@ type entry struct {
 	// last step is a run.
 	expect  *resources.State
 	lastRun bool
+	// checked are the properties the check compares (managed); notified
+	// is set when a notified run changed the resource.
+	checked  map[string]bool
+	notified bool
+	// provided are the things (namespace and value) its steps provide,
+	// but paths; factsSuperseded is set when a later resource acting on
+	// one of its things changed it (endstate.go).
+	provided        []string
+	factsSuperseded bool
 }
 
 // Apply carries out p: it takes the apply lock, runs the pre-flight and

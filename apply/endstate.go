@@ -3,9 +3,12 @@ package apply
 import (
 	"context"
 	"fmt"
+	"maps"
 	"runtime/debug"
 	"slices"
 	"strings"
+
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/internal/parallel"
 	"github.com/toquehq/toque/plan"
@@ -87,8 +90,58 @@ func (r *run) expectFrom(e *entry, si int, st *resources.State) {
 			return
 		}
 		e.lastRun = step.Kind == resources.Run
+		e.managed(step)
 	}
 	e.expect = st
+}
+
+// things are what e acts on, as keys of namespaces: its identity
+// properties' (a path, a unit file), what its type reads (Foreseer: a
+// service's unit) and what its steps provide (a unit file's unit). Two
+// resources that share one act on one thing: a systemd_unit that writes
+// a unit and the service that then starts it.
+func (e *entry) things() []string {
+	var out []string
+	if e.desired == nil {
+		return nil
+	}
+	for _, p := range e.typ.Schema().Properties {
+		if p.Namespace != "" && (p.Identity || p.NameProperty) && e.desired.IsSet(p.Name) {
+			out = append(out, p.Namespace+"\x00"+e.desired.String(p.Name))
+		}
+	}
+	if f, ok := e.typ.(resources.Foreseer); ok {
+		for _, n := range f.Foresees(e.desired) {
+			out = append(out, n.Namespace+"\x00"+n.Value)
+		}
+	}
+	return append(out, e.provided...)
+}
+
+// managed records the properties e's checks compare: those the recipe
+// sets, and those a step changes (a package's version from its
+// candidate).
+func (e *entry) managed(step *resources.Step) {
+	if e.checked == nil {
+		e.checked = map[string]bool{}
+		for k := range e.desired.Values {
+			if e.desired.IsSet(k) {
+				e.checked[k] = true
+			}
+		}
+	}
+	if step != nil {
+		for _, c := range step.Changes {
+			e.checked[c.Property] = true
+		}
+		if step.Kind.IsWork() {
+			for _, n := range step.Provides {
+				if n.Namespace != resources.NamespacePath {
+					e.provided = append(e.provided, n.Namespace+"\x00"+n.Value)
+				}
+			}
+		}
+	}
 }
 
 // expectConverged updates e's prediction once its action si converged
@@ -126,22 +179,39 @@ func (r *run) expectNotifiedRun(t resources.Type, d *resources.Resource, rd *pla
 	if e.typ == nil {
 		e.typ, e.desired = t, d
 	}
-	e.expect, e.lastRun = st, rd.Step.Kind == resources.Run
+	e.expect, e.lastRun, e.notified = st, rd.Step.Kind == resources.Run, true
+	e.managed(rd.Step)
 }
 
 // verifyEnd is the end-state check: it reads every entry with a
 // prediction again (one batch per type that reads in batches, the rest
 // PreflightParallelism at a time) and returns how they differ from it.
-func (r *run) verifyEnd(ctx context.Context) []EndDifference {
+func (r *run) verifyEnd(ctx context.Context, rep *Report) []EndDifference {
 	var es []*entry
 	for _, e := range r.entries {
-		if e.expect == nil || e.earlier != nil {
-			continue
-		}
-		if _, predicts := e.typ.(resources.Predictor); e.lastRun && !predicts {
+		if e.expect == nil || e.earlier != nil || !checksEnd(e, rep.Resources[e.idx].Outcome) {
 			continue
 		}
 		es = append(es, e)
+	}
+	// A later resource that acts on the same thing, and changed it, has
+	// the last word on its facts (a service started after the unit file
+	// was written): the earlier one's facts are not compared.
+	last := map[string]int{}
+	for _, e := range r.entries {
+		if e.typ == nil || (rep.Resources[e.idx].Outcome != OutcomeChanged && !e.notified) {
+			continue
+		}
+		for _, k := range e.things() {
+			last[k] = max(last[k], e.idx)
+		}
+	}
+	for _, e := range es {
+		for _, k := range e.things() {
+			if last[k] > e.idx {
+				e.factsSuperseded = true
+			}
+		}
 	}
 	if len(es) == 0 {
 		return nil
@@ -177,6 +247,27 @@ func (r *run) verifyEnd(ctx context.Context) []EndDifference {
 	return out
 }
 
+// checksEnd reports whether the end-state check compares e, whose outcome
+// in this apply is outcome: a resource whose steps ran as planned, or
+// were found done (changed, unchanged, already done), or that a notified
+// run changed; not one a guard skipped, nor one whose last step is a
+// run of a type that predicts nothing of it (execute), nor one of a
+// type written in HCL, whose load_current_value and converge scripts
+// toque cannot assume agree.
+func checksEnd(e *entry, outcome string) bool {
+	if _, hcl := e.typ.(resources.Definer); hcl {
+		return false
+	}
+	if _, predicts := e.typ.(resources.Predictor); e.lastRun && !predicts {
+		return false
+	}
+	switch outcome {
+	case OutcomeChanged, OutcomeUnchanged, OutcomeAlreadyDone:
+		return true
+	}
+	return e.notified
+}
+
 // loadProtected reads e's live state with its type's Load, a panic
 // becoming an error.
 func (r *run) loadProtected(ctx context.Context, e *entry) (st *resources.State, err error) {
@@ -193,35 +284,69 @@ func (r *run) loadProtected(ctx context.Context, e *entry) (st *resources.State,
 	return st, err
 }
 
-// endDifferences compares actual, a reading at the end, with predicted,
-// in their stored forms (sensitive values as keyed digests): what
-// exists, the values the prediction holds, and the facts it holds but
-// those about the plan's circumstances (resources.PlanFacter).
+// endDifferences compares actual, a reading at the end, with predicted:
+// whether the thing exists; then, when it does, the value of each
+// desired-state property the recipe sets or a step changes (compared as
+// the property compares values: an owner by name or id), a value the
+// reading lacks counting as a difference; and each fact the prediction
+// holds with a value, but those about the plan's circumstances
+// (resources.PlanFacter) and those the reading does not hold (a fact the
+// type reads only in some states). Values are shown as plans show them
+// (sensitive and private ones hidden).
 func endDifferences(e *entry, salt string, predicted, actual *resources.State) []EndDifference {
 	s := e.typ.Schema()
-	// A value not every user may read is kept keyed (StoreCurrent): both
-	// sides are stored alike, whichever side's reading knew it private.
-	predicted, actual = predicted.Clone(), actual.Clone()
-	for k, why := range actual.Private {
-		predicted.Private = setPrivate(predicted.Private, k, why)
+	diff := func(prop, want, got string) EndDifference {
+		return EndDifference{Address: e.pr.Address, Property: prop, Predicted: want, Actual: got}
 	}
-	for k, why := range predicted.Private {
-		actual.Private = setPrivate(actual.Private, k, why)
+	if predicted.Exists != actual.Exists {
+		return []EndDifference{diff("exists", existsWord(predicted.Exists), existsWord(actual.Exists))}
 	}
-	then := plan.StoreCurrent(s, predicted, salt, e.pr.Sensitive, e.pr.SensitiveProperties...)
-	now := plan.StoreCurrent(s, actual, salt, e.pr.Sensitive, e.pr.SensitiveProperties...)
+	if !predicted.Exists {
+		return nil
+	}
+	shown := func(p *resources.Property, st *resources.State, v cty.Value) string {
+		if v == cty.NilVal || v.IsNull() {
+			return "(none)"
+		}
+		hidden := e.pr.Sensitive || slices.Contains(e.pr.SensitiveProperties, p.Name)
+		sv := plan.StoreValue(p, v, salt, hidden)
+		if why := st.Private[p.Name]; why != "" && !hidden {
+			sv = plan.StoredValue{Digest: plan.DigestValue(v, salt, true), Size: sv.Size, Private: why}
+		}
+		return sv.Display(p.Content)
+	}
 	var out []EndDifference
-	for _, d := range plan.CompareCurrent(then, now) {
-		_, isValue := then.Values[d.Property]
-		keep := d.Property == "exists" || isValue ||
-			(predicted.Extra[d.Property] != "" && !resources.IsPlanFact(e.typ, d.Property))
-		if !keep || (isValue && !then.Exists) {
+	for _, k := range slices.Sorted(maps.Keys(e.checked)) {
+		p := s.Property(k)
+		want, ok := predicted.Values[k]
+		if p == nil || !p.IsDesiredState() || !ok || want == cty.NilVal || want.IsNull() || !want.IsWhollyKnown() {
 			continue
 		}
-		out = append(out, EndDifference{Address: e.pr.Address, Property: d.Property, Predicted: d.Then, Actual: d.Now})
+		have := actual.Values[k]
+		if have != cty.NilVal && p.Equals(want, have) {
+			continue
+		}
+		out = append(out, diff(k, shown(p, predicted, want), shown(p, actual, have)))
 	}
-	slices.SortStableFunc(out, func(a, b EndDifference) int { return strings.Compare(a.Property, b.Property) })
+	if e.factsSuperseded {
+		return out
+	}
+	for _, k := range slices.Sorted(maps.Keys(predicted.Extra)) {
+		want := predicted.Extra[k]
+		have, ok := actual.Extra[k]
+		if want == "" || !ok || have == want || resources.IsPlanFact(e.typ, k) {
+			continue
+		}
+		out = append(out, diff(k, want, have))
+	}
 	return out
+}
+
+func existsWord(b bool) string {
+	if b {
+		return "exists"
+	}
+	return "does not exist"
 }
 
 // checkEnd runs the end-state check when the run carried out the whole
@@ -233,7 +358,7 @@ func (r *run) checkEnd(ctx context.Context, rep *Report, runErr error, interrupt
 		return nil
 	}
 	r.syncJournal() // what is done is printed before the reading
-	diffs := r.verifyEnd(ctx)
+	diffs := r.verifyEnd(ctx, rep)
 	if ctx.Err() != nil {
 		return nil
 	}
@@ -243,14 +368,4 @@ func (r *run) checkEnd(ctx context.Context, rep *Report, runErr error, interrupt
 	}
 	r.logger.Warn("resources did not end as planned", "count", rep.DidNotEndAsPlanned)
 	return &EndStateError{Differences: diffs}
-}
-
-func setPrivate(m map[string]string, k, why string) map[string]string {
-	if m == nil {
-		m = map[string]string{}
-	}
-	if m[k] == "" {
-		m[k] = why
-	}
-	return m
 }

@@ -102,12 +102,34 @@ func TestFreshHostInContainer(t *testing.T) {
 	os.Chmod(work, 0o755)
 	buildToque(t, filepath.Join(work, "toque"))
 	debtest.Repo(t, filepath.Join(work, "repo"), webPkgs...)
-	recipes := filepath.Join(work, "recipes")
-	os.MkdirAll(recipes, 0o755)
-	os.WriteFile(filepath.Join(recipes, "web.hcl"), []byte(webRecipe), 0o644)
-	os.WriteFile(filepath.Join(recipes, "toque-web.conf.tpl"), []byte("greeting = ${greeting}\nport = 8080\n"), 0o644)
+	writeRecipes(t, work, "web", map[string]string{
+		"web.hcl":            webRecipe,
+		"toque-web.conf.tpl": "greeting = ${greeting}\nport = 8080\n",
+	})
+	writeRecipes(t, work, "sysctl", map[string]string{"sysctl.hcl": sysctlRecipe})
 
 	c := bootContainer(t, work)
+	t.Run("package, its configuration, its service", func(t *testing.T) { c.t = t; testWebServer(c) })
+	t.Run("a side effect the plan did not predict", func(t *testing.T) { c.t = t; testSideEffect(c) })
+}
+
+func writeRecipes(t *testing.T, work, name string, files map[string]string) {
+	dir := filepath.Join(work, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for f, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// testWebServer: package → configuration → service in one plan and one
+// apply, then "No changes.".
+func testWebServer(c *container) {
+	t := c.t
+	c.dir = "web"
 	// apt reads only the test's repository.
 	c.sh(`rm -f /etc/apt/sources.list.d/* && echo 'deb [trusted=yes] file:` + ctrDir + `/repo ./' > /etc/apt/sources.list && apt-get -q update >/dev/null`)
 	if out := c.sh("dpkg-query -W -f='${db:Status-Status}' toque-web 2>/dev/null || true"); out != "" {
@@ -152,9 +174,54 @@ func TestFreshHostInContainer(t *testing.T) {
 		t.Errorf("the service runs with %q, not the recipe's configuration", got)
 	}
 
+	if !strings.Contains(apply.out, "0 failed, 0 skipped.") || strings.Contains(apply.out, "did not end as planned") {
+		t.Errorf("the apply should end as planned:\n%s", apply.out)
+	}
+
 	again := c.toque(0, "plan", "-detailed-exitcode")
 	if !strings.Contains(again.out, "No changes.") {
 		t.Errorf("second plan:\n%s", again)
+	}
+}
+
+// sysctlRecipe is issue 22's side effect: setting net.ipv4.ip_forward to
+// 0 makes the kernel reset net.ipv4.conf.all.accept_redirects to 1, which
+// the plan holds unchanged at 0.
+const sysctlRecipe = `sysctl "net.ipv4.conf.all.accept_redirects" {
+  value = "0"
+}
+
+sysctl "net.ipv4.ip_forward" {
+  value = "0"
+}
+`
+
+// testSideEffect: apply carries out the plan, reads every resource again,
+// and says — exit 7, in the summary, the error and the report — which one
+// did not end where the plan said; the next plan shows the drift.
+func testSideEffect(c *container) {
+	t := c.t
+	c.dir = "sysctl"
+	c.sh("sysctl -q -w net.ipv4.ip_forward=1 && sysctl -q -w net.ipv4.conf.all.accept_redirects=0")
+	c.toque(2, "plan", "-detailed-exitcode", "-out="+ctrDir+"/sysctl.plan")
+	r := c.toque(7, "apply", ctrDir+"/sysctl.plan")
+	for _, want := range []string{"1 did not end as planned", "Resources did not end as planned",
+		`sysctl[net.ipv4.conf.all.accept_redirects]: value: predicted "0", actual "1"`} {
+		if !strings.Contains(r.out+r.err, want) {
+			t.Errorf("apply does not say %q:\n%s", want, r)
+		}
+	}
+	if got := c.sh("sysctl -n net.ipv4.conf.all.accept_redirects"); got != "1" {
+		t.Fatalf("the kernel did not reset accept_redirects (%s): the scenario needs it", got)
+	}
+	report := c.sh("cat " + ctrDir + "/sysctl/state/reports/last.json")
+	if !strings.Contains(report, `"did_not_end_as_planned": 1`) || !strings.Contains(report, `"property": "value"`) {
+		t.Errorf("the report does not record it:\n%s", report)
+	}
+	// -verify=false skips the reading: a new plan (the drift), applied.
+	c.toque(2, "plan", "-detailed-exitcode", "-out="+ctrDir+"/sysctl2.plan")
+	if r := c.toque(0, "apply", "-verify=false", ctrDir+"/sysctl2.plan"); strings.Contains(r.out, "did not end as planned") {
+		t.Errorf("-verify=false:\n%s", r)
 	}
 }
 
@@ -212,7 +279,11 @@ func buildToque(t *testing.T, bin string) {
 // into basic.target (none of the host's services start), no network, the
 // test's directory bound at ctrDir.
 type container struct {
-	t      *testing.T
+	// t is the test in hand (a subtest), top the one that booted it.
+	t, top *testing.T
+	// dir is the scenario's directory under ctrDir: its recipes, state
+	// and logs.
+	dir    string
 	name   string
 	cmd    *exec.Cmd
 	done   chan struct{}
@@ -227,7 +298,7 @@ const ctrDir = "/toque-e2e"
 
 func bootContainer(t *testing.T, dir string) *container {
 	t.Helper()
-	c := &container{t: t, name: fmt.Sprintf("toque-fresh-%d-%d", os.Getpid(), time.Now().UnixNano()%1e6), done: make(chan struct{}), log: &bytes.Buffer{}}
+	c := &container{t: t, top: t, name: fmt.Sprintf("toque-fresh-%d-%d", os.Getpid(), time.Now().UnixNano()%1e6), done: make(chan struct{}), log: &bytes.Buffer{}}
 	layers := t.TempDir()
 	// The container's cgroups go below one of its own, removed at the
 	// end, never the host's root cgroup.
@@ -323,9 +394,10 @@ func (r toqueResult) String() string {
 // and logs in the test's directory; want is the exit status it must have.
 func (c *container) toque(want int, args ...string) toqueResult {
 	c.t.Helper()
-	cmd := c.exec(append([]string{ctrDir + "/toque", "-chdir=" + ctrDir + "/recipes"}, args...)...)
-	cmd.Env = append(os.Environ(), "TOQUE_STATE_DIR="+ctrDir+"/state", "TOQUE_HOST_LOCK="+ctrDir+"/host.lock", "NO_COLOR=1",
-		"TOQUE_LOG=debug", "TOQUE_LOG_PATH="+ctrDir+"/toque.log")
+	in := ctrDir + "/" + c.dir
+	cmd := c.exec(append([]string{ctrDir + "/toque", "-chdir=" + in}, args...)...)
+	cmd.Env = append(os.Environ(), "TOQUE_STATE_DIR="+in+"/state", "TOQUE_HOST_LOCK="+ctrDir+"/host.lock", "NO_COLOR=1",
+		"TOQUE_LOG=debug", "TOQUE_LOG_PATH="+in+"/toque.log")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()
@@ -355,7 +427,7 @@ func (c *container) halt() {
 		case <-time.After(5 * time.Second):
 		}
 	}
-	c.t.Errorf("the container did not end")
+	c.top.Errorf("the container did not end")
 }
 
 func (c *container) cleanup() {
