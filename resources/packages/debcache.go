@@ -120,6 +120,58 @@ func fileSHA256(p string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// origin is what the cache keeps of where a .deb came from
+// (DIR/debs/origin-KEY.json, KEY the sha256 of its name, version and
+// architecture).
+type origin struct {
+	URL      string `json:"url"`
+	Filename string `json:"filename"`
+	Size     int64  `json:"size"`
+	SHA256   string `json:"sha256"`
+}
+
+func (c *debCache) originPath(d *debRef) string {
+	h := sha256.Sum256([]byte(d.Name + "\x00" + d.Version + "\x00" + d.Arch))
+	return filepath.Join(c.dir, "debs", "origin-"+hex.EncodeToString(h[:])+".json")
+}
+
+// known fills in d from what the cache knows of it, when the cache holds
+// its archive and manifest too; false when it does not.
+func (c *debCache) known(d *debRef) bool {
+	b, err := os.ReadFile(c.originPath(d))
+	if err != nil {
+		return false
+	}
+	var o origin
+	if json.Unmarshal(b, &o) != nil || o.SHA256 == "" || o.Filename == "" || !c.hasBlob(o.SHA256) || c.manifest(o.SHA256) == nil {
+		return false
+	}
+	d.URL, d.Filename, d.Size, d.SHA256 = o.URL, o.Filename, o.Size, o.SHA256
+	return true
+}
+
+// remember records where d came from (a failure to is not an error: the
+// next plan asks apt again).
+func (c *debCache) remember(d *debRef) {
+	if d.File != "" {
+		return
+	}
+	b, err := json.Marshal(origin{URL: d.URL, Filename: d.Filename, Size: d.Size, SHA256: d.SHA256})
+	if err != nil {
+		return
+	}
+	f, err := os.CreateTemp(filepath.Join(c.dir, "debs"), ".origin-*")
+	if err != nil {
+		return
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(b); err != nil || f.Close() != nil {
+		f.Close()
+		return
+	}
+	os.Rename(f.Name(), c.originPath(d))
+}
+
 // debRef is one .deb an install would unpack: the package's name, version
 // and architecture as apt names them, where apt gets it, and the sha256
 // the repository's signed index gives it, which the plan records.
@@ -169,14 +221,26 @@ func (p *aptProvider) Archives(ctx context.Context, cache *debCache, changes []P
 	if len(refs) == 0 {
 		return nil, nil
 	}
-	argv := append([]string{"apt-get", "download", "--print-uris", "-q", "--"}, want...)
+	// What a warm cache knows already: where each .deb came from and its
+	// sha256, by package, version and architecture (a repository does not
+	// publish two .debs under one version; should one, the plan installs
+	// the bytes it read, which staging checks, never others).
+	var ask []string
+	byFile := map[string]*debRef{}
+	for i, d := range refs {
+		if cache.known(d) {
+			continue
+		}
+		ask = append(ask, want[i])
+		byFile[archiveName(d)] = d
+	}
+	if len(ask) == 0 {
+		return refs, p.manifests(ctx, cache, refs)
+	}
+	argv := append([]string{"apt-get", "download", "--print-uris", "-q", "--"}, ask...)
 	res, err := p.read(ctx, argv)
 	if err != nil {
 		return nil, fmt.Errorf("asking apt where the packages come from: %w", err)
-	}
-	byFile := map[string]*debRef{}
-	for _, d := range refs {
-		byFile[archiveName(d)] = d
 	}
 	sc := bufio.NewScanner(strings.NewReader(res.Stdout))
 	for sc.Scan() {
@@ -196,6 +260,9 @@ func (p *aptProvider) Archives(ctx context.Context, cache *debCache, changes []P
 	}
 	var missing []*debRef
 	for _, d := range refs {
+		if byFile[archiveName(d)] == nil {
+			continue // known
+		}
 		switch {
 		case d.URL == "":
 			return nil, fmt.Errorf("apt gave no download for %s (apt-get download --print-uris listed none): toque installs a package only from a .deb it has read", d.label())
@@ -209,12 +276,19 @@ func (p *aptProvider) Archives(ctx context.Context, cache *debCache, changes []P
 	if err := p.download(ctx, cache, missing); err != nil {
 		return nil, err
 	}
+	return refs, p.manifests(ctx, cache, refs)
+}
+
+// manifests reads the manifest of each of refs (manifestOf) and records
+// what the cache now knows of where each came from.
+func (p *aptProvider) manifests(ctx context.Context, cache *debCache, refs []*debRef) error {
 	for _, d := range refs {
 		if err := p.manifestOf(ctx, cache, d); err != nil {
-			return nil, err
+			return err
 		}
+		cache.remember(d)
 	}
-	return refs, nil
+	return nil
 }
 
 // aptSpec names d for apt: NAME:ARCH=VERSION.

@@ -311,11 +311,13 @@ func (t *packageType) loadAll(ctx context.Context, rs []*resources.Resource) ([]
 		return nil, nil, fmt.Errorf("reading the package database: %w", err)
 	}
 	// What the repositories offer, only for the packages whose action
-	// depends on it.
+	// depends on it; for a resource that installs only packages that are
+	// not installed, with no version, its simulation says (probe).
+	probed := t.probe(ctx, prov, rs, reqs, infos, files, errs)
 	var ask []*PackageInfo
 	asked := map[string]bool{}
 	for i, r := range rs {
-		if errs[i] != nil {
+		if errs[i] != nil || probed[i] != nil {
 			continue
 		}
 		for _, q := range reqs[i] {
@@ -346,7 +348,7 @@ func (t *packageType) loadAll(ctx context.Context, rs []*resources.Resource) ([]
 			}
 		}
 	}
-	changes := t.simulate(ctx, prov, rs, states, searched)
+	changes := t.simulate(ctx, prov, rs, states, searched, probed)
 	if arch, ok := prov.(debArchiver); ok {
 		t.readArchives(ctx, arch, rs, states, errs, files, changes)
 	}
@@ -356,7 +358,7 @@ func (t *packageType) loadAll(ctx context.Context, rs []*resources.Resource) ([]
 // simulate asks the package manager, for every resource with work, what
 // it would do, a few at a time; it records the answer in the State and
 // returns it, per resource (nil: no simulation).
-func (t *packageType) simulate(ctx context.Context, prov PackageProvider, rs []*resources.Resource, states []*resources.State, searched string) [][]PackageChange {
+func (t *packageType) simulate(ctx context.Context, prov PackageProvider, rs []*resources.Resource, states []*resources.State, searched string, probed []*PackageOutcome) [][]PackageChange {
 	changes := make([][]PackageChange, len(rs))
 	sem := make(chan struct{}, simulationParallelism)
 	var wg sync.WaitGroup
@@ -376,7 +378,10 @@ func (t *packageType) simulate(ctx context.Context, prov PackageProvider, rs []*
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			out, err := prov.Simulate(ctx, d.op)
+			out, err := probed[i], error(nil)
+			if out == nil {
+				out, err = prov.Simulate(ctx, d.op)
+			}
 			if err != nil {
 				st.Extra[xRefused] = err.Error()
 				return

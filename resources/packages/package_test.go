@@ -428,11 +428,12 @@ func TestPackageListInOneCall(t *testing.T) {
 }
 
 // TestPackageReadsInOneBatch: planning many packages starts one
-// dpkg-query, one apt-cache policy only for the packages an action may
-// install (not for those installed, nor for removals), an apt-get -s only
-// for a resource with work, and, for the .debs those installs unpack, one
-// apt-get download --print-uris; with a cold cache one apt-get download
-// and a dpkg-deb per member of each .deb, with a warm one nothing more.
+// dpkg-query, an apt-get -s only for a resource with work (whose answer,
+// for packages not installed, names their candidates: no apt-cache
+// policy, which is only for what an action may upgrade, never for what is
+// installed or removed), and, for the .debs those installs unpack, with a
+// cold cache one apt-get download --print-uris, one apt-get download and
+// a dpkg-deb per member of each .deb; with a warm one nothing more.
 func TestPackageReadsInOneBatch(t *testing.T) {
 	e := newPkgEnv(t)
 	e.root.Install(t, "toque-fixture=2.0", "toque-dep")
@@ -454,19 +455,27 @@ func TestPackageReadsInOneBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := e.callLog()
-	want := "dpkg-query -W,apt-cache policy,apt-get -q,apt-get -q,apt-get download,apt-get download," +
+	want := "dpkg-query -W,apt-get -q,apt-get -q,apt-get download,apt-get download," +
 		"dpkg-deb --ctrl-tarfile,dpkg-deb --fsys-tarfile,dpkg-deb --ctrl-tarfile,dpkg-deb --fsys-tarfile"
 	if kindsOf(calls) != want {
 		t.Fatalf("commands %q, want %s (two simulations: toque-app and toque-conf have work; their .debs fetched and read once)", calls, want)
 	}
-	if calls[1] != "apt-cache policy toque-app toque-conf" {
-		t.Errorf("apt-cache policy asked about %q, want only the packages not installed", calls[1])
+	if states[2].Extra[xCandidate+"toque-app"] != "1.0" || states[3].Extra[xCandidate+"toque-conf"] != "2.0" {
+		t.Errorf("candidates from the simulations: %q, %q", states[2].Extra[xCandidate+"toque-app"], states[3].Extra[xCandidate+"toque-conf"])
 	}
 	if _, err := e.typ.LoadAll(context.Background(), rs); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := kindsOf(e.callLog()), "dpkg-query -W,apt-cache policy,apt-get -q,apt-get -q,apt-get download"; got != want {
+	if got, want := kindsOf(e.callLog()), "dpkg-query -W,apt-get -q,apt-get -q"; got != want {
 		t.Errorf("with the .debs cached: %s, want %s", got, want)
+	}
+	// An upgrade asks apt-cache policy, for that package alone.
+	e.callLog()
+	if _, err := e.typ.LoadAll(context.Background(), []*resources.Resource{e.res("toque-fixture", "upgrade", nil).LoadView(), rs[1]}); err != nil {
+		t.Fatal(err)
+	}
+	if calls := e.callLog(); len(calls) != 2 || calls[1] != "apt-cache policy toque-fixture" {
+		t.Errorf("upgrade: commands %q, want dpkg-query and apt-cache policy toque-fixture", calls)
 	}
 	if states[0].Extra[xState+"toque-fixture"] != "installed" || states[2].Extra[xApt] != "installs toque-app 1.0" {
 		t.Errorf("states %+v %+v", states[0], states[2])
