@@ -89,7 +89,11 @@ func providedWords(view *resources.Foresight, steps []*resources.Step) []string 
 				continue
 			}
 			seen[needKey(n)] = true
-			ws = append(ws, fmt.Sprintf("%s: created by %s", n.Value, p.By))
+			what := n.Value
+			if n.Namespace != resources.NamespacePath {
+				what = n.What + " " + n.Value
+			}
+			ws = append(ws, fmt.Sprintf("%s: created by %s", what, p.By))
 		}
 	}
 	return ws

@@ -44,10 +44,21 @@ type debManifest struct {
 	Units []debUnit `json:"units,omitempty"`
 	// Scripts are the maintainer scripts it has (preinst, postinst…).
 	Scripts []string `json:"scripts,omitempty"`
+	// Accounts are the users and groups the package creates: declared in
+	// a sysusers.d file it ships, or made by adduser, useradd, addgroup
+	// or groupadd in a maintainer script.
+	Accounts []debAccount `json:"accounts,omitempty"`
+}
+
+// debAccount is a user or group a package creates.
+type debAccount struct {
+	// Kind is "user" or "group"; By says how: "sysusers.d", or the
+	// maintainer script's name.
+	Kind, Name, By string
 }
 
 // debManifestFormat is the manifest format this build writes.
-const debManifestFormat = 1
+const debManifestFormat = 2
 
 // debEntry is one path of the archive's data member.
 type debEntry struct {
@@ -171,11 +182,79 @@ func (p *aptProvider) readManifest(ctx context.Context, file, digest string) (*d
 		if u := unitPath(e.Path); u != "" && e.HasContent {
 			m.Units = append(m.Units, unitOf(u, e.Path, e.ContentBytes, scripts["postinst"]))
 		}
+		if e.HasContent && sysusersPath(e.Path) {
+			m.Accounts = append(m.Accounts, sysusers(e.ContentBytes)...)
+		}
 		return nil
 	}); err != nil {
 		return nil, fmt.Errorf("reading the files of %s (%s %s): %w", file, m.Package, m.Version, err)
 	}
+	for _, name := range []string{"preinst", "postinst"} {
+		m.Accounts = append(m.Accounts, scriptAccounts(name, scripts[name])...)
+	}
 	return m, nil
+}
+
+// sysusersPath reports a systemd-sysusers file: what it declares is
+// created at install (systemd-sysusers runs from the package's trigger or
+// postinst).
+func sysusersPath(p string) bool {
+	return (strings.HasPrefix(p, "/usr/lib/sysusers.d/") || strings.HasPrefix(p, "/lib/sysusers.d/")) && strings.HasSuffix(p, ".conf")
+}
+
+// sysusers reads the users ("u NAME …") and groups ("g NAME …", and the
+// group of the same name a user line makes) of a sysusers.d file.
+func sysusers(content []byte) []debAccount {
+	var out []debAccount
+	for _, l := range strings.Split(string(content), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 2 || strings.HasPrefix(f[0], "#") || strings.ContainsAny(f[1], "%$") {
+			continue
+		}
+		switch f[0] {
+		case "u", "u!":
+			out = append(out, debAccount{Kind: "user", Name: f[1], By: "sysusers.d"})
+			if len(f) < 3 || f[2] == "-" || !strings.Contains(f[2], ":") {
+				out = append(out, debAccount{Kind: "group", Name: f[1], By: "sysusers.d"})
+			}
+		case "g":
+			out = append(out, debAccount{Kind: "group", Name: f[1], By: "sysusers.d"})
+		}
+	}
+	return out
+}
+
+// accountTool finds a command that creates an account in a maintainer
+// script, with its arguments (continuation lines joined).
+var accountTool = regexp.MustCompile(`(?m)(?:^|[;&|(\s])(adduser|useradd|addgroup|groupadd)\s+([^;&|\n]*)`)
+
+// scriptAccounts reads the accounts a maintainer script creates: the last
+// argument of each adduser, useradd, addgroup or groupadd that is a plain
+// name (adduser --group NAME… makes the group too). What such a script
+// does is decided when it runs, so what it creates is known only then;
+// a name computed by the script is not read.
+func scriptAccounts(script, text string) []debAccount {
+	text = strings.ReplaceAll(text, "\\\n", " ")
+	var out []debAccount
+	for _, m := range accountTool.FindAllStringSubmatch(text, -1) {
+		args := strings.Fields(m[2])
+		if len(args) == 0 {
+			continue
+		}
+		name := strings.Trim(args[len(args)-1], `"'`)
+		if strings.HasPrefix(name, "-") || strings.ContainsAny(name, "$`{}()<>") || validPackageName(name) != nil && !strings.ContainsAny(name, "_") {
+			continue
+		}
+		kind := "user"
+		if m[1] == "addgroup" || m[1] == "groupadd" || (m[1] == "adduser" && strings.Contains(m[2], "--group") && !strings.Contains(m[2], "--system")) {
+			kind = "group"
+		}
+		out = append(out, debAccount{Kind: kind, Name: name, By: script})
+		if m[1] == "adduser" && strings.Contains(m[2], "--system") && strings.Contains(m[2], "--group") {
+			out = append(out, debAccount{Kind: "group", Name: name, By: script})
+		}
+	}
+	return out
 }
 
 // eachMemberEntry runs dpkg-deb to print one member of file as a tar

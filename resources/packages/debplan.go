@@ -160,6 +160,17 @@ func provides(addr string, debs []*debRef) []resources.Need {
 		for _, v := range m.Provides {
 			out = append(out, resources.Need{Namespace: NamespacePackage, Value: v, What: "package"})
 		}
+		for _, a := range m.Accounts {
+			ns, how := resources.NamespaceUser, "its "+a.By
+			if a.Kind == "group" {
+				ns = resources.NamespaceGroup
+			}
+			if a.By == "sysusers.d" {
+				how = "a sysusers.d file it ships"
+			}
+			out = append(out, resources.Need{Namespace: ns, Value: a.Name, What: a.Kind,
+				Prediction: &resources.Prediction{By: by + ", through " + how, Facts: map[string]string{"kind": a.Kind, "package": m.Package, "by": a.By}}})
+		}
 	}
 	return out
 }

@@ -46,7 +46,11 @@ var webPkgs = []debtest.Pkg{
 			"usr/share/toque-web/index.txt": "it works\n",
 		},
 		Dirs:      []string{"etc/toque-web/sites"},
-		Conffiles: []string{"/etc/toque-web/toque-web.conf"}},
+		Conffiles: []string{"/etc/toque-web/toque-web.conf"},
+		// The account the server runs as, made by the maintainer script.
+		Postinst: `if [ "$1" = configure ] && ! getent passwd toque-web >/dev/null; then
+	adduser --quiet --system --group --no-create-home --home /nonexistent toque-web
+fi`},
 	{Name: "toque-web", Version: "1.0", Depends: "toque-web-common",
 		Files: map[string]string{"lib/systemd/system/toque-web.service": `[Unit]
 Description=toque's fixture web server
@@ -80,9 +84,12 @@ template "/etc/toque-web/toque-web.conf" {
   }
 }
 
-# A new file in a directory the package creates.
+# A new file in a directory the package creates, owned by the account its
+# maintainer script makes.
 file "/etc/toque-web/sites/default.conf" {
   content = "site = default\n"
+  group   = "toque-web"
+  mode    = "0640"
 }
 
 service "toque-web" {
@@ -143,8 +150,10 @@ func testWebServer(c *container) {
 		"-greeting = hello from the package",
 		"+greeting = hello from toque",
 		"the diff is against the file package[toque-web] (toque-web-common 1.0) ships",
-		// The file's directory comes from the package.
+		// The file's directory comes from the package, its group from the
+		// package's maintainer script.
 		"/etc/toque-web/sites: created by package[toque-web] (toque-web-common 1.0)",
+		"group toque-web: created by package[toque-web] (toque-web-common 1.0), through its postinst",
 		// The service is planned from the unit the package ships.
 		"installed by package[toque-web] (toque-web 1.0)",
 	} {
@@ -163,6 +172,9 @@ func testWebServer(c *container) {
 	}
 	if got := c.sh("dpkg-query -W -f='${Version} ${db:Status-Status}' toque-web toque-web-common"); got != "1.0 installed1.0 installed" {
 		t.Errorf("packages after apply: %q", got)
+	}
+	if got := c.sh("stat -c '%U:%G %a' /etc/toque-web/sites/default.conf"); got != "root:toque-web 640" {
+		t.Errorf("the site file: %s", got)
 	}
 	if got := c.sh("cat /etc/toque-web/toque-web.conf"); got != "greeting = hello from toque\nport = 8080" {
 		t.Errorf("configuration after apply: %q", got)
