@@ -56,6 +56,14 @@
 //     at apply (apt_update: the lists a package's version is known from).
 //   - Awaiter: a step may leave a value known only at apply, and says
 //     which facts of its reading that value is known from.
+//   - Foreseer: Load reads, where the host lacks the thing, what an
+//     earlier step of the plan predicts it will be (Foresight, built from
+//     the steps' Provides that carry a Prediction: a package's files and
+//     units), so that a template over a package's configuration file
+//     plans from the file the package ships.
+//   - PlanFacter: some facts of a reading are about the plan's
+//     circumstances (a package's candidate), not the thing; apply's
+//     end-state check does not compare them.
 //   - Definer and Composite: a type written in HCL, whose definition a
 //     plan carries and whose actions may declare child resources.
 //
