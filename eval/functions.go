@@ -153,6 +153,8 @@ func baseFunctionsWith(baseDir string, rd *reader) map[string]function.Function 
 		"csvdecode":    stdlib.CSVDecodeFunc,
 		"jsondecode":   stdlib.JSONDecodeFunc,
 		"jsonencode":   stdlib.JSONEncodeFunc,
+		"yamldecode":   yamlDecodeFunc,
+		"yamlencode":   yamlEncodeFunc,
 		"md5":          hashFunc(md5.New),
 		"sha1":         hashFunc(sha1.New),
 		"sha256":       hashFunc(sha256.New),
@@ -173,6 +175,11 @@ func baseFunctionsWith(baseDir string, rd *reader) map[string]function.Function 
 		"fileset":    fileSetFunc(baseDir, rd),
 		"env":        envFunc(rd),
 
+		// networks
+		"cidrhost":    cidrHostFunc,
+		"cidrnetmask": cidrNetmaskFunc,
+		"cidrsubnet":  cidrSubnetFunc,
+		"cidrsubnets": cidrSubnetsFunc,
 	}
 }
 
