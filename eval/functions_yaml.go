@@ -66,7 +66,7 @@ func yamlDecode(src string) (cty.Value, error) {
 		if err != nil {
 			return cty.NilVal, fmt.Errorf("not valid YAML after the first document: %s", strings.TrimPrefix(err.Error(), "yaml: "))
 		}
-		return cty.NilVal, fmt.Errorf("line %d: a second YAML document; yamldecode reads one (split the text at ---, or decode each part)", line)
+		return cty.NilVal, fmt.Errorf("at line %d of the YAML: a second document; yamldecode reads one (split the text at ---, or decode each part)", line)
 	}
 	y := &yamlDecoder{budget: MaxYAMLAliasValues}
 	return y.value(&doc, 0)
@@ -81,16 +81,16 @@ type yamlDecoder struct {
 }
 
 func yamlAt(n *yaml.Node, format string, args ...any) error {
-	return fmt.Errorf("line %d, column %d: %s", n.Line, n.Column, fmt.Sprintf(format, args...))
+	return fmt.Errorf("at line %d, column %d of the YAML: %s", n.Line, n.Column, fmt.Sprintf(format, args...))
 }
 
 func (y *yamlDecoder) value(n *yaml.Node, depth int) (cty.Value, error) {
 	if depth > config.MaxNestingDepth {
-		return cty.NilVal, yamlAt(n, "the YAML nests more than %d levels deep; yamldecode decodes no deeper", config.MaxNestingDepth)
+		return cty.NilVal, yamlAt(n, "it nests more than %d levels deep; yamldecode decodes no deeper", config.MaxNestingDepth)
 	}
 	if len(y.expanding) > 0 {
 		if y.budget--; y.budget < 0 {
-			return cty.NilVal, yamlAt(n, "the YAML's aliases (*name) repeat more than %d values in all; yamldecode expands no more", MaxYAMLAliasValues)
+			return cty.NilVal, yamlAt(n, "its aliases (*name) repeat more than %d values in all; yamldecode expands no more", MaxYAMLAliasValues)
 		}
 	}
 	switch n.Kind {
