@@ -27,10 +27,11 @@ func kindFunc(baseDir string, rd *reader, want lazy.FileKind) function.Function 
 		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
 			k, full, err := rd.kind(baseDir, args[0].AsString())
 			var out *OutsideError
+			var carried carriedError
 			switch {
 			case errors.Is(err, fs.ErrNotExist):
 				return cty.False, nil
-			case errors.As(err, &out):
+			case errors.As(err, &out), errors.As(err, &carried):
 				return cty.UnknownVal(cty.Bool), function.NewArgError(0, err)
 			case err != nil:
 				return cty.UnknownVal(cty.Bool), function.NewArgErrorf(0, "checking %s: %s", full, err)
@@ -101,7 +102,7 @@ func (rd *reader) fileSet(baseDir, p, pattern string) ([]string, error) {
 		for _, s := range rd.sets {
 			if s.Dir == full && s.Pattern == pattern {
 				if s.Error != "" {
-					return nil, errors.New(s.Error)
+					return nil, carriedError(s.Error)
 				}
 				return s.Matches, nil
 			}

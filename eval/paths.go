@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/toquehq/toque/config"
 	"github.com/toquehq/toque/internal/lazy"
 )
 
@@ -48,17 +49,11 @@ func (r *recipeRoot) find() {
 }
 
 // cookbookOf is the cookbook dir belongs to (dir itself, or the parent of
-// its recipes/ directory), or dir itself when it belongs to none.
+// its recipes/ directory), or dir itself when it belongs to none: the
+// cookbook whose templates/ config.TemplateDir names.
 func cookbookOf(dir string) (string, bool) {
-	isCookbook := func(d string) bool {
-		fi, err := os.Stat(filepath.Join(d, "metadata.hcl"))
-		return err == nil && fi.Mode().IsRegular()
-	}
-	switch {
-	case isCookbook(dir):
-		return dir, true
-	case filepath.Base(dir) == "recipes" && isCookbook(filepath.Dir(dir)):
-		return filepath.Dir(dir), true
+	if t := config.TemplateDir(dir); t != dir {
+		return filepath.Dir(t), true
 	}
 	return dir, false
 }

@@ -88,10 +88,16 @@ func (rd *reader) carried(full string) (*lazy.File, error) {
 	case !ok:
 		return nil, fmt.Errorf("%s is a recipe file the plan did not carry (its path was not known when the plan was made); apply reads recipe files only from the plan", full)
 	case f != nil && f.Error != "":
-		return nil, errors.New(f.Error)
+		return nil, carriedError(f.Error)
 	}
 	return f, nil
 }
+
+// carriedError is why a recipe path was refused at plan, as the plan
+// carries it: apply gives the same words.
+type carriedError string
+
+func (e carriedError) Error() string { return string(e) }
 
 // kind says what is at p (relative: against baseDir): a regular file, a
 // directory, something else, or nothing (fs.ErrNotExist), through links;
