@@ -141,10 +141,10 @@ func baseFunctionsWith(baseDir string, rd *reader) map[string]function.Function 
 		"can":      tryfunc.CanFunc,
 		"try":      tryfunc.TryFunc,
 		"tobool":   stdlib.MakeToFunc(cty.Bool),
-		"tolist":   stdlib.MakeToFunc(cty.List(cty.DynamicPseudoType)),
+		"tolist":   toListFunc,
 		"tomap":    stdlib.MakeToFunc(cty.Map(cty.DynamicPseudoType)),
 		"tonumber": stdlib.MakeToFunc(cty.Number),
-		"toset":    stdlib.MakeToFunc(cty.Set(cty.DynamicPseudoType)),
+		"toset":    toSetFunc,
 		"tostring": stdlib.MakeToFunc(cty.String),
 
 		// encodings and hashes

@@ -175,6 +175,24 @@ func (ev *evaluator) capture(expr hcl.Expression, dir string, rd *reader) lazy.S
 	if v, ok := subtree(ev.scope.Host, rootPaths(expr, "host")); ok {
 		sc.Host = &typedvalue.Value{Value: v}
 	}
+	// An instance's each and count, whole: they are small, and name it.
+	for _, tr := range lazy.Traversals(expr) {
+		var dst **typedvalue.Value
+		switch tr.RootName() {
+		case EachVar:
+			dst = &sc.Each
+		case CountVar:
+			dst = &sc.Count
+		default:
+			continue
+		}
+		if v, ok := ev.ctx.Variables[tr.RootName()]; ok && *dst == nil {
+			v, _ = v.UnmarkDeep()
+			if v.IsWhollyKnown() {
+				*dst = &typedvalue.Value{Value: v}
+			}
+		}
+	}
 	plain := unmarkingContext(ev.ctx)
 	for _, c := range lazy.FindCalls(expr, "env") {
 		if len(c.Args) == 0 {

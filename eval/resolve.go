@@ -149,8 +149,15 @@ func LazyContext(e *lazy.Expr) *hcl.EvalContext {
 	if e.Scope.Host != nil && e.Scope.Host.Value != cty.NilVal {
 		h = e.Scope.Host.Value
 	}
+	vars := map[string]cty.Value{"node": node, "host": h}
+	if e.Scope.Each != nil && e.Scope.Each.Value != cty.NilVal {
+		vars[EachVar] = e.Scope.Each.Value
+	}
+	if e.Scope.Count != nil && e.Scope.Count.Value != cty.NilVal {
+		vars[CountVar] = e.Scope.Count.Value
+	}
 	return &hcl.EvalContext{
-		Variables: map[string]cty.Value{"node": node, "host": h},
+		Variables: vars,
 		Functions: functionsWith(e.Scope.Dir, capturedReader(e.Scope)),
 	}
 }
@@ -186,6 +193,15 @@ func EvaluateLazy(e *lazy.Expr, vars cty.Value) (cty.Value, hcl.Diagnostics) {
 			// templatefile, its paths relative to the template (renderFile).
 			ctx = &hcl.EvalContext{Variables: scope, Functions: baseFunctionsWith(e.Scope.Dir, capturedReader(e.Scope))}
 		} else {
+			// An inline template sees the instance's each and count too,
+			// unless a variable has that name (as at plan).
+			for _, k := range []string{EachVar, CountVar} {
+				if _, shadowed := scope[k]; !shadowed {
+					if v, ok := ctx.Variables[k]; ok {
+						scope[k] = v
+					}
+				}
+			}
 			ctx = ctx.NewChild()
 			ctx.Variables = scope
 		}
@@ -287,7 +303,9 @@ func (Resolver) Resolve(ctx context.Context, desired *resources.Resource, lazies
 	}
 	// Values not in lazies stay as they are: the planner resolves some of
 	// a resource's values and leaves the others to apply.
-	return resources.NewResource(s, desired.Name, desired.Action, vals), nil
+	out := resources.NewResource(s, desired.Name, desired.Action, vals)
+	out.Key = desired.Key
+	return out, nil
 }
 
 // Guard evaluates a run-time expression guard: it must be true or false.

@@ -227,7 +227,7 @@ func lazyTemplate(b *config.ResourceBlock, props resources.TemplateProps, src *h
 	values[props.Content] = cty.UnknownVal(cty.String)
 	var e *lazy.Expr
 	if inlineExpr != nil {
-		if ev.scope.ReadsSensitive(inlineExpr) || callsSensitive(inlineExpr) {
+		if ev.scope.ReadsSensitive(inlineExpr) || callsSensitive(inlineExpr) || ev.readsMarkedEach(inlineExpr) {
 			ev.templateReadSensitive = true
 		}
 		var d hcl.Diagnostics

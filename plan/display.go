@@ -183,6 +183,9 @@ type ShownGuard struct {
 	AtApply bool
 	Now     string
 	After   []string
+	// Group names the resource_group the guard is written on; "" for the
+	// resource's own.
+	Group string
 }
 
 // IsSensitive reports whether the value of property name is hidden: the
@@ -669,6 +672,7 @@ func showGuard(spec *guard.Spec, g GuardResult, sensitive bool) ShownGuard {
 		Kind: string(spec.Kind), Form: string(spec.Form), Command: spec.Source, Interpreter: spec.Interpreter,
 		Inherited: spec.Inherited, ExitCode: g.ExitCode, DurationMS: g.DurationMS, Output: g.Output,
 		Passed: g.Passed, Decided: g.Decided, Warning: g.Warning, Verdict: spec.Verdict(g.Passed),
+		Group: spec.Group,
 	}
 	if spec.AtApply {
 		sg.AtApply = true

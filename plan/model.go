@@ -32,7 +32,15 @@ import (
 // checking what its deferred values wait for, so it refuses format 4,
 // and this build refuses format 3 plans as it refuses any other: make a
 // new plan.
-const FormatVersion = 4
+//
+// Format 5 adds instances of resource blocks with for_each or count
+// (Resource.Index: template[vhost]["a.com"], sysctl[hardening][3]), the
+// guards a resource_group puts on its resources (guard.Spec.Group), and
+// what a value known at apply reads of its instance (lazy.Scope.Each and
+// Count). A format 4 build would refuse an instance's address, or
+// evaluate such a value without its each, so it refuses format 5; this
+// build refuses format 4 plans as it refuses any other: make a new plan.
+const FormatVersion = 5
 
 // Plan is the persisted result of `toque plan`: everything apply needs, with
 // no HCL re-read, and everything a reviewer reads.
@@ -107,11 +115,16 @@ type Range struct {
 // Desired, GuardSpecs and Current with Plan.Show, so a plan cannot show one
 // thing and run another.
 type Resource struct {
-	// Address is TYPE[NAME], or PARENT.TYPE[NAME] for a child resource;
-	// Read refuses any other.
+	// Address is TYPE[NAME], or PARENT.TYPE[NAME] for a child resource,
+	// followed by Index for an instance of a block with for_each or count
+	// (template[vhost]["a.com"], sysctl[hardening][3]); Read refuses any
+	// other.
 	Address string `json:"address"`
 	Type    string `json:"type"`
 	Name    string `json:"name"`
+	// Index is, for an instance of a block with for_each or count, its
+	// key (a string) or index (a number); absent otherwise.
+	Index resources.Key `json:"index,omitzero"`
 	// Parent is, for a child resource (declared in an action of a
 	// resource type written in HCL), the address of the resource whose
 	// action declares it; ParentStep is the index of that action among

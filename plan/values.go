@@ -343,7 +343,9 @@ func DesiredResource(reg *resources.Registry, r *Resource) (resources.Type, *res
 		}
 		vals[k] = p.Unknown()
 	}
-	return t, resources.NewResource(t.Schema(), r.Name, r.Action, vals).WithSecrets(r.Sensitive, r.SensitiveProperties), nil
+	res := resources.NewResource(t.Schema(), r.Name, r.Action, vals)
+	res.Key = r.Index
+	return t, res.WithSecrets(r.Sensitive, r.SensitiveProperties), nil
 }
 
 // DesiredValues is the inverse of DesiredResource: the values to store.

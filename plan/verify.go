@@ -45,7 +45,7 @@ func (p *Plan) check(types *resources.Registry) error {
 		if r == nil {
 			return fmt.Errorf("resource %d is null", i)
 		}
-		want := resources.Address(r.Type, r.Name)
+		want := resources.InstanceAddress(r.Type, r.Name, r.Index)
 		if r.Parent != "" {
 			want = r.Parent + "." + want
 		}

@@ -111,6 +111,12 @@ func TestReadRefusesAContradictoryPlan(t *testing.T) {
 		{"an address that is not its type and name", func(p *Plan) {
 			resourceNamed(p, old).Name = "/etc/shadow"
 		}, `is named "fake_file[/etc/old]", but its type and name make "fake_file[/etc/shadow]"`},
+		{"an instance key its address does not have", func(p *Plan) {
+			resourceNamed(p, old).Index = resources.StringKey("a.com")
+		}, `is named "fake_file[/etc/old]", but its type and name make "fake_file[/etc/old][\"a.com\"]"`},
+		{"an address with a key the resource does not have", func(p *Plan) {
+			resourceNamed(p, old).Address = old + "[0]"
+		}, `is named "fake_file[/etc/old][0]", but its type and name make "fake_file[/etc/old]"`},
 		{"an update without its reading", func(p *Plan) {
 			r := resourceNamed(p, old)
 			r.Current, r.Fingerprint = nil, ""

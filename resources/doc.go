@@ -6,17 +6,18 @@
 //
 // It holds no type. The built-in types live in families, each a package of
 // its own: resources/files (file, template, directory, link, remote_file,
-// the file editors file_line, file_block and ini_setting, with the
-// held-directory file system code and backups),
-// resources/accounts (user, group and the shadow databases),
-// resources/packages (package on apt/dpkg, apt_repository, apt_update),
-// resources/commands (execute and the script types), resources/systemd
-// (service, systemd_unit), resources/system (cron_d, sysctl, mount,
-// kernel_module, swap_file, hostname, timezone, locale) and
+// the file editors file_line, file_block and ini_setting, archive_file,
+// with the held-directory file system code and backups),
+// resources/accounts (user, group, authorized_keys and the shadow
+// databases), resources/packages (package on apt/dpkg, apt_repository,
+// apt_update), resources/commands (execute and the script types),
+// resources/systemd (service, systemd_unit), resources/system (cron_d,
+// sysctl, mount, kernel_module, swap_file, hostname, timezone, locale,
+// alternatives, sudo, ssh_known_hosts_entry), resources/vcs (git) and
 // resources/hcltype (types written in HCL). resources/builtin assembles
 // them into the registry; no other package imports a family (a test in
-// resources/builtin checks it), and resources/resourcetest holds the types
-// and helpers tests use.
+// resources/builtin checks it), and resources/resourcetest holds the
+// types and helpers tests use.
 //
 // # Writing a type
 //

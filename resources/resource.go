@@ -312,8 +312,11 @@ func Absent() *State { return &State{Exists: false, Values: map[string]cty.Value
 // Resource is one evaluated resource: its type, name, requested action and
 // the property values the recipe set.
 type Resource struct {
-	Type   string
+	Type string
+	// Name is the block's label; Key, for an instance of a block with
+	// for_each or count, which instance it is (the zero Key otherwise).
 	Name   string
+	Key    Key
 	Action string
 	// Values holds the properties the recipe set (normalised and converted
 	// to their schema types), including the name property, which defaults to
@@ -348,8 +351,10 @@ func (r *Resource) WithAction(action string) *Resource {
 // Schema returns the resource's schema.
 func (r *Resource) Schema() *Schema { return r.schema }
 
-// Address is TYPE[NAME], how resources are named in output and notifications.
-func (r *Resource) Address() string { return Address(r.Type, r.Name) }
+// Address is TYPE[NAME], how resources are named in output and
+// notifications, followed by the instance key of an instance of a block
+// with for_each or count (template[vhost]["a.com"]).
+func (r *Resource) Address() string { return InstanceAddress(r.Type, r.Name, r.Key) }
 
 // Address formats TYPE[NAME].
 func Address(typ, name string) string { return fmt.Sprintf("%s[%s]", typ, name) }
@@ -429,6 +434,7 @@ func (r *Resource) IsSecret(name string) bool {
 // Load reads as if it were not set, and is given it once it is known.
 func (r *Resource) LoadView() *Resource {
 	out := NewResource(r.schema, r.Name, r.Action, nil)
+	out.Key = r.Key
 	out.secretAll, out.secret = r.secretAll, r.secret
 	for k, v := range r.Values {
 		if v != cty.NilVal && !v.IsWhollyKnown() {

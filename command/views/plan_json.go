@@ -18,7 +18,7 @@ import (
 // JSONViewVersion is the version of the `toque show -json` format
 // (docs/plan-json.md). The minor version grows when fields are added; the
 // major version changes only when a field changes meaning or is removed.
-const JSONViewVersion = "1.6"
+const JSONViewVersion = "1.7"
 
 // The view types below are the documented machine format. They are kept
 // apart from the plan file model so that either can change without silently
@@ -197,6 +197,10 @@ type jsonResource struct {
 	Address string `json:"address"`
 	Type    string `json:"type"`
 	Name    string `json:"name"`
+	// Index is an instance's key (a string, for_each) or index (a
+	// number, count); absent for a resource of a block with neither
+	// (1.7).
+	Index resources.Key `json:"index,omitzero"`
 	// Parent and ParentAction name, for a child resource, the resource
 	// and the action that declare it (1.3).
 	Parent          string                     `json:"parent"`
@@ -293,6 +297,9 @@ type jsonGuard struct {
 	DecidedAtApply bool     `json:"decided_at_apply"`
 	Now            string   `json:"now"`
 	After          []string `json:"after"`
+	// Group names the resource_group the guard is written on, "" for
+	// the resource's own guard (1.7).
+	Group string `json:"group"`
 }
 
 type jsonNotification struct {
@@ -475,6 +482,7 @@ func viewResource(s *plan.Shown, notifiedBy []plan.Trigger) jsonResource {
 		Address:         r.Address,
 		Type:            r.Type,
 		Name:            r.Name,
+		Index:           r.Index,
 		Source:          r.Source,
 		Action:          r.Action,
 		Kind:            string(r.Kind),
@@ -528,7 +536,7 @@ func viewResource(s *plan.Shown, notifiedBy []plan.Trigger) jsonResource {
 			Cwd: g.Cwd, Environment: map[string]string{}, User: g.User, Parameters: map[string]string{}, Inherited: nonNil(g.Inherited),
 			ExitCode: g.ExitCode, DurationMS: g.DurationMS, Output: g.Output,
 			Passed: g.Passed, Decided: g.Decided, Warning: g.Warning,
-			DecidedAtApply: g.AtApply, Now: g.Now, After: nonNil(g.After),
+			DecidedAtApply: g.AtApply, Now: g.Now, After: nonNil(g.After), Group: g.Group,
 		}
 		for k, val := range g.Environment {
 			jg.Environment[k] = val

@@ -314,6 +314,7 @@ func markdownSections(p *plan.Plan, o MarkdownOptions) []mdSection {
 		}
 	}
 	tree := p.Tree()
+	gv := p.Groups()
 	for i, r := range p.Resources {
 		if r.Steps() > 1 && (r.AnyWork() || tree.ChildWork(i)) {
 			// One section per action that works, each with the notified
@@ -323,7 +324,7 @@ func markdownSections(p *plan.Plan, o MarkdownOptions) []mdSection {
 					out = append(out, mdSection{text: markdownResource(p.ShowNotified(o.Registry, nr)), resources: 1})
 				}
 				if view := r.StepView(si); view.Kind.IsWork() || (view.Kind == resources.Skip && !o.ChangesOnly) {
-					out = append(out, mdSection{text: markdownResource(p.Show(o.Registry, view)), resources: 1})
+					out = append(out, markdownGrouped(gv, p, o.Registry, view)...)
 				} else if view.Kind == resources.NoOp && tree.StepChildWork(i, si) {
 					out = append(out, mdSection{text: markdownThroughChildren(view, si, r.Steps()), resources: 1})
 				}
@@ -362,7 +363,7 @@ func markdownSections(p *plan.Plan, o MarkdownOptions) []mdSection {
 			notified(i, false)
 			continue
 		}
-		out = append(out, mdSection{text: markdownResource(p.Show(o.Registry, r)), resources: 1})
+		out = append(out, markdownGrouped(gv, p, o.Registry, r)...)
 		notified(i, false)
 	}
 	notified(len(p.Resources), false)

@@ -126,13 +126,14 @@ func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 		} else {
 			bw.printf("%s\n", pt.bold(fmt.Sprintf("No changes. %s already matches the recipes%s.", hostName, policyNote(p))))
 		}
+		gv := p.Groups()
 		for _, r := range skipped {
-			bw.printf("\n")
-			renderResource(bw, pt, p.Show(reg, r))
+			renderGrouped(bw, pt, gv, p, reg, r, "")
 		}
 	} else {
 		bw.printf("toque will perform the following actions on %s%s:\n", pt.bold(hostName), policyNote(p))
 		tree := p.Tree()
+		gv := p.Groups()
 		for i, r := range p.Resources {
 			for si := 0; si < r.Steps(); si++ {
 				for _, nr := range p.RunsAtStep(i, si, true) {
@@ -140,8 +141,7 @@ func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 					renderResource(bw, pt, p.ShowNotified(reg, nr))
 				}
 				if view := r.StepView(si); view.Kind != resources.NoOp && view.Kind != "" {
-					bw.printf("\n")
-					renderStep(bw, pt, p.Show(reg, view), actionLabel(r, si))
+					renderGrouped(bw, pt, gv, p, reg, view, actionLabel(r, si))
 				} else if view.Kind == resources.NoOp && tree.StepChildWork(i, si) {
 					// Nothing of its own to do, but its children change:
 					// it counts as changed (its notifications fire).

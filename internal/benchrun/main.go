@@ -2,7 +2,8 @@
 // the plan from nothing, the apply, and the no-op plan after it, with peak
 // memory, as medians over several runs; the plan of guarded executes; the
 // plan of installed packages and of remote files whose checksums match,
-// with the processes each starts. `make bench` runs it.
+// with the processes each starts; the no-op plan of files made by
+// for_each against written-out blocks. `make bench` runs it.
 //
 // It is a measuring tool, not part of toque.
 package main
@@ -46,6 +47,7 @@ func main() {
 	packages := flag.Int("packages", 0, "instead: time the plan of this many installed package resources (see packages.go)")
 	remoteFiles := flag.Int("remote-files", 0, "instead: time the plan of this many remote_file resources whose checksums match (see packages.go)")
 	custom := flag.Int("customtypes", 0, "instead: time the plan of this many resources of a type written in HCL, with and without batch (see customtypes.go)")
+	forEach := flag.Int("foreach", 0, "instead: time the no-op plan of this many files made by for_each against as many written-out blocks (see foreach.go)")
 	flag.Parse()
 
 	if *genDir != "" {
@@ -102,6 +104,10 @@ func main() {
 	}
 	if *custom > 0 {
 		benchCustomTypes(work, bin, *custom, *runs, *par)
+		return
+	}
+	if *forEach > 0 {
+		benchForEach(work, bin, *forEach, *runs, *par)
 		return
 	}
 	if *packages > 0 || *remoteFiles > 0 {

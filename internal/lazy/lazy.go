@@ -66,6 +66,11 @@ type Scope struct {
 	// objects holding only those subtrees. nil reads none.
 	Node *typedvalue.Value `json:"node,omitempty"`
 	Host *typedvalue.Value `json:"host,omitempty"`
+	// Each and Count are an instance's each (an object of key and value)
+	// and count (an object of index), when the expression reads them: a
+	// resource with for_each or count. nil reads none.
+	Each  *typedvalue.Value `json:"each,omitempty"`
+	Count *typedvalue.Value `json:"count,omitempty"`
 	// Env holds the environment variables env() reads, as they were at
 	// plan time; nil for one that was not set.
 	Env map[string]*string `json:"env,omitempty"`
@@ -142,8 +147,8 @@ func (e *Expr) Parse() (hclsyntax.Expression, hcl.Diagnostics) {
 }
 
 // Check verifies that e can be what the planner wrote: a source that
-// parses, holds no lazy(…), and reads from node and host only what its
-// scope carries. It does not evaluate anything.
+// parses, holds no lazy(…), and reads from node, host, each and count
+// only what its scope carries. It does not evaluate anything.
 func (e *Expr) Check() error {
 	if e == nil {
 		return fmt.Errorf("is empty")
@@ -174,11 +179,19 @@ func (e *Expr) Check() error {
 			v = e.Scope.Node
 		case "host":
 			v = e.Scope.Host
+		case "each", "count":
+			if e.Template != "" {
+				continue // an instance's (inline), or a template variable
+			}
+			v = e.Scope.Each
+			if root == "count" {
+				v = e.Scope.Count
+			}
 		default:
 			if e.Template != "" {
 				continue // a template variable
 			}
-			return fmt.Errorf("reads %q, which is neither node nor host", truncate(root, 40))
+			return fmt.Errorf("reads %q, which is neither node, host, each nor count", truncate(root, 40))
 		}
 		if v == nil || v.Value == cty.NilVal {
 			return fmt.Errorf("reads %s, which its scope does not carry", root)

@@ -540,6 +540,7 @@ func (p *Planner) planResource(ctx context.Context, logger hclog.Logger, inst *e
 		Address:       addr,
 		Type:          desired.Type,
 		Name:          desired.Name,
+		Index:         desired.Key,
 		Action:        desired.Action,
 		Sensitive:     inst.Sensitive,
 		IgnoreFailure: inst.IgnoreFailure,

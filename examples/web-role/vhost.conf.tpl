@@ -1,0 +1,5 @@
+server {
+    listen ${port};
+    server_name ${join(" ", concat([name], aliases))};
+    root ${docroot};
+}
