@@ -302,3 +302,30 @@ file "/d" {
 		t.Errorf("detail %q", diags[0].Detail)
 	}
 }
+
+// TestFileSetDrivesForEach: fileset is a set of strings, what for_each
+// takes: one instance per file, each reading its own.
+func TestFileSetDrivesForEach(t *testing.T) {
+	dir := writeDir(t, map[string]string{
+		"a.hcl": `file "conf" {
+  for_each = fileset("conf.d", "*.conf")
+  path     = "/etc/app/${each.key}"
+  content  = file("conf.d/${each.value}")
+}
+`,
+		"conf.d/a.conf": "a",
+		"conf.d/b.conf": "b",
+		"conf.d/README": "r",
+	})
+	_, insts, diags := plan(t, dir)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	var got []string
+	for _, inst := range insts {
+		got = append(got, inst.Resource.Get("path").AsString()+"="+inst.Resource.Get("content").AsString())
+	}
+	if strings.Join(got, " ") != "/etc/app/a.conf=a /etc/app/b.conf=b" {
+		t.Errorf("instances %v", got)
+	}
+}
