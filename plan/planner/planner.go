@@ -396,6 +396,16 @@ func (p *Planner) planInstances(ctx context.Context, insts []*eval.Instance, sal
 		}
 		return inst
 	}
+	// What earlier steps bring (a package's files and units): the
+	// resources that read it are planned again from it (foresight.go).
+	nctx := ctx
+	if ctx.Err() == nil {
+		fs, d := p.foresee(ctx, logger, order, results, current, salt)
+		diags = append(diags, d...)
+		if fs != nil {
+			nctx = resources.WithForesight(ctx, fs)
+		}
+	}
 
 	var planned []*eval.Instance
 	var ress []*plan.Resource
@@ -441,7 +451,7 @@ func (p *Planner) planInstances(ctx context.Context, insts []*eval.Instance, sal
 		}
 	}
 	if ctx.Err() == nil {
-		diags = append(diags, p.planNotifications(ctx, logger, planned, ress, pl, salt)...)
+		diags = append(diags, p.planNotifications(nctx, logger, planned, ress, pl, salt)...)
 		diags = append(diags, p.checkAwaited(pl, awaiting)...)
 	}
 	markErrored(pl, diags)
@@ -841,7 +851,11 @@ func (p *Planner) preload(ctx context.Context, logger hclog.Logger, insts []*eva
 			// depend on a guard: it is read on its own.
 			continue
 		}
-		s := &plan.Subject{Address: instAddress(inst), Type: inst.Type, Desired: inst.Resource}
+		desired := inst.Resource
+		if len(inst.Actions) > 1 {
+			desired = desired.WithLater(inst.Actions[1:])
+		}
+		s := &plan.Subject{Address: instAddress(inst), Type: inst.Type, Desired: desired}
 		subjects = append(subjects, s)
 		of[s] = inst
 	}

@@ -70,6 +70,7 @@ func localeRoot(t *testing.T, archive bool) *localeType {
 // The compiled locales are read from glibc's own archive, and the plan
 // compiles only those missing, checked against glibc's list.
 func TestLocalePlan(t *testing.T) {
+	planAsRoot(t)
 	typ := localeRoot(t, true)
 	names, err := archiveLocales(filepath.Join(typ.root, "usr/lib/locale/locale-archive"))
 	if err != nil || !slices.Equal(names, []string{"en_US.utf8"}) {
