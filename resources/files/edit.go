@@ -133,7 +133,10 @@ func (t *editType) Load(ctx context.Context, r *resources.Resource) (*resources.
 	if err != nil {
 		return nil, err
 	}
-	if others := editClaimsOf(ctx).othersOf(path, r.Address()); len(others) > 0 {
+	claims := editClaimsOf(ctx)
+	if others := claims.othersOf(path, r.Address()); len(others) > 0 {
+		fsw(st).outside = others
+	} else if others := claims.alone(path, r.Address()); len(others) > 0 {
 		fsw(st).outside = others
 	}
 	return st, nil
@@ -329,6 +332,10 @@ type editClaims struct {
 	mu      sync.Mutex
 	batches int
 	byPath  map[string]editClaim
+	// solo lists, by path, the editors the planner read on their own:
+	// two of one file would each be planned on the file as it is, and
+	// the second to converge would find the first's edit.
+	solo map[string][]string
 }
 
 type editClaim struct {
@@ -387,6 +394,31 @@ func (c *editClaims) othersOf(path, addr string) []string {
 	return slices.Clone(cl.addrs)
 }
 
+// alone records that the editor addr of path was read on its own, and
+// lists the editors of path read on their own before it (none the first
+// time: which of two is refused depends on the order the planner reads
+// them in; one is).
+func (c *editClaims) alone(path, addr string) []string {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.solo == nil {
+		c.solo = map[string][]string{}
+	}
+	var others []string
+	for _, a := range c.solo[path] {
+		if a != addr {
+			others = append(others, a)
+		}
+	}
+	if !slices.Contains(c.solo[path], addr) {
+		c.solo[path] = append(c.solo[path], addr)
+	}
+	return others
+}
+
 // Plan decides what the editor's action does to the content it was read
 // with. It never does I/O.
 func (t *editType) Plan(action string, desired *resources.Resource, current *resources.State) (*resources.Step, error) {
@@ -400,7 +432,7 @@ func (t *editType) plan(action string, desired *resources.Resource, current *res
 		return nil, resources.UnknownAction(t.schema, action)
 	}
 	if others := fsr(current).outside; len(others) > 0 {
-		return nil, fmt.Errorf("%s edits %s, which %s edit%s too: toque plans the editors of one file together, each on the content those declared before it leave, and %s cannot be planned with them, as it has only_if or not_if guards, runs only when notified, or is a child resource planned apart: edit the file with editors that have none of these, or leave this one alone on its file",
+		return nil, fmt.Errorf("%s edits %s, which %s edit%s too: toque plans the editors of one file together, each on the content those declared before it leave, and %s cannot be planned with them, as it has guards decided when they run (commands, or guards decided at apply; expressions known when the plan is made are fine), runs only when notified, or is a child resource planned apart: edit the file with editors that have none of these, or leave this one alone on its file",
 			desired.Address(), path, joinAddrs(others), plural1(len(others)), desired.Address())
 	}
 	if undone := fsr(current).undoneBy; len(undone) == 0 && undone != nil {
