@@ -242,11 +242,21 @@ func planLock(desired *resources.Resource, current *resources.State, action stri
 		return nil, hostexec.NeedsRoot(fmt.Sprintf("reading whether user %s is locked (%s)", name, why))
 	}
 	locked := current.Extra["locked"] == "true"
+	// A password field that starts with "*" (Debian's system accounts)
+	// is no crypt hash: no password matches it, and passwd -S calls it
+	// locked, as it does "!".
+	star := strings.HasPrefix(props.StringOr(current.Values["password"]), "*")
 	if action == "lock" {
-		if locked {
+		switch {
+		case locked:
 			return &resources.Step{Kind: resources.NoOp, Reason: "the password is already locked"}, nil
+		case star:
+			return &resources.Step{Kind: resources.NoOp, Reason: "the password field is \"*\", which no password matches: the account is locked already (passwd -S says L)"}, nil
 		}
 		return &resources.Step{Kind: resources.Update, Reason: "the password is not locked; lock puts \"!\" in front of its hash", Groups: []string{"lock"}}, nil
+	}
+	if star {
+		return nil, fmt.Errorf("user %s's password field is \"*\", which no password matches: unlock removes a \"!\" and cannot change that; set password (a crypt hash) to give it one", name)
 	}
 	if !locked {
 		return &resources.Step{Kind: resources.NoOp, Reason: "the password is not locked"}, nil

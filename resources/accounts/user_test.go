@@ -125,6 +125,16 @@ func TestUserActionsPlan(t *testing.T) {
 		t.Errorf("lock: %s %s", s.Kind, s.Reason)
 	}
 	resourcetest.PlanErr(t, typ, resourcetest.NewRes(t, typ, "unlock", map[string]any{"username": "nopw"}), "user nopw has no password: unlocking would leave an account anyone could log in to")
+	// A password field of "*" (Debian's system accounts) is locked
+	// already: no password matches it. unlock cannot give it one.
+	before := dbDigest(t, root)
+	if _, s := resourcetest.Plan(t, typ, resourcetest.NewRes(t, typ, "lock", map[string]any{"username": "daemon"})); s.Kind != resources.NoOp || !strings.Contains(s.Reason, "locked already") {
+		t.Errorf("lock of *: %s %s", s.Kind, s.Reason)
+	}
+	resourcetest.PlanErr(t, typ, resourcetest.NewRes(t, typ, "unlock", map[string]any{"username": "daemon"}), `user daemon's password field is "*"`)
+	if dbDigest(t, root) != before {
+		t.Error("the databases changed")
+	}
 	// manage and modify change only what is set.
 	resourcetest.Apply(t, typ, env, resourcetest.NewRes(t, typ, "manage", map[string]any{"username": "nopw", "comment": "No Password"}), resources.Update)
 	resourcetest.Apply(t, typ, env, resourcetest.NewRes(t, typ, "modify", map[string]any{"username": "nopw", "comment": "Still None"}), resources.Update)
