@@ -571,6 +571,11 @@ type Property struct {
 	// error. "" means the value identifies nothing shared (execute's
 	// command may run twice).
 	Namespace string
+	// Writes marks a property in no namespace that names the path the
+	// resource writes (an editor's path, which several editors share):
+	// plan.Writers bounds what the resource could change to it, as it
+	// does a path identity's.
+	Writes bool
 	// SensitiveWhen, when set, hides a set value for which it returns true
 	// as if the recipe had written it with sensitive(): a URL that carries
 	// a password (https://user:secret@host/…) is shown as "(sensitive)" in

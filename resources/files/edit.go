@@ -82,7 +82,7 @@ var textEditors = map[string]textEditor{"file_line": lineEditor{}, "file_block":
 // editPathProperty is an editor's path: an identity, but in no namespace,
 // as several editors edit one file (and a file resource may create it).
 func editPathProperty() *resources.Property {
-	return &resources.Property{Name: "path", Type: cty.String, Identity: true, Required: true, Normalize: props.NormalizePath, Validate: props.ValidateAbsPath,
+	return &resources.Property{Name: "path", Type: cty.String, Identity: true, Writes: true, Required: true, Normalize: props.NormalizePath, Validate: props.ValidateAbsPath,
 		Description: "Absolute path of the file to edit; it must exist, or be created by an earlier resource of the plan."}
 }
 
