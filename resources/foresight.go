@@ -39,6 +39,11 @@ type Prediction struct {
 	// configuration file's, a unit file's); nil when only its size and
 	// digest are known.
 	Content []byte
+	// ReadContent, when Content is nil, reads the thing's exact content on
+	// demand (a regular file of an archive the plan pins by sha256, read
+	// from it only when a resource of the plan manages that file); nil
+	// when the plan knows only its size and digest.
+	ReadContent func() ([]byte, error)
 }
 
 // Fact returns one fact of p, "" when p is nil or says nothing of it.
