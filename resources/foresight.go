@@ -28,7 +28,9 @@ type Prediction struct {
 	// "conffile" ("yes" for a configuration file, which dpkg keeps when
 	// the administrator changed it), "size" and "sha256" (a regular
 	// file's), "package" (the binary package that ships it) and
-	// "replaces" (the packages it may take files from, space-separated).
+	// "replaces" (the packages it may take files from, space-separated)
+	// and "diverts" ("yes" when its package diverts the path with
+	// dpkg-divert: another package's file there goes aside).
 	//
 	// NamespaceUnit: "can_reload" (yes/no: the unit has ExecReload=),
 	// "install" (yes/no: it has an [Install] section), "path" (its file),

@@ -147,7 +147,8 @@ func providedWords(view *resources.Foresight, steps []*resources.Step) []string 
 
 // shippedTwice refuses each path (not a directory) that two steps predict,
 // unless one's package replaces the other's (Debian's Replaces, which lets
-// dpkg move the file).
+// dpkg move the file), or diverts the path (its preinst's dpkg-divert
+// moves the other's file aside).
 func shippedTwice(fs *resources.Foresight, order []*eval.Instance) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, k := range fs.Keys() {
@@ -164,7 +165,8 @@ func shippedTwice(fs *resources.Foresight, order []*eval.Instance) hcl.Diagnosti
 				if pa.Fact("kind") == "directory" && pb.Fact("kind") == "directory" {
 					continue
 				}
-				if pa.By == pb.By || pa.Fact("package") == pb.Fact("package") || replaces(pa, pb) || replaces(pb, pa) {
+				if pa.By == pb.By || pa.Fact("package") == pb.Fact("package") || replaces(pa, pb) || replaces(pb, pa) ||
+					pa.Fact("diverts") == "yes" || pb.Fact("diverts") == "yes" {
 					continue
 				}
 				diags = diags.Append(&hcl.Diagnostic{

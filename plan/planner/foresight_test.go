@@ -29,6 +29,7 @@ func newShipper() *shipperType {
 			{Name: "name", Type: cty.String, NameProperty: true},
 			{Name: "ships", Type: cty.List(cty.String), NonState: true},
 			{Name: "replaces", Type: cty.String, NonState: true},
+			{Name: "diverts", Type: cty.Bool, NonState: true},
 		},
 		Actions: []string{"install"}, DefaultAction: "install",
 	}}
@@ -52,6 +53,9 @@ func (t *shipperType) Plan(_ string, d *resources.Resource, _ *resources.State) 
 		}
 		if r := d.String("replaces"); r != "" {
 			facts["replaces"] = r
+		}
+		if d.Bool("diverts") {
+			facts["diverts"] = "yes"
 		}
 		step.Provides = append(step.Provides, resources.Need{Namespace: resources.NamespacePath, Value: p, What: facts["kind"],
 			Prediction: &resources.Prediction{By: "shipper[" + d.Name + "] (" + d.Name + " 1.0)", Facts: facts, Content: content}})
@@ -175,6 +179,13 @@ func TestTwoPackagesShipOnePath(t *testing.T) {
 	)
 	if len(diags) != 0 {
 		t.Errorf("b replaces a: %v", diags)
+	}
+	_, diags = foreseePlan(t,
+		foreseeInst(sh, "a", 1, map[string]cty.Value{"ships": ships("/usr/bin/tool"), "diverts": cty.True}),
+		foreseeInst(sh, "b", 2, map[string]cty.Value{"ships": ships("/usr/bin/tool")}),
+	)
+	if len(diags) != 0 {
+		t.Errorf("a diverts the path: %v", diags)
 	}
 }
 

@@ -3,6 +3,7 @@ package packages
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -159,6 +160,9 @@ func provides(addr string, rd *pkgReading) []resources.Need {
 				continue
 			}
 			p := &resources.Prediction{By: by, Facts: m.entryFacts(e)}
+			if slices.Contains(m.Diverts, e.Path) {
+				p.Facts["diverts"] = "yes"
+			}
 			if e.HasContent {
 				p.Content = e.ContentBytes
 			} else if e.Kind == "file" && rd.content != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -229,4 +230,14 @@ func writeJunkIndex(t *testing.T, repo, deb string) {
 		"\nSize: " + strconv.FormatInt(fi.Size(), 10) + "\nSHA256: " + sum + "\nDescription: junk\n\n"
 	os.WriteFile(filepath.Join(repo, "Packages"), []byte(idx), 0o644)
 	os.Remove(filepath.Join(repo, "Packages.gz"))
+}
+
+// A preinst's dpkg-divert lines: the paths they divert, not the divert
+// targets, nor what --remove undoes.
+func TestScriptDiversions(t *testing.T) {
+	script := "#!/bin/sh\nset -e\nif [ \"$1\" = install ]; then\n\tdpkg-divert --package postgresql-common --rename --divert /usr/bin/pg_config.libpq-dev --add /usr/bin/pg_config\nfi\n" +
+		"dpkg-divert --remove --rename /usr/bin/old\ndpkg-divert --add \"$f\"\n"
+	if got := scriptDiversions(script); !slices.Equal(got, []string{"/usr/bin/pg_config"}) {
+		t.Errorf("diversions %q", got)
+	}
 }
