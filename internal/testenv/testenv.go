@@ -19,7 +19,7 @@
 //
 //	bash, dash-sh, csh, python3, perl, git, jq, script, userns, overlay,
 //	fhs-dirs, nobody, dev-full, machine-id, systemctl, dpkg-dev, locales: both tiers
-//	root, unshare, nsenter, shadow-tools, cron, systemd-nspawn, loop-device: the root tier
+//	root, unshare, nsenter, shadow-tools, cron, systemd-nspawn, loop-device, sshd, netns: the root tier
 //	non-root: the nonroot tier
 //	pwsh: neither — it stays a skip, with its message
 //
@@ -80,6 +80,12 @@ const (
 	// (/usr/share/i18n/SUPPORTED) and Debian's locale-gen (the locale tests
 	// compile locales into throwaway roots and namespaces).
 	Locales Requirement = "locales"
+	// Sshd is OpenSSH's server and client (the fleet tests run an sshd per
+	// host, in namespaces; never the machine's own).
+	Sshd Requirement = "sshd"
+	// NetNS is network namespaces joined by veth pairs, made with unshare
+	// and ip (root; the fleet tests' hosts).
+	NetNS Requirement = "netns"
 )
 
 // StrictEnv is the variable that makes unmet promised requirements fail.
@@ -122,6 +128,8 @@ var promised = map[Requirement][]tier{
 	DpkgDev:   {rootT, nonroot},
 	LoopDev:   {rootT},
 	Locales:   {rootT, nonroot},
+	Sshd:      {rootT},
+	NetNS:     {rootT},
 }
 
 // MustHave lets the test go on when the machine meets every requirement.
