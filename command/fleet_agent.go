@@ -42,19 +42,19 @@ func (c *FleetAgentCommand) Run(args []string) int {
 	if fs.NArg() != 1 || fs.Arg(0) != "plan" || cache == "" {
 		return c.fail(true, "usage: toque fleet agent -cache=DIR plan (run by toque fleet plan, not by hand)")
 	}
-	status, stderr, file := c.agentPlan(cache)
-	if err := fleet.WriteAgentResponse(c.Streams.Stdout, fleet.AgentResponse{Version: Version, Status: status, Stderr: stderr}, file); err != nil {
+	status, stderr, dir, file := c.agentPlan(cache)
+	if err := fleet.WriteAgentResponse(c.Streams.Stdout, fleet.AgentResponse{Version: Version, Status: status, Stderr: stderr, Dir: dir}, file); err != nil {
 		return ExitError
 	}
 	return ExitOK
 }
 
 // agentPlan plans the request on standard input: the exit status of the
-// plan, what it printed on standard error, and the plan file's bytes (nil
-// when none was written).
-func (c *FleetAgentCommand) agentPlan(cache string) (int, string, []byte) {
-	fail := func(format string, args ...any) (int, string, []byte) {
-		return ExitError, "Error: " + fmt.Sprintf(format, args...) + "\n", nil
+// plan, what it printed on standard error, the directory it planned in,
+// and the plan file's bytes (nil when none was written).
+func (c *FleetAgentCommand) agentPlan(cache string) (int, string, string, []byte) {
+	fail := func(format string, args ...any) (int, string, string, []byte) {
+		return ExitError, "Error: " + fmt.Sprintf(format, args...) + "\n", "", nil
 	}
 	req, err := fleet.ReadAgentRequest(c.Streams.Stdin)
 	if err != nil {
@@ -105,7 +105,7 @@ func (c *FleetAgentCommand) agentPlan(cache string) (int, string, []byte) {
 	if err != nil {
 		file = nil
 	}
-	return status, stderr.String(), file
+	return status, stderr.String(), dir, file
 }
 
 func isHex64(s string) bool {

@@ -170,9 +170,15 @@ func (c *FleetApplyCommand) Run(args []string) int {
 	}
 	view.Start(name, b.Digest, len(hosts), inv.Rollout)
 	r := ap.Apply(c.Ctx)
+	// The result file keeps the last outcome of every host of the bundle:
+	// the hosts this run left out keep theirs.
+	runOutcomes := &fleet.Result{Hosts: r.Hosts, Stopped: r.Stopped, Bundle: r.Bundle, BundleDigest: r.BundleDigest}
+	if prev, err := fleet.ReadResult(c.path(resultFile)); err == nil {
+		r.Merge(prev, b.Manifest.Aliases())
+	}
 	werr := fleet.WriteResult(c.path(resultFile), r)
-	view.Summary(r, resultFile, werr)
-	st := views.FleetApplyExit(r)
+	view.Summary(runOutcomes, resultFile, werr)
+	st := views.FleetApplyExit(runOutcomes)
 	if werr != nil && st == ExitOK {
 		st = ExitError
 	}

@@ -89,7 +89,7 @@ func (ap *Applier) Apply(ctx context.Context) *Result {
 			results[alias] = HostResult{Alias: alias, Outcome: NoChanges, PlanDigest: e.PlanDigest}
 		default:
 			results[alias] = HostResult{Alias: alias, Outcome: NotPlanned, PlanDigest: e.PlanDigest,
-				Detail: fmt.Sprintf("fleet plan could not plan it (%s: %s)", e.Failure, firstLines(e.Error, 1))}
+				Detail: fmt.Sprintf("fleet plan could not plan it (%s)", e.Failure)}
 		}
 	}
 	for _, alias := range ap.Hosts {
@@ -158,16 +158,16 @@ func (ap *Applier) Apply(ctx context.Context) *Result {
 				defer wg.Done()
 				defer func() { <-sem }()
 				hr := ap.applyHost(ctx, alias, batch)
-				if hr.Outcome.Failure() {
-					if int(failures.Add(1)) > budget {
-						stop("failure budget")
-					}
-				}
 				mu.Lock()
 				results[alias] = hr
 				mu.Unlock()
 				if ap.Hooks != nil {
 					ap.Hooks.HostDone(hr)
+				}
+				if hr.Outcome.Failure() {
+					if int(failures.Add(1)) > budget {
+						stop("failure budget")
+					}
 				}
 			}(alias, bi+1)
 		}

@@ -169,6 +169,7 @@ func (s *scenario) toque(args ...string) run {
 	cmd := s.toqueCmd(args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
+	begin := time.Now()
 	err := cmd.Run()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -176,7 +177,11 @@ func (s *scenario) toque(args ...string) run {
 	} else if err != nil {
 		s.t.Fatal(err)
 	}
-	return run{code, out.String(), errb.String()}
+	r := run{code, out.String(), errb.String()}
+	if testing.Verbose() {
+		s.t.Logf("toque %s (%s)\n%s", strings.Join(args, " "), time.Since(begin).Round(time.Millisecond), r)
+	}
+	return r
 }
 
 // local runs toque on this machine (show, which needs no host).

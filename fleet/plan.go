@@ -337,7 +337,10 @@ func (pl *Planner) planHost(ctx context.Context, h *Host, r *packedRecipes) (Hos
 	switch {
 	case p.Errored:
 		e.Status = StatusError
-		e.Failure, e.Error = "plan", strings.Join(p.Errors, "; ")
+		e.Failure, e.Error = "plan", strings.Join(p.Errors, "\n")
+		if resp.Dir != "" {
+			e.Error = strings.ReplaceAll(e.Error, resp.Dir+"/", "")
+		}
 		if e.Error == "" {
 			e.Error = firstLines(resp.Stderr, 6)
 		}

@@ -207,6 +207,9 @@ type AgentResponse struct {
 	Status    int    `json:"status"`
 	Stderr    string `json:"stderr"`
 	PlanBytes int    `json:"plan_bytes"`
+	// Dir is the directory the recipes were planned in: paths in the
+	// plan's errors are shown relative to it.
+	Dir string `json:"dir"`
 }
 
 // AgentFormat is the version of the agent's request and response.

@@ -117,6 +117,33 @@ type HostResult struct {
 	Ended     time.Time      `json:"ended"`
 }
 
+// Merge carries into r the outcomes an earlier result of the same bundle
+// (prev) holds for hosts r does not have, so that one result file keeps
+// every host's last outcome across runs with -limit. order is the
+// bundle's hosts, in order.
+func (r *Result) Merge(prev *Result, order []string) {
+	if prev == nil || prev.BundleDigest != r.BundleDigest {
+		return
+	}
+	now := map[string]HostResult{}
+	for _, h := range r.Hosts {
+		now[h.Alias] = h
+	}
+	before := map[string]HostResult{}
+	for _, h := range prev.Hosts {
+		before[h.Alias] = h
+	}
+	var out []HostResult
+	for _, a := range order {
+		if h, ok := now[a]; ok {
+			out = append(out, h)
+		} else if h, ok := before[a]; ok {
+			out = append(out, h)
+		}
+	}
+	r.Hosts = out
+}
+
 // maxResultFile bounds what ReadResult reads.
 const maxResultFile = 256 << 20
 

@@ -95,8 +95,8 @@ file "/srv/flow/motd" {
 	var shown struct {
 		Attributes []struct {
 			Path   string `json:"path"`
-			Level  string   `json:"level"`
-			Source string   `json:"source"`
+			Level  string `json:"level"`
+			Source string `json:"source"`
 		} `json:"attributes"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &shown); err != nil {
@@ -156,4 +156,156 @@ file "/srv/flow/motd" {
 	}
 	r = s.toque("fleet", "plan", "-detailed-exitcode")
 	s.want(r, 2, "1 host has changes: db-02", "7 hosts without changes")
+}
+
+// A canary that fails stops the rollout: no other host is touched. Once
+// it is mended, -limit @fleet.result takes up the hosts that did not
+// succeed, and the canary's apply resumes where it failed.
+func TestFleetFailingCanaryStopsTheRollout(t *testing.T) {
+	f := lab(t)
+	s := f.scenario(t)
+	s.write("fleet.hcl", `
+ssh_config = "@SSHCONFIG@"
+recipes    = "site"
+`+hostEnv+`
+hosts = ["web-04", "web-05", "web-06", "db-01"]
+
+rollout {
+  batches      = [1, "100%"]
+  max_failures = 0
+}
+`)
+	s.write("site/canary.hcl", `
+file "/srv/canary/before" {
+  content = "before\n"
+}
+
+execute "health" {
+  command = "test ! -e /srv/canary-broken"
+}
+
+file "/srv/canary/after" {
+  content = "after\n"
+}
+`)
+	for _, h := range []string{"web-04", "web-05", "web-06", "db-01"} {
+		if out, err := s.host(h).Exec("mkdir -p /srv/canary"); err != nil {
+			t.Fatal(err, out)
+		}
+	}
+	r := s.toque("fleet", "plan", "-out=fleet.plan")
+	s.want(r, 0, "4 hosts, the same changes")
+	// The canary (the first host) breaks after the review.
+	if out, err := s.host("web-04").Exec("touch /srv/canary-broken"); err != nil {
+		t.Fatal(err, out)
+	}
+	r = s.toque("fleet", "apply", "fleet.plan")
+	s.want(r, 7, "Batch 1 of 2: web-04", "web-04: failed in ", "execute[health]: exited with code 1",
+		"1 host failed, more than max_failures = 0 allows: no further host is started.",
+		"web-05: not-started", "Fleet apply: 1 failed, 3 not-started.",
+		"To go on with the 4 hosts that did not succeed: toque fleet apply -limit @fleet.result fleet.plan")
+	if strings.Contains(r.stdout, "Batch 2") {
+		t.Fatalf("a second batch started:\n%s", r)
+	}
+	for _, h := range []string{"web-05", "web-06", "db-01"} {
+		if _, ok := s.content(h, "/srv/canary/before"); ok {
+			t.Fatalf("%s was changed after the canary failed", h)
+		}
+	}
+	if _, ok := s.content("web-04", "/srv/canary/after"); ok {
+		t.Fatal("the canary went past its failed resource")
+	}
+
+	// Mended, the rollout takes up where it stopped.
+	if out, err := s.host("web-04").Exec("rm /srv/canary-broken"); err != nil {
+		t.Fatal(err, out)
+	}
+	r = s.toque("fleet", "apply", "-limit", "@fleet.result:failed", "fleet.plan")
+	s.want(r, 0, "web-04: applied", "resumed an earlier, unfinished apply of its plan", "Fleet apply: 1 applied.")
+	// The result file keeps the others' outcomes: the rest go on.
+	r = s.toque("fleet", "apply", "-limit", "@fleet.result", "fleet.plan")
+	s.want(r, 0, "Batch 1 of 2: web-05\n", "Fleet apply: 3 applied.")
+	r = s.toque("fleet", "apply", "-limit", "@fleet.result", "fleet.plan")
+	s.want(r, 1, "-limit @fleet.result: no host of fleet.result did not succeed")
+	for _, h := range []string{"web-04", "web-05", "web-06", "db-01"} {
+		if got, _ := s.content(h, "/srv/canary/after"); got != "after\n" {
+			t.Errorf("%s: /srv/canary/after is %q", h, got)
+		}
+	}
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// Hosts toque cannot reach, or must not trust, are reported by name and
+// why, from what ssh said (never from its exit status alone); the other
+// hosts are planned. Nothing is sent to a host whose key is not the one
+// known_hosts holds, and accept-new only when the inventory says so.
+func TestFleetUnreachableHosts(t *testing.T) {
+	f := lab(t)
+	s := f.scenario(t)
+	if err := f.lab.AddAlias("ghost", "nowhere.invalid"); err != nil {
+		t.Fatal(err)
+	}
+	s.write("fleet.hcl", `
+ssh_config = "@SSHCONFIG@"
+recipes    = "site"
+`+hostEnv+`
+hosts = ["web-01", "web-02", "web-05", "web-06", "ghost"]
+
+host "db-01" {
+  options = { StrictHostKeyChecking = "accept-new" }
+}
+`)
+	s.write("site/a.hcl", `
+file "/srv/unreachable.txt" {
+  content = "x\n"
+}
+`)
+	web02, web05, web06, db01 := s.host("web-02"), s.host("web-05"), s.host("web-06"), s.host("db-01")
+	web02.StopSSHD()
+	defer web02.StartSSHD()
+	if err := web05.NewHostKey(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.lab.ForgetHostKey(web06); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.lab.ForgetHostKey(db01); err != nil {
+		t.Fatal(err)
+	}
+	defer f.lab.RememberHostKeys()
+
+	r := s.toque("fleet", "plan", "-out=fleet.plan", "-detailed-exitcode")
+	s.want(r, 1, "Fleet plan of 6 hosts: 2 hosts with changes, 4 hosts unreachable.",
+		"2 hosts, the same changes: web-01, db-01",
+		"web-02: connection refused: ssh: connect to host 10.231.2.2 port 22: Connection refused",
+		"web-05: host key changed: the host presented key SHA256:", "not the one known_hosts holds for it (ED25519 key in "+f.lab.KnownHosts+":5), so ssh refused it",
+		"web-06: host key unknown: No ED25519 host key is known for 10.231.6.2 and you have requested strict checking.",
+		"ghost: cannot resolve: ssh: Could not resolve hostname nowhere.invalid")
+	for _, h := range []string{"web-02", "web-05", "web-06"} {
+		if out, _ := s.host(h).Exec("ls /var/cache/toque/fleet/agents 2>&1; ls /srv"); strings.Contains(out, "unreachable.txt") {
+			t.Fatalf("%s was planned", h)
+		}
+	}
+	if kh := readFile(t, f.lab.KnownHosts); !strings.Contains(kh, db01.Addr+" ") || strings.Contains(kh, s.host("web-06").Addr+" ") {
+		t.Fatalf("accept-new should have added db-01's key, and only it:\n%s", kh)
+	}
+
+	// Applying the bundle touches the planned hosts only.
+	r = s.toque("fleet", "apply", "fleet.plan")
+	s.want(r, 0, "web-01: applied", "db-01: applied", "web-02: not-planned: fleet plan could not plan it (connection refused)", "Fleet apply: 2 applied, 4 not-planned.")
+
+	// fleet hosts shows what ssh makes of each alias.
+	r = s.toque("fleet", "hosts", "-limit", "web-0[12]")
+	s.want(r, 0, "web-01\n  recipes:     site\n", "  ssh hostname               10.231.1.2\n", "  ssh user                   root\n", "  ssh stricthostkeychecking  true\n", "  ssh connecttimeout         5\n")
+	if err := web05.NewHostKey(); err != nil { // any new key: known_hosts is written again
+		t.Fatal(err)
+	}
 }

@@ -81,6 +81,9 @@ type Route struct {
 	// Settings is what ssh -G prints: each setting (lower case) with its
 	// values, in order.
 	Settings map[string][]string
+	// Defaults are toque's defaults for what the configuration leaves
+	// unset (ConnectTimeout, ServerAliveInterval).
+	Defaults []Option
 	// Key names the master's socket: the first 16 hex digits of the
 	// sha256 of the alias, the options and ssh -G's output. OpenSSH's own
 	// %C hashes only the local host, the host name, the port and the user,
@@ -142,10 +145,37 @@ func (s *SSH) run(ctx context.Context, spec shellexec.Spec) (*shellexec.Result, 
 	return res, err
 }
 
-// Resolve asks ssh for the alias's effective settings (ssh -G), which also
-// checks that ssh can read its configuration.
+// fixedOptions are the options toque always gives ssh: they win over the
+// inventory's and the configuration's (ssh takes the first value it is
+// given for each).
+var fixedOptions = []Option{
+	{"BatchMode", "yes"},
+	{"ControlPersist", "no"},
+	{"RequestTTY", "no"},
+	{"RemoteCommand", "none"},
+	{"PermitLocalCommand", "no"},
+	{"ClearAllForwardings", "yes"},
+}
+
+// options is what toque gives ssh for a route, after ControlPath: its
+// fixed options, the inventory's, strict host key checking unless the
+// inventory says otherwise, and the defaults the configuration leaves
+// unset.
+func (r *Route) options() []Option {
+	out := append([]Option(nil), fixedOptions...)
+	out = append(out, r.Options...)
+	out = append(out, Option{"StrictHostKeyChecking", "yes"})
+	return append(out, r.Defaults...)
+}
+
+// Resolve asks ssh for the alias's effective settings (ssh -G, with the
+// options toque will give it), which also checks that ssh can read its
+// configuration. Settings the configuration leaves unset get toque's
+// defaults: ConnectTimeout, and ServerAliveInterval so that a dropped
+// connection is noticed within a minute.
 func (s *SSH) Resolve(ctx context.Context, alias string, opts []Option) (*Route, error) {
-	argv := append(s.base(), optionArgs(opts)...)
+	r := &Route{Alias: alias, Options: opts, Settings: map[string][]string{}}
+	argv := append(s.base(), optionArgs(r.options())...)
 	argv = append(argv, "-G", "--", alias)
 	res, err := s.run(ctx, shellexec.Spec{Argv: argv, Timeout: 30 * time.Second})
 	if err != nil {
@@ -154,7 +184,6 @@ func (s *SSH) Resolve(ctx context.Context, alias string, opts []Option) (*Route,
 	if res.ExitCode != 0 {
 		return nil, &ConnectError{Alias: alias, Class: FailConfig, Detail: lastLines(res.Stderr, 4)}
 	}
-	r := &Route{Alias: alias, Options: opts, Settings: map[string][]string{}}
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00", alias)
 	for _, o := range opts {
@@ -169,6 +198,15 @@ func (s *SSH) Resolve(ctx context.Context, alias string, opts []Option) (*Route,
 		if k != "" {
 			r.Settings[k] = append(r.Settings[k], v)
 		}
+	}
+	if v := r.Get("connecttimeout"); v == "" || v == "none" {
+		secs := strconv.Itoa(int((s.timeout() + time.Second - 1) / time.Second))
+		r.Defaults = append(r.Defaults, Option{"ConnectTimeout", secs})
+		r.Settings["connecttimeout"] = []string{secs}
+	}
+	if v := r.Get("serveraliveinterval"); v == "" || v == "0" {
+		r.Defaults = append(r.Defaults, Option{"ServerAliveInterval", "15"}, Option{"ServerAliveCountMax", "4"})
+		r.Settings["serveraliveinterval"], r.Settings["serveralivecountmax"] = []string{"15"}, []string{"4"}
 	}
 	return r, nil
 }
@@ -218,12 +256,16 @@ func classify(log string) (Failure, string) {
 	detail := lastLines(all, 3)
 	switch {
 	case has("REMOTE HOST IDENTIFICATION HAS CHANGED"):
+		key, where := "another key", ""
 		for _, l := range lines {
-			if strings.Contains(l, "SHA256:") {
-				detail = l
+			if strings.HasPrefix(l, "SHA256:") {
+				key = "key " + strings.TrimSuffix(l, ".")
+			}
+			if w, ok := strings.CutPrefix(l, "Offending "); ok {
+				where = " (" + w + ")"
 			}
 		}
-		return FailHostKeyChanged, detail
+		return FailHostKeyChanged, fmt.Sprintf("the host presented %s, not the one known_hosts holds for it%s, so ssh refused it (REMOTE HOST IDENTIFICATION HAS CHANGED). If the host was reinstalled, check its new key and replace the old one (ssh-keygen -R); otherwise someone may be in the way", key, where)
 	case has("host key is known for") || has("Host key verification failed") || has("No matching host key"):
 		return FailHostKeyUnknown, detail
 	case has("Could not resolve hostname") || has("Name or service not known") || has("nodename nor servname"):
@@ -276,29 +318,11 @@ func (s *SSH) Connect(ctx context.Context, r *Route) (*Conn, error) {
 		// (this run made the directory, so it connected twice).
 		return nil, &ConnectError{Alias: r.Alias, Class: FailOther, Detail: "a master connection is open already on " + c.socket}
 	}
-	argv := s.base()
-	// ssh takes the first value it is given for each option: toque's own
-	// come first, the inventory's next (they may change ConnectTimeout or
-	// StrictHostKeyChecking), toque's defaults last.
-	argv = append(argv,
-		"-o", "ControlPath="+c.socket,
-		"-o", "ControlPersist=no",
-		"-o", "BatchMode=yes",
-		"-o", "RequestTTY=no",
-		"-o", "RemoteCommand=none",
-		"-o", "PermitLocalCommand=no",
-		"-o", "ClearAllForwardings=yes",
-	)
-	argv = append(argv, optionArgs(r.Options)...)
-	argv = append(argv,
-		"-o", "ConnectTimeout="+strconv.Itoa(int((s.timeout()+time.Second-1)/time.Second)),
-		"-o", "StrictHostKeyChecking=yes",
-		"-o", "ServerAliveInterval=15",
-		"-o", "ServerAliveCountMax=4",
-		// -v: the log says which host key was verified (and why it
-		// failed); -E keeps it out of the terminal.
-		"-v", "-E", c.log,
-		"-M", "-N", "-f", "--", r.Alias)
+	argv := append(s.base(), "-o", "ControlPath="+c.socket)
+	argv = append(argv, optionArgs(r.options())...)
+	// -v: the log says which host key was verified (and why connecting
+	// failed); -E keeps it out of the terminal.
+	argv = append(argv, "-v", "-E", c.log, "-M", "-N", "-f", "--", r.Alias)
 	res, err := s.run(ctx, shellexec.Spec{Argv: argv, Timeout: 3*s.timeout() + 30*time.Second})
 	logText, _ := os.ReadFile(c.log)
 	if err != nil {

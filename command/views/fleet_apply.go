@@ -84,12 +84,8 @@ func (t *fleetApplyText) BatchStarted(n, total int, hosts []string) {
 
 func (t *fleetApplyText) HostStarted(alias string, batch int) {}
 
-func (t *fleetApplyText) HostEvent(alias string, ev fleet.ApplyEvent) {
-	if ev.Type == "resource_end" && strings.HasPrefix(ev.Outcome, "failed") {
-		pt := newPainter(t.v.Color)
-		t.printf("  %s: %s %s: %s\n", EscapeLine(alias), EscapeLine(ev.Address), pt.del(EscapeLine(ev.Outcome)), EscapeLine(firstLine(ev.Error)))
-	}
-}
+// HostEvent prints nothing: a host's outcome says what failed.
+func (t *fleetApplyText) HostEvent(alias string, ev fleet.ApplyEvent) {}
 
 func (t *fleetApplyText) HostDone(r fleet.HostResult) {
 	pt := newPainter(t.v.Color)

@@ -71,8 +71,8 @@ func (v *View) fleetChanges(p *plan.Plan) (string, error) { return ChangesText(p
 type fleetReview struct {
 	classes   []fleet.Class
 	noChanges []string
-	errored   []fleet.HostEntry
-	unreached []fleet.HostEntry
+	errored   []failGroup
+	unreached []failGroup
 	renderErr map[string]error
 	total     int
 }
@@ -80,6 +80,7 @@ type fleetReview struct {
 func (v *View) review(d FleetPlanData) fleetReview {
 	r := fleetReview{total: len(d.Manifest.Hosts)}
 	var changed []string
+	var errored, unreached []fleet.HostEntry
 	for _, h := range d.Manifest.Hosts {
 		switch h.Status {
 		case fleet.StatusChanges:
@@ -89,15 +90,48 @@ func (v *View) review(d FleetPlanData) fleetReview {
 		case fleet.StatusNoChanges:
 			r.noChanges = append(r.noChanges, h.Alias)
 		case fleet.StatusUnreachable:
-			r.unreached = append(r.unreached, h)
+			unreached = append(unreached, h)
 		default:
-			r.errored = append(r.errored, h)
+			errored = append(errored, h)
 		}
 	}
+	r.errored, r.unreached = groupFailures(errored), groupFailures(unreached)
 	r.classes, r.renderErr = fleet.GroupChanges(changed, func(alias string) (string, error) {
 		return v.fleetChanges(d.Plans[alias])
 	})
 	return r
+}
+
+// failGroup is hosts that could not be planned for the same reason.
+type failGroup struct {
+	hosts           []string
+	failure, detail string
+}
+
+// groupFailures puts hosts with the same failure and the same words
+// together, in the order of their first host.
+func groupFailures(es []fleet.HostEntry) []failGroup {
+	var out []failGroup
+	index := map[[2]string]int{}
+	for _, e := range es {
+		k := [2]string{e.Failure, e.Error}
+		i, ok := index[k]
+		if !ok {
+			i = len(out)
+			index[k] = i
+			out = append(out, failGroup{failure: e.Failure, detail: e.Error})
+		}
+		out[i].hosts = append(out[i].hosts, e.Alias)
+	}
+	return out
+}
+
+func (r fleetReview) failedHosts(gs []failGroup) int {
+	n := 0
+	for _, g := range gs {
+		n += len(g.hosts)
+	}
+	return n
 }
 
 // headline is the review's first sentence.
@@ -117,10 +151,10 @@ func (r fleetReview) headline() string {
 	if n := len(r.noChanges); n > 0 {
 		parts = append(parts, fmt.Sprintf("%s without changes", hostCount(n)))
 	}
-	if n := len(r.errored) + len(r.renderErr); n > 0 {
+	if n := r.failedHosts(r.errored) + len(r.renderErr); n > 0 {
 		parts = append(parts, fmt.Sprintf("%s whose plan failed", hostCount(n)))
 	}
-	if n := len(r.unreached); n > 0 {
+	if n := r.failedHosts(r.unreached); n > 0 {
 		parts = append(parts, fmt.Sprintf("%s unreachable", hostCount(n)))
 	}
 	if len(parts) == 0 {
@@ -242,8 +276,8 @@ func (t *fleetPlanText) Show(d FleetPlanData, diags diag.Diagnostics) error {
 	}
 	if len(r.errored) > 0 || len(r.renderErr) > 0 {
 		w.printf("\n%s\n", pt.del(pt.bold("Planning failed:")))
-		for _, h := range r.errored {
-			w.printf("  %s: %s\n", EscapeLine(h.Alias), indentRest(Escape(h.Error), "    "))
+		for _, g := range r.errored {
+			w.printf("  %s: %s\n", hostList(g.hosts, 20), indentRest(Escape(g.detail), "    "))
 		}
 		for _, a := range sortedErrKeys(r.renderErr) {
 			w.printf("  %s: cannot show its plan: %s\n", EscapeLine(a), EscapeLine(r.renderErr[a].Error()))
@@ -251,8 +285,8 @@ func (t *fleetPlanText) Show(d FleetPlanData, diags diag.Diagnostics) error {
 	}
 	if len(r.unreached) > 0 {
 		w.printf("\n%s\n", pt.del(pt.bold("Unreachable:")))
-		for _, h := range r.unreached {
-			w.printf("  %s: %s: %s\n", EscapeLine(h.Alias), EscapeLine(h.Failure), indentRest(Escape(h.Error), "    "))
+		for _, g := range r.unreached {
+			w.printf("  %s: %s: %s\n", hostList(g.hosts, 20), EscapeLine(g.failure), indentRest(Escape(g.detail), "    "))
 		}
 	}
 	if d.Digest != "" {
@@ -319,14 +353,14 @@ func (m *fleetPlanMarkdown) Show(d FleetPlanData, diags diag.Diagnostics) error 
 	}
 	if len(r.errored) > 0 || len(r.unreached) > 0 || len(r.renderErr) > 0 {
 		tail.WriteString("#### Hosts without a plan\n\n| host | status | why |\n| --- | --- | --- |\n")
-		for _, h := range r.errored {
-			fmt.Fprintf(&tail, "| %s | plan failed (%s) | %s |\n", mdCode(h.Alias), mdText(h.Failure), mdCode(firstLine(h.Error)))
+		for _, g := range r.errored {
+			fmt.Fprintf(&tail, "| %s | plan failed (%s) | %s |\n", mdHosts(g.hosts), mdText(g.failure), mdCode(firstLine(g.detail)))
 		}
 		for _, a := range sortedErrKeys(r.renderErr) {
 			fmt.Fprintf(&tail, "| %s | cannot be shown | %s |\n", mdCode(a), mdCode(r.renderErr[a].Error()))
 		}
-		for _, h := range r.unreached {
-			fmt.Fprintf(&tail, "| %s | unreachable (%s) | %s |\n", mdCode(h.Alias), mdText(h.Failure), mdCode(firstLine(h.Error)))
+		for _, g := range r.unreached {
+			fmt.Fprintf(&tail, "| %s | unreachable (%s) | %s |\n", mdHosts(g.hosts), mdText(g.failure), mdCode(firstLine(g.detail)))
 		}
 		tail.WriteString("\n")
 	}
