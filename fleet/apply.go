@@ -293,7 +293,7 @@ func (ap *Applier) run(ctx context.Context, s *session, e *HostEntry, a *Agent, 
 		} else {
 			why = "aborted by a second Ctrl-C"
 		}
-		return done(Unknown, why+"; the apply may have finished or not. Its journal on the host says: apply the bundle again with -limit @RESULT:unknown")
+		return done(Unknown, why+"; the apply may have finished or not: applying the bundle to this host again asks its journal")
 	case err != nil:
 		return done(Failed, err.Error())
 	}

@@ -1,11 +1,14 @@
 package fleet_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toquehq/toque/fleet"
 )
@@ -308,4 +311,128 @@ file "/srv/unreachable.txt" {
 	if err := web05.NewHostKey(); err != nil { // any new key: known_hosts is written again
 		t.Fatal(err)
 	}
+}
+
+// A plan goes only to the host it was made on: an alias that now leads
+// to another host (another key), or to a clone with the same key (another
+// machine id), is refused before anything is sent.
+func TestFleetPlanShippedToTheWrongHost(t *testing.T) {
+	f := lab(t)
+	s := f.scenario(t)
+	s.write("fleet.hcl", `
+ssh_config = "@SSHCONFIG@"
+recipes    = "site"
+`+hostEnv+`
+hosts = ["web-01", "web-02"]
+`)
+	s.write("site/a.hcl", `
+file "/srv/wrong-host.txt" {
+  content = "${host.hostname}\n"
+}
+`)
+	r := s.toque("fleet", "plan", "-out=fleet.plan")
+	s.want(r, 0, "2 hosts with changes")
+	web01, web02, web03 := s.host("web-01"), s.host("web-02"), s.host("web-03")
+
+	// web-01's alias now leads to web-03.
+	if err := f.lab.SetAddr("web-01", web03.Addr); err != nil {
+		t.Fatal(err)
+	}
+	defer f.lab.SetAddr("web-01", web01.Addr)
+	r = s.toque("fleet", "apply", "-limit=web-01", "fleet.plan")
+	s.want(r, 7, "web-01: refused", "web-01 answers with host key ssh-ed25519 SHA256:", "this is not the host the plan is for", "nothing was sent")
+
+	// web-03 is a clone of web-02: the same host key.
+	if err := web03.CopyHostKey(web02); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.lab.RememberHostKeys(); err != nil {
+		t.Fatal(err)
+	}
+	defer f.lab.RememberHostKeys()
+	defer web03.NewHostKey()
+	if err := f.lab.SetAddr("web-02", web03.Addr); err != nil {
+		t.Fatal(err)
+	}
+	defer f.lab.SetAddr("web-02", web02.Addr)
+	r = s.toque("fleet", "apply", "-limit=web-02", "fleet.plan")
+	s.want(r, 7, "web-02: refused", `web-02 is now host "web-03" with machine id "`+web03.MachineID+`", but its plan was made on "web-02" with machine id "`+web02.MachineID+`"`)
+	for _, h := range []string{"web-01", "web-02", "web-03"} {
+		if _, ok := s.content(h, "/srv/wrong-host.txt"); ok {
+			t.Fatalf("%s was changed", h)
+		}
+	}
+}
+
+// A connection lost while a host applies leaves its outcome unknown;
+// the host's apply goes on without toque, and its journal tells the next
+// fleet apply what became of it.
+func TestFleetConnectionDroppedMidApply(t *testing.T) {
+	f := lab(t)
+	s := f.scenario(t)
+	s.write("fleet.hcl", `
+ssh_config = "@SSHCONFIG@"
+recipes    = "site"
+`+hostEnv+`
+hosts = ["db-02"]
+`)
+	s.write("site/a.hcl", `
+directory "/srv/dropped" {}
+
+file "/srv/dropped/first" {
+  content = "1\n"
+}
+
+execute "slow" {
+  command = "sleep 2"
+}
+
+file "/srv/dropped/last" {
+  content = "2\n"
+}
+`)
+	r := s.toque("fleet", "plan", "-out=fleet.plan")
+	s.want(r, 0, "1 host has changes")
+	db02 := s.host("db-02")
+	cmd := s.toqueCmd("fleet", "apply", "fleet.plan")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		_, ok := s.content("db-02", "/srv/dropped/first")
+		if !ok && cmd.ProcessState != nil {
+			t.Fatalf("fleet apply ended:\n%s", out.String())
+		}
+		return ok
+	})
+	if n := db02.DropConnections(); n == 0 {
+		t.Fatal("no connection to drop")
+	}
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 7 {
+		t.Fatalf("want exit 7, got %v:\n%s", err, out.String())
+	}
+	for _, w := range []string{"db-02: unknown", "the connection was lost", "the apply may have finished or not", "Fleet apply: 1 unknown."} {
+		if !strings.Contains(out.String(), w) {
+			t.Fatalf("output lacks %q:\n%s", w, out.String())
+		}
+	}
+	// The host went on, and finished.
+	waitFor(t, func() bool { _, ok := s.content("db-02", "/srv/dropped/last"); return ok })
+	waitFor(t, func() bool { out, _ := db02.Exec("pgrep -f '[a]pply -json' || true"); return strings.TrimSpace(out) == "" })
+	r = s.toque("fleet", "apply", "-limit", "@fleet.result:unknown", "fleet.plan")
+	s.want(r, 0, "db-02: already-applied", "its journal says an apply of this plan finished already")
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for i := 0; i < 300; i++ {
+		if cond() {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("timed out waiting")
 }
