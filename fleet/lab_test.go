@@ -73,6 +73,10 @@ func startFixture() (*labFixture, error) {
 	if err != nil {
 		return nil, err
 	}
+	// sshd reads authorized keys as the user logging in (deploy too).
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, err
+	}
 	f := &labFixture{dir: dir, bin: filepath.Join(dir, "bin", "toque"), agents: filepath.Join(dir, "agents")}
 	begin := time.Now()
 	if bin := os.Getenv("TOQUE_TEST_BINARY"); bin != "" {

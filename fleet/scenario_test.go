@@ -421,7 +421,10 @@ file "/srv/dropped/last" {
 	}
 	// The host went on, and finished.
 	waitFor(t, func() bool { _, ok := s.content("db-02", "/srv/dropped/last"); return ok })
-	waitFor(t, func() bool { out, _ := db02.Exec("pgrep -f '[a]pply -json' || true"); return strings.TrimSpace(out) == "" })
+	waitFor(t, func() bool {
+		out, _ := db02.Exec("pgrep -f '[a]pply -json' || true")
+		return strings.TrimSpace(out) == ""
+	})
 	r = s.toque("fleet", "apply", "-limit", "@fleet.result:unknown", "fleet.plan")
 	s.want(r, 0, "db-02: already-applied", "its journal says an apply of this plan finished already")
 }
@@ -435,4 +438,210 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatal("timed out waiting")
+}
+
+// Ctrl-C starts no further host, and lets the hosts applying finish the
+// resource in hand: they stop there, and applying again resumes them.
+func TestFleetInterrupt(t *testing.T) {
+	f := lab(t)
+	s := f.scenario(t)
+	s.write("fleet.hcl", `
+ssh_config = "@SSHCONFIG@"
+recipes    = "site"
+`+hostEnv+`
+hosts = ["web-01", "web-02", "web-03"]
+
+rollout {
+  batches  = [1, "100%"]
+  parallel = 1
+}
+`)
+	s.write("site/a.hcl", `
+directory "/srv/interrupt" {}
+
+execute "slow" {
+  command = "touch /srv/interrupt/started && sleep 2"
+}
+
+file "/srv/interrupt/after" {
+  content = "after\n"
+}
+`)
+	r := s.toque("fleet", "plan", "-out=fleet.plan")
+	s.want(r, 0, "3 hosts, the same changes")
+	cmd := s.toqueCmd("fleet", "apply", "fleet.plan")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { _, ok := s.content("web-01", "/srv/interrupt/started"); return ok })
+	interrupt(cmd)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 5 {
+		t.Fatalf("want exit 5, got %v:\n%s", err, out.String())
+	}
+	for _, w := range []string{"Interrupt received: no further host is started", "web-01: interrupted", "web-02: not-started", "web-03: not-started", "Fleet apply: 1 interrupted, 2 not-started."} {
+		if !strings.Contains(out.String(), w) {
+			t.Fatalf("output lacks %q:\n%s", w, out.String())
+		}
+	}
+	if _, ok := s.content("web-01", "/srv/interrupt/after"); ok {
+		t.Fatal("web-01 went past the resource in hand")
+	}
+	if _, ok := s.content("web-02", "/srv/interrupt"); ok {
+		t.Fatal("web-02 was started after the interrupt")
+	}
+	r = s.toque("fleet", "apply", "-limit", "@fleet.result", "fleet.plan")
+	s.want(r, 0, "web-01: applied", "resumed an earlier, unfinished apply", "Fleet apply: 3 applied.")
+}
+
+// become = "sudo": toque runs as root through sudo -n, with a root-owned
+// cache; a host whose sudo wants a password is an error naming it, and
+// nothing is changed there.
+func TestFleetBecomeSudo(t *testing.T) {
+	f := lab(t)
+	s := f.scenario(t)
+	for alias, rule := range map[string]string{"db-01": "NOPASSWD: ALL", "web-06": "ALL"} {
+		h := s.host(alias)
+		script := `grep -q '^deploy:' /etc/passwd || {
+  echo 'deploy:x:1500:1500::/home/deploy:/bin/sh' >> /etc/passwd
+  echo 'deploy:x:1500:' >> /etc/group
+  echo 'deploy:*:19000:0:99999:7:::' >> /etc/shadow
+  mkdir -p /home/deploy && chown 1500:1500 /home/deploy
+}
+echo 'deploy ALL=(ALL) ` + rule + `' > /etc/sudoers.d/deploy && chmod 0440 /etc/sudoers.d/deploy`
+		if out, err := h.Exec(script); err != nil {
+			t.Fatal(err, out)
+		}
+		if err := f.lab.AddAlias(alias+"-deploy", h.Addr, "User deploy"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.write("fleet.hcl", `
+ssh_config = "@SSHCONFIG@"
+recipes    = "site"
+become     = "sudo"
+`+hostEnv+`
+hosts = ["db-01-deploy", "web-06-deploy"]
+`)
+	s.write("site/a.hcl", `
+file "/srv/become.txt" {
+  content = "as root\n"
+  owner   = "root"
+}
+`)
+	r := s.toque("fleet", "plan", "-out=fleet.plan")
+	s.want(r, 1, "1 host has changes: db-01-deploy",
+		"web-06-deploy: sudo asks for a password, and toque runs sudo -n, which never prompts")
+	if out, err := s.host("db-01").Exec("stat -c '%U %a' /var/cache/toque/fleet"); err != nil || out != "root 700\n" {
+		t.Fatalf("the cache under become: %q %v", out, err)
+	}
+	if out, _ := s.host("web-06").Exec("ls -A /home/deploy"); strings.TrimSpace(out) != "" {
+		t.Fatalf("something was left in deploy's home on web-06: %s", out)
+	}
+	r = s.toque("fleet", "apply", "fleet.plan")
+	s.want(r, 0, "db-01-deploy: applied", "web-06-deploy: not-planned")
+	if out, err := s.host("db-01").Exec("stat -c '%U' /srv/become.txt"); err != nil || out != "root\n" {
+		t.Fatalf("/srv/become.txt: %q %v", out, err)
+	}
+}
+
+// A signed bundle: fleet apply -verify-key refuses any other, and a host
+// with verify_key applies only plans signed by a key it trusts, whatever
+// the machine running toque fleet sends it. An edited bundle is refused
+// before any host is contacted.
+func TestFleetSignedBundle(t *testing.T) {
+	f := lab(t)
+	s := f.scenario(t)
+	s.write("fleet.hcl", `
+ssh_config = "@SSHCONFIG@"
+recipes    = "site"
+`+hostEnv+`
+host "web-04" {
+  verify_key = "/etc/toque/trusted.pub"
+}
+`)
+	s.write("site/a.hcl", `
+file "/srv/signed.txt" {
+  content = "signed\n"
+}
+`)
+	s.want(s.local("keygen", "ci.key"), 0)
+	pub := readFile(t, filepath.Join(s.dir, "ci.key.pub"))
+	if out, err := s.host("web-04").Exec("mkdir -p /etc/toque && printf '%s' '" + pub + "' > /etc/toque/trusted.pub && chmod 644 /etc/toque/trusted.pub"); err != nil {
+		t.Fatal(err, out)
+	}
+
+	// Unsigned: the host refuses its plan.
+	r := s.toque("fleet", "plan", "-out=unsigned.plan")
+	s.want(r, 0, "Not signed.")
+	r = s.toque("fleet", "apply", "unsigned.plan")
+	s.want(r, 7, "web-04: refused", "carries no signature, and this host applies only plans signed by a key in /etc/toque/trusted.pub")
+	if _, ok := s.content("web-04", "/srv/signed.txt"); ok {
+		t.Fatal("web-04 applied an unsigned plan")
+	}
+	r = s.toque("fleet", "apply", "-verify-key=ci.key.pub", "unsigned.plan")
+	s.want(r, 1, "carries no signature, and only fleet plans signed by a key in ci.key.pub are accepted")
+
+	// Signed: the bundle and the host's plan.
+	r = s.toque("fleet", "plan", "-sign-key=ci.key", "-out=fleet.plan")
+	s.want(r, 0, "Signed by key SHA256:")
+	entries := bundleEntries(t, filepath.Join(s.dir, "fleet.plan"))
+	planFile := filepath.Join(s.dir, "web-04.plan")
+	if err := os.WriteFile(planFile, entries["hosts/web-04/plan.out"], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.want(s.local("show", "-verify-key=ci.key.pub", planFile), 0, "Signed by key SHA256:", "one of the trusted keys")
+
+	// Edited after signing: one byte of the host's plan.
+	data, err := os.ReadFile(filepath.Join(s.dir, "fleet.plan"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(data, []byte(`signed\n`))
+	if i < 0 {
+		t.Fatal("the plan's content is not in the bundle")
+	}
+	edited := append([]byte(nil), data...)
+	edited[i] = 'S'
+	if err := os.WriteFile(filepath.Join(s.dir, "edited.plan"), edited, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = s.toque("fleet", "apply", "-verify-key=ci.key.pub", "edited.plan")
+	s.want(r, 1, "the fleet plan was edited or damaged", "the plan of web-04 does not match the manifest")
+
+	r = s.toque("fleet", "apply", "-verify-key=ci.key.pub", "fleet.plan")
+	s.want(r, 0, "web-04: applied")
+	if got, _ := s.content("web-04", "/srv/signed.txt"); got != "signed\n" {
+		t.Fatalf("web-04: %q", got)
+	}
+}
+
+// A host whose cache has no room: an error naming the host, and nothing
+// of toque's left half-written there.
+func TestFleetRemoteCacheFull(t *testing.T) {
+	f := lab(t)
+	s := f.scenario(t)
+	h := s.host("web-05")
+	if out, err := h.Exec("mkdir -p /var/cache/toque && mount -t tmpfs -o size=64k tmpfs /var/cache/toque"); err != nil {
+		t.Fatal(err, out)
+	}
+	defer h.Exec("umount /var/cache/toque")
+	s.write("fleet.hcl", `
+ssh_config = "@SSHCONFIG@"
+recipes    = "site"
+`+hostEnv+`
+hosts = ["web-05"]
+`)
+	s.write("site/a.hcl", `
+file "/srv/full.txt" {
+  content = "x\n"
+}
+`)
+	r := s.toque("fleet", "plan", "-out=fleet.plan")
+	s.want(r, 1, "web-05: planning failed (cache): cannot store the toque agent in its cache: cannot write to /var/cache/toque/fleet/agents", "No space left on device")
+	if out, _ := h.Exec("ls -A /var/cache/toque/fleet/agents"); strings.TrimSpace(out) != "" {
+		t.Fatalf("left in the cache: %s", out)
+	}
 }

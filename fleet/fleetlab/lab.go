@@ -94,7 +94,11 @@ func Start(dir string, aliases []string) (l *Lab, err error) {
 			l = nil
 		}
 	}()
+	// sshd reads the authorized keys as the user logging in.
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
 		return nil, err
 	}
 	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "fleetlab", "-f", l.Key).CombinedOutput(); err != nil {
