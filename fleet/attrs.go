@@ -199,17 +199,19 @@ func quoted(s string) string {
 	return string(hclwrite.TokensForValue(cty.StringVal(s)).Bytes())
 }
 
-// valueText is v as HCL literal syntax, with sensitive(…) around what is
-// marked sensitive: a whole list when anything in it is.
+// valueText is v as HCL literal syntax on one line (so that every leaf of
+// a map computed by a function keeps the inventory's line), with
+// sensitive(…) around what is marked sensitive: a whole list when
+// anything in it is.
 func valueText(v cty.Value) string {
 	if v.IsMarked() {
 		uv, _ := v.UnmarkDeep()
 		return "sensitive(" + valueText(uv) + ")"
 	}
-	if !v.ContainsMarked() {
-		return string(hclwrite.TokensForValue(v).Bytes())
-	}
-	if v.Type().IsObjectType() || v.Type().IsMapType() {
+	if !v.IsNull() && (v.Type().IsObjectType() || v.Type().IsMapType()) {
+		if v.LengthInt() == 0 {
+			return "{}"
+		}
 		var parts []string
 		for it := v.ElementIterator(); it.Next(); {
 			k, ev := it.Element()
@@ -217,6 +219,9 @@ func valueText(v cty.Value) string {
 		}
 		return "{ " + strings.Join(parts, ", ") + " }"
 	}
-	uv, _ := v.UnmarkDeep()
-	return "sensitive(" + valueText(uv) + ")"
+	if v.ContainsMarked() {
+		uv, _ := v.UnmarkDeep()
+		return "sensitive(" + valueText(uv) + ")"
+	}
+	return strings.ReplaceAll(string(hclwrite.TokensForValue(v).Bytes()), "\n", " ")
 }

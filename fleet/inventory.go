@@ -522,7 +522,8 @@ func contains(list []string, s string) bool {
 // settle resolves one host's settings from its levels (top, groups in
 // order, host).
 func (d *decoder) settle(h *Host, levels []*level) {
-	if a, lvl := d.scalar(h, levels, "recipes"); a != nil {
+	if a, lvl, conflict := d.scalar(h, levels, "recipes"); conflict {
+	} else if a != nil {
 		if s, ok := d.str(a); ok {
 			h.RecipesName = s
 			h.Recipes = d.path(s)
@@ -533,7 +534,7 @@ func (d *decoder) settle(h *Host, levels []*level) {
 	} else {
 		d.errorf(h.DeclRange.Ptr(), "Host has no recipes", "Nothing gives host %q a recipe or policy directory: set recipes = \"DIR\" in its block, in one of its groups, or at the top level.", h.Alias)
 	}
-	if a, _ := d.scalar(h, levels, "become"); a != nil {
+	if a, _, _ := d.scalar(h, levels, "become"); a != nil {
 		if s, ok := d.str(a); ok {
 			switch s {
 			case "sudo":
@@ -544,7 +545,7 @@ func (d *decoder) settle(h *Host, levels []*level) {
 			}
 		}
 	}
-	if a, _ := d.scalar(h, levels, "verify_key"); a != nil {
+	if a, _, _ := d.scalar(h, levels, "verify_key"); a != nil {
 		if s, ok := d.str(a); ok {
 			if !filepath.IsAbs(s) {
 				d.errorf(a.Expr.Range().Ptr(), "Relative verify_key", "verify_key = %q names a trusted keys file on the host, so it must be an absolute path (as /etc/toque/trusted.pub).", words.Printable(s))
@@ -590,15 +591,15 @@ func (d *decoder) settle(h *Host, levels []*level) {
 }
 
 // scalar finds a single-valued setting: the host's, else its groups'
-// (which must agree), else the top level's.
-func (d *decoder) scalar(h *Host, levels []*level, name string) (*hcl.Attribute, *level) {
+// (which must agree: conflict reports that they did not, an error
+// already), else the top level's.
+func (d *decoder) scalar(h *Host, levels []*level, name string) (a *hcl.Attribute, from *level, conflict bool) {
 	for i := len(levels) - 1; i >= 0; i-- {
 		if levels[i].kind == "host" && levels[i].attrs[name] != nil {
-			return levels[i].attrs[name], levels[i]
+			return levels[i].attrs[name], levels[i], false
 		}
 	}
 	var got *hcl.Attribute
-	var from *level
 	var gotVal cty.Value
 	for _, lvl := range levels {
 		a := lvl.attrs[name]
@@ -608,23 +609,23 @@ func (d *decoder) scalar(h *Host, levels []*level, name string) (*hcl.Attribute,
 		v, diags := a.Expr.Value(d.ctx)
 		if diags.HasErrors() {
 			d.diags = append(d.diags, diags...)
-			return nil, nil
+			return nil, nil, true
 		}
 		if got != nil && !v.RawEquals(gotVal) {
 			d.errorf(a.Expr.Range().Ptr(), "Groups disagree", "Host %q is in group %q, which sets %s here, and in %s, which sets it otherwise at %s. Set %s in the host's block, or in one of the two groups.", h.Alias, lvl.name, name, from.describe(), got.Expr.Range(), name)
-			return nil, nil
+			return nil, nil, true
 		}
 		if got == nil {
 			got, from, gotVal = a, lvl, v
 		}
 	}
 	if got != nil {
-		return got, from
+		return got, from, false
 	}
 	if a := levels[0].attrs[name]; a != nil && levels[0].kind == "fleet" {
-		return a, levels[0]
+		return a, levels[0], false
 	}
-	return nil, nil
+	return nil, nil, false
 }
 
 // mapSetting merges a map setting key by key: the top level's, the
