@@ -2,10 +2,12 @@ package command
 
 import (
 	"bytes"
+	"runtime"
 
 	"github.com/toquehq/toque/command/views"
 	"github.com/toquehq/toque/fleet"
 	"github.com/toquehq/toque/internal/diag"
+	"github.com/toquehq/toque/internal/parallel"
 	"github.com/toquehq/toque/plan"
 )
 
@@ -136,18 +138,24 @@ func (b *Base) readBundle(name string, verify keyOption, decode bool) (*fleet.Bu
 	if !decode {
 		return bundle, nil, sig, diags
 	}
+	hosts := bundle.Manifest.Hosts
+	decoded := make([]*plan.Plan, len(hosts))
+	errs := make([]error, len(hosts))
+	parallel.For(len(hosts), runtime.GOMAXPROCS(0), func(i int) {
+		if data := bundle.Plans[hosts[i].Alias]; data != nil {
+			var f *plan.File
+			if f, errs[i] = plan.DecodeFile(name+":"+fleet.PlanEntry(hosts[i].Alias), data, plan.ReadOptions{Types: b.Registry}); f != nil {
+				decoded[i] = f.Plan
+			}
+		}
+	})
 	plans := map[string]*plan.Plan{}
-	for _, h := range bundle.Manifest.Hosts {
-		data := bundle.Plans[h.Alias]
-		if data == nil {
-			continue
+	for i, h := range hosts {
+		if errs[i] != nil {
+			diags = diags.Append(diag.Errorf("%w", errs[i]).WithKind(views.KindPlanRefused))
+		} else if decoded[i] != nil {
+			plans[h.Alias] = decoded[i]
 		}
-		f, err := plan.DecodeFile(name+":"+fleet.PlanEntry(h.Alias), data, plan.ReadOptions{Types: b.Registry})
-		if err != nil {
-			diags = diags.Append(diag.Errorf("%w", err).WithKind(views.KindPlanRefused))
-			continue
-		}
-		plans[h.Alias] = f.Plan
 	}
 	return bundle, plans, sig, diags
 }

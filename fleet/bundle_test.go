@@ -117,10 +117,14 @@ func TestBundleRoundTripAndTampering(t *testing.T) {
 		{"a plan edited", signed, "hosts/web-01/plan.out", func(b []byte) []byte { return bytes.Replace(b, []byte("web-01"), []byte("web-99"), 1) }, nil, ErrBundleEdited, "the plan of web-01 does not match the manifest"},
 		{"a plan left out", signed, "hosts/web-02/plan.out", func([]byte) []byte { return nil }, nil, ErrBundleEdited, "lacks hosts/web-02/plan.out"},
 		{"the manifest edited", signed, "manifest.json", func(b []byte) []byte { return bytes.Replace(b, []byte(`"unreachable"`), []byte(`"changes"    `), 1) }, nil, ErrBundleEdited, "does not match its checksum"},
-		{"the manifest edited and checksummed again", signed, "manifest.json", func(b []byte) []byte { return resum(t, bytes.Replace(b, []byte(`"toque_version":"test"`), []byte(`"toque_version":"evil"`), 1)) }, nil, plan.ErrSignature, "changed after it was signed"},
+		{"the manifest edited and checksummed again", signed, "manifest.json", func(b []byte) []byte {
+			return resum(t, bytes.Replace(b, []byte(`"toque_version":"test"`), []byte(`"toque_version":"evil"`), 1))
+		}, nil, plan.ErrSignature, "changed after it was signed"},
 		{"unsigned under trusted keys", unsigned, "", nil, trusted, plan.ErrUnsigned, "carries no signature"},
 		{"signed by another key", signed, "", nil, []plan.PublicKey{plan.PublicKeyOf(other, "")}, plan.ErrUntrusted, "not one of the 1 key(s)"},
-		{"another format", signed, "manifest.json", func(b []byte) []byte { return bytes.Replace(b, []byte(`"toque_fleet_plan":1`), []byte(`"toque_fleet_plan":9`), 1) }, nil, ErrBundleVersion, "format 9"},
+		{"another format", signed, "manifest.json", func(b []byte) []byte {
+			return bytes.Replace(b, []byte(`"toque_fleet_plan":1`), []byte(`"toque_fleet_plan":9`), 1)
+		}, nil, ErrBundleVersion, "format 9"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := c.src
