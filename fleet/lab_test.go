@@ -48,9 +48,13 @@ type labFixture struct {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if fixture != nil {
-		fixture.lab.Close()
-		os.RemoveAll(fixture.dir)
+	for _, f := range []*labFixture{fixture, benchLabFixture()} {
+		if f != nil {
+			if f.lab != nil {
+				f.lab.Close()
+			}
+			os.RemoveAll(f.dir)
+		}
 	}
 	os.Exit(code)
 }
@@ -60,7 +64,7 @@ func lab(t *testing.T) *labFixture {
 	t.Helper()
 	testenv.MustHave(t, testenv.Root, testenv.Unshare, testenv.Nsenter, testenv.Overlay, testenv.NetNS, testenv.Sshd)
 	fixtureOnce.Do(func() {
-		fixture, fixtureErr = startFixture()
+		fixture, fixtureErr = startFixtureHosts(labHosts)
 	})
 	if fixtureErr != nil {
 		t.Fatal(fixtureErr)
@@ -68,7 +72,9 @@ func lab(t *testing.T) *labFixture {
 	return fixture
 }
 
-func startFixture() (*labFixture, error) {
+// startFixtureHosts builds toque and, unless aliases is nil, starts a
+// lab of those hosts.
+func startFixtureHosts(aliases []string) (*labFixture, error) {
 	dir, err := os.MkdirTemp("/tmp", "toque-fleet-test-")
 	if err != nil {
 		return nil, err
@@ -100,8 +106,11 @@ func startFixture() (*labFixture, error) {
 	if err := os.WriteFile(filepath.Join(f.agents, "toque-linux-amd64"), data, 0o755); err != nil {
 		return nil, err
 	}
+	if aliases == nil {
+		return f, nil
+	}
 	begin = time.Now()
-	f.lab, err = fleetlab.Start(filepath.Join(dir, "lab"), labHosts)
+	f.lab, err = fleetlab.Start(filepath.Join(dir, "lab"), aliases)
 	if err != nil {
 		return nil, err
 	}

@@ -134,10 +134,26 @@ func optionArgs(opts []Option) []string {
 // run runs ssh with argv (after the binary), any exit status being a
 // result rather than an error.
 func (s *SSH) run(ctx context.Context, spec shellexec.Spec) (*shellexec.Result, error) {
-	if s.Logger != nil {
-		spec.Logger = s.Logger
-	}
+	begin := time.Now()
 	res, err := shellexec.Run(ctx, spec)
+	if s.Logger != nil && s.Logger.IsDebug() {
+		code := -1
+		if res != nil {
+			code = res.ExitCode
+		}
+		op := "command"
+		for _, a := range spec.Argv {
+			switch a {
+			case "-G":
+				op = "resolve"
+			case "-M":
+				op = "master"
+			case "-O":
+				op = "control"
+			}
+		}
+		s.Logger.Debug("ssh ran", "op", op, "exit", code, "took", time.Since(begin))
+	}
 	var ee *shellexec.ExitError
 	if errors.As(err, &ee) && res != nil {
 		return res, nil

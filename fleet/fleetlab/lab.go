@@ -47,6 +47,7 @@ type Lab struct {
 	net     *exec.Cmd // holds the lab's network namespace
 	mu      sync.Mutex
 	aliases []alias
+	common  []string
 }
 
 // alias is an entry of the ssh configuration.
@@ -196,6 +197,15 @@ func (l *Lab) SetAddr(name, addr string) error {
 	return l.WriteSSHConfig()
 }
 
+// SetCommon sets lines of ssh configuration every host gets (KexAlgorithms
+// curve25519-sha256), and writes the configuration again.
+func (l *Lab) SetCommon(lines ...string) error {
+	l.mu.Lock()
+	l.common = lines
+	l.mu.Unlock()
+	return l.WriteSSHConfig()
+}
+
 // WriteSSHConfig writes the lab's ssh configuration: its aliases, then
 // what every host shares (root, the lab's key and known_hosts, nothing
 // of the machine's).
@@ -209,8 +219,11 @@ func (l *Lab) WriteSSHConfig() error {
 			fmt.Fprintf(&b, "  %s\n", e)
 		}
 	}
-	fmt.Fprintf(&b, `Host *
-  User root
+	b.WriteString("Host *\n")
+	for _, c := range l.common {
+		fmt.Fprintf(&b, "  %s\n", c)
+	}
+	fmt.Fprintf(&b, `  User root
   IdentityFile %s
   IdentitiesOnly yes
   IdentityAgent none
