@@ -110,15 +110,24 @@ func TestFleetShowGroupsIdenticalPlans(t *testing.T) {
 // BenchmarkFleetShow1000 is toque fleet show of 1,000 hosts whose plans
 // make the same changes: reading and verifying the bundle, decoding and
 // checking every plan, rendering each one's changes and grouping them.
+//
+// It reports the bundle's size: each host's plan.out is in it whole
+// (byte-identical to a single host's plan), so the size grows linearly,
+// by one plan and one manifest entry a host.
 func BenchmarkFleetShow1000(b *testing.B) {
 	dir, bundle := simulatedBundle(b, 1000)
 	env := fleetEnv(b, dir, b.TempDir())
+	st, err := os.Stat(bundle)
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.ResetTimer()
 	for b.Loop() {
 		if code, out, errs := runWithEnv(env, []string{"fleet", "show", bundle}); code != 0 {
 			b.Fatalf("%d\n%s%s", code, out, errs)
 		}
 	}
+	b.ReportMetric(float64(st.Size())/1000, "bundle-bytes/host")
 }
 
 // Bad input to the fleet commands: an error naming what is wrong, before
