@@ -32,16 +32,19 @@ func (r *run) sequence(e *entry, si int) []resources.SequenceItem {
 	return c.Sequence(e.pr.StepView(si).Action)
 }
 
-// child is e's child of step si at the local address local, nil when the
-// plan does not hold it.
-func (r *run) child(e *entry, si int, local string) *entry {
+// children are e's children of step si declared by the block at the
+// local address local (TYPE[NAME]): that child, or the instances of a
+// child with for_each or count, in plan order; none when the plan holds
+// none.
+func (r *run) children(e *entry, si int, local string) []*entry {
+	var out []*entry
 	for _, ci := range r.tree.Children(e.idx, si) {
 		c := r.entries[ci]
 		if resources.Address(c.pr.Type, c.pr.Name) == local {
-			return c
+			out = append(out, c)
 		}
 	}
-	return nil
+	return out
 }
 
 // settle reports whether e has nothing to converge (skipped by a guard
@@ -75,16 +78,9 @@ func (r *run) convergeComposite(ctx context.Context, e *entry, si int, seq []res
 	view := e.pr.StepView(si)
 	start := time.Now()
 	ref := stepRef{index: e.idx}
-	var rd *plan.Reading
-	err := r.doLater(ctx, e.desired.WithAction(view.Action))
-	if err == nil {
-		rd, err = r.lc.Evaluate(ctx, decide(r.stepSubject(e, si, e.pr.GuardSpecs)))
-	}
-	if rd != nil {
-		rr.DecidedAtApply = append(rr.DecidedAtApply, decidedAtApply(rd)...)
-		if len(rd.Resolved) > 0 {
-			rr.KnownAtApply = rd.Resolved
-		}
+	rd, err := r.readToConverge(ctx, e, si, view, rr)
+	if rd != nil && len(rd.Resolved) > 0 {
+		rr.KnownAtApply = rd.Resolved
 	}
 	if err == nil && rd.Skip {
 		r.hooks.PreApply(view)
@@ -182,29 +178,27 @@ func (r *run) walk(ctx context.Context, e *entry, si int, seq []resources.Sequen
 			own = true
 			continue
 		}
-		c := r.child(e, si, it.Child)
-		if c == nil {
-			continue
-		}
-		crr := &nt.rep.Resources[c.idx]
-		if c.earlier != nil {
-			children = children || c.earlier.outcome == OutcomeChanged
-			continue
-		}
-		if r.settle(c, crr) {
-			continue
-		}
-		if err := r.convergeResource(ctx, c, crr, nt); err != nil {
-			if c.pr.IgnoreFailure && ownFailure(err, c.pr.Address) {
-				r.logger.Warn("child resource failed; ignore_failure is set, continuing", "resource", c.pr.Address, "error", err)
+		for _, c := range r.children(e, si, it.Child) {
+			crr := &nt.rep.Resources[c.idx]
+			if c.earlier != nil {
+				children = children || c.earlier.outcome == OutcomeChanged
 				continue
 			}
-			return own, children, err
+			if r.settle(c, crr) {
+				continue
+			}
+			if err := r.convergeResource(ctx, c, crr, nt); err != nil {
+				if c.pr.IgnoreFailure && ownFailure(err, c.pr.Address) {
+					r.logger.Warn("child resource failed; ignore_failure is set, continuing", "resource", c.pr.Address, "error", err)
+					continue
+				}
+				return own, children, err
+			}
+			if err := r.j.Err(); err != nil {
+				return own, children, err
+			}
+			children = children || crr.Outcome == OutcomeChanged
 		}
-		if err := r.j.Err(); err != nil {
-			return own, children, err
-		}
-		children = children || crr.Outcome == OutcomeChanged
 	}
 	return own, children, nil
 }

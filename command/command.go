@@ -141,7 +141,10 @@ func Run(ctx context.Context, stop <-chan struct{}, args []string, streams Strea
 		case <-readCtx.Done():
 		}
 	}()
-	base := &Base{Ctx: ctx, ReadCtx: readCtx, Stop: stop, Streams: streams, Logger: logger, Registry: builtin.Registry(), Env: env, files: map[string]*hcl.File{}}
+	// The types' downloads go where this command's environment says,
+	// not the process's (an in-process run has its own).
+	dl := downloadDir(env)
+	base := &Base{Ctx: resources.WithDownloadDir(ctx, dl), ReadCtx: resources.WithDownloadDir(readCtx, dl), Stop: stop, Streams: streams, Logger: logger, Registry: builtin.Registry(), Env: env, files: map[string]*hcl.File{}}
 	defer base.end()
 
 	// A shell asking for completions (bash's complete -C, and what

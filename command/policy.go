@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -18,6 +19,17 @@ import (
 
 // CacheDirEnv overrides where policy sources are cached.
 const CacheDirEnv = "TOQUE_CACHE_DIR"
+
+// downloadDir is where the resource types cache what they download
+// (remote_file, apt_repository's keys): TOQUE_CACHE_DIR/downloads, else
+// STATE_DIR/cache/downloads, the state directory as env names it. It is
+// created and checked where it is used.
+func downloadDir(env Env) string {
+	if v := env.Getenv(CacheDirEnv); v != "" {
+		return filepath.Join(env.abs(v), "downloads")
+	}
+	return filepath.Join(stateDir(env, ""), "cache", "downloads")
+}
 
 // cacheDir is where git mirrors, fetched locks and cookbooks are kept:
 // TOQUE_CACHE_DIR, else STATE_DIR/cache. The state directory and its

@@ -42,6 +42,7 @@ func runToqueState(t *testing.T, dir, scratch string, stop <-chan struct{}, args
 	}}
 	testutil.MustBeUnder(t, scratch, "the host-wide apply lock", hostLock(env))
 	testutil.MustBeUnder(t, scratch, "the state directory", stateDir(env, ""))
+	testutil.MustBeUnder(t, scratch, "the download cache", downloadDir(env))
 	return runWithEnvStop(env, stop, args)
 }
 

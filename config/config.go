@@ -24,6 +24,13 @@ type Config struct {
 	Files []string
 	// Resources is the resource collection, in declaration order.
 	Resources []*ResourceBlock
+	// Groups are the resource_group blocks, in declaration order; their
+	// resources are in Resources.
+	Groups []*GroupBlock
+	// Data are the data blocks, in declaration order: what the planner
+	// reads of the host before it evaluates the resources that read them
+	// (data.TYPE.NAME.result).
+	Data []*DataBlock
 	// Types are the resource_type blocks, in declaration order (in policy
 	// mode, the cookbooks' resources/ files in run-list order).
 	Types []*TypeBlock
@@ -104,6 +111,13 @@ type ResourceBlock struct {
 	// (package eval makes one copy of the block per such resource); ""
 	// at the top level.
 	Parent string
+	// Key is, for one instance of a block with for_each or count, which
+	// instance it is: package eval makes one copy of the block per
+	// instance, keyed. The zero Key otherwise (the block as written).
+	Key resources.Key
+	// Group is the resource_group the block is declared in; nil when it
+	// is in none.
+	Group *GroupBlock
 	// released is set by ReleaseSyntax, which keeps attrRanges.
 	released   bool
 	attrRanges []attrRange
@@ -113,16 +127,33 @@ type ResourceBlock struct {
 func (m *Meta) HasGuards() bool { return m.OnlyIf != nil || m.NotIf != nil }
 
 // Address is TYPE[NAME], or PARENT.TYPE[NAME] for a child resource
-// (web_site[blog].template[conf]).
+// (web_site[blog].template[conf]), followed by the instance key of an
+// instance of a block with for_each or count (template[vhost]["a.com"],
+// sysctl[hardening][3]).
 func (b *ResourceBlock) Address() string {
+	if b.Parent != "" {
+		return b.Parent + "." + b.LocalAddress()
+	}
+	return b.LocalAddress()
+}
+
+// LocalAddress is TYPE[NAME] and the instance key, without the parent.
+func (b *ResourceBlock) LocalAddress() string {
+	return resources.InstanceAddress(b.Type, b.Name, b.Key)
+}
+
+// BlockAddress is Address without the instance key: the address of the
+// block as written, which names all its instances.
+func (b *ResourceBlock) BlockAddress() string {
 	if b.Parent != "" {
 		return b.Parent + "." + resources.Address(b.Type, b.Name)
 	}
 	return resources.Address(b.Type, b.Name)
 }
 
-// LocalAddress is TYPE[NAME], without the parent.
-func (b *ResourceBlock) LocalAddress() string { return resources.Address(b.Type, b.Name) }
+// Expands reports whether the block has for_each or count: it stands for
+// its instances, each a keyed copy (Key).
+func (m *Meta) Expands() bool { return m.ForEach != nil || m.Count != nil }
 
 // Meta holds the arguments common to every resource, unevaluated. A nil
 // expression means the argument is absent.
@@ -133,8 +164,16 @@ type Meta struct {
 	GuardInterpreter hcl.Expression
 	IgnoreFailure    hcl.Expression
 	Sensitive        hcl.Expression
-	Notifies         []*NotifyBlock
-	Subscribes       []*NotifyBlock
+	// ForEach and Count make the block stand for several instances
+	// (Terraform's meta-arguments); at most one of them is set.
+	ForEach    hcl.Expression
+	Count      hcl.Expression
+	Notifies   []*NotifyBlock
+	Subscribes []*NotifyBlock
+	// Dynamic are the block's dynamic "notifies" and dynamic "subscribes"
+	// blocks, unexpanded: package eval expands them (hcl's dynblock) in
+	// each instance's scope into more Notifies and Subscribes.
+	Dynamic []*hcl.Block
 }
 
 // NotifyBlock is a `notifies "ACTION" { resource = "TYPE[NAME]" timing = … }`
@@ -194,7 +233,10 @@ var metaNames = sync.OnceValue(func() map[string]bool {
 		isMeta[a.Name] = true
 	}
 	for _, b := range MetaSchema.Blocks {
-		isMeta[b.Type] = true
+		if b.Type != DynamicKeyword {
+			// (an attribute called dynamic is a property)
+			isMeta[b.Type] = true
+		}
 	}
 	return isMeta
 })
@@ -220,13 +262,13 @@ func (b *ResourceBlock) Attributes() (hcl.Attributes, hcl.Diagnostics) {
 		}
 	}
 	for _, blk := range sb.Blocks {
-		if isMeta[blk.Type] {
+		if isMeta[blk.Type] || blk.Type == DynamicKeyword {
 			continue
 		}
 		diags = diags.Append(&hcl.Diagnostic{
 			Severity: hcl.DiagError,
 			Summary:  "Unexpected block",
-			Detail:   fmt.Sprintf("A resource takes no %q block; only notifies and subscribes blocks are allowed. To set a map or object property, write %s = { … }.", blk.Type, blk.Type),
+			Detail:   fmt.Sprintf("A resource takes no %q block; only notifies and subscribes blocks (and dynamic blocks that generate them) are allowed. To set a map or object property, write %s = { … }.", blk.Type, blk.Type),
 			Subject:  blk.TypeRange.Ptr(),
 		})
 	}

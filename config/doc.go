@@ -1,7 +1,9 @@
 // Package config loads recipes and stores them, evaluating nothing: it
 // parses HCL (native and JSON syntax), collects resource blocks with their
-// bodies and meta-arguments unevaluated (in declaration order), collects
-// attribute blocks unevaluated, and holds the attribute tree (levels,
+// bodies and meta-arguments unevaluated (in declaration order; for_each,
+// count and dynamic blocks too, which eval expands), resource_group blocks
+// and the resources they hold, collects attribute blocks unevaluated, and
+// holds the attribute tree (levels,
 // merge, provenance) they are written into. In policy mode it loads the
 // cookbooks a lock names (LoadPolicy). It knows resource type names only,
 // to report an unknown type at load.

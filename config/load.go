@@ -35,12 +35,19 @@ var MetaSchema = &hcl.BodySchema{
 		{Name: "guard_interpreter"},
 		{Name: "ignore_failure"},
 		{Name: "sensitive"},
+		{Name: "for_each"},
+		{Name: "count"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{
 		{Type: "notifies", LabelNames: []string{"action"}},
 		{Type: "subscribes", LabelNames: []string{"action"}},
+		{Type: DynamicKeyword, LabelNames: []string{"type"}},
 	},
 }
+
+// DynamicKeyword is the block that generates nested blocks, as Terraform's
+// dynamic blocks do: dynamic "notifies" { for_each = …  content { … } }.
+const DynamicKeyword = "dynamic"
 
 var notifySchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
@@ -217,7 +224,7 @@ func (c *Config) collect(body hcl.Body, dir string, names *typeNames, seen map[s
 	var blocks []*hcl.Block
 
 	isKnown := func(typ string) bool {
-		return typ == LevelDefault || typ == LevelOverride || names.known(typ)
+		return typ == LevelDefault || typ == LevelOverride || typ == GroupKeyword || typ == DataKeyword || names.known(typ)
 	}
 
 	if sb, ok := body.(*hclsyntax.Body); ok {
@@ -247,6 +254,8 @@ func (c *Config) collect(body hcl.Body, dir string, names *typeNames, seen map[s
 			{Type: LevelDefault, LabelNames: []string{"name"}},
 			{Type: LevelOverride, LabelNames: []string{"name"}},
 			{Type: TypeKeyword, LabelNames: []string{"name"}},
+			{Type: GroupKeyword, LabelNames: []string{"name"}},
+			{Type: DataKeyword, LabelNames: []string{"type", "name"}},
 		}}
 		for _, n := range names.list() {
 			schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: n, LabelNames: []string{"name"}})
@@ -282,6 +291,14 @@ func (c *Config) collect(body hcl.Body, dir string, names *typeNames, seen map[s
 	}
 
 	for _, b := range blocks {
+		if b.Type == GroupKeyword {
+			diags = append(diags, c.addGroup(b, dir, names, seen)...)
+			continue
+		}
+		if b.Type == DataKeyword {
+			diags = append(diags, c.addData(b, dir)...)
+			continue
+		}
 		diags = append(diags, c.addBlock(b, dir, seen)...)
 	}
 	return diags
@@ -317,8 +334,8 @@ func unknownTypeDiag(typ string, rng hcl.Range, names []string) *hcl.Diagnostic 
 	return &hcl.Diagnostic{
 		Severity: hcl.DiagError,
 		Summary:  "Unknown resource type",
-		Detail: fmt.Sprintf("There is no resource type %q.%s The resource types are %s; default and override blocks set node attributes.",
-			typ, words.DidYouMean(typ, append(names, LevelDefault, LevelOverride)), words.Quoted(names)),
+		Detail: fmt.Sprintf("There is no resource type %q.%s The resource types are %s; default and override blocks set node attributes, and resource_group blocks group resources under shared guards.",
+			typ, words.DidYouMean(typ, append(names, LevelDefault, LevelOverride, GroupKeyword, DataKeyword)), words.Quoted(names)),
 		Subject: rng.Ptr(),
 	}
 }
@@ -431,13 +448,34 @@ func newResourceBlock(b *hcl.Block, dir string) (*ResourceBlock, hcl.Diagnostics
 			{"guard_interpreter", &m.GuardInterpreter},
 			{"ignore_failure", &m.IgnoreFailure},
 			{"sensitive", &m.Sensitive},
+			{"for_each", &m.ForEach},
+			{"count", &m.Count},
 		} {
 			if a, ok := content.Attributes[f.name]; ok {
 				*f.dst = a.Expr
 			}
 		}
+		if m.ForEach != nil && m.Count != nil {
+			fe, ct := content.Attributes["for_each"], content.Attributes["count"]
+			later := ct
+			if fe.Range.Start.Byte > ct.Range.Start.Byte {
+				later = fe
+			}
+			diags = diags.Append(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid combination of count and for_each",
+				Detail:   fmt.Sprintf("%s sets both count and for_each: a block makes its instances from one of them. Use for_each with a map or a set of strings to key instances by name, or count for numbered instances.", rb.Address()),
+				Subject:  later.NameRange.Ptr(),
+			})
+			m.Count = nil
+		}
 		for _, nb := range content.Blocks {
-			n, d := decodeNotify(nb)
+			if nb.Type == DynamicKeyword {
+				diags = append(diags, checkDynamic(nb, rb)...)
+				m.Dynamic = append(m.Dynamic, nb)
+				continue
+			}
+			n, d := DecodeNotify(nb)
 			diags = append(diags, d...)
 			if n == nil {
 				continue
@@ -467,7 +505,28 @@ func noMeta(sb *hclsyntax.Body) bool {
 	return true
 }
 
-func decodeNotify(b *hcl.Block) (*NotifyBlock, hcl.Diagnostics) {
+// checkDynamic reports a dynamic block of a resource that does not
+// generate notifies or subscribes blocks: the only blocks a resource
+// takes.
+func checkDynamic(b *hcl.Block, rb *ResourceBlock) hcl.Diagnostics {
+	if len(b.Labels) == 1 && (b.Labels[0] == "notifies" || b.Labels[0] == "subscribes") {
+		return nil
+	}
+	rng := b.DefRange
+	if len(b.LabelRanges) > 0 {
+		rng = b.LabelRanges[0]
+	}
+	return hcl.Diagnostics{{
+		Severity: hcl.DiagError,
+		Summary:  "Unsupported dynamic block type",
+		Detail:   fmt.Sprintf("A dynamic block generates nested blocks, and a resource takes only notifies and subscribes blocks; %s cannot take %s blocks. To make several resources, set for_each or count on the resource itself.", rb.Address(), words.Quoted(b.Labels)),
+		Subject:  rng.Ptr(),
+	}}
+}
+
+// DecodeNotify reads a notifies or subscribes block (one a dynamic block
+// generated too), its expressions unevaluated.
+func DecodeNotify(b *hcl.Block) (*NotifyBlock, hcl.Diagnostics) {
 	content, diags := b.Body.Content(notifySchema)
 	if diags.HasErrors() {
 		return nil, diags

@@ -122,8 +122,9 @@ func LoadPolicy(in PolicyInput, reg Types) (*Config, hcl.Diagnostics) {
 	diags = append(diags, names.declare(headers)...)
 
 	eachFile("attribute files", (*Cookbook).AttributeFiles, func(cb *Cookbook, p string, f *hcl.File) {
-		before := len(c.Resources)
+		before, groupsBefore := len(c.Resources), len(c.Groups)
 		diags = append(diags, c.collect(f.Body, cb.Dir, names, map[string]*ResourceBlock{}, false)...)
+		c.Groups = c.Groups[:groupsBefore]
 		for _, rb := range c.Resources[before:] {
 			diags = diags.Append(&hcl.Diagnostic{
 				Severity: hcl.DiagError,

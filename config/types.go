@@ -43,6 +43,9 @@ type TypeBlock struct {
 	// Attrs are the type's own attributes (description, default_action).
 	Attrs      hcl.Attributes
 	Properties []*PropertyBlock
+	// Dynamic are the type's dynamic "property" blocks, unexpanded:
+	// package eval expands them (ExpandedType) before compiling the type.
+	Dynamic []*hcl.Block
 	// Load is the load_current_value block; nil when the type has none.
 	Load    *ScriptBlock
 	Actions []*ActionBlock
@@ -87,11 +90,122 @@ type ActionBlock struct {
 	LabelRange hcl.Range
 }
 
-// ActionItem is one step of an action: a script block, or a child
-// resource declared in the action.
+// ActionItem is one step of an action: a script block, a child resource
+// declared in the action, or a dynamic "converge_by" block, unexpanded
+// (package eval expands it, ExpandedType, into script items in its
+// place).
 type ActionItem struct {
 	Script   *ScriptBlock
 	Resource *ResourceBlock
+	Dynamic  *hcl.Block
+}
+
+// HasDynamic reports whether t holds dynamic blocks to expand.
+func (t *TypeBlock) HasDynamic() bool {
+	if len(t.Dynamic) > 0 {
+		return true
+	}
+	for _, a := range t.Actions {
+		for _, it := range a.Items {
+			if it.Dynamic != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ExpandedType is t with its dynamic blocks replaced by the blocks they
+// generated (package eval evaluates them, with hcl's dynblock):
+// properties, parsed and appended to t's in the order generated (a
+// property declared twice is an error), and, for each dynamic item of an
+// action (by action and item index), its converge_by blocks. Nothing is
+// evaluated here.
+func (t *TypeBlock) ExpandedType(props []*hcl.Block, items map[*ActionItem][]*hcl.Block) (*TypeBlock, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	out := *t
+	out.Dynamic = nil
+	out.Properties = append([]*PropertyBlock(nil), t.Properties...)
+	seen := map[string]*PropertyBlock{}
+	for _, p := range t.Properties {
+		seen[p.Name] = p
+	}
+	for _, b := range props {
+		if len(b.Labels) != 1 {
+			diags = diags.Append(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Wrong number of block labels",
+				Detail:   "A dynamic \"property\" block makes property blocks, each with one label: give labels = [NAME].",
+				Subject:  b.DefRange.Ptr(),
+			})
+			continue
+		}
+		p, d := parseProperty(b)
+		diags = append(diags, d...)
+		if first := seen[p.Name]; first != nil {
+			diags = diags.Append(&hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Property declared twice",
+				Detail:   fmt.Sprintf("The resource type %s already declares the property %q at %s:%d.", t.Name, p.Name, first.DeclRange.Filename, first.DeclRange.Start.Line),
+				Subject:  p.DeclRange.Ptr(),
+			})
+			continue
+		}
+		seen[p.Name] = p
+		out.Properties = append(out.Properties, p)
+	}
+	out.Actions = make([]*ActionBlock, len(t.Actions))
+	for i, a := range t.Actions {
+		ca := *a
+		ca.Items = nil
+		for _, it := range a.Items {
+			if it.Dynamic == nil {
+				ca.Items = append(ca.Items, it)
+				continue
+			}
+			for _, b := range items[it] {
+				s, d := parseConvergeBy(b)
+				diags = append(diags, d...)
+				if s != nil {
+					ca.Items = append(ca.Items, &ActionItem{Script: s})
+				}
+			}
+		}
+		out.Actions[i] = &ca
+	}
+	return &out, diags
+}
+
+// parseConvergeBy parses a converge_by block: its description, and its
+// script.
+func parseConvergeBy(blk *hcl.Block) (*ScriptBlock, hcl.Diagnostics) {
+	if len(blk.Labels) != 1 || strings.TrimSpace(blk.Labels[0]) == "" {
+		return nil, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "A converge_by block needs a description",
+			Detail:   "Write converge_by \"what it does\" { code = … } (in a dynamic block, labels = [DESCRIPTION]): the description is what the plan shows reviewers.",
+			Subject:  blk.DefRange.Ptr(),
+		}}
+	}
+	return parseScript(blk, append([]string{"when"}, ScriptAttributes...))
+}
+
+// checkTypeDynamic reports a dynamic block of a resource_type body or an
+// action that does not make what dynamic blocks may make there.
+func checkTypeDynamic(b *hcl.Block, want, where string) *hcl.Diagnostic {
+	if len(b.Labels) == 1 && b.Labels[0] == want {
+		return nil
+	}
+	rng := b.DefRange
+	if len(b.LabelRanges) > 0 {
+		rng = b.LabelRanges[0]
+	}
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Unsupported dynamic block type",
+		Detail:   fmt.Sprintf("A dynamic block in %s makes %s blocks, not %s. To declare several child resources, set for_each or count on the child resource.", where, want, words.Quoted(b.Labels)),
+		Subject:  rng.Ptr(),
+	}
 }
 
 // Type returns the declared resource type name, or nil.
@@ -152,9 +266,9 @@ func declareType(h *typeHeader, builtin func(string) bool, declared map[string]*
 			Detail:   fmt.Sprintf("%q cannot name a resource type: use letters, digits and underscores, starting with a letter (web_site).%s", h.name, cookbookNameHint(h)),
 			Subject:  rng.Ptr(),
 		})
-	case builtin(h.name) || h.name == LevelDefault || h.name == LevelOverride || h.name == TypeKeyword:
+	case builtin(h.name) || h.name == LevelDefault || h.name == LevelOverride || h.name == TypeKeyword || h.name == GroupKeyword || h.name == DynamicKeyword || h.name == DataKeyword:
 		what := "a built-in resource type"
-		if h.name == LevelDefault || h.name == LevelOverride || h.name == TypeKeyword {
+		if !builtin(h.name) {
 			what = "a keyword of recipes"
 		}
 		return diags.Append(&hcl.Diagnostic{
@@ -195,6 +309,7 @@ var typeBodySchema = &hcl.BodySchema{
 		{Type: KeywordProperty, LabelNames: []string{"name"}},
 		{Type: KeywordLoad},
 		{Type: KeywordAction, LabelNames: []string{"name"}},
+		{Type: DynamicKeyword, LabelNames: []string{"type"}},
 	},
 }
 
@@ -226,6 +341,12 @@ func (c *Config) parseType(h *typeHeader, known func(string) bool, names []strin
 	seenActions := map[string]*ActionBlock{}
 	for _, blk := range sortBlocks(content.Blocks) {
 		switch blk.Type {
+		case DynamicKeyword:
+			if d := checkTypeDynamic(blk, KeywordProperty, "a resource_type"); d != nil {
+				diags = diags.Append(d)
+				continue
+			}
+			t.Dynamic = append(t.Dynamic, blk)
 		case KeywordProperty:
 			p, d := parseProperty(blk)
 			diags = append(diags, d...)
@@ -344,14 +465,14 @@ func (c *Config) parseAction(b *hcl.Block, dir string, known func(string) bool, 
 			})
 		}
 		for _, blk := range sb.Blocks {
-			if blk.Type != KeywordConvergeIfChanged && blk.Type != KeywordConvergeBy && !known(blk.Type) {
+			if blk.Type != KeywordConvergeIfChanged && blk.Type != KeywordConvergeBy && blk.Type != DynamicKeyword && !known(blk.Type) {
 				diags = diags.Append(unknownChildDiag(blk.Type, blk.TypeRange, names))
 				continue
 			}
 			blocks = append(blocks, blk.AsHCLBlock())
 		}
 	} else {
-		schema := &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: KeywordConvergeIfChanged}, {Type: KeywordConvergeBy, LabelNames: []string{"description"}}}}
+		schema := &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: KeywordConvergeIfChanged}, {Type: KeywordConvergeBy, LabelNames: []string{"description"}}, {Type: DynamicKeyword, LabelNames: []string{"type"}}}}
 		for _, n := range names {
 			schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: n, LabelNames: []string{"name"}})
 		}
@@ -370,6 +491,12 @@ func (c *Config) parseAction(b *hcl.Block, dir string, known func(string) bool, 
 	seen := map[string]*ResourceBlock{}
 	for _, blk := range blocks {
 		switch blk.Type {
+		case DynamicKeyword:
+			if d := checkTypeDynamic(blk, KeywordConvergeBy, "an action"); d != nil {
+				diags = diags.Append(d)
+				continue
+			}
+			a.Items = append(a.Items, &ActionItem{Dynamic: blk})
 		case KeywordConvergeIfChanged:
 			if len(blk.Labels) > 0 {
 				diags = diags.Append(&hcl.Diagnostic{
@@ -384,18 +511,11 @@ func (c *Config) parseAction(b *hcl.Block, dir string, known func(string) bool, 
 			diags = append(diags, d...)
 			a.Items = append(a.Items, &ActionItem{Script: s})
 		case KeywordConvergeBy:
-			if len(blk.Labels) != 1 || strings.TrimSpace(blk.Labels[0]) == "" {
-				diags = diags.Append(&hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  "A converge_by block needs a description",
-					Detail:   "Write converge_by \"what it does\" { code = … }: the description is what the plan shows reviewers.",
-					Subject:  blk.DefRange.Ptr(),
-				})
-				continue
-			}
-			s, d := parseScript(blk, append([]string{"when"}, ScriptAttributes...))
+			s, d := parseConvergeBy(blk)
 			diags = append(diags, d...)
-			a.Items = append(a.Items, &ActionItem{Script: s})
+			if s != nil {
+				a.Items = append(a.Items, &ActionItem{Script: s})
+			}
 		default:
 			rb, d := newResourceBlock(blk, dir)
 			diags = append(diags, d...)

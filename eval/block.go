@@ -43,13 +43,16 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx,
 	be.required()
 	m, ok := be.meta()
 	if !ok {
+		explainEachCount(be.diags)
 		return nil, be.diags, be.ev.templates
 	}
 	be.template(m.action)
 	be.deriveValues()
 	res := resources.NewResource(be.s, b.Name, m.action, be.values)
+	res.Key = b.Key
 	guards, notifiedGuards, ok := be.guards(res, m, plainCtx, reg)
 	if !ok {
+		explainEachCount(be.diags)
 		return nil, be.diags, be.ev.templates
 	}
 	if m.sensitive || mayBeSensitive(b.Meta.Sensitive, ctx) {
@@ -57,6 +60,7 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx,
 		// expressions referred to.
 		diag.MarkSensitive(be.diags)
 	}
+	explainEachCount(be.diags)
 	if be.diags.HasErrors() {
 		return nil, be.diags, be.ev.templates
 	}
@@ -65,7 +69,7 @@ func evaluateBlock(b *config.ResourceBlock, t resources.Type, scope *Scope, ctx,
 
 // metaNames are the arguments every resource takes besides its type's
 // properties.
-var metaNames = []string{"action", "only_if", "not_if", "guard_interpreter", "ignore_failure", "sensitive", "notifies", "subscribes"}
+var metaNames = []string{"action", "only_if", "not_if", "guard_interpreter", "ignore_failure", "sensitive", "for_each", "count", "notifies", "subscribes", "dynamic"}
 
 // blockEval is one resource block being evaluated (evaluateBlock): the
 // block, its type, and what the steps so far decoded. Each step appends
@@ -193,7 +197,7 @@ func (be *blockEval) lazyProperty(p *resources.Property, call *hclsyntax.Functio
 		be.errored[p.Name] = true
 		return
 	}
-	if p.Sensitive || ev.scope.ReadsSensitive(inner) || callsSensitive(inner) {
+	if p.Sensitive || ev.scope.ReadsSensitive(inner) || callsSensitive(inner) || ev.readsMarkedEach(inner) {
 		be.sensitiveProps[p.Name] = true
 	}
 	e, d := ev.lazyExpr(inner, b.Dir, be.source)
@@ -236,7 +240,7 @@ func (be *blockEval) valueProperty(p *resources.Property, a *hcl.Attribute) {
 // block's label.
 func (be *blockEval) defaultName() {
 	np := be.s.NameProperty()
-	if np == nil {
+	if np == nil || be.errored[np.Name] {
 		return
 	}
 	if v, ok := be.values[np.Name]; !ok || v.IsNull() {
@@ -380,6 +384,7 @@ func (be *blockEval) guards(res *resources.Resource, m blockMeta, plainCtx *hcl.
 		// Not guarded in place, but a notified run of it is.
 		nin := in
 		nin.Parent = resources.NewResource(be.s, b.Name, notifiedAction(be.s), be.values)
+		nin.Parent.Key = b.Key
 		nin.Sensitive = false
 		notifiedGuards, _ = guard.Decode(nin)
 	}

@@ -112,6 +112,8 @@ type expansion struct {
 	// their notification references.
 	ctxs      map[*config.ResourceBlock]*hcl.EvalContext
 	templates []*TemplateError
+	// expander expands children with for_each or count.
+	expander *expander
 }
 
 // expand evaluates the child resources of inst's actions, and theirs,
@@ -168,19 +170,29 @@ func (x *expansion) expand(inst *Instance, depth int) hcl.Diagnostics {
 				continue
 			}
 			ctx, plain := childContext(x.scope.EvalContext(cb.Dir), nr)
-			x.ctxs[&cb] = plain
-			child, d, tmpl := evaluateBlock(&cb, t, x.scope, ctx, unmarkingContext(ctx), x.reg, x.source)
-			x.templates = append(x.templates, tmpl...)
-			diags = append(diags, inChild(d, inst)...)
-			if child == nil {
-				continue
+			insts := []instanceOf{{block: &cb, ctx: ctx, plain: plain}}
+			if cb.Meta.Expands() {
+				var d hcl.Diagnostics
+				insts, d = x.expander.expand(&cb, ctx, plain)
+				explainEachCount(d)
+				diags = append(diags, inChild(d, inst)...)
 			}
-			child.Parent, child.ParentStep = inst, si
-			if inst.Sensitive && !child.Sensitive {
-				child.Sensitive = true
+			seen := seenDiags{}
+			for _, in := range insts {
+				x.ctxs[in.block] = in.plain
+				child, d, tmpl := evaluateBlock(in.block, t, x.scope, in.ctx, unmarkingContext(in.ctx), x.reg, x.source)
+				x.templates = append(x.templates, tmpl...)
+				diags = append(diags, seen.drop(inChild(d, inst))...)
+				if child == nil {
+					continue
+				}
+				child.Parent, child.ParentStep = inst, si
+				if inst.Sensitive && !child.Sensitive {
+					child.Sensitive = true
+				}
+				inst.Children = append(inst.Children, child)
+				diags = append(diags, x.expand(child, depth+1)...)
 			}
-			inst.Children = append(inst.Children, child)
-			diags = append(diags, x.expand(child, depth+1)...)
 		}
 	}
 	return diags
@@ -232,9 +244,18 @@ func checkChildren(c *config.Config, tb *config.TypeBlock, reg *resources.Regist
 			if !ok {
 				continue // config reported it
 			}
-			ctx, _ := childContext(scope.EvalContext(it.Resource.Dir), nr)
-			_, d, _ := evaluateBlock(it.Resource, ct, scope, ctx, unmarkingContext(ctx), reg, c.SourceText)
-			diags = append(diags, d...)
+			ctx, plain := childContext(scope.EvalContext(it.Resource.Dir), nr)
+			insts := []instanceOf{{block: it.Resource, ctx: ctx, plain: plain}}
+			if it.Resource.Meta.Expands() {
+				var d hcl.Diagnostics
+				insts, d = newExpander(scope, c.SourceText).expand(it.Resource, ctx, plain)
+				explainEachCount(d)
+				diags = append(diags, d...)
+			}
+			for _, in := range insts {
+				_, d, _ := evaluateBlock(in.block, ct, scope, in.ctx, unmarkingContext(in.ctx), reg, c.SourceText)
+				diags = append(diags, d...)
+			}
 		}
 	}
 	return dedupe(diags)

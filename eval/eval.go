@@ -36,6 +36,13 @@ type Scope struct {
 	// leaves (["db", "password"]); an expression that reads one makes what
 	// it sets sensitive.
 	Sensitive [][]string
+	// Data is the data blocks' answers, read as data.TYPE.NAME.result
+	// (DataValue); nil reads as an empty object.
+	Data cty.Value
+	// SensitiveData lists the data blocks (TYPE.NAME) whose answer is
+	// sensitive: an expression that reads one makes what it sets
+	// sensitive.
+	SensitiveData []string
 	// ReleaseSyntax has Resources let go of each resource block's body as
 	// soon as the block is evaluated (config.ResourceBlock.ReleaseBody):
 	// the caller plans from the instances and evaluates nothing again.
@@ -102,10 +109,10 @@ func (inst *Instance) NodePathsRead() [][]string {
 	return NodePathsRead(inst.Block)
 }
 
-// EvalContext is the plan-time evaluation context: node and host, and the
-// function library with files resolved against baseDir.
+// EvalContext is the plan-time evaluation context: node, host and data,
+// and the function library with files resolved against baseDir.
 func (s *Scope) EvalContext(baseDir string) *hcl.EvalContext {
-	node, h := cty.EmptyObjectVal, cty.DynamicVal
+	node, h, data := cty.EmptyObjectVal, cty.DynamicVal, cty.EmptyObjectVal
 	if s != nil {
 		if s.Node != cty.NilVal {
 			node = s.Node
@@ -113,9 +120,12 @@ func (s *Scope) EvalContext(baseDir string) *hcl.EvalContext {
 		if s.Host != cty.NilVal {
 			h = s.Host
 		}
+		if s.Data != cty.NilVal {
+			data = s.Data
+		}
 	}
 	return &hcl.EvalContext{
-		Variables: map[string]cty.Value{"node": node, "host": h},
+		Variables: map[string]cty.Value{"node": node, "host": h, DataVar: data},
 		Functions: Functions(baseDir),
 	}
 }
@@ -129,11 +139,17 @@ func unmarkingContext(ctx *hcl.EvalContext) *hcl.EvalContext {
 		fs[k] = v
 	}
 	fs["sensitive"] = identityFunc
-	vars := ctx.Variables
-	if nr, ok := vars[NewResourceVar]; ok && nr.ContainsMarked() {
-		// A child resource's view of its parent marks sensitive values.
-		vars = maps.Clone(vars)
-		vars[NewResourceVar], _ = nr.UnmarkDeep()
+	vars, cloned := ctx.Variables, false
+	for _, name := range []string{NewResourceVar, EachVar, DataVar} {
+		if v, ok := vars[name]; ok && v.ContainsMarked() {
+			// A child resource's view of its parent, an instance's
+			// each.value and a sensitive data block's answer mark
+			// sensitive values.
+			if !cloned {
+				vars, cloned = maps.Clone(vars), true
+			}
+			vars[name], _ = v.UnmarkDeep()
+		}
 	}
 	return &hcl.EvalContext{Variables: vars, Functions: fs}
 }
@@ -144,11 +160,11 @@ var identityFunc = function.New(&function.Spec{
 	Impl:   func(args []cty.Value, _ cty.Type) (cty.Value, error) { return args[0], nil },
 })
 
-// ReadsSensitive reports whether expr reads a sensitive node attribute: a
+// ReadsSensitive reports whether expr reads a sensitive node attribute (a
 // traversal of node that leads to a sensitive leaf, or to an object or
-// list holding one.
+// list holding one) or a sensitive data block's answer.
 func (s *Scope) ReadsSensitive(expr hcl.Expression) bool {
-	if s == nil || len(s.Sensitive) == 0 || expr == nil {
+	if s == nil || (len(s.Sensitive) == 0 && len(s.SensitiveData) == 0) || expr == nil {
 		return false
 	}
 	for _, tr := range expr.Variables() {
@@ -160,6 +176,9 @@ func (s *Scope) ReadsSensitive(expr hcl.Expression) bool {
 }
 
 func (s *Scope) sensitiveTraversal(tr hcl.Traversal) bool {
+	if tr.RootName() == DataVar {
+		return s.readsSensitiveData(tr)
+	}
 	if tr.RootName() != "node" {
 		return false
 	}
@@ -188,9 +207,21 @@ func (s *Scope) Covers(path []string) bool {
 }
 
 // NodePathsRead lists the paths below node that b's expressions read
-// (properties, meta-arguments, notification references): node.web.port
+// (properties, meta-arguments, notification references, dynamic blocks,
+// its group's guards and notifications): node.web.port
 // is ["web", "port"]; a read of node itself is the empty path.
 func NodePathsRead(b *config.ResourceBlock) [][]string {
+	var out [][]string
+	for _, e := range blockExprs(b) {
+		out = append(out, nodePaths(e)...)
+	}
+	return out
+}
+
+// blockExprs lists b's expressions: its properties, meta-arguments,
+// notification references, dynamic blocks, and its group's guards,
+// notifications and dynamic blocks.
+func blockExprs(b *config.ResourceBlock) []hcl.Expression {
 	var exprs []hcl.Expression
 	if attrs, _ := b.Attributes(); attrs != nil {
 		for _, a := range attrs {
@@ -198,14 +229,22 @@ func NodePathsRead(b *config.ResourceBlock) [][]string {
 		}
 	}
 	m := b.Meta
-	exprs = append(exprs, m.Action, m.OnlyIf, m.NotIf, m.GuardInterpreter, m.IgnoreFailure, m.Sensitive)
+	exprs = append(exprs, m.Action, m.OnlyIf, m.NotIf, m.GuardInterpreter, m.IgnoreFailure, m.Sensitive, m.ForEach, m.Count)
 	for _, nb := range append(append([]*config.NotifyBlock(nil), m.Notifies...), m.Subscribes...) {
 		exprs = append(exprs, nb.Resource, nb.Timing)
 	}
-	var out [][]string
+	exprs = append(exprs, dynamicExprs(m.Dynamic)...)
+	if g := b.Group; g != nil {
+		exprs = append(exprs, g.OnlyIf, g.NotIf, g.GuardInterpreter)
+		for _, nb := range append(append([]*config.NotifyBlock(nil), g.Notifies...), g.Subscribes...) {
+			exprs = append(exprs, nb.Resource, nb.Timing)
+		}
+		exprs = append(exprs, dynamicExprs(g.Dynamic)...)
+	}
+	out := exprs[:0]
 	for _, e := range exprs {
 		if e != nil {
-			out = append(out, nodePaths(e)...)
+			out = append(out, e)
 		}
 	}
 	return out
@@ -241,6 +280,26 @@ func Resources(c *config.Config, reg *resources.Registry, scope *Scope) ([]*Inst
 			plain[b.Dir] = unmarkingContext(ctxs[b.Dir])
 		}
 	}
+	// Blocks with for_each or count stand for their instances (expand.go),
+	// each evaluated as a block of its own.
+	ex := newExpander(scope, c.SourceText)
+	todo := make([]instanceOf, 0, len(c.Resources))
+	for _, b := range c.Resources {
+		if !b.Meta.Expands() {
+			todo = append(todo, instanceOf{block: b, ctx: ctxs[b.Dir], plain: plain[b.Dir]})
+			continue
+		}
+		if _, ok := reg.Lookup(b.Type); !ok {
+			diags = diags.Append(config.UnknownTypeDiag(b.Type, b.TypeRange, reg))
+			continue
+		}
+		insts, d := ex.expand(b, ctxs[b.Dir], plain[b.Dir])
+		explainEachCount(d)
+		diags = append(diags, d...)
+		todo = append(todo, insts...)
+	}
+	groups, d := groupGuards(c, reg, scope, ctxs, plain)
+	diags = append(diags, d...)
 	// Blocks are evaluated on every CPU (a third of a large plan's time was
 	// spent here): evaluation reads the shared contexts and ASTs and writes
 	// nothing shared. Results are merged in declaration order below.
@@ -249,31 +308,46 @@ func Resources(c *config.Config, reg *resources.Registry, scope *Scope) ([]*Inst
 		diags     hcl.Diagnostics
 		templates []*TemplateError
 	}
-	results := make([]result, len(c.Resources))
-	parallelFor(len(c.Resources), func(i int) {
-		b := c.Resources[i]
+	results := make([]result, len(todo))
+	parallelFor(len(todo), func(i int) {
+		b := todo[i].block
 		t, ok := reg.Lookup(b.Type)
 		if !ok {
 			results[i].diags = hcl.Diagnostics{config.UnknownTypeDiag(b.Type, b.TypeRange, reg)}
 			return
 		}
-		results[i].inst, results[i].diags, results[i].templates = evaluateBlock(b, t, scope, ctxs[b.Dir], plain[b.Dir], reg, c.SourceText)
-		if inst := results[i].inst; inst != nil && scope != nil && scope.ReleaseSyntax {
-			if inst.Sensitive {
-				inst.nodeReads = append([][]string{}, NodePathsRead(b)...)
+		results[i].inst, results[i].diags, results[i].templates = evaluateBlock(b, t, scope, todo[i].ctx, todo[i].plain, reg, c.SourceText)
+		if inst := results[i].inst; inst != nil {
+			groups.apply(inst)
+			if scope != nil && scope.ReleaseSyntax {
+				if inst.Sensitive {
+					inst.nodeReads = append([][]string{}, NodePathsRead(b)...)
+				}
+				b.ReleaseBody()
 			}
-			b.ReleaseBody()
 		}
 	})
-	for _, r := range results {
+	// The contexts notification references are evaluated in, for the
+	// instances of blocks with for_each or count (each or count set).
+	instCtx := map[*config.ResourceBlock]*hcl.EvalContext{}
+	sameDiags := seenDiags{}
+	for i, r := range results {
+		if todo[i].block.Meta.Expands() {
+			// Instances of one block share its expressions: an error in
+			// one they all read is reported once.
+			r.diags = sameDiags.drop(r.diags)
+		}
 		diags = append(diags, r.diags...)
 		addTemplates(c, r.templates)
 		if r.inst != nil {
 			out = append(out, r.inst)
+			if todo[i].block.Meta.Expands() {
+				instCtx[todo[i].block] = todo[i].plain
+			}
 		}
 	}
 	// Child resources of custom types, expanded per resource.
-	x := &expansion{c: c, reg: reg, scope: scope, source: c.SourceText, ctxs: map[*config.ResourceBlock]*hcl.EvalContext{}}
+	x := &expansion{c: c, reg: reg, scope: scope, source: c.SourceText, ctxs: map[*config.ResourceBlock]*hcl.EvalContext{}, expander: ex}
 	if len(c.Types) > 0 {
 		for _, inst := range out {
 			diags = append(diags, x.expand(inst, 0)...)
@@ -293,13 +367,22 @@ func Resources(c *config.Config, reg *resources.Registry, scope *Scope) ([]*Inst
 			if ctx := x.ctxs[b]; ctx != nil {
 				return ctx
 			}
+			if ctx := instCtx[b]; ctx != nil {
+				return ctx
+			}
 			ctx := ctxs[b.Dir]
 			if ctx == nil {
 				ctx = scope.EvalContext(b.Dir)
 				ctxs[b.Dir] = ctx
 			}
 			return ctx
-		})
+		}, notifyScope{unexpanded: ex.unexpanded, expands: ex.expanded, groupCtx: func(g *config.GroupBlock) *hcl.EvalContext {
+			if plain[g.Dir] == nil {
+				plain[g.Dir] = unmarkingContext(scope.EvalContext(g.Dir))
+			}
+			return plain[g.Dir]
+		}})
+		explainEachCount(d)
 		diags = append(diags, d...)
 		diags = append(diags, notifiedComposites(c, edges)...)
 		if !d.HasErrors() {
@@ -383,8 +466,8 @@ func duplicates(insts []*Instance) hcl.Diagnostics {
 				diags = diags.Append(&hcl.Diagnostic{
 					Severity: hcl.DiagError,
 					Summary:  "Two resources manage the same " + schema.Name,
-					Detail: fmt.Sprintf("%s and %s (declared at %s:%d) both manage the %s of %s: they would undo each other on every apply. Keep one of them, or make them alternatives with only_if / not_if.",
-						inst.Address(), c.inst.Address(), c.inst.Block.DeclRange.Filename, c.inst.Block.DeclRange.Start.Line, schema.Name, what),
+					Detail: fmt.Sprintf("%s and %s (declared at %s:%d) both manage the %s of %s: they would undo each other on every apply. %s",
+						inst.Address(), c.inst.Address(), c.inst.Block.DeclRange.Filename, c.inst.Block.DeclRange.Start.Line, schema.Name, what, duplicateAdvice(inst, c.inst, "")),
 					Subject: inst.Block.DeclRange.Ptr(),
 				})
 			} else {
@@ -408,13 +491,30 @@ func duplicates(insts []*Instance) hcl.Diagnostics {
 			diags = diags.Append(&hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Two resources manage the same " + p.Namespace,
-				Detail: fmt.Sprintf("%s and %s (declared at %s:%d) both manage %s %q: they would undo each other on every apply. Keep one of them, or make them alternatives with only_if / not_if.",
-					inst.Address(), c.inst.Address(), c.inst.Block.DeclRange.Filename, c.inst.Block.DeclRange.Start.Line, p.Namespace, v.AsString()),
+				Detail: fmt.Sprintf("%s and %s (declared at %s:%d) both manage %s %q: they would undo each other on every apply. %s",
+					inst.Address(), c.inst.Address(), c.inst.Block.DeclRange.Filename, c.inst.Block.DeclRange.Start.Line, p.Namespace, v.AsString(), duplicateAdvice(inst, c.inst, p.Name)),
 				Subject: inst.Block.DeclRange.Ptr(),
 			})
 		}
 	}
 	return diags
+}
+
+// duplicateAdvice says what to do about two resources that manage one
+// thing; prop is the property they share ("" for an identity).
+func duplicateAdvice(a, b *Instance, prop string) string {
+	if !a.Block.Key.IsZero() && a.Block.BlockAddress() == b.Block.BlockAddress() {
+		what := "the properties that name what it manages"
+		if prop != "" {
+			what = prop
+		}
+		via := "each.key"
+		if a.Block.Key.IsIndex() {
+			via = "count.index"
+		}
+		return fmt.Sprintf("Both are instances of %s, which gives them the same %s: set it from %s, so that each instance manages its own.", a.Block.BlockAddress(), what, via)
+	}
+	return "Keep one of them, or make them alternatives with only_if / not_if."
 }
 
 // sensitiveWhen reports whether the property's SensitiveWhen hides the
@@ -447,7 +547,7 @@ func identityKey(r *resources.Resource) (key, what string) {
 	}
 	if r.Schema().NameProperty() == nil {
 		// No property holds the name: the name is part of the identity.
-		parts = append(parts, "name="+r.Name)
+		parts = append(parts, "name="+r.Name+r.Key.String())
 		words = append(words, fmt.Sprintf("name %q", r.Name))
 	}
 	return "type:" + r.Type + "\x00" + strings.Join(parts, "\x00"), strings.Join(words, ", ")
@@ -458,7 +558,7 @@ func identityKey(r *resources.Resource) (key, what string) {
 // when notified.
 func alternative(inst *Instance) bool {
 	for i := inst; i != nil; i = i.Parent {
-		if i.Block == nil || i.Block.Meta.HasGuards() || i.Resource.Action == "nothing" {
+		if i.Block == nil || i.Block.Meta.HasGuards() || i.Block.Group.HasGuards() || i.Resource.Action == "nothing" {
 			return true
 		}
 	}

@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
@@ -41,7 +42,7 @@ func TestFunctions(t *testing.T) {
 		{`filebase64("data/bin")`, cty.StringVal("//4="), false},
 		{`fileexists("data/x.txt")`, cty.True, false},
 		{`fileexists("data/none")`, cty.False, false},
-		{`fileexists("data")`, cty.NilVal, true},
+		{`fileexists("data")`, cty.False, false}, // a directory: see direxists
 		{`dirname("/a/b/c")`, cty.StringVal("/a/b"), false},
 		{`abspath("data") == "` + dir + `/data"`, cty.True, false},
 		{`try(tonumber("x"), 7)`, cty.NumberIntVal(7), false},
@@ -101,6 +102,50 @@ func TestEnvFunc(t *testing.T) {
 		}
 		if err != nil || got.AsString() != c.want {
 			t.Errorf("env(%v) = %v, %v; want %q", c.args, got, err, c.want)
+		}
+	}
+}
+
+// tolist and toset of a tuple of one primitive type take a shortcut; the
+// values are go-cty's.
+func TestToListAndToSet(t *testing.T) {
+	fs := Functions(t.TempDir())
+	strs := cty.TupleVal([]cty.Value{cty.StringVal("b"), cty.StringVal("a"), cty.StringVal("b")})
+	cases := []struct {
+		name, fn string
+		in       cty.Value
+		want     cty.Value
+	}{
+		{"strings to a set", "toset", strs, cty.SetVal([]cty.Value{cty.StringVal("a"), cty.StringVal("b")})},
+		{"strings to a list", "tolist", strs, cty.ListVal([]cty.Value{cty.StringVal("b"), cty.StringVal("a"), cty.StringVal("b")})},
+		{"numbers", "toset", cty.TupleVal([]cty.Value{cty.NumberIntVal(1), cty.NumberIntVal(2)}), cty.SetVal([]cty.Value{cty.NumberIntVal(1), cty.NumberIntVal(2)})},
+		{"mixed: go-cty's conversion", "toset", cty.TupleVal([]cty.Value{cty.StringVal("a"), cty.NumberIntVal(2)}), cty.SetVal([]cty.Value{cty.StringVal("a"), cty.StringVal("2")})},
+		{"an empty tuple", "toset", cty.EmptyTupleVal, cty.SetValEmpty(cty.DynamicPseudoType)},
+		{"a null element", "tolist", cty.TupleVal([]cty.Value{cty.StringVal("a"), cty.NullVal(cty.String)}), cty.ListVal([]cty.Value{cty.StringVal("a"), cty.NullVal(cty.String)})},
+		{"an unknown element", "toset", cty.TupleVal([]cty.Value{cty.StringVal("a"), cty.UnknownVal(cty.String)}), cty.SetVal([]cty.Value{cty.StringVal("a"), cty.UnknownVal(cty.String)})},
+		{"marked", "toset", cty.TupleVal([]cty.Value{cty.StringVal("a")}).Mark(SensitiveMark), cty.SetVal([]cty.Value{cty.StringVal("a")}).Mark(SensitiveMark)},
+		{"a list already", "toset", cty.ListVal([]cty.Value{cty.StringVal("a")}), cty.SetVal([]cty.Value{cty.StringVal("a")})},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := fs[c.fn].Call([]cty.Value{c.in})
+			if err != nil || !got.RawEquals(c.want) {
+				t.Errorf("%s(%#v) = %#v, %v; want %#v", c.fn, c.in, got, err, c.want)
+			}
+		})
+	}
+}
+
+func BenchmarkToSetOfStrings(b *testing.B) {
+	elems := make([]cty.Value, 10000)
+	for i := range elems {
+		elems[i] = cty.StringVal(fmt.Sprintf("site-%05d", i))
+	}
+	in := cty.TupleVal(elems)
+	f := Functions(b.TempDir())["toset"]
+	for b.Loop() {
+		if _, err := f.Call([]cty.Value{in}); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

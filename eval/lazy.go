@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -139,8 +138,20 @@ func (ev *evaluator) lazyExpr(inner hcl.Expression, dir string, source func(hcl.
 			Subject:  rng.Ptr(),
 		}}
 	}
+	if ev.scope != nil && len(ev.scope.SensitiveData) > 0 {
+		for _, tr := range inner.Variables() {
+			if tr.RootName() == DataVar && ev.scope.readsSensitiveData(tr) {
+				return nil, hcl.Diagnostics{{
+					Severity: hcl.DiagError,
+					Summary:  "lazy reads a sensitive data block",
+					Detail:   "A value known at apply is evaluated from what the plan carries, and the plan does not carry a sensitive data block's answer (only its digest). Read it outside lazy(…).",
+					Subject:  tr.SourceRange().Ptr(),
+				}}
+			}
+		}
+	}
 	e := &lazy.Expr{Source: text, Range: rng}
-	e.Scope = ev.capture(inner, dir)
+	e.Scope = ev.capture(inner, dir, nil)
 	return e, nil
 }
 
@@ -161,10 +172,11 @@ func sourceOf(source func(hcl.Range) string, rng hcl.Range) string {
 
 // capture records what expr reads that is fixed at plan time: the parts
 // of node and host it reads, the environment variables env() reads and
-// the recipe files the file functions read (templatefile's template
-// included, and the files it reads by literal paths). Without the host
-// (validate), nothing is captured: no plan is made.
-func (ev *evaluator) capture(expr hcl.Expression, dir string) lazy.Scope {
+// the recipe files and listings the file functions read (templatefile's
+// template included, and what it reads by literal paths), through rd (nil:
+// the recipes of dir). Without the host (validate), nothing is captured:
+// no plan is made.
+func (ev *evaluator) capture(expr hcl.Expression, dir string, rd *reader) lazy.Scope {
 	sc := lazy.Scope{Dir: dir}
 	if ev.scope == nil || ev.scope.Host == cty.NilVal || !ev.scope.Host.IsWhollyKnown() {
 		return sc
@@ -174,6 +186,32 @@ func (ev *evaluator) capture(expr hcl.Expression, dir string) lazy.Scope {
 	}
 	if v, ok := subtree(ev.scope.Host, rootPaths(expr, "host")); ok {
 		sc.Host = &typedvalue.Value{Value: v}
+	}
+	if ev.scope.Data != cty.NilVal {
+		if v, ok := subtree(ev.scope.Data, rootPaths(expr, DataVar)); ok {
+			v, _ = v.UnmarkDeep()
+			if v.IsWhollyKnown() {
+				sc.Data = &typedvalue.Value{Value: v}
+			}
+		}
+	}
+	// An instance's each and count, whole: they are small, and name it.
+	for _, tr := range lazy.Traversals(expr) {
+		var dst **typedvalue.Value
+		switch tr.RootName() {
+		case EachVar:
+			dst = &sc.Each
+		case CountVar:
+			dst = &sc.Count
+		default:
+			continue
+		}
+		if v, ok := ev.ctx.Variables[tr.RootName()]; ok && *dst == nil {
+			v, _ = v.UnmarkDeep()
+			if v.IsWhollyKnown() {
+				*dst = &typedvalue.Value{Value: v}
+			}
+		}
 	}
 	plain := unmarkingContext(ev.ctx)
 	for _, c := range lazy.FindCalls(expr, "env") {
@@ -191,46 +229,12 @@ func (ev *evaluator) capture(expr hcl.Expression, dir string) lazy.Scope {
 			}
 		}
 	}
-	ev.captureFiles(&sc, expr, dir, plain, 0)
+	if rd == nil {
+		rd = newHostReader(dir)
+	}
+	sc.TemplateDir = rd.templatesDirOf(dir)
+	captureFiles(&sc, rd, expr, dir, plain, 0)
 	return sc
-}
-
-// captureFiles records the recipe files expr's file functions read by a
-// path known now (relative: against dir). A template's own reads are
-// followed (templatefile's, by literal paths), depth levels deep at most.
-func (ev *evaluator) captureFiles(sc *lazy.Scope, expr hcl.Expression, dir string, ctx *hcl.EvalContext, depth int) {
-	if depth > 2 {
-		return
-	}
-	for _, name := range lazy.HostReaders {
-		for _, c := range lazy.FindCalls(expr, name) {
-			if len(c.Args) == 0 {
-				continue
-			}
-			p, ok := knownString(c.Args[0], ctx)
-			if !ok || filepath.IsAbs(p) {
-				continue // read from the host at apply
-			}
-			full := resolve(dir, p)
-			if sc.Files == nil {
-				sc.Files = map[string]*lazy.File{}
-			}
-			if _, done := sc.Files[full]; done {
-				continue
-			}
-			b, _, err := readFile(dir, p)
-			if err != nil {
-				sc.Files[full] = nil
-				continue
-			}
-			sc.Files[full] = &lazy.File{Content: b}
-			if name == "templatefile" {
-				if t, d := hclsyntax.ParseTemplate(b, full, hcl.Pos{Line: 1, Column: 1}); !d.HasErrors() {
-					ev.captureFiles(sc, t, filepath.Dir(full), &hcl.EvalContext{}, depth+1)
-				}
-			}
-		}
-	}
 }
 
 // knownString evaluates expr to a known string, or says it cannot.

@@ -21,7 +21,7 @@ import (
 
 // MetaArguments are the names every resource takes besides its type's
 // properties; a property of a resource type cannot have one of them.
-var MetaArguments = []string{"action", "only_if", "not_if", "guard_interpreter", "ignore_failure", "sensitive", "notifies", "subscribes"}
+var MetaArguments = []string{"action", "only_if", "not_if", "guard_interpreter", "ignore_failure", "sensitive", "for_each", "count", "notifies", "subscribes"}
 
 // reservedProperties are names a custom type's property cannot have
 // besides the meta-arguments: "exists" is load_current_value's answer.
@@ -46,7 +46,17 @@ func Types(c *config.Config, base *resources.Registry) (*resources.Registry, hcl
 	}
 	var diags hcl.Diagnostics
 	var types []resources.Type
-	for _, tb := range c.Types {
+	for i, tb := range c.Types {
+		if tb.HasDynamic() {
+			// Expanded once, in place: what follows (children, plans)
+			// reads the type as its dynamic blocks make it.
+			etb, d := expandTypeDynamic(tb)
+			diags = append(diags, d...)
+			if d.HasErrors() {
+				continue
+			}
+			c.Types[i], tb = etb, etb
+		}
 		def, validators, d := compileType(c, tb, base)
 		diags = append(diags, d...)
 		if d.HasErrors() {

@@ -82,6 +82,10 @@ type Spec struct {
 	// reads that is fixed at plan (evaluated at apply, ExprValue unset);
 	// nil for every other guard.
 	Lazy *lazy.Expr `json:"lazy,omitempty"`
+	// Group names the resource_group the guard is written on, when it is
+	// a group's (every resource of the group has it, before its own
+	// guards); "" for the resource's own. Plans show a group's guard once.
+	Group string `json:"group,omitempty"`
 }
 
 // NowWord words what a guard decided at apply says now: a script only_if

@@ -32,7 +32,24 @@ import (
 // checking what its deferred values wait for, so it refuses format 4,
 // and this build refuses format 3 plans as it refuses any other: make a
 // new plan.
-const FormatVersion = 4
+//
+// Format 5 adds instances of resource blocks with for_each or count
+// (Resource.Index: template[vhost]["a.com"], sysctl[hardening][3]), the
+// guards a resource_group puts on its resources (guard.Spec.Group), and
+// what a value known at apply reads of its instance (lazy.Scope.Each and
+// Count). A format 4 build would refuse an instance's address, or
+// evaluate such a value without its each, so it refuses format 5; this
+// build refuses format 4 plans as it refuses any other: make a new plan.
+//
+// Format 6 adds the data blocks the plan read (Plan.Data: each one's
+// arguments, its answer or, when sensitive, only its HMAC, and the
+// digest apply's pre-flight compares a second reading with) and what a
+// value known at apply reads of their answers (lazy.Scope.Data). A
+// format 5 build would apply such a plan without checking that the data
+// it was made from still holds, or evaluate such a value without data,
+// so it refuses format 6; this build refuses format 5 plans as it
+// refuses any other: make a new plan.
+const FormatVersion = 6
 
 // Plan is the persisted result of `toque plan`: everything apply needs, with
 // no HCL re-read, and everything a reviewer reads.
@@ -57,7 +74,11 @@ type Plan struct {
 	// Attributes are the merged node attributes, one leaf each, with
 	// provenance.
 	Attributes []Attribute `json:"attributes"`
-	Resources  []*Resource `json:"resources"`
+	// Data are the data blocks read at plan, in the order they were
+	// declared (data.go). (Before Resources, which stays the last field:
+	// canonical encodes it apart.)
+	Data      []*DataRead `json:"data,omitempty"`
+	Resources []*Resource `json:"resources"`
 	// Types are the definitions of the resource types written in HCL
 	// (resource_type) that the plan's resources use, so that apply and
 	// show rebuild them from the plan alone (TypeRegistry): the scripts
@@ -107,11 +128,16 @@ type Range struct {
 // Desired, GuardSpecs and Current with Plan.Show, so a plan cannot show one
 // thing and run another.
 type Resource struct {
-	// Address is TYPE[NAME], or PARENT.TYPE[NAME] for a child resource;
-	// Read refuses any other.
+	// Address is TYPE[NAME], or PARENT.TYPE[NAME] for a child resource,
+	// followed by Index for an instance of a block with for_each or count
+	// (template[vhost]["a.com"], sysctl[hardening][3]); Read refuses any
+	// other.
 	Address string `json:"address"`
 	Type    string `json:"type"`
 	Name    string `json:"name"`
+	// Index is, for an instance of a block with for_each or count, its
+	// key (a string) or index (a number); absent otherwise.
+	Index resources.Key `json:"index,omitzero"`
 	// Parent is, for a child resource (declared in an action of a
 	// resource type written in HCL), the address of the resource whose
 	// action declares it; ParentStep is the index of that action among
@@ -208,6 +234,11 @@ type Resource struct {
 	// above are the first action's; Kind stays Skip or NoOp for a
 	// resource that is skipped or not read.
 	Then []*ActionStep `json:"then,omitempty"`
+	// Provided says where what the resource's steps need comes from when
+	// an earlier step of the plan brings it with a prediction (the plan's
+	// Foresight): "/etc/nginx: created by package[nginx] (nginx-common
+	// 1.22.1-9+deb12u9)". For reviewers only: apply reads nothing of it.
+	Provided []string `json:"provided,omitempty"`
 }
 
 // ActionStep is one further action of a resource.

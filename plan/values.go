@@ -343,7 +343,17 @@ func DesiredResource(reg *resources.Registry, r *Resource) (resources.Type, *res
 		}
 		vals[k] = p.Unknown()
 	}
-	return t, resources.NewResource(t.Schema(), r.Name, r.Action, vals).WithSecrets(r.Sensitive, r.SensitiveProperties), nil
+	res := resources.NewResource(t.Schema(), r.Name, r.Action, vals)
+	res.Key = r.Index
+	d := res.WithSecrets(r.Sensitive, r.SensitiveProperties)
+	if len(r.Then) > 0 {
+		later := make([]string, len(r.Then))
+		for i, st := range r.Then {
+			later[i] = st.Action
+		}
+		d = d.WithLater(later)
+	}
+	return t, d, nil
 }
 
 // DesiredValues is the inverse of DesiredResource: the values to store.

@@ -72,3 +72,19 @@ func (r *Reads) Close() {
 		cs[i]()
 	}
 }
+
+type downloadDirKey struct{}
+
+// WithDownloadDir returns ctx carrying dir, where types keep what they
+// download (a cache of content by its digest). The command sets it from
+// the state directory its settings name, so that every read and step of
+// a run, in-process or not, uses that one.
+func WithDownloadDir(ctx context.Context, dir string) context.Context {
+	return context.WithValue(ctx, downloadDirKey{}, dir)
+}
+
+// DownloadDirOf is the download directory ctx carries, or "".
+func DownloadDirOf(ctx context.Context) string {
+	d, _ := ctx.Value(downloadDirKey{}).(string)
+	return d
+}

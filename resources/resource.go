@@ -161,6 +161,12 @@ type Need struct {
 	AtApply      bool
 	Property     string
 	StillMissing string
+	// Prediction, on a need a step provides (Step.Provides), says what the
+	// thing will be once the step has run, when the step can know it (a
+	// file a package ships: its mode, owner and, for a configuration
+	// file, its content). The planner builds the plan's Foresight from
+	// these.
+	Prediction *Prediction
 }
 
 // NeedMeeter is implemented by a type whose steps with work meet needs
@@ -312,8 +318,11 @@ func Absent() *State { return &State{Exists: false, Values: map[string]cty.Value
 // Resource is one evaluated resource: its type, name, requested action and
 // the property values the recipe set.
 type Resource struct {
-	Type   string
+	Type string
+	// Name is the block's label; Key, for an instance of a block with
+	// for_each or count, which instance it is (the zero Key otherwise).
 	Name   string
+	Key    Key
 	Action string
 	// Values holds the properties the recipe set (normalised and converted
 	// to their schema types), including the name property, which defaults to
@@ -327,7 +336,25 @@ type Resource struct {
 	// out of its environment (IsSecret).
 	secretAll bool
 	secret    []string
+	// later are the actions the resource takes after this one
+	// (WithLater), for a Load whose reading serves them too.
+	later []string
 }
+
+// WithLater returns a copy of r (values shared) that knows the actions
+// the resource takes after its Action (action = ["install", "upgrade"]):
+// the planner and apply read a resource of several actions once, and the
+// later actions are planned from the state the first is predicted to
+// leave, so a Load that reads only what the action needs (a package's
+// candidate only when an action may install it) reads for them too.
+func (r *Resource) WithLater(actions []string) *Resource {
+	c := *r
+	c.later = actions
+	return &c
+}
+
+// Later lists the actions the resource takes after its Action (WithLater).
+func (r *Resource) Later() []string { return r.later }
 
 // NewResource makes a Resource of schema s. values holds the set properties.
 func NewResource(s *Schema, name, action string, values map[string]cty.Value) *Resource {
@@ -348,8 +375,10 @@ func (r *Resource) WithAction(action string) *Resource {
 // Schema returns the resource's schema.
 func (r *Resource) Schema() *Schema { return r.schema }
 
-// Address is TYPE[NAME], how resources are named in output and notifications.
-func (r *Resource) Address() string { return Address(r.Type, r.Name) }
+// Address is TYPE[NAME], how resources are named in output and
+// notifications, followed by the instance key of an instance of a block
+// with for_each or count (template[vhost]["a.com"]).
+func (r *Resource) Address() string { return InstanceAddress(r.Type, r.Name, r.Key) }
 
 // Address formats TYPE[NAME].
 func Address(typ, name string) string { return fmt.Sprintf("%s[%s]", typ, name) }
@@ -429,7 +458,8 @@ func (r *Resource) IsSecret(name string) bool {
 // Load reads as if it were not set, and is given it once it is known.
 func (r *Resource) LoadView() *Resource {
 	out := NewResource(r.schema, r.Name, r.Action, nil)
-	out.secretAll, out.secret = r.secretAll, r.secret
+	out.Key = r.Key
+	out.secretAll, out.secret, out.later = r.secretAll, r.secret, r.later
 	for k, v := range r.Values {
 		if v != cty.NilVal && !v.IsWhollyKnown() {
 			continue
@@ -565,6 +595,13 @@ type Property struct {
 	// error. "" means the value identifies nothing shared (execute's
 	// command may run twice).
 	Namespace string
+	// Shares, on an identity property without a Namespace, names the
+	// namespace of a thing the resource changes together with others of
+	// the plan (the editors of one file, and the file that creates it):
+	// no duplicate, but apply's end-state check knows that a later
+	// resource on the same thing may leave it otherwise than this one's
+	// steps predict.
+	Shares string
 	// SensitiveWhen, when set, hides a set value for which it returns true
 	// as if the recipe had written it with sensitive(): a URL that carries
 	// a password (https://user:secret@host/…) is shown as "(sensitive)" in
@@ -750,7 +787,9 @@ func Differ(names []string) string {
 // (resource_type blocks, which plans carry as TypeDefs) with the function
 // its assembler gives it (WithDefine).
 type Registry struct {
-	types  map[string]Type
+	types map[string]Type
+	// data are the data sources (data blocks), by name (data.go).
+	data   map[string]DataSource
 	define DefineFunc
 }
 
@@ -762,19 +801,22 @@ type DefineFunc func(def *TypeDef, validate map[string]func(cty.Value) error, re
 // NewRegistry makes a registry of the given types, which defines none
 // written in HCL (WithDefine).
 func NewRegistry(types ...Type) *Registry {
-	r := &Registry{types: map[string]Type{}}
+	r := &Registry{types: map[string]Type{}, data: map[string]DataSource{}}
 	for _, t := range types {
 		r.types[t.Schema().Name] = t
 	}
 	return r
 }
 
-// With returns a new registry of r's types and types (which replace r's
-// of the same name).
+// With returns a new registry of r's types and data sources, and types
+// (which replace r's of the same name).
 func (r *Registry) With(types ...Type) *Registry {
-	out := &Registry{types: make(map[string]Type, len(r.types)+len(types)), define: r.define}
+	out := &Registry{types: make(map[string]Type, len(r.types)+len(types)), data: make(map[string]DataSource, len(r.data)), define: r.define}
 	for k, v := range r.types {
 		out.types[k] = v
+	}
+	for k, v := range r.data {
+		out.data[k] = v
 	}
 	for _, t := range types {
 		out.types[t.Schema().Name] = t

@@ -27,6 +27,11 @@ func FuzzRenderPlan(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(body.Body)
+	groups, err := groupsScenario(f).Encode() // instances and resource groups
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(groups.Body)
 	f.Add([]byte(`{"format_version":2,"resources":[{"desired":{"x":{"value":1,"type":"number"}},"current":{"exists":true,"values":{"a":{"value":{"value":"x","type":["list","string"]}}}}}]}`))
 	f.Add([]byte(`{"format_version":2,"attributes":[{"path":"a","value":{"value":[1],"type":["tuple",["number"]]}}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {

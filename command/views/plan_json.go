@@ -18,7 +18,7 @@ import (
 // JSONViewVersion is the version of the `toque show -json` format
 // (docs/plan-json.md). The minor version grows when fields are added; the
 // major version changes only when a field changes meaning or is removed.
-const JSONViewVersion = "1.6"
+const JSONViewVersion = "1.9"
 
 // The view types below are the documented machine format. They are kept
 // apart from the plan file model so that either can change without silently
@@ -40,12 +40,14 @@ type jsonView struct {
 	Errored      bool   `json:"errored"`
 	// Diagnostics are the errors and warnings of the command that printed
 	// the plan (plan -json); [] for show -json of a saved plan.
-	Diagnostics  []JSONDiagnostic `json:"diagnostics"`
-	Errors       []string         `json:"errors"`
-	Summary      jsonSummary      `json:"summary"`
-	Attributes   []jsonAttribute  `json:"attributes"`
-	Resources    []jsonResource   `json:"resources"`
-	NotifiedRuns []jsonNotified   `json:"notified_runs"`
+	Diagnostics []JSONDiagnostic `json:"diagnostics"`
+	Errors      []string         `json:"errors"`
+	Summary     jsonSummary      `json:"summary"`
+	Attributes  []jsonAttribute  `json:"attributes"`
+	// Data are the data blocks the plan read, with their answers (1.9).
+	Data         []jsonData     `json:"data"`
+	Resources    []jsonResource `json:"resources"`
+	NotifiedRuns []jsonNotified `json:"notified_runs"`
 	// Types are the resource types written in HCL that the resources use
 	// (1.3).
 	Types []jsonType `json:"types"`
@@ -165,6 +167,45 @@ type jsonTrigger struct {
 	Subscribe bool   `json:"subscribe"`
 }
 
+// jsonData is a data block the plan read (1.9): what it read or ran, and
+// its answer (null when sensitive: the plan keeps only its digest).
+type jsonData struct {
+	Address    string                     `json:"address"`
+	Type       string                     `json:"type"`
+	Name       string                     `json:"name"`
+	Source     plan.Range                 `json:"source"`
+	Arguments  map[string]json.RawMessage `json:"arguments"`
+	Reads      string                     `json:"reads"`
+	Sensitive  bool                       `json:"sensitive"`
+	Answer     json.RawMessage            `json:"answer"`
+	Digest     string                     `json:"digest"`
+	DurationMS int64                      `json:"duration_ms"`
+}
+
+func viewData(p *plan.Plan, reg *resources.Registry) []jsonData {
+	out := make([]jsonData, 0, len(p.Data))
+	for _, d := range p.Data {
+		if d == nil {
+			continue
+		}
+		s := p.ShowData(reg, d)
+		jd := jsonData{
+			Address: d.Address, Type: d.Type, Name: d.Name, Source: d.Source,
+			Arguments: make(map[string]json.RawMessage, len(d.Arguments)),
+			Reads:     s.Reads, Sensitive: d.Sensitive, Answer: json.RawMessage(`null`),
+			Digest: d.Digest, DurationMS: d.DurationMS,
+		}
+		for k, v := range d.Arguments {
+			jd.Arguments[k] = plainJSON(v.Value)
+		}
+		if !d.Sensitive && d.Answer != nil {
+			jd.Answer = plainJSON(d.Answer.Value)
+		}
+		out = append(out, jd)
+	}
+	return out
+}
+
 type jsonHost struct {
 	Hostname  string `json:"hostname"`
 	MachineID string `json:"machine_id"`
@@ -197,6 +238,10 @@ type jsonResource struct {
 	Address string `json:"address"`
 	Type    string `json:"type"`
 	Name    string `json:"name"`
+	// Index is an instance's key (a string, for_each) or index (a
+	// number, count); absent for a resource of a block with neither
+	// (1.7).
+	Index resources.Key `json:"index,omitzero"`
 	// Parent and ParentAction name, for a child resource, the resource
 	// and the action that declare it (1.3).
 	Parent          string                     `json:"parent"`
@@ -225,6 +270,9 @@ type jsonResource struct {
 	KnownAtApply []jsonLazy `json:"known_at_apply"`
 	// Awaits are the values the resource type knows only at apply (1.5).
 	Awaits []jsonAwait `json:"awaits"`
+	// Provided says where what the resource needs comes from when an
+	// earlier step brings it (a package's directory) (1.6).
+	Provided []string `json:"provided"`
 }
 
 // jsonAwait is a value a resource type knows only at apply: what it
@@ -293,6 +341,9 @@ type jsonGuard struct {
 	DecidedAtApply bool     `json:"decided_at_apply"`
 	Now            string   `json:"now"`
 	After          []string `json:"after"`
+	// Group names the resource_group the guard is written on, "" for
+	// the resource's own guard (1.7).
+	Group string `json:"group"`
 }
 
 type jsonNotification struct {
@@ -370,6 +421,7 @@ func JSONView(p *plan.Plan, o JSONOptions) ([]byte, error) {
 			DecidedAtApply: c.DecidedAtApply, KnownAtApply: c.KnownAtApply,
 		},
 		Attributes:   make([]jsonAttribute, 0, len(p.Attributes)),
+		Data:         viewData(p, reg),
 		Resources:    make([]jsonResource, 0, len(p.Resources)),
 		NotifiedRuns: make([]jsonNotified, 0, len(p.NotifiedRuns)),
 		Types:        make([]jsonType, 0, len(p.Types)),
@@ -475,6 +527,7 @@ func viewResource(s *plan.Shown, notifiedBy []plan.Trigger) jsonResource {
 		Address:         r.Address,
 		Type:            r.Type,
 		Name:            r.Name,
+		Index:           r.Index,
 		Source:          r.Source,
 		Action:          r.Action,
 		Kind:            string(r.Kind),
@@ -490,6 +543,7 @@ func viewResource(s *plan.Shown, notifiedBy []plan.Trigger) jsonResource {
 		Notifications:   make([]jsonNotification, 0, len(r.Notifications)),
 		NotifiedBy:      make([]jsonTrigger, 0, len(notifiedBy)),
 		Fingerprint:     r.Fingerprint,
+		Provided:        nonNil(r.Provided),
 	}
 	for _, k := range slices.Sorted(maps.Keys(r.Desired)) {
 		if s.IsSensitive(k) {
@@ -528,7 +582,7 @@ func viewResource(s *plan.Shown, notifiedBy []plan.Trigger) jsonResource {
 			Cwd: g.Cwd, Environment: map[string]string{}, User: g.User, Parameters: map[string]string{}, Inherited: nonNil(g.Inherited),
 			ExitCode: g.ExitCode, DurationMS: g.DurationMS, Output: g.Output,
 			Passed: g.Passed, Decided: g.Decided, Warning: g.Warning,
-			DecidedAtApply: g.AtApply, Now: g.Now, After: nonNil(g.After),
+			DecidedAtApply: g.AtApply, Now: g.Now, After: nonNil(g.After), Group: g.Group,
 		}
 		for k, val := range g.Environment {
 			jg.Environment[k] = val

@@ -284,6 +284,7 @@ func markdownHead(p *plan.Plan, o MarkdownOptions) string {
 	if listed {
 		b.WriteString("\n")
 	}
+	markdownData(&b, p, o.Registry)
 	fmt.Fprintf(&b, "Plan digest: %s\n", mdCode(o.Digest))
 	if sig := o.Signature; sig != nil {
 		switch {
@@ -314,6 +315,7 @@ func markdownSections(p *plan.Plan, o MarkdownOptions) []mdSection {
 		}
 	}
 	tree := p.Tree()
+	gv := p.Groups()
 	for i, r := range p.Resources {
 		if r.Steps() > 1 && (r.AnyWork() || tree.ChildWork(i)) {
 			// One section per action that works, each with the notified
@@ -323,7 +325,7 @@ func markdownSections(p *plan.Plan, o MarkdownOptions) []mdSection {
 					out = append(out, mdSection{text: markdownResource(p.ShowNotified(o.Registry, nr)), resources: 1})
 				}
 				if view := r.StepView(si); view.Kind.IsWork() || (view.Kind == resources.Skip && !o.ChangesOnly) {
-					out = append(out, mdSection{text: markdownResource(p.Show(o.Registry, view)), resources: 1})
+					out = append(out, markdownGrouped(gv, p, o.Registry, view)...)
 				} else if view.Kind == resources.NoOp && tree.StepChildWork(i, si) {
 					out = append(out, mdSection{text: markdownThroughChildren(view, si, r.Steps()), resources: 1})
 				}
@@ -362,7 +364,7 @@ func markdownSections(p *plan.Plan, o MarkdownOptions) []mdSection {
 			notified(i, false)
 			continue
 		}
-		out = append(out, mdSection{text: markdownResource(p.Show(o.Registry, r)), resources: 1})
+		out = append(out, markdownGrouped(gv, p, o.Registry, r)...)
 		notified(i, false)
 	}
 	notified(len(p.Resources), false)
@@ -710,4 +712,21 @@ func awaitsAny(p *plan.Plan) bool {
 		}
 	}
 	return false
+}
+
+// markdownData lists the data blocks the plan read: what each read or
+// ran, how long it took, its answer's shape and digest.
+func markdownData(b *strings.Builder, p *plan.Plan, reg *resources.Registry) {
+	if len(p.Data) == 0 {
+		return
+	}
+	b.WriteString("Read at plan:\n\n")
+	for _, d := range p.Data {
+		if d == nil {
+			continue
+		}
+		s := p.ShowData(reg, d)
+		fmt.Fprintf(b, "- %s (%d ms): %s; answer: %s, %s\n", mdCode(d.Address), d.DurationMS, mdCode(s.Reads), mdText(s.Answer), mdCode(d.Digest))
+	}
+	b.WriteString("\n")
 }

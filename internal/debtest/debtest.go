@@ -3,8 +3,10 @@
 // repository indexed with dpkg-scanpackages, and a throwaway root that
 // apt and dpkg are pointed at through APT_CONFIG and DPKG_ADMINDIR, so
 // that nothing of the machine's own package database is read or written.
-// Only tests import it. See /work/shared/notes/testing-host-resources.md
-// (tier A) for the measured commands this follows.
+// Only tests import it. apt is given its root through APT_CONFIG, not
+// -o Dir=…, because apt reads the host's /etc/apt/apt.conf.d (and runs its
+// hooks) before it applies -o options; dpkg is always given --log, without
+// which dpkg --root still appends to the host's /var/log/dpkg.log.
 package debtest
 
 import (
@@ -32,6 +34,14 @@ type Pkg struct {
 	// on the host with DPKG_ROOT set (dpkg --force-script-chrootless), so
 	// it must write only under "${DPKG_ROOT}".
 	Postinst string
+	// Files are more files the package ships, by path without the
+	// leading slash ("etc/web/web.conf"), with their content; Dirs more
+	// (empty) directories; Conffiles more configuration files (absolute
+	// paths, each among Files). A file under lib/systemd/system is a
+	// unit.
+	Files     map[string]string
+	Dirs      []string
+	Conffiles []string
 }
 
 // File is the .deb's file name.
@@ -60,12 +70,25 @@ func Build(t testing.TB, dir string, p Pkg) string {
 		"DEBIAN/control":                   control,
 		"usr/share/" + p.Name + "/version": p.Version + "\n",
 	}
+	var conffiles []string
 	if p.Conffile != "" {
 		files["etc/"+p.Name+".conf"] = p.Conffile
-		files["DEBIAN/conffiles"] = "/etc/" + p.Name + ".conf\n"
+		conffiles = append(conffiles, "/etc/"+p.Name+".conf")
+	}
+	for name, content := range p.Files {
+		files[name] = content
+	}
+	conffiles = append(conffiles, p.Conffiles...)
+	if len(conffiles) > 0 {
+		files["DEBIAN/conffiles"] = strings.Join(conffiles, "\n") + "\n"
 	}
 	for name, content := range files {
 		write(t, filepath.Join(tree, name), content, 0o644)
+	}
+	for _, d := range p.Dirs {
+		if err := os.MkdirAll(filepath.Join(tree, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if p.Postinst != "" {
 		write(t, filepath.Join(tree, "DEBIAN/postinst"), "#!/bin/sh\nset -e\n"+p.Postinst+"\n", 0o755)

@@ -79,6 +79,15 @@ func probe(r Requirement) result {
 			return result{known: true, err: errors.New("glibc's list of supported locales, /usr/share/i18n/SUPPORTED, is missing"), hint: debianHint("locales")}
 		}
 		return result{known: true}
+	case Visudo:
+		if !inSbin("visudo") {
+			return result{known: true, err: errors.New("visudo is not installed"), hint: debianHint("sudo")}
+		}
+		return program("visudo", debianHint("sudo"), "sh", "-c", `PATH=/usr/sbin:/sbin:$PATH; d=$(mktemp -d) && echo 'root ALL=(ALL) ALL' > "$d/f" && visudo -cf "$d/f" >/dev/null; r=$?; rm -rf "$d"; [ $r = 0 ] && echo ok`)
+	case UpdateAlternatives:
+		return program("update-alternatives", debianHint("dpkg"), "sh", "-c", `d=$(mktemp -d) && update-alternatives --altdir "$d" --admindir "$d" --query toque-probe >/dev/null 2>&1; rm -rf "$d"; update-alternatives --version >/dev/null && echo ok`)
+	case SSHKeygen:
+		return program("ssh-keygen and ssh-keyscan", debianHint("openssh-client"), "sh", "-c", `command -v ssh-keyscan >/dev/null && d=$(mktemp -d) && ssh-keygen -q -t ed25519 -N "" -f "$d/k" && ssh-keygen -l -f "$d/k.pub" >/dev/null; r=$?; rm -rf "$d"; [ $r = 0 ] && echo ok`)
 	case LoopDev:
 		return result{known: true, err: loopDevice(), hint: "needs root, loop devices (/dev/loop-control) and mkfs.ext4 (" + debianHint("e2fsprogs") + ")"}
 	case Systemctl:

@@ -18,7 +18,8 @@
 // cannot):
 //
 //	bash, dash-sh, csh, python3, perl, git, jq, script, userns, overlay,
-//	fhs-dirs, nobody, dev-full, machine-id, systemctl, dpkg-dev, locales: both tiers
+//	fhs-dirs, nobody, dev-full, machine-id, systemctl, dpkg-dev, locales,
+//	visudo, update-alternatives, ssh-keygen: both tiers
 //	root, unshare, nsenter, shadow-tools, cron, systemd-nspawn, loop-device, sshd, netns: the root tier
 //	non-root: the nonroot tier
 //	pwsh: neither — it stays a skip, with its message
@@ -80,6 +81,15 @@ const (
 	// (/usr/share/i18n/SUPPORTED) and Debian's locale-gen (the locale tests
 	// compile locales into throwaway roots and namespaces).
 	Locales Requirement = "locales"
+	// Visudo is sudo's visudo, which checks a sudoers file (-cf) without
+	// touching the host's (the sudo tests check temp files only).
+	Visudo Requirement = "visudo"
+	// UpdateAlternatives is dpkg's update-alternatives with --altdir and
+	// --admindir (the alternatives tests use throwaway directories).
+	UpdateAlternatives Requirement = "update-alternatives"
+	// SSHKeygen is OpenSSH's ssh-keygen and ssh-keyscan (the known hosts
+	// and authorized keys tests make keys and scan a server on loopback).
+	SSHKeygen Requirement = "ssh-keygen"
 	// Sshd is OpenSSH's server and client (the fleet tests run an sshd per
 	// host, in namespaces; never the machine's own).
 	Sshd Requirement = "sshd"
@@ -103,33 +113,36 @@ const (
 // promised says which strict tiers promise each requirement; a requirement
 // missing here is never promised.
 var promised = map[Requirement][]tier{
-	Root:      {rootT},
-	NonRoot:   {nonroot},
-	Bash:      {rootT, nonroot},
-	DashSh:    {rootT, nonroot},
-	Csh:       {rootT, nonroot},
-	Python3:   {rootT, nonroot},
-	Perl:      {rootT, nonroot},
-	Git:       {rootT, nonroot},
-	Jq:        {rootT, nonroot},
-	Script:    {rootT, nonroot},
-	UserNS:    {rootT, nonroot},
-	FHSDirs:   {rootT, nonroot},
-	Nobody:    {rootT, nonroot},
-	DevFull:   {rootT, nonroot},
-	MachineID: {rootT, nonroot},
-	Overlay:   {rootT, nonroot},
-	Systemctl: {rootT, nonroot},
-	Unshare:   {rootT},
-	Nspawn:    {rootT},
-	Nsenter:   {rootT},
-	Shadow:    {rootT},
-	Cron:      {rootT},
-	DpkgDev:   {rootT, nonroot},
-	LoopDev:   {rootT},
-	Locales:   {rootT, nonroot},
-	Sshd:      {rootT},
-	NetNS:     {rootT},
+	Root:               {rootT},
+	NonRoot:            {nonroot},
+	Bash:               {rootT, nonroot},
+	DashSh:             {rootT, nonroot},
+	Csh:                {rootT, nonroot},
+	Python3:            {rootT, nonroot},
+	Perl:               {rootT, nonroot},
+	Git:                {rootT, nonroot},
+	Jq:                 {rootT, nonroot},
+	Script:             {rootT, nonroot},
+	UserNS:             {rootT, nonroot},
+	FHSDirs:            {rootT, nonroot},
+	Nobody:             {rootT, nonroot},
+	DevFull:            {rootT, nonroot},
+	MachineID:          {rootT, nonroot},
+	Overlay:            {rootT, nonroot},
+	Systemctl:          {rootT, nonroot},
+	Unshare:            {rootT},
+	Nspawn:             {rootT},
+	Nsenter:            {rootT},
+	Shadow:             {rootT},
+	Cron:               {rootT},
+	DpkgDev:            {rootT, nonroot},
+	LoopDev:            {rootT},
+	Locales:            {rootT, nonroot},
+	Visudo:             {rootT, nonroot},
+	UpdateAlternatives: {rootT, nonroot},
+	SSHKeygen:          {rootT, nonroot},
+	Sshd:               {rootT},
+	NetNS:              {rootT},
 }
 
 // MustHave lets the test go on when the machine meets every requirement.

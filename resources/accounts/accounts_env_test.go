@@ -11,9 +11,11 @@ import (
 	"github.com/toquehq/toque/resources/resourcetest"
 )
 
-// Tier A of the host-resource tests (docs: notes/testing-host-resources):
-// the real shadow tools, pointed at a throwaway root with --prefix
-// (--root for gpasswd and chpasswd). They need root, and the tools.
+// Tier A of the host-resource tests: the real shadow tools, pointed at a
+// throwaway root with --prefix (--root for gpasswd and chpasswd, which
+// have no --prefix), so that the host's own databases are never read or
+// written. They need root (the tools refuse to run otherwise, even with
+// --prefix), and the tools (package passwd).
 
 // accountsRoot is a throwaway root holding small account databases and
 // the host's login.defs (so useradd picks ids and makes groups as on the

@@ -22,6 +22,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sys/unix"
 
+	"github.com/toquehq/toque/resources"
 	"github.com/toquehq/toque/resources/internal/props"
 )
 
@@ -473,7 +474,17 @@ func openCache(dir string) (*fetcher, error) {
 	return &fetcher{cache: dir}, nil
 }
 
-// DefaultCacheDir is where downloads are cached: TOQUE_CACHE_DIR/downloads,
+// CacheDir is where downloads are cached in a run: the directory ctx
+// carries (resources.WithDownloadDir, which the command sets from its own
+// settings), else DefaultCacheDir.
+func CacheDir(ctx context.Context) string {
+	if d := resources.DownloadDirOf(ctx); d != "" {
+		return d
+	}
+	return DefaultCacheDir()
+}
+
+// DefaultCacheDir is where downloads are cached when no command says: TOQUE_CACHE_DIR/downloads,
 // else STATE_DIR/cache/downloads, with the state directory chosen as the
 // command chooses it when -state-dir is not given (TOQUE_STATE_DIR;
 // /var/lib/toque for root; the XDG state directory otherwise).

@@ -97,6 +97,9 @@ func (t *fileType) load(ctx context.Context, r *resources.Resource, withContent 
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	defer f.close()
+	if st, err := foreseen(ctx, path, f); st != nil || err != nil {
+		return st, err
+	}
 	st := stateOf(f)
 	if !f.exists || (f.link != "" && !f.followed) || f.st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return st, nil
@@ -180,7 +183,8 @@ func hardLinkRisk(f *found, si statInfo) string {
 // Plan decides what the file's action does. It never does I/O.
 func (t *fileType) Plan(action string, desired *resources.Resource, current *resources.State) (*resources.Step, error) {
 	step, err := planWithMode(desired, current, 0o644, false, func(d *resources.Resource) (*resources.Step, error) { return t.plan(action, d, current) })
-	return withPathNeeds(step, err, current, desired.String("path"), false, false)
+	step, err = withPathNeeds(step, err, current, desired.String("path"), false, false)
+	return withForeseen(step, err, current)
 }
 
 func (t *fileType) plan(action string, desired *resources.Resource, current *resources.State) (*resources.Step, error) {
@@ -383,20 +387,12 @@ func (t *fileType) update(_ context.Context, env *resources.Env, desired *resour
 		return fmt.Errorf("updating %s: the link leads to %s now, not %s: %w", path, f.path(), current.Extra["resolved_path"], ErrChanged)
 	}
 	real := f.path()
-	file, fst, err := openAt(f.dir, f.name, unix.O_RDONLY, unix.S_IFREG, fsr(current).obj)
+	u, err := openToUpdate(f, desired, current, real)
 	if err != nil {
-		return fmt.Errorf("updating %s: %w", real, err)
+		return err
 	}
-	defer file.Close()
-	live := statInfoOf(&fst)
-	own, err := desiredOwnership(desired)
-	if err != nil {
-		return fmt.Errorf("updating %s: %w", real, err)
-	}
-	mode, modeSet, err := modeAgainst(desired.Values["mode"], live.mode, false)
-	if err != nil {
-		return fmt.Errorf("updating %s: %w", real, err)
-	}
+	defer u.file.Close()
+	file, live, own, mode, modeSet := u.file, u.live, u.own, u.mode, u.modeSet
 	// target is the inode at the path once the content is written: the
 	// old one, or the new one an atomic write renamed there, which
 	// already has its mode and owner.
@@ -417,7 +413,7 @@ func (t *fileType) update(_ context.Context, env *resources.Env, desired *resour
 			}
 			defer nf.Close()
 			target, atomic = nf, true
-		} else if err := rewriteInPlace(f.dir, f.name, idOf(&fst), content, backup); err != nil {
+		} else if err := rewriteInPlace(f.dir, f.name, u.id, content, backup); err != nil {
 			return err
 		}
 	}
@@ -436,14 +432,11 @@ func (t *fileType) update(_ context.Context, env *resources.Env, desired *resour
 
 func (t *fileType) delete(_ context.Context, env *resources.Env, desired *resources.Resource, current *resources.State, _ *resources.Step) error {
 	path := desired.String("path")
-	f, err := lookupPath(path, false)
-	if err != nil {
-		return fmt.Errorf("deleting %s: %w", path, err)
+	f, err := toDelete(path)
+	if f == nil {
+		return err
 	}
 	defer f.close()
-	if !f.exists {
-		return nil
-	}
 	switch f.st.Mode & unix.S_IFMT {
 	case unix.S_IFLNK:
 		// Remove the link only; what it points to is not backed up or touched.
@@ -640,4 +633,48 @@ func rewriteInPlace(d *heldDir, name string, want fileID, content []byte, backup
 		where = "its previous content is in the backup " + backup
 	}
 	return fmt.Errorf("writing %s in place (atomic_update = false) failed after %d of %d bytes: %w; %s is left partially written: %s", path, n, len(content), err, path, where)
+}
+
+// toDelete looks path up for a step that deletes what is there: nil and
+// no error when nothing is.
+func toDelete(path string) (*found, error) {
+	f, err := lookupPath(path, false)
+	if err != nil {
+		return nil, fmt.Errorf("deleting %s: %w", path, err)
+	}
+	if !f.exists {
+		f.close()
+		return nil, nil
+	}
+	return f, nil
+}
+
+// updating is the regular file a step updates, opened as the inode Load
+// read, with what the recipe wants of its owner and mode (the mode
+// resolved against the live one: a symbolic mode).
+type updating struct {
+	file    *os.File
+	id      fileID
+	live    statInfo
+	own     ownership
+	mode    uint32
+	modeSet bool
+}
+
+// openToUpdate opens the regular file f holds for a step that updates it,
+// as the inode Load read (current). shown is the path errors name.
+func openToUpdate(f *found, desired *resources.Resource, current *resources.State, shown string) (*updating, error) {
+	file, fst, err := openAt(f.dir, f.name, unix.O_RDONLY, unix.S_IFREG, fsr(current).obj)
+	if err != nil {
+		return nil, fmt.Errorf("updating %s: %w", shown, err)
+	}
+	u := &updating{file: file, id: idOf(&fst), live: statInfoOf(&fst)}
+	if u.own, err = desiredOwnership(desired); err == nil {
+		u.mode, u.modeSet, err = modeAgainst(desired.Values["mode"], u.live.mode, false)
+	}
+	if err != nil {
+		file.Close()
+		return nil, fmt.Errorf("updating %s: %w", shown, err)
+	}
+	return u, nil
 }

@@ -26,7 +26,7 @@ import (
 type remoteFileType struct {
 	schema *resources.Schema
 	// cacheDir returns the download cache's directory.
-	cacheDir func() string
+	cacheDir func(context.Context) string
 	// net is what tests change in how downloads connect (netpolicy.go).
 	net netHooks
 }
@@ -38,10 +38,10 @@ const (
 )
 
 // RemoteFileType returns the built-in "remote_file" type, caching
-// downloads in DefaultCacheDir.
-func RemoteFileType() resources.Type { return newRemoteFileType(DefaultCacheDir) }
+// downloads in CacheDir.
+func RemoteFileType() resources.Type { return newRemoteFileType(CacheDir) }
 
-func newRemoteFileType(cacheDir func() string) *remoteFileType {
+func newRemoteFileType(cacheDir func(context.Context) string) *remoteFileType {
 	return &remoteFileType{cacheDir: cacheDir, schema: &resources.Schema{
 		Name:        "remote_file",
 		Description: "Manages a file whose content is downloaded from a URL.",
@@ -215,7 +215,7 @@ func (t *remoteFileType) Load(ctx context.Context, r *resources.Resource) (*reso
 	if want != "" && st.Values["checksum"] != cty.NilVal && st.Values["checksum"].AsString() == want {
 		return st, nil // the file has it: no network
 	}
-	f, err := openCache(t.cacheDir())
+	f, err := openCache(t.cacheDir(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -467,7 +467,7 @@ func (t *remoteFileType) write(ctx context.Context, env *resources.Env, desired 
 	var sha string
 	if c := step.Change("checksum"); c != nil {
 		sha = c.After.AsString()
-		f, err := openCache(t.cacheDir())
+		f, err := openCache(t.cacheDir(ctx))
 		if err != nil {
 			return err
 		}
@@ -520,20 +520,12 @@ func (t *remoteFileType) update(env *resources.Env, desired *resources.Resource,
 	if !f.exists || f.link != "" {
 		return fmt.Errorf("updating %s: it is gone or was replaced: %w", path, ErrChanged)
 	}
-	file, fst, err := openAt(f.dir, f.name, unix.O_RDONLY, unix.S_IFREG, fsr(current).obj)
+	u, err := openToUpdate(f, desired, current, path)
 	if err != nil {
-		return fmt.Errorf("updating %s: %w", path, err)
+		return err
 	}
-	defer file.Close()
-	live := statInfoOf(&fst)
-	own, err := desiredOwnership(desired)
-	if err != nil {
-		return fmt.Errorf("updating %s: %w", path, err)
-	}
-	mode, modeSet, err := modeAgainst(desired.Values["mode"], live.mode, false)
-	if err != nil {
-		return fmt.Errorf("updating %s: %w", path, err)
-	}
+	defer u.file.Close()
+	file, live, own, mode, modeSet := u.file, u.live, u.own, u.mode, u.modeSet
 	if step.HasGroup("content") && blob != nil {
 		if _, err := backupFrom(env, path, file, live.mode, desired.Int("backup"), time.Now()); err != nil {
 			return err

@@ -127,7 +127,7 @@ func newRFEnv(t *testing.T, external ...string) *rfEnv {
 	base := t.TempDir()
 	e := &rfEnv{t: t, dir: filepath.Join(base, "files"), cache: filepath.Join(base, "cache"), state: filepath.Join(base, "state")}
 	os.MkdirAll(e.dir, 0o755)
-	e.typ = newRemoteFileType(func() string { return e.cache })
+	e.typ = newRemoteFileType(func(context.Context) string { return e.cache })
 	e.external(external...)
 	return e
 }

@@ -29,7 +29,7 @@ type aptRepositoryType struct {
 	// root prefixes every path it reads and writes ("" in production;
 	// tests use a temporary directory).
 	root     string
-	cacheDir func() string
+	cacheDir func(context.Context) string
 }
 
 // keyringDir is where apt_repository keeps keyrings (apt's documented
@@ -37,9 +37,9 @@ type aptRepositoryType struct {
 const keyringDir = "/etc/apt/keyrings"
 
 // AptRepositoryType returns the built-in "apt_repository" type.
-func AptRepositoryType() resources.Type { return newAptRepositoryType("", files.DefaultCacheDir) }
+func AptRepositoryType() resources.Type { return newAptRepositoryType("", files.CacheDir) }
 
-func newAptRepositoryType(root string, cacheDir func() string) *aptRepositoryType {
+func newAptRepositoryType(root string, cacheDir func(context.Context) string) *aptRepositoryType {
 	return &aptRepositoryType{root: root, cacheDir: cacheDir, schema: &resources.Schema{
 		Name:        "apt_repository",
 		Description: "Manages an APT repository: /etc/apt/sources.list.d/NAME.list and its signing key.",
@@ -497,7 +497,7 @@ func (t *aptRepositoryType) keyBytes(ctx context.Context, env *resources.Env, r 
 	if !keyIsURL(r) {
 		return []byte(r.String("key")), nil
 	}
-	b, err := files.Download(ctx, env.Log(), t.cacheDir(), files.DownloadOptions{
+	b, err := files.Download(ctx, env.Log(), t.cacheDir(ctx), files.DownloadOptions{
 		URL: r.String("key"), SHA256: r.String("checksum"), MaxSize: 1 << 20, Timeout: time.Minute,
 		AllowInternal: r.Bool("allow_internal"),
 	})

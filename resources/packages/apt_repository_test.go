@@ -67,7 +67,7 @@ func normalized(t *testing.T, s *resources.Schema, name, action string, values m
 
 func TestAptRepositoryFile(t *testing.T) {
 	root := t.TempDir()
-	typ := newAptRepositoryType(root, func() string { return filepath.Join(root, "cache") })
+	typ := newAptRepositoryType(root, func(context.Context) string { return filepath.Join(root, "cache") })
 	list := filepath.Join(root, "etc/apt/sources.list.d/example.list")
 	mk := func(action string, v map[string]cty.Value) *resources.Resource {
 		return normalized(t, typ.schema, "example", action, v)
@@ -135,7 +135,7 @@ func TestAptRepositoryKeyURL(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1); w.Write([]byte(key)) }))
 	defer srv.Close()
 	root := t.TempDir()
-	typ := newAptRepositoryType(root, func() string { return filepath.Join(root, "cache") })
+	typ := newAptRepositoryType(root, func(context.Context) string { return filepath.Join(root, "cache") })
 	vals := func(sum string) map[string]cty.Value {
 		v := map[string]cty.Value{"uri": cty.StringVal("https://deb.example.com/debian"), "distribution": cty.StringVal("stable"), "key": cty.StringVal(srv.URL + "/key.asc"),
 			"allow_internal": cty.True} // the test's server is on loopback
@@ -215,7 +215,7 @@ func TestRepositoryUpdateAndPackage(t *testing.T) {
 		t.Fatalf("needs %+v", step.Needs)
 	}
 
-	repo := newAptRepositoryType(root.Dir, func() string { return filepath.Join(t.TempDir(), "cache") })
+	repo := newAptRepositoryType(root.Dir, func(context.Context) string { return filepath.Join(t.TempDir(), "cache") })
 	r := normalized(t, repo.schema, "fixtures", "add", map[string]cty.Value{"uri": cty.StringVal("file:" + e.repo), "distribution": cty.StringVal("./"), "trusted": cty.True})
 	if _, _, err := runType(t, repo, r, true); err != nil {
 		t.Fatal(err)

@@ -16,8 +16,7 @@ import (
 	"github.com/toquehq/toque/internal/testenv"
 )
 
-// Tier C of the service tests (notes/testing-host-resources, §3): a real
-// systemd booted in a systemd-nspawn container over this host's /usr
+// Tier C of the service tests: a real systemd booted in a systemd-nspawn container over this host's /usr
 // (read-only) and an overlay on its /etc (--volatile=yes: every change is
 // gone with the container), without network, booted into basic.target so
 // that none of the host's services starts in it. TestServicesInContainer
