@@ -189,6 +189,8 @@ func Run(ctx context.Context, stop <-chan struct{}, args []string, streams Strea
 		ErrorWriter: streams.Stderr,
 		Commands:    commands(base),
 		HelpFunc:    helpFunc,
+
+		HiddenCommands: hiddenCommands,
 	}
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		if _, ok := c.Commands[args[0]]; !ok {
@@ -227,8 +229,19 @@ func commands(base *Base) map[string]cli.CommandFactory {
 		"graph":    func() (cli.Command, error) { return &GraphCommand{Base: base}, nil },
 		"console":  func() (cli.Command, error) { return &ConsoleCommand{Base: base}, nil },
 		"keygen":   func() (cli.Command, error) { return &KeygenCommand{Base: base}, nil },
+
+		"fleet":       func() (cli.Command, error) { return &FleetCommand{Base: base}, nil },
+		"fleet plan":  func() (cli.Command, error) { return &FleetPlanCommand{Base: base}, nil },
+		"fleet show":  func() (cli.Command, error) { return &FleetShowCommand{Base: base}, nil },
+		"fleet apply": func() (cli.Command, error) { return &FleetApplyCommand{Base: base}, nil },
+		"fleet hosts": func() (cli.Command, error) { return &FleetHostsCommand{Base: base}, nil },
+		"fleet agent": func() (cli.Command, error) { return &FleetAgentCommand{Base: base}, nil },
 	}
 }
+
+// hiddenCommands are left out of the help: the agent is what toque fleet
+// runs on the hosts.
+var hiddenCommands = []string{"fleet agent"}
 
 // newLogger builds the hclog logger from TOQUE_LOG and TOQUE_LOG_PATH. With
 // neither set, logging is off.

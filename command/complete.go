@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -69,7 +70,7 @@ func commandArgs(name string) complete.Predictor {
 		return complete.PredictFiles("*.hcl")
 	case "export":
 		return complete.PredictDirs("*")
-	case "keygen":
+	case "keygen", "fleet apply", "fleet show":
 		return complete.PredictFiles("*")
 	}
 	return complete.PredictNothing
@@ -115,6 +116,7 @@ func (b *Base) completionTree(dir string) complete.Command {
 		files:    map[string]*hcl.File{},
 		probe:    func(fs *flag.FlagSet) { got = fs },
 	}
+	cmds := map[string]complete.Command{}
 	for name, factory := range commands(probe) {
 		sub := complete.Command{Args: inDir(dir, commandArgs(name)), Flags: complete.Flags{}}
 		got = nil
@@ -136,7 +138,26 @@ func (b *Base) completionTree(dir string) complete.Command {
 			})
 			sub.Flags["-help"] = complete.PredictNothing
 		}
-		root.Sub[name] = sub
+		cmds[name] = sub
+	}
+	// A command of two words ("fleet plan") is a subcommand of the first:
+	// the shell completes one word at a time. Hidden ones are left out.
+	for name, sub := range cmds {
+		if !strings.Contains(name, " ") {
+			root.Sub[name] = sub
+		}
+	}
+	for name, sub := range cmds {
+		parent, child, nested := strings.Cut(name, " ")
+		if !nested || slices.Contains(hiddenCommands, name) {
+			continue
+		}
+		p := root.Sub[parent]
+		if p.Sub == nil {
+			p.Sub = complete.Commands{}
+		}
+		p.Sub[child] = sub
+		root.Sub[parent] = p
 	}
 	return root
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/posener/complete"
+
 	"github.com/toquehq/toque/resources/builtin"
 
 	"github.com/toquehq/toque/command/views"
@@ -22,25 +24,36 @@ import (
 func TestCompletionTreeHasEveryCommandsFlags(t *testing.T) {
 	b := &Base{Registry: builtin.Registry()}
 	tree := b.completionTree("")
-	if len(tree.Sub) != len(commands(b)) {
-		t.Fatalf("%d commands in the tree, want %d", len(tree.Sub), len(commands(b)))
-	}
+	// Two-word commands (fleet plan) are under their first word; hidden
+	// ones are not offered.
+	all := map[string]complete.Command{}
 	for name, sub := range tree.Sub {
+		all[name] = sub
+		for child, s := range sub.Sub {
+			all[name+" "+child] = s
+		}
+	}
+	if len(all)+len(hiddenCommands) != len(commands(b)) {
+		t.Fatalf("%d commands in the tree and %d hidden, want %d", len(all), len(hiddenCommands), len(commands(b)))
+	}
+	for name, sub := range all {
 		if _, ok := sub.Flags["-help"]; !ok {
 			t.Errorf("%s: no flags learnt (does it call parseFlags first?)", name)
 		}
 	}
 	for name, flags := range map[string][]string{
-		"plan":     {"-out", "-attr", "-attr-file", "-json", "-parallelism"},
-		"apply":    {"-auto-approve", "-attr", "-attr-file", "-state-dir", "-expect-digest"},
-		"validate": {"-attr", "-attr-file", "-json"},
-		"graph":    {"-attr", "-attr-file"},
-		"console":  {"-attr", "-attr-file", "-no-color"},
-		"show":     {"-json", "-markdown"},
-		"fmt":      {"-check", "-recursive"},
+		"plan":        {"-out", "-attr", "-attr-file", "-json", "-parallelism"},
+		"apply":       {"-auto-approve", "-attr", "-attr-file", "-state-dir", "-expect-digest"},
+		"validate":    {"-attr", "-attr-file", "-json"},
+		"graph":       {"-attr", "-attr-file"},
+		"console":     {"-attr", "-attr-file", "-no-color"},
+		"show":        {"-json", "-markdown"},
+		"fmt":         {"-check", "-recursive"},
+		"fleet plan":  {"-limit", "-out", "-sign-key", "-inventory"},
+		"fleet apply": {"-limit", "-json", "-verify-key", "-result"},
 	} {
 		for _, f := range flags {
-			if _, ok := tree.Sub[name].Flags[f]; !ok {
+			if _, ok := all[name].Flags[f]; !ok {
 				t.Errorf("%s has no %s in completion", name, f)
 			}
 		}

@@ -342,7 +342,11 @@ func TestE2ECompletion(t *testing.T) {
 		dir, line string
 		want      []string
 	}{
-		{base, "toque ", []string{"apply", "console", "export", "fmt", "graph", "install", "keygen", "plan", "show", "update", "validate", "version"}},
+		{base, "toque ", []string{"apply", "console", "export", "fleet", "fmt", "graph", "install", "keygen", "plan", "show", "update", "validate", "version"}},
+		// fleet's subcommands complete one word at a time; fleet agent
+		// (run by toque fleet on the hosts) is not offered.
+		{base, "toque fleet ", []string{"apply", "hosts", "plan", "show"}},
+		{base, "toque fleet plan -li", []string{"-limit"}},
 		{base, "toque -", []string{"-chdir", "-help", "-install-autocomplete", "-uninstall-autocomplete", "-version"}},
 		{base, "toque -chdir=re", []string{"recipes/", "recipes/sub/"}},
 		{base, "toque -chdir=recipes con", []string{"console"}},

@@ -315,6 +315,16 @@ func ReadFile(ctx context.Context, path string, o ReadOptions) (*File, error) {
 	return decode(path, data, o)
 }
 
+// DecodeFile is ReadFile for a plan file's bytes already in memory (one
+// entry of a fleet bundle), named name in errors: the same checks, in the
+// same order.
+func DecodeFile(name string, data []byte, o ReadOptions) (*File, error) {
+	if len(data) > MaxFileSize {
+		return nil, tooLarge(name, int64(len(data)))
+	}
+	return decode(name, data, o)
+}
+
 // readCapped reads path when it is a regular file of at most MaxFileSize
 // bytes.
 func readCapped(ctx context.Context, path string) ([]byte, error) {

@@ -119,6 +119,13 @@ func probe(r Requirement) result {
 		return result{known: true}
 	case DevFull:
 		return result{known: true, err: devFull(), hint: "a Linux /dev with the full device"}
+	case Sshd:
+		if !inSbin("sshd") {
+			return result{known: true, err: errors.New("sshd is not installed"), hint: debianHint("openssh-server") + " (scripts/test-deps keeps it from starting on this machine)"}
+		}
+		return program("ssh and ssh-keygen", debianHint("openssh-client"), "sh", "-c", "command -v ssh >/dev/null && command -v ssh-keygen >/dev/null && echo ok")
+	case NetNS:
+		return result{known: true, err: netns(), hint: "needs root, iproute2 (" + debianHint("iproute2") + ") and util-linux's unshare"}
 	case MachineID:
 		if fi, err := os.Stat("/etc/machine-id"); err != nil || !fi.Mode().IsRegular() {
 			return result{known: true, err: fmt.Errorf("/etc/machine-id is not a file here (%v)", err), hint: "systemd-machine-id-setup makes one"}
@@ -180,6 +187,27 @@ func runProbe(argv ...string) (string, error) {
 		return out.String(), err
 	}
 	return out.String(), nil
+}
+
+// netns makes a network namespace with a veth pair in it, which goes
+// away with the namespace.
+func netns() error {
+	if os.Geteuid() != 0 {
+		return errors.New("not root")
+	}
+	for _, tool := range []string{"unshare", "ip"} {
+		if !inSbin(tool) {
+			return fmt.Errorf("%s is not installed", tool)
+		}
+	}
+	out, err := runProbe("unshare", "--net", "sh", "-c", "PATH=/usr/sbin:/sbin:$PATH; ip link add tq0 type veth peer name tq1 && ip addr add 10.231.0.1/24 dev tq0 && ip link set tq0 up && echo ok")
+	if err == nil && strings.TrimSpace(out) != "ok" {
+		err = fmt.Errorf("printed %q, not ok", out)
+	}
+	if err != nil {
+		return fmt.Errorf("cannot make a veth pair in a network namespace: %w", err)
+	}
+	return nil
 }
 
 // devFull writes to /dev/full and expects ENOSPC.

@@ -21,7 +21,7 @@
 //	fhs-dirs, nobody, dev-full, machine-id, systemctl, dpkg-dev, locales,
 //	visudo, update-alternatives, ssh-keygen: both tiers
 //	root, unshare, nsenter, shadow-tools, cron, systemd-nspawn, loop-device,
-//	debian-rootfs: the root tier
+//	debian-rootfs, sshd, netns: the root tier
 //	non-root: the nonroot tier
 //	pwsh: neither — it stays a skip, with its message
 //
@@ -98,6 +98,12 @@ const (
 	// scripts/debian-rootfs in DebianRootfsDir, which needs root,
 	// debootstrap and a Debian mirror, or made already.
 	DebianRootfs Requirement = "debian-rootfs"
+	// Sshd is OpenSSH's server and client (the fleet tests run an sshd per
+	// host, in namespaces; never the machine's own).
+	Sshd Requirement = "sshd"
+	// NetNS is network namespaces joined by veth pairs, made with unshare
+	// and ip (root; the fleet tests' hosts).
+	NetNS Requirement = "netns"
 )
 
 // RootfsEnv names the directory of the Debian root file system the
@@ -159,6 +165,8 @@ var promised = map[Requirement][]tier{
 	UpdateAlternatives: {rootT, nonroot},
 	SSHKeygen:          {rootT, nonroot},
 	DebianRootfs:       {rootT},
+	Sshd:               {rootT},
+	NetNS:              {rootT},
 }
 
 // MustHave lets the test go on when the machine meets every requirement.
