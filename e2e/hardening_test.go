@@ -35,33 +35,10 @@ func TestE2EHardeningExample(t *testing.T) {
 	before := fileMode(t, sentinel)
 	hostTimestamps := readTrim(t, "/proc/sys/net/ipv4/tcp_timestamps")
 
-	b := bootNspawn(t, []string{"-D", rootfs, "--volatile=overlay"}, []string{"systemd.firstboot=off"})
-	if err := os.CopyFS(filepath.Join(b.dir, "example"), os.DirFS(filepath.Join(repoRoot, "examples/hardening"))); err != nil {
-		t.Fatal(err)
-	}
+	b := bootExample(t, rootfs, "hardening")
 	b.sh("useradd --create-home --shell /bin/bash " + hardeningUser + " && echo " + hardeningUser + ":Correct-horse-9 | chpasswd")
 	booted := time.Now()
-
-	toque := func(want int, args ...string) string {
-		t.Helper()
-		cmd := b.exec(append([]string{boxDir + "/toque", "-chdir=" + boxDir + "/example"}, args...)...)
-		// The container's own environment: toque's defaults, as in
-		// production (the harness's tripwire is for this machine).
-		cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "NO_COLOR=1"}
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatalf("toque %s: %v", strings.Join(args, " "), err)
-		}
-		if code != want {
-			t.Fatalf("toque %s: exit %d, want %d:\n%s", strings.Join(args, " "), code, want, out.String())
-		}
-		return out.String()
-	}
+	toque := b.exampleToque
 
 	plan := toque(0, "plan", "-out=/root/hardening.plan")
 	for _, want := range []string{
@@ -153,6 +130,40 @@ func TestE2EHardeningExample(t *testing.T) {
 	t.Logf("boot %v, plan %v, apply %v, second plan and checks %v",
 		booted.Sub(start).Round(time.Millisecond), planned.Sub(booted).Round(time.Millisecond),
 		applied.Sub(planned).Round(time.Millisecond), time.Since(applied).Round(time.Millisecond))
+}
+
+// bootExample boots a container of the Debian tree rootfs (a volatile
+// overlay of it) with examples/NAME copied into it, for exampleToque.
+func bootExample(t *testing.T, rootfs, name string) *box {
+	t.Helper()
+	b := bootNspawn(t, []string{"-D", rootfs, "--volatile=overlay"}, []string{"systemd.firstboot=off"})
+	if err := os.CopyFS(filepath.Join(b.dir, "example"), os.DirFS(filepath.Join(repoRoot, "examples", name))); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// exampleToque runs toque in the container, in the example's directory,
+// with the container's own environment (toque's defaults, as in
+// production: the harness's tripwire is for this machine), and returns
+// its output; an exit status other than want fails the test.
+func (b *box) exampleToque(want int, args ...string) string {
+	b.t.Helper()
+	cmd := b.exec(append([]string{boxDir + "/toque", "-chdir=" + boxDir + "/example"}, args...)...)
+	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "NO_COLOR=1"}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		b.t.Fatalf("toque %s: %v", strings.Join(args, " "), err)
+	}
+	if code != want {
+		b.t.Fatalf("toque %s: exit %d, want %d:\n%s", strings.Join(args, " "), code, want, out.String())
+	}
+	return out.String()
 }
 
 // debianRootfs is the Debian 12 tree the container boots: made by

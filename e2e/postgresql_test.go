@@ -1,10 +1,6 @@
 package e2e
 
 import (
-	"bytes"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,29 +18,9 @@ func TestE2EPostgreSQLExample(t *testing.T) {
 	testenv.MustHave(t, testenv.Root, testenv.Nspawn, testenv.Nsenter, testenv.DpkgDev, testenv.DebianRootfs)
 	start := time.Now()
 	rootfs := debianRootfs(t)
-	b := bootNspawn(t, []string{"-D", rootfs, "--volatile=overlay"}, []string{"systemd.firstboot=off"})
-	if err := os.CopyFS(filepath.Join(b.dir, "example"), os.DirFS(filepath.Join(repoRoot, "examples/postgresql"))); err != nil {
-		t.Fatal(err)
-	}
+	b := bootExample(t, rootfs, "postgresql")
 	booted := time.Now()
-	toque := func(want int, args ...string) string {
-		t.Helper()
-		cmd := b.exec(append([]string{boxDir + "/toque", "-chdir=" + boxDir + "/example"}, args...)...)
-		cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "NO_COLOR=1"}
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatalf("toque %s: %v", strings.Join(args, " "), err)
-		}
-		if code != want {
-			t.Fatalf("toque %s: exit %d, want %d:\n%s", strings.Join(args, " "), code, want, out.String())
-		}
-		return out.String()
-	}
+	toque := b.exampleToque
 
 	plan := toque(0, "plan", "-out=/root/pg.plan")
 	for _, want := range []string{
