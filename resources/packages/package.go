@@ -768,6 +768,9 @@ func (t *packageType) Plan(action string, desired *resources.Resource, current *
 		if others := otherChanges(apt, reqs); others != "" {
 			reason += "; " + prov.Name() + " also " + others
 		}
+		if w := wordsFor(prov); action == "purge" && w.purge != "" {
+			reason += "; " + w.purge
+		}
 		return &resources.Step{Kind: resources.Delete, Reason: reason}, nil
 	}
 	ch := resources.Change{Property: "version", Before: cty.NilVal}

@@ -493,18 +493,22 @@ var dnfLockFiles = map[string]string{
 	"log":      "/var/log/log_lock.pid",
 }
 
-// Change runs op's dnf command line. dnf does not wait for a lock another
-// process holds when exit_on_lock is set: it exits 200 at once, having
-// changed nothing, naming the holder's pid. Change logs who holds it and
-// tries again every lockPoll, up to lock_timeout; then it fails with a
-// LockError that names the holder.
+// Change runs op's dnf command line (runLocked).
 func (p *dnfProvider) Change(ctx context.Context, env *resources.Env, op *PackageOp) error {
 	if err := p.refuse(op); err != nil {
 		return err
 	}
-	log := env.Log()
-	argv := p.args(op, false)
-	s := p.spec(argv, op.Timeout, log)
+	return p.runLocked(ctx, env.Log(), p.args(op, false), op.Timeout, op.LockTimeout)
+}
+
+// runLocked runs a dnf command line that takes dnf's locks, with
+// exit_on_lock set: dnf then does not wait for a lock another process
+// holds (it would wait forever) but exits 200 at once, having changed
+// nothing, naming the holder's pid. runLocked logs who holds it and tries
+// again every lockPoll, up to lockTimeout; then it fails with a LockError
+// that names the holder. Each try is bounded by timeout.
+func (p *dnfProvider) runLocked(ctx context.Context, log hclog.Logger, argv []string, timeout, lockTimeout time.Duration) error {
+	s := p.spec(argv, timeout, log)
 	s.OutputLimit = 0
 	start := time.Now()
 	waiting := false
@@ -522,17 +526,17 @@ func (p *dnfProvider) Change(ctx context.Context, env *resources.Env, op *Packag
 		if m == nil || res.ExitCode != 200 {
 			var te *shellexec.TimeoutError
 			if errors.As(err, &te) {
-				return fmt.Errorf("%s did not finish within %s (timeout) and was stopped: %s", strings.Join(argv, " "), op.Timeout, hostexec.Tail(te.Result, 12))
+				return fmt.Errorf("%s did not finish within %s (timeout) and was stopped: %s", strings.Join(argv, " "), timeout, hostexec.Tail(te.Result, 12))
 			}
 			return commandError(argv, res, err)
 		}
 		holder := "process " + m[2] + " (" + processName(m[2]) + ")"
-		if time.Since(start) >= op.LockTimeout {
-			return &LockError{Lock: "the dnf lock " + dnfLockFiles[m[1]], Holder: holder, Waited: op.LockTimeout}
+		if time.Since(start) >= lockTimeout {
+			return &LockError{Lock: "the dnf lock " + dnfLockFiles[m[1]], Holder: holder, Waited: lockTimeout}
 		}
 		if !waiting {
 			waiting = true
-			log.Info("waiting for the package database lock", "holder", holder, "up to", op.LockTimeout)
+			log.Info("waiting for the package database lock", "holder", holder, "up to", lockTimeout)
 		}
 		select {
 		case <-ctx.Done():

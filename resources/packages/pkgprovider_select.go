@@ -166,11 +166,14 @@ func checkForProvider(prov PackageProvider, r *resources.Resource, reqs []pkgReq
 // and files.
 type providerWords struct {
 	repoType, updateType, lists string
+	// purge is what the plan adds to a purge's reason ("" for none).
+	purge string
 }
 
 func wordsFor(prov PackageProvider) providerWords {
 	if prov != nil && prov.Name() == "dnf" {
-		return providerWords{repoType: "yum_repository", updateType: "dnf_makecache", lists: "dnf's metadata cache"}
+		return providerWords{repoType: "yum_repository", updateType: "dnf_makecache", lists: "dnf's metadata cache",
+			purge: "with dnf, purge is remove: rpm keeps nothing of a removed package but the configuration files changed since (FILE.rpmsave)"}
 	}
 	return providerWords{repoType: "apt_repository", updateType: "apt_update", lists: "apt's lists"}
 }
