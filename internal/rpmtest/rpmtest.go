@@ -170,10 +170,16 @@ func CopyRepo(t testing.TB, from, to string) {
 type Host struct {
 	// PID is the process that holds the namespace.
 	PID int
-	// Root is the namespace's / seen from outside (/proc/PID/root): a
-	// type that takes a root prefix reads and writes the host's files
-	// through it.
-	Root string
+	// FilesRoot is a directory of the machine whose etc/yum.repos.d is
+	// bind-mounted over the namespace's /etc/yum.repos.d: a type that
+	// takes a root prefix (yum_repository) is given it, and dnf inside
+	// sees what it writes. Never give a type /proc/PID/root: toque's
+	// held-directory code reads that magic link as a plain symlink to
+	// "/", and would write to the machine's own /etc.
+	FilesRoot string
+	// root is /proc/PID/root, which the kernel resolves into the
+	// namespace: ReadFile and WriteFile use it with plain file calls.
+	root string
 	// Env puts the wrappers first on PATH: rpm and dnf run inside.
 	Env map[string]string
 	// Calls is the file the wrappers log every call to, one line each
@@ -203,6 +209,11 @@ func NewHost(t testing.TB, repos ...string) *Host {
 		}
 		mounts = append(mounts, fmt.Sprintf("mount -t overlay overlay -o lowerdir=%s,upperdir=%s,workdir=%s %s", d, up, work, d))
 	}
+	filesRoot := t.TempDir()
+	reposd := filepath.Join(filesRoot, "etc/yum.repos.d")
+	if err := os.MkdirAll(reposd, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	var repoFiles []string
 	for i, r := range repos {
 		repoFiles = append(repoFiles, fmt.Sprintf("printf '[fixture%d]\\nname=toque fixture %d\\nbaseurl=file://%s\\ngpgcheck=0\\n' > /etc/yum.repos.d/fixture%d.repo", i, i, r, i))
@@ -210,7 +221,7 @@ func NewHost(t testing.TB, repos ...string) *Host {
 	script := strings.Join(mounts, " && ") + ` || exit 1
 set -e
 mkdir -p /etc/rpm /etc/yum.repos.d /etc/dnf/vars /var/lib/rpm /var/lib/dnf
-rm -f /etc/yum.repos.d/*.repo
+mount --bind ` + reposd + ` /etc/yum.repos.d
 echo '%_dbpath /var/lib/rpm' > /etc/rpm/macros.dbpath
 echo 9 > /etc/dnf/vars/releasever
 rm -f /etc/os-release
@@ -252,7 +263,7 @@ exec sleep 3600
 	case <-time.After(30 * time.Second):
 		t.Fatalf("setting up the namespace: no answer in 30s\n%s", stderr.String())
 	}
-	h := &Host{PID: cmd.Process.Pid, Root: fmt.Sprintf("/proc/%d/root", cmd.Process.Pid)}
+	h := &Host{PID: cmd.Process.Pid, FilesRoot: filesRoot, root: fmt.Sprintf("/proc/%d/root", cmd.Process.Pid)}
 	wrap := t.TempDir()
 	h.Calls = filepath.Join(wrap, "calls.log")
 	for _, tool := range []string{"rpm", "dnf"} {
@@ -311,14 +322,14 @@ func (h *Host) Status(t testing.TB, pkg string) string {
 
 // ReadFile reads a file inside the namespace ("" when missing).
 func (h *Host) ReadFile(path string) string {
-	b, _ := os.ReadFile(h.Root + path)
+	b, _ := os.ReadFile(h.root + path)
 	return string(b)
 }
 
 // WriteFile writes a file inside the namespace.
 func (h *Host) WriteFile(t testing.TB, path, content string) {
 	t.Helper()
-	write(t, h.Root+path, content)
+	write(t, h.root+path, content)
 }
 
 // CallLog returns the commands the wrappers ran since the last call, and
@@ -338,7 +349,8 @@ func (h *Host) CallLog() []string {
 // HostDigests is the sha256 of each of the machine's package databases
 // that exists: dpkg's status file, and the rpm databases (Debian's rpm
 // keeps one under root's home; /var/lib/rpm and /usr/lib/sysimage/rpm
-// on an rpm distribution). Tests take it before and after.
+// on an rpm distribution), and the listing of dnf's directories on the
+// machine (/etc/yum.repos.d…). Tests take it before and after.
 func HostDigests(t testing.TB) map[string]string {
 	t.Helper()
 	home, _ := os.UserHomeDir()
@@ -349,6 +361,19 @@ func HostDigests(t testing.TB) map[string]string {
 			ms, _ := filepath.Glob(filepath.Join(dir, pattern))
 			paths = append(paths, ms...)
 		}
+	}
+	// What the types under test write, which must land in the namespace
+	// or a test directory, never on the machine: their listing.
+	for _, d := range []string{"/etc/yum.repos.d", "/etc/pki/rpm-gpg", "/var/cache/dnf", "/var/lib/dnf"} {
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			continue
+		}
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		out[d+"/"] = strings.Join(names, " ")
 	}
 	for _, p := range paths {
 		f, err := os.Open(p)
