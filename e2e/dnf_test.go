@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -230,4 +231,88 @@ func TestE2EDnfBadInput(t *testing.T) {
 	if got := w.host.ReadFile("/etc/yum.repos.d/r.repo"); got != "" {
 		t.Errorf("a refused plan wrote %q", got)
 	}
+}
+
+// exampleBothFamilies copies examples/both-families into the recipes
+// directory and writes the attributes a test host needs: the fixture
+// package instead of nginx, its configuration under /etc/toque-web, no
+// service (no systemd runs in the namespace).
+func exampleBothFamilies(t *testing.T, e *env, attrs string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot, "examples", "both-families", "web.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.recipe("web.hcl", string(b))
+	file := filepath.Join(filepath.Dir(e.dir), "test.attrs")
+	if err := os.WriteFile(file, []byte(attrs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// TestE2EExampleBothFamilies: the example's one recipe installs and
+// configures the web server on a Rocky host (dnf, yum_repository,
+// dnf_makecache) and on a Debian host (apt, apt_repository, apt_update),
+// each from a repository it adds in the same apply; the second plan has
+// no changes on either.
+func TestE2EExampleBothFamilies(t *testing.T) {
+	t.Parallel()
+	t.Run("rocky", func(t *testing.T) {
+		w := newDnfWorld(t, false)
+		attrs := exampleBothFamilies(t, w.env, fmt.Sprintf(`web = {
+  families = {
+    rhel = { package = "toque-app", conf_dir = "/etc/toque-web" }
+  }
+  dnf_baseurl    = "file://%s"
+  manage_service = false
+}
+`, w.repo))
+		r := w.toqueNS(0, "plan", "-attr-file="+attrs, "-out="+w.planFile())
+		for _, want := range []string{`+ yum_repository "web"`, `+ package "web"`, "waits for dnf_makecache[web][0]", `+ file "site"`} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("plan lacks %q:\n%s", want, r.stdout)
+			}
+		}
+		if strings.Contains(r.stdout, "apt_") {
+			t.Errorf("apt's types on a Rocky host:\n%s", r.stdout)
+		}
+		w.toqueNS(0, "apply", w.planFile())
+		if got := w.host.Status(t, "toque-app"); got != "1.0-1" {
+			t.Fatalf("toque-app %q", got)
+		}
+		if got := w.host.ReadFile("/etc/toque-web/toque-site.conf"); !strings.Contains(got, "on rocky 9.3.") {
+			t.Errorf("site configuration:\n%s", got)
+		}
+		if r := w.toqueNS(0, "plan", "-attr-file="+attrs, "-detailed-exitcode"); !strings.Contains(r.stdout, "No changes.") {
+			t.Errorf("second plan:\n%s", r.stdout)
+		}
+	})
+	t.Run("debian", func(t *testing.T) {
+		w := newPkgWorld(t, false)
+		attrs := exampleBothFamilies(t, w.env, fmt.Sprintf(`web = {
+  families = {
+    debian = { package = "toque-app", conf_dir = "/etc/toque-web" }
+  }
+  apt_uri        = "file:%s"
+  manage_service = false
+}
+`, w.repo))
+		r := w.toqueNS(0, "plan", "-attr-file="+attrs, "-out="+w.planFile())
+		for _, want := range []string{`+ apt_repository "web"`, `+ package "web"`, "waits for apt_update[web][0]"} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("plan lacks %q:\n%s", want, r.stdout)
+			}
+		}
+		if strings.Contains(r.stdout, "yum_repository") || strings.Contains(r.stdout, "dnf_") {
+			t.Errorf("dnf's types on a Debian host:\n%s", r.stdout)
+		}
+		w.toqueNS(0, "apply", w.planFile())
+		if got := w.status("toque-app"); got != "1.0 installed" {
+			t.Fatalf("toque-app %q", got)
+		}
+		if r := w.toqueNS(0, "plan", "-attr-file="+attrs, "-detailed-exitcode"); !strings.Contains(r.stdout, "No changes.") {
+			t.Errorf("second plan:\n%s", r.stdout)
+		}
+	})
 }
