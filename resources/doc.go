@@ -10,7 +10,8 @@
 // held-directory file system code and backups),
 // resources/accounts (user, group, authorized_keys and the shadow
 // databases),
-// resources/packages (package on apt/dpkg, apt_repository, apt_update),
+// resources/packages (package on apt/dpkg and dnf/rpm, apt_repository,
+// apt_update, yum_repository, dnf_makecache),
 // resources/commands (execute and the script types), resources/systemd
 // (service, systemd_unit), resources/system (cron_d, sysctl, mount,
 // kernel_module, swap_file, hostname, timezone, locale, alternatives,

@@ -516,6 +516,12 @@ func (p *dnfProvider) runLocked(ctx context.Context, log hclog.Logger, argv []st
 		log.Info("running dnf", "command", strings.Join(argv, " "))
 		res, err := shellexec.Run(ctx, s)
 		if err == nil {
+			if failed := scriptletFailures(res.Stdout + "\n" + res.Stderr); failed != "" {
+				// rpm installs a package whose %post fails, and dnf
+				// exits 0: the package is where the plan puts it, but
+				// what its scriptlet should have done is not.
+				log.Warn("a package scriptlet failed; rpm installed or removed the package regardless", "dnf", failed)
+			}
 			return nil
 		}
 		all := ""
@@ -544,6 +550,18 @@ func (p *dnfProvider) runLocked(ctx context.Context, log hclog.Logger, argv []st
 		case <-time.After(p.lockPoll):
 		}
 	}
+}
+
+// scriptletFailures is what rpm said of scriptlets that failed ("" when
+// none did).
+func scriptletFailures(out string) string {
+	var keep []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "scriptlet failed") || (strings.Contains(l, "Error in ") && strings.Contains(l, "scriptlet")) {
+			keep = append(keep, strings.TrimSpace(l))
+		}
+	}
+	return strings.Join(keep, "\n")
 }
 
 // processName is /proc/PID/comm, "?" when it cannot be read.

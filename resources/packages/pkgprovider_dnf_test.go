@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/internal/rpmtest"
@@ -360,14 +361,20 @@ func TestDnfPackage(t *testing.T) {
 
 	t.Run("FailingScriptlet", func(t *testing.T) {
 		e := newDnfEnv(t, repo)
-		err := e.apply(e.res("toque-fail", "install", nil))
-		// rpm installs a package whose %post fails, and dnf says so but
-		// exits 0: the package is installed, as rpm's database says.
-		if err != nil && !strings.Contains(err.Error(), "toque-fail") {
+		// rpm installs a package whose %post fails, and dnf exits 0: the
+		// package is installed, as the plan says; toque warns.
+		r := e.res("toque-fail", "install", nil)
+		st, step := e.mustPlan(r, resources.Create)
+		var logs strings.Builder
+		env := &resources.Env{Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})}
+		if err := resources.ConvergeStep(context.Background(), e.typ, env, r, st, step); err != nil {
 			t.Fatalf("apply: %v", err)
 		}
 		if got := e.host.Status(t, "toque-fail"); got != "1.0-1" {
 			t.Fatalf("status %q", got)
+		}
+		if !strings.Contains(logs.String(), "a package scriptlet failed") || !strings.Contains(logs.String(), "toque-fail") {
+			t.Errorf("no warning about the failed scriptlet:\n%s", logs.String())
 		}
 	})
 
@@ -493,5 +500,48 @@ Install  3 Packages
 	parseRepoquery("a\t0\t1.0\t1\tnoarch\tbase\na\t1\t0.1\t1\tnoarch\tupdates\na\t0\t2.0\t1\tsrc\tsrc\na\t0\t1.0\t1\tnoarch\tother\n", byName)
 	if infos["a"].Candidate != "1:0.1-1" || strings.Join(infos["a"].Versions, ",") != "1:0.1-1,1.0-1" {
 		t.Errorf("repoquery: %+v", infos["a"])
+	}
+}
+
+func TestChoosePackageProvider(t *testing.T) {
+	for _, c := range []struct {
+		lineage []string
+		want    string
+	}{
+		{[]string{"debian"}, "apt"},
+		{[]string{"linuxmint", "ubuntu", "debian"}, "apt"},
+		{[]string{"rocky", "rhel", "centos", "fedora"}, "dnf"},
+		{[]string{"almalinux", "rhel", "centos", "fedora"}, "dnf"},
+		{[]string{"rhel", "fedora"}, "dnf"},
+		{[]string{"centos", "rhel", "fedora"}, "dnf"},
+		{[]string{"fedora"}, "dnf"},
+		{[]string{"amzn", "fedora"}, "dnf"},
+		{[]string{"ol", "fedora"}, "dnf"},
+	} {
+		p, err := choosePackageProvider(c.lineage)
+		if err != nil || p.Name() != c.want {
+			t.Errorf("%v: %v, %v; want %s", c.lineage, p, err, c.want)
+		}
+	}
+	_, err := choosePackageProvider([]string{"alpine"})
+	if err == nil || !strings.Contains(err.Error(), "os-release says ID=alpine") || !strings.Contains(err.Error(), "dnf and rpm") {
+		t.Errorf("alpine: %v", err)
+	}
+}
+
+// TestProviderMissingOnHost: a provider whose programs the host lacks is
+// refused at plan (the property's HostCheck, which the planner turns into
+// a diagnostic at the attribute), before anything runs.
+func TestProviderMissingOnHost(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	err := checkProviderOnHost(str("dnf"))
+	if err == nil || err.Error() != `provider "dnf" needs dnf and rpm, which this host does not have (not in PATH): install it, or leave provider unset to use the host's own package manager` {
+		t.Errorf("dnf: %v", err)
+	}
+	if err := checkProviderOnHost(str("apt")); err == nil || !strings.Contains(err.Error(), "needs apt-get and apt-cache and dpkg-query") {
+		t.Errorf("apt: %v", err)
+	}
+	if err := validateProviderName(str("yum")); err == nil || !strings.Contains(err.Error(), "it has apt and dnf") {
+		t.Errorf("yum: %v", err)
 	}
 }
