@@ -1072,7 +1072,11 @@ func (t *packageType) Predict(desired *resources.Resource, current *resources.St
 				v = d.after[i].AsString()
 				st.Extra[xState+q.name] = string(PkgInstalled)
 			case "remove":
-				st.Extra[xState+q.name] = string(PkgConfigFiles) + " " + orNone(v, was)
+				if removeLeavesConfig(prov) {
+					st.Extra[xState+q.name] = string(PkgConfigFiles) + " " + orNone(v, was)
+				} else {
+					delete(st.Extra, xState+q.name)
+				}
 				v = ""
 			case "purge":
 				delete(st.Extra, xState+q.name)

@@ -378,6 +378,39 @@ func TestDnfPackage(t *testing.T) {
 		}
 	})
 
+	t.Run("SeveralActions", func(t *testing.T) {
+		e := newDnfEnv(t, repo)
+		e.host.Install(t, "toque-fixture-1.0")
+		for _, c := range []struct {
+			actions []string
+			kinds   []resources.Kind
+		}{
+			// rpm keeps nothing of a removed package: purge has nothing left.
+			{[]string{"remove", "purge"}, []resources.Kind{resources.Delete, resources.NoOp}},
+			{[]string{"install", "upgrade"}, []resources.Kind{resources.NoOp, resources.Update}},
+			{[]string{"upgrade", "upgrade"}, []resources.Kind{resources.Update, resources.NoOp}},
+			{[]string{"upgrade", "remove"}, []resources.Kind{resources.Update, resources.Delete}},
+		} {
+			st, _, err := e.plan(e.res("toque-fixture", c.actions[0], nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, a := range c.actions {
+				r := e.res("toque-fixture", a, nil)
+				step, err := resources.PlanStep(e.typ, r, st)
+				if err != nil {
+					t.Fatalf("%v, %s: %v", c.actions, a, err)
+				}
+				if step.Kind != c.kinds[i] {
+					t.Fatalf("%v, %s: %s (%s), want %s", c.actions, a, step.Kind, step.Reason, c.kinds[i])
+				}
+				if st, err = resources.Predict(e.typ, r, st, step); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	})
+
 	t.Run("ReadsInOneBatch", func(t *testing.T) {
 		e := newDnfEnv(t, repo)
 		e.host.Install(t, "toque-fixture-2.0", "toque-dep")

@@ -178,6 +178,10 @@ func wordsFor(prov PackageProvider) providerWords {
 	return providerWords{repoType: "apt_repository", updateType: "apt_update", lists: "apt's lists"}
 }
 
+// removeLeavesConfig says whether a removed package keeps a state of its
+// own (dpkg's config-files, which only purge clears): not with rpm.
+func removeLeavesConfig(prov PackageProvider) bool { return prov.Name() != "dnf" }
+
 // validRPMName is rpm's rule for a package name, as toque accepts it: a
 // letter, digit or _, then letters, digits and . _ + -, no "..".
 func validRPMName(s string) bool {
