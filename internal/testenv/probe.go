@@ -65,7 +65,7 @@ func probe(r Requirement) result {
 				return result{known: true, err: fmt.Errorf("%s is not installed", tool), hint: debianHint(pkg)}
 			}
 		}
-		return program("rpm", debianHint("rpm"), "sh", "-c", `rpm --eval '%{lua: print(rpm.vercmp("1.0", "1.0"))}' | grep -qx 0 && dnf --version >/dev/null && echo ok`)
+		return program("rpm", debianHint("rpm"), "sh", "-c", `rpm --eval '%{lua: print(rpm.vercmp("1.0", "1.0"))}' | grep -qx 0 && dnf --version >/dev/null 2>&1 && echo ok`)
 	case Script:
 		return program("script", debianHint("bsdutils"), "script", "-qec", "echo ok", "/dev/null")
 	case Unshare:
