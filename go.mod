@@ -4,16 +4,21 @@ go 1.26.8
 
 require (
 	github.com/agext/levenshtein v1.2.1
+	github.com/apparentlymart/go-cidr v1.1.1
 	github.com/aymanbagabas/go-udiff v0.4.1
+	github.com/bmatcuk/doublestar/v4 v4.10.4
 	github.com/fatih/color v1.19.0
 	github.com/hashicorp/cli v1.1.7
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/hcl/v2 v2.25.0
+	github.com/klauspost/compress v1.18.0
 	github.com/mattn/go-isatty v0.0.24
 	github.com/mitchellh/go-wordwrap v1.0.1
 	github.com/posener/complete v1.2.3
 	github.com/rogpeppe/go-internal v1.16.0
+	github.com/ulikunitz/xz v0.5.17
 	github.com/zclconf/go-cty v1.19.0
+	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/crypto v0.32.0
 	golang.org/x/sys v0.49.0
 	golang.org/x/term v0.47.0

@@ -59,6 +59,10 @@ type Applier struct {
 	// their resource converges. package apply does not evaluate
 	// expressions: command hands it eval's. nil fails such a resource.
 	Resolver plan.Resolver
+	// SkipVerify turns off the end-state check (endstate.go): by default,
+	// once the plan is carried out, apply reads every resource again and
+	// reports those that did not end as the plan predicted.
+	SkipVerify bool
 }
 
 // run is one Apply call's state.
@@ -90,6 +94,9 @@ type run struct {
 	// after unit files changed): done before a resource it does not batch
 	// with is read to converge, and at the end (doLater, finishLater).
 	later *resources.Later
+	// foresight is what pre-flight found the steps with work will bring
+	// (a package's files and units: preflightAll), nil when nothing.
+	foresight *resources.Foresight
 }
 
 // entry is one plan resource being applied.
@@ -110,6 +117,21 @@ type entry struct {
 	// journal says an earlier apply of the plan finished it.
 	idx     int
 	earlier *pastStep
+	// expect is the state the plan's steps predict the resource ends in
+	// (endstate.go), nil when it is not checked; lastRun is set when its
+	// last step is a run.
+	expect  *resources.State
+	lastRun bool
+	// checked are the properties the check compares (managed); notified
+	// is set when a notified run changed the resource.
+	checked  map[string]bool
+	notified bool
+	// provided are the things (namespace and value) its steps provide,
+	// but paths; factsSuperseded is set when a later resource acting on
+	// one of its things changed it (endstate.go): its facts and its
+	// content are that resource's to check.
+	provided        []string
+	factsSuperseded bool
 }
 
 // Apply carries out p: it takes the apply lock, runs the pre-flight and

@@ -108,8 +108,8 @@ func TestApplyPreflightReadsBatches(t *testing.T) {
 	if _, err := a.Apply(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
-	if len(pkg.sizes) != 1 || pkg.sizes[0] != 3 {
-		t.Errorf("pre-flight LoadAll batches %v, want one of 3", pkg.sizes)
+	if len(pkg.sizes) != 2 || pkg.sizes[0] != 3 || pkg.sizes[1] != 3 {
+		t.Errorf("LoadAll batches %v, want one of 3 at pre-flight and one of 3 for the end-state check", pkg.sizes)
 	}
 	if pkg.loads != 2 {
 		t.Errorf("%d Loads, want one per resource converged (2), right before it", pkg.loads)

@@ -355,6 +355,9 @@ func (r *run) convergeOne(ctx context.Context, e *entry, si int, rr *ResourceRep
 			planned = "" // a later action starts from a predicted state
 		}
 		err = r.convergeStep(ctx, e, view, planned, rr, rd)
+		if err == nil {
+			r.expectConverged(e, si, rd)
+		}
 	}
 	rr.DurationMS = time.Since(start).Milliseconds()
 	recorded := rr.Outcome

@@ -27,7 +27,9 @@
 //     journal says it finished is reported "done earlier" (Hooks.Resumed)
 //     and not done again, and the notifications its changes owe are run.
 //  4. Pre-flight (preflight.go): every other resource the plan read is
-//     read again before anything changes. A reading identical to the
+//     read again before anything changes (those whose type reads the
+//     plan's predicted host after the others, through what their steps
+//     predict: foresight.go). A reading identical to the
 //     plan's is fine; a resource already in the planned state counts as
 //     "already done"; a run an earlier apply of the plan started but did
 //     not see end, or any other difference, makes the plan stale: Apply
@@ -53,7 +55,13 @@
 //     before the hooks hear of it; a run (kind "run") is recorded as started
 //     before it starts. An apply that cannot write its journal stops before
 //     the next step.
-//  7. A Report is written as JSON to {StateDir}/reports/ (finish.go) once
+//  7. The end-state check (endstate.go): once the whole plan was carried
+//     out, every resource is read again, batched as pre-flight reads, and
+//     compared with the state the plan's steps predict
+//     (resources.Predict); what did not end so is listed in the report
+//     (NotAsPlanned) and Apply returns an *EndStateError.
+//     Applier.SkipVerify turns it off.
+//  8. A Report is written as JSON to {StateDir}/reports/ (finish.go) once
 //     convergence has started, also when the run failed or was
 //     interrupted; then the journal records the end of the apply,
 //     finished or not. A finished plan's journal is compacted; journals
@@ -73,6 +81,8 @@
 //	*InterruptedError        5  the first SIGINT stopped the run between resources,
 //	                            or the second aborted it (Aborted)
 //	*AlreadyAppliedError     6  an apply of the plan finished already; nothing was changed
+//	*EndStateError           7  the plan was carried out, but resources did not end
+//	                            as it predicted (they are listed)
 //	anything else            1  error: an errored plan, an untrusted state
 //	                            directory (*UntrustedError), a journal toque cannot
 //	                            read or write (*JournalError), a plan too old to tell

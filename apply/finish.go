@@ -20,6 +20,7 @@ func (r *run) finish(ctx context.Context, rep *Report, runErr error, ie *Interru
 	if err := r.finishLater(ctx); err != nil {
 		runErr = errors.Join(runErr, err)
 	}
+	endErr := r.checkEnd(ctx, rep, runErr, interrupted)
 	if interrupted {
 		rep.Interrupted = true
 		for i, e := range r.entries {
@@ -37,6 +38,9 @@ func (r *run) finish(ctx context.Context, rep *Report, runErr error, ie *Interru
 		runErr = errors.Join(runErr, err)
 	}
 	r.end(rep, interrupted)
+	if endErr != nil {
+		return rep, errors.Join(runErr, endErr)
+	}
 	return rep, runErr
 }
 

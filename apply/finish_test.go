@@ -30,6 +30,9 @@ func TestFinishPhase(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			a, _ := newApplier(t, testRegistry())
+			// The loop did nothing: the end-state check (tested in
+			// endstate_test.go) would say so.
+			a.SkipVerify = true
 			writeFile(t, filepath.Join(dir, "same"), "same")
 			r, rep, _ := beginConverge(t, context.Background(), a,
 				tfile(filepath.Join(dir, "new"), "x"), tscript("s", "true"), tfile(filepath.Join(dir, "same"), "same"))

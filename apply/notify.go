@@ -339,6 +339,7 @@ func (n *notifier) converge(ctx context.Context, nr *plan.NotifiedRun, view *pla
 	if err != nil {
 		return n.failed(ctx, ref, from, view, rr, err)
 	}
+	r.expectNotifiedRun(t, d, rd)
 	if rr.Outcome == OutcomeChanged {
 		rr.Reason = view.Reason
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/toquehq/toque/guard"
-	"github.com/toquehq/toque/internal/parallel"
 	"github.com/toquehq/toque/plan"
 	"github.com/toquehq/toque/resources"
 )
@@ -34,12 +33,7 @@ func (r *run) preflight(ctx context.Context) error {
 	// before every check is done.
 	results := make([]preflightResult, len(r.entries))
 	reads := resources.NewReads()
-	rctx := resources.WithReads(ctx, reads)
-	parallel.For(len(r.entries), PreflightParallelism, func(i int) {
-		if ctx.Err() == nil {
-			results[i] = r.preflightOne(rctx, r.entries[i])
-		}
-	})
+	r.preflightAll(resources.WithReads(ctx, reads), results)
 	reads.Close()
 	if err := ctx.Err(); err != nil {
 		return &InterruptedError{Aborted: true, NotStarted: countWork(r.p), Err: err}
@@ -52,7 +46,7 @@ func (r *run) preflight(ctx context.Context) error {
 			stale = append(stale, *res.stale)
 		}
 	}
-	ns, nerrs := r.preflightNotified(ctx)
+	ns, nerrs := r.preflightNotified(r.withForesight(ctx))
 	stale, errs = append(stale, ns...), append(errs, nerrs...)
 	if len(errs) > 0 {
 		return fmt.Errorf("pre-flight: could not check %d resource%s against the plan; nothing was changed: %w", len(errs), plural(len(errs)), errors.Join(errs...))
@@ -96,6 +90,9 @@ const PreflightParallelism = 10
 type preflightResult struct {
 	stale *StaleResource
 	err   error
+	// provides is what the resource's step, planned again, provides
+	// (with predictions: preflightAll).
+	provides []resources.Need
 }
 
 // preflightOne checks one resource against the plan: its guards' verdict,
@@ -152,7 +149,12 @@ func (r *run) preflightOne(ctx context.Context, e *entry) preflightResult {
 		// Skipped by a guard at plan time, and still: not read.
 		return preflightResult{}
 	}
-	return r.compareReading(ctx, e, rd)
+	r.expectFrom(e, 0, rd.State)
+	res := r.compareReading(ctx, e, rd)
+	if rd.Step != nil && rd.Step.Kind.IsWork() {
+		res.provides = rd.Step.Provides
+	}
+	return res
 }
 
 // compareReading is pre-flight's verdict on rd, a fresh reading of e (not

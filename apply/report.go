@@ -65,6 +65,14 @@ type Report struct {
 	// notified run reached its outcome, so the plan will not be applied
 	// again.
 	PlanFinished bool `json:"plan_finished"`
+	// Verified is set when the end-state check ran (the plan carried out,
+	// Applier.SkipVerify not set): every resource was read again and
+	// compared with the state the plan predicted. NotAsPlanned lists how
+	// those that did not end so differ, and DidNotEndAsPlanned counts
+	// them (resources, not differences).
+	Verified           bool            `json:"verified"`
+	DidNotEndAsPlanned int             `json:"did_not_end_as_planned"`
+	NotAsPlanned       []EndDifference `json:"not_as_planned,omitempty"`
 	// Path is where the report was written ("" when it was not).
 	Path string `json:"-"`
 }

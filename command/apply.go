@@ -31,6 +31,8 @@ type applyArgs struct {
 	verifyKey    string
 	json         bool
 	attrs        attrFlags
+	// verify runs the end-state check (apply.Applier.SkipVerify).
+	verify bool
 }
 
 func (c *ApplyCommand) Synopsis() string {
@@ -76,6 +78,10 @@ Options:
                        file is refused too.
   -json                Print progress as JSON events, one object per line
                        (docs/apply-json.md), instead of text. Needs PLANFILE.
+  -verify=false        Skip the end-state check: by default, once the plan
+                       is carried out, apply reads every resource again (as
+                       a no-op plan does) and lists, with exit status 7,
+                       those that did not end as the plan predicted.
 
   Only without PLANFILE (a saved plan records the attributes it was made
   with):
@@ -88,7 +94,8 @@ Options:
 Exit status: 0 done, 1 error, 3 stale plan (nothing changed), 4 the apply
 lock is held by another toque, 5 interrupted (the report says what ran;
 apply the plan again to resume), 6 the plan was already applied (nothing
-changed).
+changed), 7 the plan was carried out but some resources did not end as it
+predicted (they are listed).
 `
 }
 
@@ -102,6 +109,7 @@ func (c *ApplyCommand) Run(args []string) int {
 	fs.StringVar(&a.expectDigest, "expect-digest", "", "")
 	fs.StringVar(&a.verifyKey, "verify-key", "", "")
 	fs.BoolVar(&a.json, "json", false, "")
+	fs.BoolVar(&a.verify, "verify", true, "")
 	a.color.register(fs)
 	a.attrs.register(fs)
 	if st := c.parseFlags(fs, args, c.Help); st >= 0 {
@@ -205,7 +213,8 @@ func (c *ApplyCommand) Run(args []string) int {
 		PlanFile:    planFile,
 		// Values known only at apply are evaluated by package eval, which
 		// apply does not import (docs/design.md, "Values known at apply").
-		Resolver: eval.Resolver{},
+		Resolver:   eval.Resolver{},
+		SkipVerify: !a.verify,
 	}
 	report, err := applier.Apply(c.Ctx, p)
 	if report != nil {

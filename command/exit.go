@@ -18,6 +18,7 @@ const (
 	ExitLockHeld       = views.ExitLockHeld       // apply: another apply holds the lock
 	ExitInterrupted    = views.ExitInterrupted    // stopped by a signal before finishing
 	ExitAlreadyApplied = views.ExitAlreadyApplied // apply: the plan was applied already; nothing was changed
+	ExitNotAsPlanned   = views.ExitNotAsPlanned   // apply: carried out, but some resources did not end as planned
 )
 
 // readerGone reports whether err is stdout's reader having closed it (toque

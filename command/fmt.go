@@ -13,6 +13,7 @@ import (
 	"github.com/toquehq/toque/command/views"
 	"github.com/toquehq/toque/config"
 	"github.com/toquehq/toque/internal/diag"
+	"github.com/toquehq/toque/policy"
 )
 
 // FmtCommand is `toque fmt`.
@@ -28,7 +29,14 @@ Usage: toque [-chdir=DIR] fmt [options] [TARGET...]
 
   Rewrites HCL recipe files (*.hcl) in the canonical format and style. A
   TARGET is a file or a directory (default: the working directory).
-  HCL JSON files (*.hcl.json) are left alone.
+  HCL JSON files (*.hcl.json) are left alone, and so are files and
+  directories whose names start with ".".
+
+  A policy directory (one holding policy.hcl) is formatted whole: its
+  subdirectories, and the directories of the cookbooks policy.hcl reads
+  from local paths, wherever they are (-recursive=false: the directory
+  alone). A file that does not parse is reported at its line and column,
+  and the others are formatted still.
 
 Options:
 
@@ -37,7 +45,8 @@ Options:
   -diff        Print a diff of the changes.
   -list=false  Do not list the files that were (or would be) changed.
   -write=false Do not rewrite files (implied by -check).
-  -recursive   Also format files in subdirectories.
+  -recursive   Also format files in subdirectories (the default for a
+               policy directory).
 `
 }
 
@@ -68,13 +77,9 @@ func (c *FmtCommand) Run(args []string) int {
 		v.Diagnostics(diags)
 		return views.ExitStatus(diags)
 	}
-	var files []string
-	for _, t := range targets {
-		found, err := hclFiles(c.path(t), recursive)
-		if err != nil {
-			return fail(err)
-		}
-		files = append(files, found...)
+	files, err := fmtFiles(targets, c.path, recursive, isSet(fs, "recursive"))
+	if err != nil {
+		return fail(err)
 	}
 
 	changed := 0
@@ -112,6 +117,43 @@ func (c *FmtCommand) Run(args []string) int {
 		return 3
 	}
 	return ExitOK
+}
+
+// fmtFiles lists the files fmt formats for targets, each once: a file;
+// a directory's *.hcl files (and its subdirectories' when recursive); a
+// policy directory's and those of its local cookbooks, recursively unless
+// -recursive=false was given (explicit).
+func fmtFiles(targets []string, path func(string) string, recursive, explicit bool) ([]string, error) {
+	var files []string
+	seen := map[string]bool{}
+	add := func(dir string, rec bool) error {
+		found, err := hclFiles(dir, rec)
+		for _, f := range found {
+			if !seen[f] {
+				seen[f] = true
+				files = append(files, f)
+			}
+		}
+		return err
+	}
+	for _, t := range targets {
+		target := path(t)
+		if !policy.Exists(target) || (explicit && !recursive) {
+			if err := add(target, recursive); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := add(target, true); err != nil {
+			return nil, err
+		}
+		for _, dir := range policy.LocalCookbookDirs(target) {
+			if err := add(dir, true); err != nil {
+				return nil, fmt.Errorf("the cookbook at %s, which %s names: %w", dir, filepath.Join(target, policy.PolicyFileName), err)
+			}
+		}
+	}
+	return files, nil
 }
 
 // hclFiles lists the *.hcl files of target (a file, or a directory).

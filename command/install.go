@@ -22,7 +22,9 @@ Usage: toque [-chdir=DIR] install [options]
   the lock. Pins the existing lock records (git commits, server revisions,
   remote lock digests) are kept for every source that did not change; use
   'toque update' to move them. Conflicts between included policies are
-  reported, all at once, and no lock is written.
+  reported, all at once, and no lock is written; so is every file of the
+  policy's cookbooks (recipes, attribute files, resource types,
+  templates) that does not parse, at its line and column.
 
   Git sources are fetched with the git binary into bare mirrors under the
   cache directory (TOQUE_CACHE_DIR, else STATE_DIR/cache). The servers and

@@ -11,6 +11,7 @@ import (
 	"github.com/toquehq/toque/internal/host"
 	"github.com/toquehq/toque/plan"
 	"github.com/toquehq/toque/plan/planner"
+	"github.com/toquehq/toque/policy"
 )
 
 // PlanCommand is `toque plan`.
@@ -25,6 +26,7 @@ type planArgs struct {
 	detailedExitCode bool
 	parallelism      int
 	signKey          string
+	updateLocal      bool
 	color            colorFlags
 	md               markdownFlags
 	attrs            attrFlags
@@ -36,6 +38,7 @@ func (a *planArgs) register(fs *flag.FlagSet) {
 	fs.BoolVar(&a.detailedExitCode, "detailed-exitcode", false, "Exit 0 with no changes, 1 on error, 2 with changes.")
 	fs.IntVar(&a.parallelism, "parallelism", 10, "Read at most N resources at once.")
 	fs.StringVar(&a.signKey, "sign-key", "", "Sign the saved plan with this private key file.")
+	fs.BoolVar(&a.updateLocal, "update-local", false, "In policy mode, first lock again the local cookbooks edited since the lock was written.")
 	a.color.register(fs)
 	a.md.register(fs)
 	a.attrs.register(fs)
@@ -69,6 +72,11 @@ Options:
                        'toque keygen'; mode 0600), so that a host running
                        'apply -verify-key' accepts it. Needs -out. Default:
                        TOQUE_SIGN_KEY when set (ignored without -out).
+  -update-local        In policy mode, first lock again the cookbooks
+                       policy.hcl reads from local paths that were edited
+                       since the lock was written, as 'toque update NAME…'
+                       does, and say what moved. A lock stale for another
+                       reason (policy.hcl, an include) is still refused.
   -no-color            No colour (also NO_COLOR=1). Colour is only used on a
                        terminal.
 ` + attrHelp + `
@@ -107,6 +115,11 @@ func (c *PlanCommand) Run(args []string) int {
 			if signKey, err = plan.LoadSigningKey(c.path(sign.path)); err != nil {
 				return c.fail(a.color.noColor, "%s: %s", sign.from, err)
 			}
+		}
+	}
+	if a.updateLocal {
+		if st := c.updateLocal(a.color.noColor, a.json || a.md.markdown); st >= 0 {
+			return st
 		}
 	}
 	view := views.NewPlan(c.view(a.color.noColor), a.json, a.md.markdown)
@@ -175,6 +188,36 @@ func (c *PlanCommand) Run(args []string) int {
 		return ExitChanges
 	}
 	return ExitOK
+}
+
+// updateLocal is plan -update-local: in policy mode, the local cookbooks
+// of policy.hcl edited since the lock was written are locked again (as
+// toque update NAME… does) before planning, and the command says so (on
+// stderr when stdout is machine output). It returns an exit status when
+// the plan must not go on, else -1.
+func (b *Base) updateLocal(noColor, machine bool) int {
+	if !policy.Exists(b.workDir()) {
+		return b.fail(noColor, "-update-local locks a policy's edited local cookbooks again, but %s holds no policy.hcl", b.workDir())
+	}
+	dir, err := b.readCacheDir()
+	v := b.view(noColor)
+	if err != nil {
+		diags := diag.Diagnostics{}.Append(err)
+		v.Diagnostics(diags)
+		return views.ExitStatus(diags)
+	}
+	ws := b.workspaceIn(dir)
+	names, res, hdiags := ws.UpdateLocal(b.ReadCtx)
+	b.addFiles(ws.Parser.Files())
+	if hdiags.HasErrors() {
+		diags := diag.Diagnostics{}.Append(hdiags)
+		v.Diagnostics(diags)
+		return max(views.ExitStatus(diags), ExitError)
+	}
+	if res != nil && res.Written {
+		views.Messages{V: v}.LocalCookbooksLocked(names, res.Changes, policy.LockFileName, machine)
+	}
+	return -1
 }
 
 // unfinishedApplies are the applies on this host that stopped part-way

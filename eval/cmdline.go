@@ -543,7 +543,7 @@ func templateReads(b *config.ResourceBlock, srcProp string, scope *Scope) (paths
 	if d.HasErrors() || !v.IsKnown() || v.IsNull() || v.Type() != cty.String {
 		return nil, false
 	}
-	src, full, err := readFile(config.TemplateDir(b.Dir), v.AsString())
+	src, full, err := newHostReader(b.Dir).readTemplate(b.Dir, v.AsString())
 	if err != nil {
 		return nil, false
 	}

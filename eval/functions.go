@@ -23,14 +23,16 @@ import (
 	"github.com/zclconf/go-cty/cty/function/stdlib"
 
 	"github.com/toquehq/toque/config"
+	"github.com/toquehq/toque/internal/lazy"
 )
 
 // Functions returns the function library expressions can call, in the
 // spirit of Terraform's. File functions resolve relative paths against
-// baseDir (the recipe file's directory). Nothing non-deterministic (uuid,
-// timestamp) is offered: a plan must be reproducible.
+// baseDir (the recipe file's directory) and keep them inside its recipes'
+// root (paths.go). Nothing non-deterministic (uuid, timestamp) is offered:
+// a plan must be reproducible.
 func Functions(baseDir string) map[string]function.Function {
-	return functionsWith(baseDir, hostReader)
+	return functionsWith(baseDir, newHostReader(baseDir))
 }
 
 // functionsWith is Functions whose file and environment functions read
@@ -38,7 +40,7 @@ func Functions(baseDir string) map[string]function.Function {
 // known at apply (a captured reader).
 func functionsWith(baseDir string, rd *reader) map[string]function.Function {
 	fs := baseFunctionsWith(baseDir, rd)
-	fs["templatefile"] = templateFileFunc(baseDir, baseFunctionsWith(baseDir, rd), rd)
+	fs["templatefile"] = templateFileFunc(baseDir, rd)
 	fs["sensitive"] = SensitiveFunc
 	fs[lazyName] = lazyFunc
 	return fs
@@ -69,7 +71,7 @@ var SensitiveFunc = function.New(&function.Spec{
 // baseFunctions is the library without templatefile (templates cannot
 // render templates).
 func baseFunctions(baseDir string) map[string]function.Function {
-	return baseFunctionsWith(baseDir, hostReader)
+	return baseFunctionsWith(baseDir, newHostReader(baseDir))
 }
 
 func baseFunctionsWith(baseDir string, rd *reader) map[string]function.Function {
@@ -151,6 +153,8 @@ func baseFunctionsWith(baseDir string, rd *reader) map[string]function.Function 
 		"csvdecode":    stdlib.CSVDecodeFunc,
 		"jsondecode":   stdlib.JSONDecodeFunc,
 		"jsonencode":   stdlib.JSONEncodeFunc,
+		"yamldecode":   yamlDecodeFunc,
+		"yamlencode":   yamlEncodeFunc,
 		"md5":          hashFunc(md5.New),
 		"sha1":         hashFunc(sha1.New),
 		"sha256":       hashFunc(sha256.New),
@@ -167,7 +171,15 @@ func baseFunctionsWith(baseDir string, rd *reader) map[string]function.Function 
 		"file":       fileFunc(baseDir, rd),
 		"filebase64": fileBase64Func(baseDir, rd),
 		"fileexists": fileExistsFunc(baseDir, rd),
+		"direxists":  dirExistsFunc(baseDir, rd),
+		"fileset":    fileSetFunc(baseDir, rd),
 		"env":        envFunc(rd),
+
+		// networks
+		"cidrhost":    cidrHostFunc,
+		"cidrnetmask": cidrNetmaskFunc,
+		"cidrsubnet":  cidrSubnetFunc,
+		"cidrsubnets": cidrSubnetsFunc,
 	}
 }
 
@@ -318,8 +330,8 @@ func absPathFunc(baseDir string) function.Function {
 	return stringFunc("path", func(p string) string { return resolve(baseDir, p) })
 }
 
-func readFile(baseDir, p string) ([]byte, string, error) {
-	full := resolve(baseDir, p)
+// readFile reads the regular file full (absolute).
+func readFile(full string) ([]byte, string, error) {
 	fi, err := os.Stat(full)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -368,24 +380,11 @@ func fileBase64Func(baseDir string, rd *reader) function.Function {
 	})
 }
 
+// fileExistsFunc is fileexists(PATH): whether a regular file is at PATH
+// (through links). Nothing there, a directory (see direxists) or another
+// kind of file answer false; a path toque may not read is an error.
 func fileExistsFunc(baseDir string, rd *reader) function.Function {
-	return function.New(&function.Spec{
-		Params: []function.Parameter{{Name: "path", Type: cty.String}},
-		Type:   function.StaticReturnType(cty.Bool),
-		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-			full := resolve(baseDir, args[0].AsString())
-			fi, err := rd.stat(baseDir, args[0].AsString())
-			switch {
-			case errors.Is(err, os.ErrNotExist):
-				return cty.False, nil
-			case err != nil:
-				return cty.UnknownVal(cty.Bool), function.NewArgErrorf(0, "checking %s: %s", full, err)
-			case fi.IsDir():
-				return cty.UnknownVal(cty.Bool), function.NewArgErrorf(0, "%s is a directory, not a file", full)
-			}
-			return cty.True, nil
-		},
-	})
+	return kindFunc(baseDir, rd, lazy.KindFile)
 }
 
 // TemplateError is returned by templatefile when the template does not
@@ -419,8 +418,10 @@ func (e *TemplateError) Error() string {
 }
 
 // templateFileFunc renders an HCL template (${…} and %{…} syntax) with
-// vars as its variables and the function library (without templatefile).
-func templateFileFunc(baseDir string, funcs map[string]function.Function, rd *reader) function.Function {
+// vars as its variables and the function library (without templatefile,
+// relative paths against the template's directory). The template is named
+// as a template's source is (paths.go).
+func templateFileFunc(baseDir string, rd *reader) function.Function {
 	return function.New(&function.Spec{
 		Params: []function.Parameter{
 			{Name: "path", Type: cty.String},
@@ -446,7 +447,8 @@ func templateFileFunc(baseDir string, funcs map[string]function.Function, rd *re
 					vars[name] = ev
 				}
 			}
-			src, full, err := rd.read(baseDir, args[0].AsString())
+			name := args[0].AsString()
+			src, full, err := rd.readTemplate(baseDir, name)
 			if err != nil {
 				return cty.DynamicVal, function.NewArgError(0, err)
 			}
@@ -457,6 +459,7 @@ func templateFileFunc(baseDir string, funcs map[string]function.Function, rd *re
 			if diags.HasErrors() {
 				return cty.DynamicVal, &TemplateError{Filename: full, Src: src, Diags: diags}
 			}
+			funcs := baseFunctionsWith(filepath.Dir(full), rd)
 			val, diags := expr.Value(&hcl.EvalContext{Variables: vars, Functions: funcs})
 			if diags.HasErrors() {
 				return cty.DynamicVal, &TemplateError{Filename: full, Src: src, Diags: diags}

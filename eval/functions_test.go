@@ -42,7 +42,7 @@ func TestFunctions(t *testing.T) {
 		{`filebase64("data/bin")`, cty.StringVal("//4="), false},
 		{`fileexists("data/x.txt")`, cty.True, false},
 		{`fileexists("data/none")`, cty.False, false},
-		{`fileexists("data")`, cty.NilVal, true},
+		{`fileexists("data")`, cty.False, false}, // a directory: see direxists
 		{`dirname("/a/b/c")`, cty.StringVal("/a/b"), false},
 		{`abspath("data") == "` + dir + `/data"`, cty.True, false},
 		{`try(tonumber("x"), 7)`, cty.NumberIntVal(7), false},

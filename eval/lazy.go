@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -140,7 +139,7 @@ func (ev *evaluator) lazyExpr(inner hcl.Expression, dir string, source func(hcl.
 		}}
 	}
 	e := &lazy.Expr{Source: text, Range: rng}
-	e.Scope = ev.capture(inner, dir)
+	e.Scope = ev.capture(inner, dir, nil)
 	return e, nil
 }
 
@@ -161,10 +160,11 @@ func sourceOf(source func(hcl.Range) string, rng hcl.Range) string {
 
 // capture records what expr reads that is fixed at plan time: the parts
 // of node and host it reads, the environment variables env() reads and
-// the recipe files the file functions read (templatefile's template
-// included, and the files it reads by literal paths). Without the host
-// (validate), nothing is captured: no plan is made.
-func (ev *evaluator) capture(expr hcl.Expression, dir string) lazy.Scope {
+// the recipe files and listings the file functions read (templatefile's
+// template included, and what it reads by literal paths), through rd (nil:
+// the recipes of dir). Without the host (validate), nothing is captured:
+// no plan is made.
+func (ev *evaluator) capture(expr hcl.Expression, dir string, rd *reader) lazy.Scope {
 	sc := lazy.Scope{Dir: dir}
 	if ev.scope == nil || ev.scope.Host == cty.NilVal || !ev.scope.Host.IsWhollyKnown() {
 		return sc
@@ -209,46 +209,12 @@ func (ev *evaluator) capture(expr hcl.Expression, dir string) lazy.Scope {
 			}
 		}
 	}
-	ev.captureFiles(&sc, expr, dir, plain, 0)
+	if rd == nil {
+		rd = newHostReader(dir)
+	}
+	sc.TemplateDir = rd.templatesDirOf(dir)
+	captureFiles(&sc, rd, expr, dir, plain, 0)
 	return sc
-}
-
-// captureFiles records the recipe files expr's file functions read by a
-// path known now (relative: against dir). A template's own reads are
-// followed (templatefile's, by literal paths), depth levels deep at most.
-func (ev *evaluator) captureFiles(sc *lazy.Scope, expr hcl.Expression, dir string, ctx *hcl.EvalContext, depth int) {
-	if depth > 2 {
-		return
-	}
-	for _, name := range lazy.HostReaders {
-		for _, c := range lazy.FindCalls(expr, name) {
-			if len(c.Args) == 0 {
-				continue
-			}
-			p, ok := knownString(c.Args[0], ctx)
-			if !ok || filepath.IsAbs(p) {
-				continue // read from the host at apply
-			}
-			full := resolve(dir, p)
-			if sc.Files == nil {
-				sc.Files = map[string]*lazy.File{}
-			}
-			if _, done := sc.Files[full]; done {
-				continue
-			}
-			b, _, err := readFile(dir, p)
-			if err != nil {
-				sc.Files[full] = nil
-				continue
-			}
-			sc.Files[full] = &lazy.File{Content: b}
-			if name == "templatefile" {
-				if t, d := hclsyntax.ParseTemplate(b, full, hcl.Pos{Line: 1, Column: 1}); !d.HasErrors() {
-					ev.captureFiles(sc, t, filepath.Dir(full), &hcl.EvalContext{}, depth+1)
-				}
-			}
-		}
-	}
 }
 
 // knownString evaluates expr to a known string, or says it cannot.

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -22,55 +21,104 @@ import (
 const lazyName = lazy.FuncName
 
 // reader is where the file and environment functions read: the host and
-// the recipe directory (hostReader), or, for a value known at apply, the
-// recipe files and environment variables its plan carries, and the host
-// for absolute paths.
+// the recipe directory (a host reader), or, for a value known at apply,
+// the recipe files, listings and environment variables its plan carries,
+// and the host for absolute paths.
 type reader struct {
 	// captured is set for a value known at apply: relative paths are read
-	// from files, environment variables from env.
-	captured bool
-	files    map[string]*lazy.File
-	env      map[string]*string
+	// from files and sets, environment variables from env.
+	captured    bool
+	files       map[string]*lazy.File
+	sets        []lazy.FileSet
+	env         map[string]*string
+	templateDir string
+	// root confines a host reader's relative paths (nil: not confined,
+	// as hostReader's environment reads need no root).
+	root *recipeRoot
 }
 
-// hostReader reads the host, the recipe directory and toque's environment.
+// hostReader reads the host and toque's environment, with no recipe
+// root: only for what reads no relative path (env, tests).
 var hostReader = &reader{}
 
+// newHostReader reads the host, and the recipes under the root of dir
+// (its cookbook, or dir itself).
+func newHostReader(dir string) *reader { return &reader{root: newRecipeRoot(dir)} }
+
 func capturedReader(sc lazy.Scope) *reader {
-	return &reader{captured: true, files: sc.Files, env: sc.Env}
+	return &reader{captured: true, files: sc.Files, sets: sc.Sets, env: sc.Env, templateDir: sc.TemplateDir}
 }
 
 // read reads path p (relative: against baseDir).
 func (rd *reader) read(baseDir, p string) ([]byte, string, error) {
+	return rd.readFull(p, resolve(baseDir, p))
+}
+
+// readFull reads full, which the path p names (relative paths are
+// recipe files: confined, or carried).
+func (rd *reader) readFull(p, full string) ([]byte, string, error) {
 	if !rd.captured || filepath.IsAbs(p) {
-		return readFile(baseDir, p)
+		if !filepath.IsAbs(p) && rd.root != nil {
+			if err := rd.root.confine(p, full); err != nil {
+				return nil, full, err
+			}
+		}
+		return readFile(full)
 	}
-	full := resolve(baseDir, p)
-	f, ok := rd.files[full]
+	f, err := rd.carried(full)
+	if err != nil {
+		return nil, full, err
+	}
 	switch {
-	case !ok:
-		return nil, full, fmt.Errorf("%s is a recipe file the plan did not carry (its path was not known when the plan was made); apply reads recipe files only from the plan", full)
 	case f == nil:
 		return nil, full, fmt.Errorf("no file %s", full)
+	case f.Kind == lazy.KindDir:
+		return nil, full, fmt.Errorf("%s is a directory, not a file", full)
+	case f.Kind != lazy.KindFile:
+		return nil, full, fmt.Errorf("%s is not a regular file", full)
 	}
 	return f.Content, full, nil
 }
 
-// stat says whether p exists, as os.Stat does; a recipe file of a value
-// known at apply exists when its plan carries it.
-func (rd *reader) stat(baseDir, p string) (fs.FileInfo, error) {
-	full := resolve(baseDir, p)
-	if !rd.captured || filepath.IsAbs(p) {
-		return os.Stat(full)
-	}
+// carried is the recipe file full as the plan carries it (nil: it did
+// not exist), or why it cannot be read.
+func (rd *reader) carried(full string) (*lazy.File, error) {
 	f, ok := rd.files[full]
 	switch {
 	case !ok:
-		return nil, fmt.Errorf("%s is a recipe file the plan did not carry (its path was not known when the plan was made)", full)
-	case f == nil:
-		return nil, fs.ErrNotExist
+		return nil, fmt.Errorf("%s is a recipe file the plan did not carry (its path was not known when the plan was made); apply reads recipe files only from the plan", full)
+	case f != nil && f.Error != "":
+		return nil, carriedError(f.Error)
 	}
-	return carriedFile{name: filepath.Base(full), size: int64(len(f.Content))}, nil
+	return f, nil
+}
+
+// carriedError is why a recipe path was refused at plan, as the plan
+// carries it: apply gives the same words.
+type carriedError string
+
+func (e carriedError) Error() string { return string(e) }
+
+// kind says what is at p (relative: against baseDir): a regular file, a
+// directory, something else, or nothing (fs.ErrNotExist), through links;
+// a recipe file of a value known at apply is what its plan carries.
+func (rd *reader) kind(baseDir, p string) (lazy.FileKind, string, error) {
+	full, err := rd.hostPath(baseDir, p)
+	if !rd.captured || filepath.IsAbs(p) {
+		if err != nil {
+			return "", full, err
+		}
+		k, err := kindOf(full)
+		return k, full, err
+	}
+	f, err := rd.carried(full)
+	switch {
+	case err != nil:
+		return "", full, err
+	case f == nil:
+		return "", full, fs.ErrNotExist
+	}
+	return f.Kind, full, nil
 }
 
 // lookupEnv is os.LookupEnv, or what the plan read.
@@ -88,20 +136,6 @@ func (rd *reader) lookupEnv(name string) (string, bool, error) {
 	}
 	return *v, true, nil
 }
-
-// carriedFile is the fs.FileInfo of a recipe file a plan carries: a
-// regular file.
-type carriedFile struct {
-	name string
-	size int64
-}
-
-func (f carriedFile) Name() string       { return f.name }
-func (f carriedFile) Size() int64        { return f.size }
-func (f carriedFile) Mode() fs.FileMode  { return 0o644 }
-func (f carriedFile) ModTime() time.Time { return time.Time{} }
-func (f carriedFile) IsDir() bool        { return false }
-func (f carriedFile) Sys() any           { return nil }
 
 // LazyContext is the evaluation context of e at apply: node and host as
 // its plan carries them, and the function library reading recipe files

@@ -126,7 +126,7 @@ func renderTemplate(b *config.ResourceBlock, tt resources.Templated, action stri
 			return diags
 		}
 		rng = src.Expr.Range()
-		v, d := renderFile(addr, config.TemplateDir(b.Dir), sv.AsString(), vars, ev, rng)
+		v, d := renderFile(addr, b.Dir, sv.AsString(), vars, ev, rng)
 		diags = append(diags, d...)
 		if d.HasErrors() {
 			return diags
@@ -163,17 +163,18 @@ func renderTemplate(b *config.ResourceBlock, tt resources.Templated, action stri
 	return diags
 }
 
-// renderFile reads, parses and evaluates the template file name (resolved
-// against dir) with vars, node and host. Problems inside the file are
-// diagnostics pointing into it; a file that cannot be read is one on rng
-// (the source attribute).
-func renderFile(addr, dir, name string, vars map[string]cty.Value, ev *evaluator, rng hcl.Range) (cty.Value, hcl.Diagnostics) {
-	src, full, err := readFile(dir, name)
+// renderFile reads, parses and evaluates the template file name (named
+// as paths.go says, for a recipe of recipeDir) with vars, node and host.
+// Problems inside the file are diagnostics pointing into it; a file that
+// cannot be read is one on rng (the source attribute).
+func renderFile(addr, recipeDir, name string, vars map[string]cty.Value, ev *evaluator, rng hcl.Range) (cty.Value, hcl.Diagnostics) {
+	rd := newHostReader(recipeDir)
+	src, full, err := rd.readTemplate(recipeDir, name)
 	if err != nil {
 		return cty.NilVal, hcl.Diagnostics{{
 			Severity: hcl.DiagError,
 			Summary:  "Cannot read the template",
-			Detail:   fmt.Sprintf("The template of %s could not be read: %s. Templates are looked up in %s.", addr, err, dir),
+			Detail:   fmt.Sprintf("The template of %s could not be read: %s. Templates are looked up in %s.", addr, err, rd.root.templatesDir()),
 			Subject:  rng.Ptr(),
 		}}
 	}
@@ -210,7 +211,7 @@ func renderFile(addr, dir, name string, vars map[string]cty.Value, ev *evaluator
 			scope[k] = v
 		}
 	}
-	v, d := expr.Value(&hcl.EvalContext{Variables: scope, Functions: baseFunctions(filepath.Dir(full))})
+	v, d := expr.Value(&hcl.EvalContext{Variables: scope, Functions: baseFunctionsWith(filepath.Dir(full), rd)})
 	if d.HasErrors() {
 		return fail(d)
 	}
@@ -241,13 +242,13 @@ func lazyTemplate(b *config.ResourceBlock, props resources.TemplateProps, src *h
 			return diags
 		}
 		rng := src.Expr.Range()
-		dir := config.TemplateDir(b.Dir)
-		text, full, err := readFile(dir, sv.AsString())
+		rd := newHostReader(b.Dir)
+		text, full, err := rd.readTemplate(b.Dir, sv.AsString())
 		if err != nil {
 			return diags.Append(&hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Cannot read the template",
-				Detail:   fmt.Sprintf("The template of %s could not be read: %s. Templates are looked up in %s.", b.Address(), err, dir),
+				Detail:   fmt.Sprintf("The template of %s could not be read: %s. Templates are looked up in %s.", b.Address(), err, rd.root.templatesDir()),
 				Subject:  rng.Ptr(),
 			})
 		}
@@ -267,7 +268,7 @@ func lazyTemplate(b *config.ResourceBlock, props resources.TemplateProps, src *h
 			ev.templateReadSensitive = true
 		}
 		e = &lazy.Expr{Source: string(text), Range: hcl.Range{Filename: full, Start: start, End: start}, Template: lazy.TemplateFile}
-		e.Scope = ev.capture(expr, filepath.Dir(full))
+		e.Scope = ev.capture(expr, filepath.Dir(full), rd)
 	}
 	if attrs[props.Variables] != nil {
 		e.Variables = props.Variables

@@ -345,18 +345,35 @@ func (p *Plan) lazyReads(e *LazyExpr, sensitive, sensitiveValue bool) []ShownVal
 		}
 		out = append(out, ShownValue{Property: "env " + name, Value: shown})
 	}
+	relName := func(path string) string {
+		if rel, err := filepath.Rel(e.Scope.Dir, path); err == nil && !strings.HasPrefix(rel, "..") {
+			return rel
+		}
+		return path
+	}
 	for _, path := range slices.Sorted(maps.Keys(e.Scope.Files)) {
 		f := e.Scope.Files[path]
 		shown := "(does not exist)"
-		if f != nil {
+		switch {
+		case f == nil:
+		case f.Error != "":
+			shown = "(refused: " + DisplayValue(cty.StringVal(f.Error)) + ")"
+		case f.Kind == lazy.KindDir:
+			shown = "(a directory)"
+		case f.Kind == lazy.KindOther:
+			shown = "(not a regular file)"
+		default:
 			sum := sha256.Sum256(f.Content)
 			shown = Summary(int64(len(f.Content)), "sha256:"+hex.EncodeToString(sum[:]))
 		}
-		name := path
-		if rel, err := filepath.Rel(e.Scope.Dir, path); err == nil && !strings.HasPrefix(rel, "..") {
-			name = rel
+		out = append(out, ShownValue{Property: "recipe file " + relName(path), Value: shown})
+	}
+	for _, set := range e.Scope.Sets {
+		shown := fmt.Sprintf("%d files", len(set.Matches))
+		if set.Error != "" {
+			shown = "(refused: " + DisplayValue(cty.StringVal(set.Error)) + ")"
 		}
-		out = append(out, ShownValue{Property: "recipe file " + name, Value: shown})
+		out = append(out, ShownValue{Property: fmt.Sprintf("recipe files %s %s", relName(set.Dir), DisplayValue(cty.StringVal(set.Pattern))), Value: shown})
 	}
 	return out
 }

@@ -368,6 +368,9 @@ func (l *Lifecycle) EvaluateActions(ctx context.Context, s *Subject, actions []s
 	}
 	first := *s
 	first.Desired = s.Desired.WithAction(actions[0])
+	if len(actions) > 1 {
+		first.Desired = first.Desired.WithLater(actions[1:])
+	}
 	rd, err := l.Evaluate(ctx, &first)
 	out := []*Reading{rd}
 	if err != nil || rd.Skip {

@@ -221,6 +221,11 @@ type Resource struct {
 	// above are the first action's; Kind stays Skip or NoOp for a
 	// resource that is skipped or not read.
 	Then []*ActionStep `json:"then,omitempty"`
+	// Provided says where what the resource's steps need comes from when
+	// an earlier step of the plan brings it with a prediction (the plan's
+	// Foresight): "/etc/nginx: created by package[nginx] (nginx-common
+	// 1.22.1-9+deb12u9)". For reviewers only: apply reads nothing of it.
+	Provided []string `json:"provided,omitempty"`
 }
 
 // ActionStep is one further action of a resource.

@@ -345,7 +345,15 @@ func DesiredResource(reg *resources.Registry, r *Resource) (resources.Type, *res
 	}
 	res := resources.NewResource(t.Schema(), r.Name, r.Action, vals)
 	res.Key = r.Index
-	return t, res.WithSecrets(r.Sensitive, r.SensitiveProperties), nil
+	d := res.WithSecrets(r.Sensitive, r.SensitiveProperties)
+	if len(r.Then) > 0 {
+		later := make([]string, len(r.Then))
+		for i, st := range r.Then {
+			later[i] = st.Action
+		}
+		d = d.WithLater(later)
+	}
+	return t, d, nil
 }
 
 // DesiredValues is the inverse of DesiredResource: the values to store.

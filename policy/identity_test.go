@@ -307,5 +307,5 @@ func TestLinkedCookbookGoesStale(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(root, "shared", "web", "recipes", "default.hcl"), "# changed behind the link\n")
 	_, _, diags := ws(t, dir, filepath.Join(root, "cache")).LoadLock(context.Background())
-	assertDiags(t, diags, []string{"The policy lock is stale"}, []string{`the cookbook "web" (cookbooks/web) changed`})
+	assertDiags(t, diags, []string{"The policy lock is stale"}, []string{"Cookbook web was edited", "toque update web"})
 }

@@ -351,6 +351,11 @@ func (w *Workspace) resolveCookbook(ctx context.Context, spec *CookbookSpec, pre
 	if cb == nil || d.HasErrors() {
 		return nil, diags
 	}
+	// A cookbook that does not parse would fail the first plan; it is
+	// refused now, with every file's diagnostics.
+	if d := checkCookbookSyntax(cb, w.Parser); d.HasErrors() {
+		return nil, append(diags, d...)
+	}
 	if cb.Name != spec.Name {
 		return fail("Cookbook name mismatch", fmt.Sprintf("The block names the cookbook %q, but its metadata.hcl says name = %q. Use the same name in both.", spec.Name, cb.Name), spec.DeclRange)
 	}

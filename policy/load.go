@@ -96,16 +96,7 @@ func (w *Workspace) LoadLock(ctx context.Context) (*Lock, config.PolicyInput, hc
 	}
 	w.trustIncludes(l)
 	if changes := w.StaleInputs(l); len(changes) > 0 {
-		var lines []string
-		for _, c := range changes {
-			lines = append(lines, "  - "+c.String())
-		}
-		return nil, in, diags.Append(&hcl.Diagnostic{
-			Severity: hcl.DiagError,
-			Summary:  "The policy lock is stale",
-			Detail: fmt.Sprintf("%s is older than its inputs:\n%s\nRun toque install to resolve the policy again (toque update to also move pinned sources), then plan.",
-				LockFileName, strings.Join(lines, "\n")),
-		})
+		return nil, in, diags.Append(staleDiag(l, changes))
 	}
 
 	seen := map[string]bool{}

@@ -6,20 +6,19 @@
 //
 // It holds no type. The built-in types live in families, each a package of
 // its own: resources/files (file, template, directory, link, remote_file,
-// the file editors file_line, file_block and ini_setting, with the
-// held-directory file system code and backups),
+// the file editors file_line, file_block and ini_setting, archive_file,
+// with the held-directory file system code and backups),
 // resources/accounts (user, group, authorized_keys and the shadow
-// databases),
-// resources/packages (package on apt/dpkg and dnf/rpm, apt_repository,
-// apt_update, yum_repository, dnf_makecache),
-// resources/commands (execute and the script types), resources/systemd
-// (service, systemd_unit), resources/system (cron_d, sysctl, mount,
-// kernel_module, swap_file, hostname, timezone, locale, alternatives,
-// sudo, ssh_known_hosts_entry) and
+// databases), resources/packages (package on apt/dpkg and dnf/rpm,
+// apt_repository, apt_update, yum_repository, dnf_makecache),
+// resources/commands (execute and the script types),
+// resources/systemd (service, systemd_unit), resources/system (cron_d,
+// sysctl, mount, kernel_module, swap_file, hostname, timezone, locale,
+// alternatives, sudo, ssh_known_hosts_entry), resources/vcs (git) and
 // resources/hcltype (types written in HCL). resources/builtin assembles
 // them into the registry; no other package imports a family (a test in
-// resources/builtin checks it), and resources/resourcetest holds the types
-// and helpers tests use.
+// resources/builtin checks it), and resources/resourcetest holds the
+// types and helpers tests use.
 //
 // # Writing a type
 //
@@ -58,6 +57,14 @@
 //     at apply (apt_update: the lists a package's version is known from).
 //   - Awaiter: a step may leave a value known only at apply, and says
 //     which facts of its reading that value is known from.
+//   - Foreseer: Load reads, where the host lacks the thing, what an
+//     earlier step of the plan predicts it will be (Foresight, built from
+//     the steps' Provides that carry a Prediction: a package's files and
+//     units), so that a template over a package's configuration file
+//     plans from the file the package ships.
+//   - PlanFacter: some facts of a reading are about the plan's
+//     circumstances (a package's candidate), not the thing; apply's
+//     end-state check does not compare them.
 //   - Definer and Composite: a type written in HCL, whose definition a
 //     plan carries and whose actions may declare child resources.
 //

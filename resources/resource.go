@@ -161,6 +161,12 @@ type Need struct {
 	AtApply      bool
 	Property     string
 	StillMissing string
+	// Prediction, on a need a step provides (Step.Provides), says what the
+	// thing will be once the step has run, when the step can know it (a
+	// file a package ships: its mode, owner and, for a configuration
+	// file, its content). The planner builds the plan's Foresight from
+	// these.
+	Prediction *Prediction
 }
 
 // NeedMeeter is implemented by a type whose steps with work meet needs
@@ -330,7 +336,25 @@ type Resource struct {
 	// out of its environment (IsSecret).
 	secretAll bool
 	secret    []string
+	// later are the actions the resource takes after this one
+	// (WithLater), for a Load whose reading serves them too.
+	later []string
 }
+
+// WithLater returns a copy of r (values shared) that knows the actions
+// the resource takes after its Action (action = ["install", "upgrade"]):
+// the planner and apply read a resource of several actions once, and the
+// later actions are planned from the state the first is predicted to
+// leave, so a Load that reads only what the action needs (a package's
+// candidate only when an action may install it) reads for them too.
+func (r *Resource) WithLater(actions []string) *Resource {
+	c := *r
+	c.later = actions
+	return &c
+}
+
+// Later lists the actions the resource takes after its Action (WithLater).
+func (r *Resource) Later() []string { return r.later }
 
 // NewResource makes a Resource of schema s. values holds the set properties.
 func NewResource(s *Schema, name, action string, values map[string]cty.Value) *Resource {
@@ -435,7 +459,7 @@ func (r *Resource) IsSecret(name string) bool {
 func (r *Resource) LoadView() *Resource {
 	out := NewResource(r.schema, r.Name, r.Action, nil)
 	out.Key = r.Key
-	out.secretAll, out.secret = r.secretAll, r.secret
+	out.secretAll, out.secret, out.later = r.secretAll, r.secret, r.later
 	for k, v := range r.Values {
 		if v != cty.NilVal && !v.IsWhollyKnown() {
 			continue
@@ -571,6 +595,13 @@ type Property struct {
 	// error. "" means the value identifies nothing shared (execute's
 	// command may run twice).
 	Namespace string
+	// Shares, on an identity property without a Namespace, names the
+	// namespace of a thing the resource changes together with others of
+	// the plan (the editors of one file, and the file that creates it):
+	// no duplicate, but apply's end-state check knows that a later
+	// resource on the same thing may leave it otherwise than this one's
+	// steps predict.
+	Shares string
 	// SensitiveWhen, when set, hides a set value for which it returns true
 	// as if the recipe had written it with sensitive(): a URL that carries
 	// a password (https://user:secret@host/…) is shown as "(sensitive)" in

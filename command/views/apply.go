@@ -270,6 +270,9 @@ func summaryCounts(rep *apply.Report) string {
 	if rep.NotStarted > 0 {
 		parts = append(parts, fmt.Sprintf("%d not started", rep.NotStarted))
 	}
+	if rep.DidNotEndAsPlanned > 0 {
+		parts = append(parts, fmt.Sprintf("%d did not end as planned", rep.DidNotEndAsPlanned))
+	}
 	return strings.Join(parts, ", ")
 }
 

@@ -14,7 +14,7 @@ import (
 
 // EventsFormatVersion is the version of the JSON event stream written by
 // EventWriter (`toque apply -json`), documented in docs/apply-json.md.
-const EventsFormatVersion = "1.3"
+const EventsFormatVersion = "1.4"
 
 // Event types of the JSON event stream.
 const (
@@ -266,8 +266,13 @@ func (e *EventWriter) Summary(rep *apply.Report) {
 			Finished    bool   `json:"plan_finished"`
 			DurationMS  int64  `json:"duration_ms"`
 			Report      string `json:"report"`
+			// Verified, NotAsPlanned and NotAsPlannedList: the end-state
+			// check (1.4).
+			Verified         bool                  `json:"verified"`
+			NotAsPlanned     int                   `json:"did_not_end_as_planned"`
+			NotAsPlannedList []apply.EndDifference `json:"not_as_planned"`
 		}{h, outcome, rep.PlanDigest, rep.Changed, rep.Unchanged, rep.AlreadyDone, rep.DoneEarlier, rep.Failed, rep.Skipped, rep.NotStarted,
-			ran, rep.Interrupted, rep.Resumed, rep.PlanFinished, dur, rep.Path}
+			ran, rep.Interrupted, rep.Resumed, rep.PlanFinished, dur, rep.Path, rep.Verified, rep.DidNotEndAsPlanned, nonNilEnd(rep.NotAsPlanned)}
 	})
 }
 
@@ -344,4 +349,11 @@ func (e *EventWriter) Error(kind string, err error, msg string, exitCode int, di
 			Diagnostics []JSONDiagnostic `json:"diagnostics"`
 		}{h, kind, msg, exitCode, staleList, holder, diags}
 	})
+}
+
+func nonNilEnd(ds []apply.EndDifference) []apply.EndDifference {
+	if ds == nil {
+		return []apply.EndDifference{}
+	}
+	return ds
 }

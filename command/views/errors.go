@@ -23,6 +23,7 @@ const (
 	KindDigestMismatch = "digest_mismatch"
 	KindUntrusted      = "untrusted_state"
 	KindAlreadyApplied = "already_applied"
+	KindNotAsPlanned   = "not_as_planned"
 	KindJournal        = "journal"
 	KindPlanRefused    = "plan_refused"
 	KindNeedsRoot      = "needs_root"
@@ -43,6 +44,10 @@ const (
 	// ExitAlreadyApplied: apply: the plan was applied already (its journal
 	// says an apply of it finished); nothing was changed.
 	ExitAlreadyApplied = 6
+	// ExitNotAsPlanned: apply: the plan was carried out, but reading the
+	// host again at the end found resources that did not end as the
+	// plan predicted (apply.EndStateError).
+	ExitNotAsPlanned = 7
 )
 
 // ErrInterrupted is the error of a command that only reads (plan,
@@ -88,6 +93,7 @@ var errorClasses = []errorClass{
 	{kind: KindInterrupted, exit: ExitInterrupted, holds: func(err error) bool { return errors.Is(err, ErrInterrupted) }},
 	typed[*apply.ResourceError](KindResourceFailed, 0, nil),
 	typed[*resources.NeedsRootError](KindNeedsRoot, 0, nil),
+	typed(KindNotAsPlanned, ExitNotAsPlanned, notAsPlannedText),
 }
 
 // typed is the class of the errors of type E, worded by word (nil: by their
@@ -314,4 +320,29 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+func notAsPlannedText(e *apply.EndStateError) (summary, detail string) {
+	var b strings.Builder
+	n := 0
+	seen := map[string]bool{}
+	for _, d := range e.Differences {
+		if !seen[d.Address] {
+			seen[d.Address] = true
+			n++
+		}
+	}
+	fmt.Fprintf(&b, "The plan was carried out, but reading the host again at the end, %d resource%s did not end where the plan said:\n", n, plural(n))
+	for _, d := range e.Differences {
+		fmt.Fprintf(&b, "\n  %s: %s: predicted %s, actual %s", EscapeLine(d.Address), EscapeLine(d.Property), EscapeLine(orNoneWord(d.Predicted)), EscapeLine(orNoneWord(d.Actual)))
+	}
+	b.WriteString("\n\nSomething besides the plan's steps changed them: a side effect of an earlier step, a package's maintainer script, or another process. Run toque plan to see what it would take now.")
+	return "Resources did not end as planned", b.String()
+}
+
+func orNoneWord(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
 }

@@ -60,6 +60,8 @@ func TestErrorClasses(t *testing.T) {
 			KindResourceFailed, ExitError, "file[/a]: boom"},
 		{"needs root", &resources.NeedsRootError{Reason: "giving /x to owner root needs root, and toque runs as uid 65534: run it as root (or leave the property out)"},
 			KindNeedsRoot, ExitError, "giving /x to owner root needs root, and toque runs as uid 65534: run it as root (or leave the property out)"},
+		{"not as planned", &apply.EndStateError{Differences: []apply.EndDifference{{Address: "sysctl[a]", Property: "value", Predicted: `"0"`, Actual: `"1"`}}},
+			KindNotAsPlanned, ExitNotAsPlanned, "Resources did not end as planned"},
 		{"plain error", errors.New("something broke"),
 			KindOther, ExitError, "something broke"},
 

@@ -3,6 +3,7 @@ package views
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"runtime"
 	"sort"
 	"strings"
@@ -46,9 +47,31 @@ func (m Messages) LockUpToDate(l *policy.Lock) {
 	fmt.Fprintf(m.V.Streams.Stdout, "No changes: the lock is up to date (revision %s).\n", l.RevisionID)
 }
 
+// LocalCookbooksLocked says that plan -update-local locked the edited
+// local cookbooks names again before planning, and what moved: on stdout
+// before the plan's text, on stderr when stdout carries JSON or Markdown.
+func (m Messages) LocalCookbooksLocked(names []string, changes *policy.LockChanges, file string, toStderr bool) {
+	w := m.V.Streams.Stdout
+	if toStderr {
+		w = m.V.Streams.Stderr
+	}
+	what := "cookbook"
+	if len(names) > 1 {
+		what = "cookbooks"
+	}
+	fmt.Fprintf(w, "Edited local %s %s locked again (as toque update %s does).\n", what, EscapeLine(strings.Join(names, ", ")), EscapeLine(strings.Join(names, " ")))
+	if changes != nil {
+		lockChangesTo(w, changes)
+	}
+	fmt.Fprintf(w, "\nWrote %s.\n\n", file)
+}
+
 // lockChanges lists what moved from the previous lock.
 func (m Messages) lockChanges(c *policy.LockChanges) {
-	w := m.V.Streams.Stdout
+	lockChangesTo(m.V.Streams.Stdout, c)
+}
+
+func lockChangesTo(w io.Writer, c *policy.LockChanges) {
 	fmt.Fprintln(w)
 	switch {
 	case c.OldRevision == "":

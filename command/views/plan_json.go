@@ -18,7 +18,7 @@ import (
 // JSONViewVersion is the version of the `toque show -json` format
 // (docs/plan-json.md). The minor version grows when fields are added; the
 // major version changes only when a field changes meaning or is removed.
-const JSONViewVersion = "1.7"
+const JSONViewVersion = "1.8"
 
 // The view types below are the documented machine format. They are kept
 // apart from the plan file model so that either can change without silently
@@ -229,6 +229,9 @@ type jsonResource struct {
 	KnownAtApply []jsonLazy `json:"known_at_apply"`
 	// Awaits are the values the resource type knows only at apply (1.5).
 	Awaits []jsonAwait `json:"awaits"`
+	// Provided says where what the resource needs comes from when an
+	// earlier step brings it (a package's directory) (1.6).
+	Provided []string `json:"provided"`
 }
 
 // jsonAwait is a value a resource type knows only at apply: what it
@@ -498,6 +501,7 @@ func viewResource(s *plan.Shown, notifiedBy []plan.Trigger) jsonResource {
 		Notifications:   make([]jsonNotification, 0, len(r.Notifications)),
 		NotifiedBy:      make([]jsonTrigger, 0, len(notifiedBy)),
 		Fingerprint:     r.Fingerprint,
+		Provided:        nonNil(r.Provided),
 	}
 	for _, k := range slices.Sorted(maps.Keys(r.Desired)) {
 		if s.IsSensitive(k) {

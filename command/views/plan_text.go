@@ -290,6 +290,9 @@ func renderStep(bw *errWriter, pt painter, s *plan.Shown, label string) {
 	if s.UnknownType {
 		bw.printf("  %s\n", pt.faint(fmt.Sprintf("#   (type %s is not a resource type of this build of toque: apply refuses this plan)", EscapeLine(strconv.Quote(r.Type)))))
 	}
+	for _, from := range r.Provided {
+		bw.printf("  %s\n", pt.faint("#   "+EscapeLine(from)))
+	}
 	why := EscapeLine(s.Why)
 	if why != "" && len(s.Guards) == 0 && (r.Kind == resources.Update && len(s.Changes) == 0 || r.Kind == resources.Delete) {
 		// No property changes to show (a lock, a touch): the reason is

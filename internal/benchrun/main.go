@@ -45,9 +45,11 @@ func main() {
 	prebuilt := flag.String("bin", "", "time this toque binary instead of building the working tree's")
 	flag.StringVar(&profile, "profile", "", "build toque with the toque_pprof tag and write CPU and heap profiles of every run under this directory")
 	packages := flag.Int("packages", 0, "instead: time the plan of this many installed package resources (see packages.go)")
+	flag.BoolVar(&withAnsible, "ansible", false, "with -packages: also time Ansible's apt module --check of the same packages (installs ansible-core from the machine's apt sources inside a throwaway mount namespace: needs root and Debian's mirror)")
 	remoteFiles := flag.Int("remote-files", 0, "instead: time the plan of this many remote_file resources whose checksums match (see packages.go)")
 	custom := flag.Int("customtypes", 0, "instead: time the plan of this many resources of a type written in HCL, with and without batch (see customtypes.go)")
 	forEach := flag.Int("foreach", 0, "instead: time the no-op plan of this many files made by for_each against as many written-out blocks (see foreach.go)")
+	fresh := flag.Bool("freshhost", false, "instead: time the plan of a web server role on a fresh host (package cache cold and warm) against a converged one (see freshhost.go; root)")
 	flag.Parse()
 
 	if *genDir != "" {
@@ -100,6 +102,10 @@ func main() {
 	}
 	if *guards > 0 {
 		benchGuards(work, bin, *guards, *runs, *par)
+		return
+	}
+	if *fresh {
+		benchFreshHost(work, bin, *runs)
 		return
 	}
 	if *custom > 0 {

@@ -40,8 +40,10 @@ func benchPackages(work, bin string, n, runs int) {
 	upgrades := filepath.Join(dir, "recipes-upgrade")
 	check(os.MkdirAll(upgrades, 0o755))
 	var index, status, recipe, upgrade bytes.Buffer
+	var names []string
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("bench-pkg-%03d", i)
+		names = append(names, name)
 		fmt.Fprintf(&index, "Package: %s\nVersion: 1.0\nArchitecture: all\nMaintainer: bench <bench@example.invalid>\nFilename: ./%s_1.0_all.deb\nSize: 600\nSHA256: %064x\nDescription: benchmark package\n\n", name, name, i)
 		fmt.Fprintf(&status, "Package: %s\nStatus: install ok installed\nPriority: optional\nArchitecture: all\nVersion: 1.0\nMaintainer: bench <bench@example.invalid>\nDescription: benchmark package\n\n", name)
 		fmt.Fprintf(&recipe, "package %q {}\n", name)
@@ -82,8 +84,18 @@ func benchPackages(work, bin string, n, runs int) {
 		}
 		fmt.Printf("  %-56s %10s\n", "machine's own database and apt lists, in an overlay", ds[0].Round(time.Millisecond))
 		fmt.Printf("  %-56s %10s\n", "  the same without docker-clean (apt keeps pkgcache.bin)", ds[1].Round(time.Millisecond))
+		if c.what == "action install" && withAnsible {
+			if d, err := ansibleBeside(dir, names, status.Bytes(), runs); err != nil {
+				fmt.Printf("  %-56s %10s\n", "Ansible's apt --check, the same packages", "skipped: "+err.Error())
+			} else {
+				fmt.Printf("  %-56s %10s\n", "Ansible's apt --check, the same packages (overlay)", d.Round(time.Millisecond))
+			}
+		}
 	}
 }
+
+// withAnsible adds Ansible's figure to the packages benchmark (-ansible).
+var withAnsible bool
 
 // packagesOnHostLists times the plan in a mount namespace whose /etc and
 // /var are overlays of the machine's: its dpkg status plus the benchmark's
@@ -237,4 +249,65 @@ func medianSamples(runs int, f func() sample) (wall, cpu time.Duration) {
 	sort.Slice(ws, func(i, j int) bool { return ws[i] < ws[j] })
 	sort.Slice(cs, func(i, j int) bool { return cs[i] < cs[j] })
 	return ws[len(ws)/2], cs[len(cs)/2]
+}
+
+// ansibleBeside times, for comparison, Ansible's apt module checking the
+// same n installed packages (ansible-playbook --check, one task with the
+// n names, state present), in a mount namespace whose /etc, /var and /usr
+// are overlays of the machine's, with ansible-core installed there from
+// the machine's own apt sources (so it needs Debian's mirror) and the
+// benchmark's packages in its dpkg status: nothing of the machine
+// changes. It returns the median, or why it could not run.
+func ansibleBeside(dir string, names []string, status []byte, runs int) (time.Duration, error) {
+	layers, err := os.MkdirTemp(dir, "ansible-")
+	if err != nil {
+		return 0, err
+	}
+	for _, d := range []string{"eu", "ew", "vu", "vw", "uu", "uw"} {
+		if err := os.MkdirAll(filepath.Join(layers, d), 0o755); err != nil {
+			return 0, err
+		}
+	}
+	extra := filepath.Join(layers, "status-extra")
+	if err := os.WriteFile(extra, status, 0o644); err != nil {
+		return 0, err
+	}
+	var play strings.Builder
+	play.WriteString("- hosts: localhost\n  connection: local\n  gather_facts: false\n  tasks:\n    - apt:\n        state: present\n        name:\n")
+	for _, n := range names {
+		fmt.Fprintf(&play, "          - %s\n", n)
+	}
+	if err := os.WriteFile(filepath.Join(layers, "play.yml"), []byte(play.String()), 0o644); err != nil {
+		return 0, err
+	}
+	script := fmt.Sprintf(`set -e
+mount -t overlay overlay -o lowerdir=/etc,upperdir=%[1]s/eu,workdir=%[1]s/ew /etc
+mount -t overlay overlay -o lowerdir=/var,upperdir=%[1]s/vu,workdir=%[1]s/vw /var
+mount -t overlay overlay -o lowerdir=/usr,upperdir=%[1]s/uu,workdir=%[1]s/uw /usr
+command -v ansible-playbook >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get -q -y install ansible-core >/dev/null
+printf '\n' >> /var/lib/dpkg/status
+cat %[1]s/status-extra >> /var/lib/dpkg/status
+export ANSIBLE_LOCALHOST_WARNING=False ANSIBLE_INVENTORY_UNPARSED_WARNING=False
+ansible-playbook --check %[1]s/play.yml >/dev/null
+for i in $(seq %[2]d); do
+  s=$(date +%%s%%N); ansible-playbook --check %[1]s/play.yml >/dev/null; e=$(date +%%s%%N)
+  echo "ansible $(( (e - s) / 1000 ))"
+done`, layers, runs)
+	out, err := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c", script).CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
+	}
+	var ds []time.Duration
+	for _, l := range strings.Split(string(out), "\n") {
+		var which string
+		var us int64
+		if _, err := fmt.Sscan(l, &which, &us); err == nil && which == "ansible" {
+			ds = append(ds, time.Duration(us)*time.Microsecond)
+		}
+	}
+	if len(ds) == 0 {
+		return 0, fmt.Errorf("no timings: %s", out)
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds[len(ds)/2], nil
 }

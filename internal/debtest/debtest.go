@@ -34,6 +34,14 @@ type Pkg struct {
 	// on the host with DPKG_ROOT set (dpkg --force-script-chrootless), so
 	// it must write only under "${DPKG_ROOT}".
 	Postinst string
+	// Files are more files the package ships, by path without the
+	// leading slash ("etc/web/web.conf"), with their content; Dirs more
+	// (empty) directories; Conffiles more configuration files (absolute
+	// paths, each among Files). A file under lib/systemd/system is a
+	// unit.
+	Files     map[string]string
+	Dirs      []string
+	Conffiles []string
 }
 
 // File is the .deb's file name.
@@ -62,12 +70,25 @@ func Build(t testing.TB, dir string, p Pkg) string {
 		"DEBIAN/control":                   control,
 		"usr/share/" + p.Name + "/version": p.Version + "\n",
 	}
+	var conffiles []string
 	if p.Conffile != "" {
 		files["etc/"+p.Name+".conf"] = p.Conffile
-		files["DEBIAN/conffiles"] = "/etc/" + p.Name + ".conf\n"
+		conffiles = append(conffiles, "/etc/"+p.Name+".conf")
+	}
+	for name, content := range p.Files {
+		files[name] = content
+	}
+	conffiles = append(conffiles, p.Conffiles...)
+	if len(conffiles) > 0 {
+		files["DEBIAN/conffiles"] = strings.Join(conffiles, "\n") + "\n"
 	}
 	for name, content := range files {
 		write(t, filepath.Join(tree, name), content, 0o644)
+	}
+	for _, d := range p.Dirs {
+		if err := os.MkdirAll(filepath.Join(tree, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if p.Postinst != "" {
 		write(t, filepath.Join(tree, "DEBIAN/postinst"), "#!/bin/sh\nset -e\n"+p.Postinst+"\n", 0o755)

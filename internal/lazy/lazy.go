@@ -57,8 +57,7 @@ type Expr struct {
 
 // Scope is the part of an expression's scope a plan carries: apply
 // evaluates the expression with these, and reads the host only through
-// the functions that read absolute paths (file, filebase64, fileexists,
-// templatefile).
+// the functions that read absolute paths (HostReaders).
 type Scope struct {
 	// Dir is the directory relative paths resolve against: the recipe's
 	// (a template file's own, for its text).
@@ -76,17 +75,62 @@ type Scope struct {
 	// plan time; nil for one that was not set.
 	Env map[string]*string `json:"env,omitempty"`
 	// Files holds the recipe files the expression reads (relative paths,
-	// resolved against Dir, as file, filebase64, fileexists and
+	// resolved against Dir, as file, filebase64, fileexists, direxists and
 	// templatefile see them), as they were at plan time, by absolute path;
 	// nil for one that did not exist. Apply reads recipe files from here,
 	// never from the recipe directory; absolute paths are the host's, read
 	// when the expression is evaluated.
 	Files map[string]*File `json:"files,omitempty"`
+	// Sets holds the listings fileset() made of recipe directories (by a
+	// relative path), as they were at plan time.
+	Sets []FileSet `json:"sets,omitempty"`
+	// TemplateDir is the directory templatefile() names templates from
+	// when it is not Dir: a cookbook's templates/ (see TemplateName).
+	TemplateDir string `json:"template_dir,omitempty"`
 }
 
-// File is a recipe file as a plan carries it.
+// File is a recipe file as a plan carries it: a regular file's content,
+// a directory, something else, or why the path was refused.
 type File struct {
-	Content []byte `json:"content"`
+	Content []byte   `json:"content"`
+	Kind    FileKind `json:"kind,omitempty"`
+	// Error is why the path could not be read at plan (it leads out of
+	// the cookbook, say): reading it at apply fails the same way.
+	Error string `json:"error,omitempty"`
+}
+
+// FileKind is what a carried path is.
+type FileKind string
+
+// The kinds of a carried path.
+const (
+	KindFile  FileKind = ""      // a regular file (through links)
+	KindDir   FileKind = "dir"   // a directory
+	KindOther FileKind = "other" // a device, a pipe, a socket
+)
+
+// FileSet is one fileset() listing a plan carries: the files under Dir
+// whose paths (relative to Dir, slash-separated) match Pattern, sorted,
+// or the error listing them gave.
+type FileSet struct {
+	Dir     string   `json:"dir"`
+	Pattern string   `json:"pattern"`
+	Matches []string `json:"matches"`
+	Error   string   `json:"error,omitempty"`
+}
+
+// TemplateName is the name templatefile() or a template's source gives,
+// as it reads from the templates directory: when that is not dir (a
+// cookbook's templates/), a leading "templates/" is dropped, so that the
+// name cookbooks wrote relative to their root names the same file.
+func TemplateName(dir, templateDir, name string) string {
+	if filepath.IsAbs(name) || filepath.Clean(templateDir) == filepath.Clean(dir) {
+		return name
+	}
+	if rest, ok := strings.CutPrefix(filepath.ToSlash(name), "templates/"); ok {
+		return filepath.FromSlash(rest)
+	}
+	return name
 }
 
 // Parse parses e's Source as it is evaluated: an expression, or a template
@@ -153,10 +197,25 @@ func (e *Expr) Check() error {
 			return fmt.Errorf("reads %s, which its scope does not carry", root)
 		}
 	}
-	for path := range e.Scope.Files {
+	for path, f := range e.Scope.Files {
 		if !filepath.IsAbs(path) {
 			return fmt.Errorf("carries a recipe file by a relative path (%q)", truncate(path, 60))
 		}
+		if f != nil {
+			switch f.Kind {
+			case KindFile, KindDir, KindOther:
+			default:
+				return fmt.Errorf("carries a recipe file of no known kind (%q)", truncate(string(f.Kind), 20))
+			}
+		}
+	}
+	for _, set := range e.Scope.Sets {
+		if !filepath.IsAbs(set.Dir) {
+			return fmt.Errorf("carries a listing of a directory by a relative path (%q)", truncate(set.Dir, 60))
+		}
+	}
+	if e.Scope.TemplateDir != "" && !filepath.IsAbs(e.Scope.TemplateDir) {
+		return fmt.Errorf("names its templates directory by a relative path (%q)", truncate(e.Scope.TemplateDir, 60))
 	}
 	return nil
 }
@@ -198,7 +257,7 @@ func FindCalls(expr hcl.Expression, name string) []*hclsyntax.FunctionCallExpr {
 // HostReaders are the functions that read the host when a value is
 // evaluated at apply: given an absolute path, they read it then; a
 // relative path is a recipe file, which the plan carries.
-var HostReaders = []string{"file", "filebase64", "fileexists", "templatefile"}
+var HostReaders = []string{"file", "filebase64", "fileexists", "direxists", "fileset", "templatefile"}
 
 // Reads is what a value known at apply, or a run-time guard, reads on the
 // host, as far as toque can tell from its text.
@@ -276,7 +335,11 @@ func (e *Expr) hostReads(expr hclsyntax.Expression, dir string, ctx *hcl.EvalCon
 				paths[filepath.Clean(p)] = true
 				r.Host = true
 			case name == "templatefile":
-				full := filepath.Join(dir, p)
+				tdir := dir
+				if depth == 0 && e.Scope.TemplateDir != "" {
+					tdir = e.Scope.TemplateDir
+				}
+				full := filepath.Join(tdir, TemplateName(dir, tdir, p))
 				f := e.Scope.Files[full]
 				if f == nil || depth > 2 {
 					r.Host = true

@@ -94,6 +94,10 @@ func TestCheck(t *testing.T) {
 		{&Expr{Source: `"x"`, Template: "other"}, "no known kind"},
 		{&Expr{Source: `"x"`, Variables: "variables"}, "without a template"},
 		{&Expr{Source: `"x"`, Scope: Scope{Files: map[string]*File{"rel": nil}}}, "relative path"},
+		{&Expr{Source: `"x"`, Scope: Scope{Files: map[string]*File{"/d": {Kind: KindDir}}, Sets: []FileSet{{Dir: "/d", Pattern: "*"}}, TemplateDir: "/t"}}, ""},
+		{&Expr{Source: `"x"`, Scope: Scope{Files: map[string]*File{"/d": {Kind: "fifo"}}}}, "no known kind"},
+		{&Expr{Source: `"x"`, Scope: Scope{Sets: []FileSet{{Dir: "d", Pattern: "*"}}}}, "relative path"},
+		{&Expr{Source: `"x"`, Scope: Scope{TemplateDir: "templates"}}, "relative path"},
 	}
 	for _, c := range cases {
 		err := c.e.Check()
@@ -102,6 +106,24 @@ func TestCheck(t *testing.T) {
 			t.Errorf("%q: %v", c.e.Source, err)
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%q: got %v, want %q", c.e.Source, err, c.want)
+		}
+	}
+}
+
+// TestTemplateName: in a cookbook (a templates directory that is not the
+// recipe's), a leading templates/ names the same file; elsewhere a name
+// is what it says.
+func TestTemplateName(t *testing.T) {
+	cases := []struct{ dir, tdir, name, want string }{
+		{"/cb", "/cb/templates", "site.tpl", "site.tpl"},
+		{"/cb", "/cb/templates", "templates/site.tpl", "site.tpl"},
+		{"/cb", "/cb/templates", "sub/templates/x", "sub/templates/x"},
+		{"/r", "/r", "templates/site.tpl", "templates/site.tpl"},
+		{"/cb", "/cb/templates", "/abs/templates/x", "/abs/templates/x"},
+	}
+	for _, c := range cases {
+		if got := TemplateName(c.dir, c.tdir, c.name); got != c.want {
+			t.Errorf("TemplateName(%q, %q, %q) = %q, want %q", c.dir, c.tdir, c.name, got, c.want)
 		}
 	}
 }

@@ -355,6 +355,16 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 		}
 		return inst
 	}
+	// What earlier steps bring (a package's files and units): the
+	// resources that read it are planned again from it (foresight.go).
+	nctx := ctx
+	if ctx.Err() == nil {
+		fs, d := p.foresee(ctx, logger, order, results, current, salt)
+		diags = append(diags, d...)
+		if fs != nil {
+			nctx = resources.WithForesight(ctx, fs)
+		}
+	}
 
 	var planned []*eval.Instance
 	var ress []*plan.Resource
@@ -400,7 +410,7 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 		}
 	}
 	if ctx.Err() == nil {
-		diags = append(diags, p.planNotifications(ctx, logger, planned, ress, pl, salt)...)
+		diags = append(diags, p.planNotifications(nctx, logger, planned, ress, pl, salt)...)
 		diags = append(diags, p.checkAwaited(pl, awaiting)...)
 	}
 	markErrored(pl, diags)
@@ -800,7 +810,11 @@ func (p *Planner) preload(ctx context.Context, logger hclog.Logger, insts []*eva
 			// depend on a guard: it is read on its own.
 			continue
 		}
-		s := &plan.Subject{Address: instAddress(inst), Type: inst.Type, Desired: inst.Resource}
+		desired := inst.Resource
+		if len(inst.Actions) > 1 {
+			desired = desired.WithLater(inst.Actions[1:])
+		}
+		s := &plan.Subject{Address: instAddress(inst), Type: inst.Type, Desired: desired}
 		subjects = append(subjects, s)
 		of[s] = inst
 	}

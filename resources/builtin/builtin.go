@@ -9,18 +9,19 @@ import (
 	"github.com/toquehq/toque/resources/packages"
 	"github.com/toquehq/toque/resources/system"
 	"github.com/toquehq/toque/resources/systemd"
+	"github.com/toquehq/toque/resources/vcs"
 )
 
-// Registry returns a registry of toque's built-in resource types: file,
-// template, directory, link, remote_file, the editors of files toque does
-// not own (file_line, file_block, ini_setting), execute and the script family
-// (script, bash, sh, csh, python, perl, powershell_script), the host's
-// packages (package, apt_repository, apt_update), user, group,
-// authorized_keys, cron_d,
-// sysctl, mount, kernel_module, swap_file, hostname, timezone, locale,
-// alternatives, sudo, ssh_known_hosts_entry, service and systemd_unit; it makes the types written in HCL with
-// hcltype.New. Callers add further types by building their own
-// registry; nothing registers itself.
+// Registry returns a registry of toque's built-in resource types — the
+// files family (file, template, directory, link, remote_file, the editors
+// file_line, file_block and ini_setting, archive_file), git, the packages
+// family (package, apt_repository, apt_update), execute and the script
+// types, the accounts family (user, group, authorized_keys), the system
+// family (cron_d, sysctl, mount, kernel_module, swap_file, hostname,
+// timezone, locale, alternatives, sudo, ssh_known_hosts_entry), service and
+// systemd_unit — and makes the types written in HCL with hcltype.New.
+// Callers add further types by building their own registry; nothing
+// registers itself.
 func Registry() *resources.Registry {
 	return resources.NewRegistry(Types()...).WithDefine(hcltype.New)
 }
@@ -30,6 +31,8 @@ func Types() []resources.Type {
 	return []resources.Type{
 		files.BuiltinFileType(), files.TemplateType(), files.DirectoryType(), files.LinkType(), files.RemoteFileType(),
 		files.FileLineType(), files.FileBlockType(), files.IniSettingType(),
+		files.ArchiveFileType(),
+		vcs.GitType(),
 		packages.PackageType(), packages.AptRepositoryType(), packages.AptUpdateType(),
 		packages.YumRepositoryType(), packages.DnfMakecacheType(),
 		commands.ExecuteType(), commands.ScriptType(), commands.BashType(), commands.ShType(), commands.CshType(), commands.PythonType(), commands.PerlType(), commands.PowerShellScriptType(),

@@ -15,7 +15,7 @@ import (
 // engine (config, eval, plan, apply, guard, command) sees types through the
 // resources contract and a *resources.Registry, so a new type touches
 // nothing but its family and this package.
-var families = []string{"files", "accounts", "packages", "commands", "systemd", "system", "hcltype"}
+var families = []string{"files", "accounts", "packages", "commands", "systemd", "system", "hcltype", "vcs"}
 
 const module = "github.com/toquehq/toque"
 

@@ -56,6 +56,9 @@ func (t *directoryType) Load(ctx context.Context, r *resources.Resource) (*resou
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	defer f.close()
+	if st, err := foreseen(ctx, path, f); st != nil || err != nil {
+		return st, err
+	}
 	st := stateOf(f)
 	if !f.exists || (f.link != "" && !f.followed) || f.st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return st, nil
@@ -78,7 +81,8 @@ func isDirectory(st *resources.State) bool {
 // Plan decides what the directory's action does. It never does I/O.
 func (t *directoryType) Plan(action string, desired *resources.Resource, current *resources.State) (*resources.Step, error) {
 	step, err := planWithMode(desired, current, 0o755, true, func(d *resources.Resource) (*resources.Step, error) { return t.plan(action, d, current) })
-	return withPathNeeds(step, err, current, desired.String("path"), true, desired.Bool("recursive"))
+	step, err = withPathNeeds(step, err, current, desired.String("path"), true, desired.Bool("recursive"))
+	return withForeseen(step, err, current)
 }
 
 func (t *directoryType) plan(action string, desired *resources.Resource, current *resources.State) (*resources.Step, error) {

@@ -80,9 +80,10 @@ type editBatch struct{}
 var textEditors = map[string]textEditor{"file_line": lineEditor{}, "file_block": blockEditor{}, "ini_setting": iniEditor{}}
 
 // editPathProperty is an editor's path: an identity, but in no namespace,
-// as several editors edit one file (and a file resource may create it).
+// as several editors edit one file (and a file resource may create it);
+// the file is a thing they share.
 func editPathProperty() *resources.Property {
-	return &resources.Property{Name: "path", Type: cty.String, Identity: true, Required: true, Normalize: props.NormalizePath, Validate: props.ValidateAbsPath,
+	return &resources.Property{Name: "path", Type: cty.String, Identity: true, Required: true, Shares: resources.NamespacePath, Normalize: props.NormalizePath, Validate: props.ValidateAbsPath,
 		Description: "Absolute path of the file to edit; it must exist, or be created by an earlier resource of the plan."}
 }
 
@@ -575,4 +576,24 @@ func plural1(n int) string {
 		return "s"
 	}
 	return ""
+}
+
+// Predict is the state an edit leaves: the file with the edited content
+// (and its checksum, when the content is private and the step shows only
+// that), as the next reading of the file will find it.
+func (t *editType) Predict(desired *resources.Resource, current *resources.State, step *resources.Step) (*resources.State, error) {
+	if step.Kind != resources.Update || !current.Exists {
+		return resources.PredictFromChanges(current, step), nil
+	}
+	text, ok := editableText(current)
+	if !ok {
+		return resources.PredictFromChanges(current, step), nil
+	}
+	out, _, err := t.ed.edit(desired.Action, desired, text)
+	if err != nil {
+		return nil, err
+	}
+	st := current.Clone()
+	setEditValues(st, out)
+	return st, nil
 }

@@ -97,6 +97,9 @@ func (t *fileType) load(ctx context.Context, r *resources.Resource, withContent 
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	defer f.close()
+	if st, err := foreseen(ctx, path, f); st != nil || err != nil {
+		return st, err
+	}
 	st := stateOf(f)
 	if !f.exists || (f.link != "" && !f.followed) || f.st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return st, nil
@@ -180,7 +183,8 @@ func hardLinkRisk(f *found, si statInfo) string {
 // Plan decides what the file's action does. It never does I/O.
 func (t *fileType) Plan(action string, desired *resources.Resource, current *resources.State) (*resources.Step, error) {
 	step, err := planWithMode(desired, current, 0o644, false, func(d *resources.Resource) (*resources.Step, error) { return t.plan(action, d, current) })
-	return withPathNeeds(step, err, current, desired.String("path"), false, false)
+	step, err = withPathNeeds(step, err, current, desired.String("path"), false, false)
+	return withForeseen(step, err, current)
 }
 
 func (t *fileType) plan(action string, desired *resources.Resource, current *resources.State) (*resources.Step, error) {

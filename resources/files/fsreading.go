@@ -32,6 +32,10 @@ type fsReading struct {
 	// undoneBy, when not nil, are the editors after this one that change
 	// what it puts in the file: they would fight on every apply.
 	undoneBy []string
+	// foreseenBy names the earlier step of the plan whose prediction Load
+	// read, the host lacking the path (foreseen.go): "package[nginx]
+	// (nginx-common 1.22.1-9+deb12u9)".
+	foreseenBy string
 }
 
 var noReading fsReading

@@ -32,6 +32,9 @@ type packageType struct {
 	named      func(name string) (PackageProvider, error)
 	namedMu    sync.Mutex
 	namedProvs map[string]PackageProvider
+	// cacheDir returns the download cache the .debs a plan installs are
+	// kept in (debCache).
+	cacheDir func() string
 }
 
 // Default timeouts, in seconds.
@@ -51,7 +54,7 @@ const (
 func PackageType() resources.Type { return newPackageType(hostPackageProvider) }
 
 func newPackageType(provider func() (PackageProvider, error)) *packageType {
-	return &packageType{provider: provider, schema: &resources.Schema{
+	return &packageType{provider: provider, cacheDir: defaultDebCacheDir, schema: &resources.Schema{
 		Name:        "package",
 		Description: "Installs, upgrades, removes or purges packages with the host's package manager.",
 		Properties: []*resources.Property{
@@ -259,6 +262,7 @@ const (
 	xApt       = "apt"        // what the package manager would do (its simulation)
 	xRefused   = "refused"    // why it refuses to
 	xSearched  = "searched"   // the repositories searched for a package nobody offers
+	xDeb       = "deb:"       // a .deb the install unpacks: "VERSION ARCH sha256:HEX", by package
 )
 
 // Load reads one resource's packages; LoadAll is the same for many.
@@ -362,15 +366,17 @@ func (t *packageType) loadWith(ctx context.Context, prov PackageProvider, rs []*
 		return nil, nil, fmt.Errorf("reading the package database: %w", err)
 	}
 	// What the repositories offer, only for the packages whose action
-	// depends on it.
+	// depends on it; for a resource that installs only packages that are
+	// not installed, with no version, its simulation says (probe).
+	probed := t.probe(ctx, prov, rs, reqs, infos, files, errs)
 	var ask []*PackageInfo
 	asked := map[string]bool{}
 	for i, r := range rs {
-		if errs[i] != nil {
+		if errs[i] != nil || probed[i] != nil {
 			continue
 		}
 		for _, q := range reqs[i] {
-			if info := infos[q.name]; info != nil && !asked[q.name] && needsOffer(r, files[i] != nil) {
+			if info := infos[q.name]; info != nil && !asked[q.name] && needsOffer(r, q, info, files[i] != nil) {
 				asked[q.name] = true
 				ask = append(ask, info)
 			}
@@ -397,13 +403,18 @@ func (t *packageType) loadWith(ctx context.Context, prov PackageProvider, rs []*
 			}
 		}
 	}
-	t.simulate(ctx, prov, rs, states, searched)
+	changes := t.simulate(ctx, prov, rs, states, searched, probed)
+	if arch, ok := prov.(debArchiver); ok {
+		t.readArchives(ctx, arch, rs, states, errs, files, changes)
+	}
 	return states, errs, nil
 }
 
 // simulate asks the package manager, for every resource with work, what
-// it would do, a few at a time; it records the answer in the State.
-func (t *packageType) simulate(ctx context.Context, prov PackageProvider, rs []*resources.Resource, states []*resources.State, searched string) {
+// it would do, a few at a time; it records the answer in the State and
+// returns it, per resource (nil: no simulation).
+func (t *packageType) simulate(ctx context.Context, prov PackageProvider, rs []*resources.Resource, states []*resources.State, searched string, probed []*PackageOutcome) [][]PackageChange {
+	changes := make([][]PackageChange, len(rs))
 	sem := make(chan struct{}, simulationParallelism)
 	var wg sync.WaitGroup
 	for i, st := range states {
@@ -422,10 +433,16 @@ func (t *packageType) simulate(ctx context.Context, prov PackageProvider, rs []*
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			out, err := prov.Simulate(ctx, d.op)
+			out, err := probed[i], error(nil)
+			if out == nil {
+				out, err = prov.Simulate(ctx, d.op)
+			}
 			if err != nil {
 				st.Extra[xRefused] = err.Error()
 				return
+			}
+			if d.op.Verb == "install" {
+				changes[i] = out.Changes
 			}
 			var ws []string
 			for _, c := range out.Changes {
@@ -435,16 +452,32 @@ func (t *packageType) simulate(ctx context.Context, prov PackageProvider, rs []*
 		}()
 	}
 	wg.Wait()
+	return changes
 }
 
 // needsOffer reports whether the reading of r records what the
-// repositories offer its packages: for install and upgrade (not from a file), even
-// for an installed package that install leaves alone, because the next
-// action of the same resource (action = ["install", "upgrade"]) is
-// planned from this reading; never for remove and purge.
-func needsOffer(r *resources.Resource, fromFile bool) bool {
-	action := r.EffectiveAction()
-	return (action == "install" || action == "upgrade") && !fromFile
+// repositories offer its package q (info: what dpkg says of it): only
+// when an action of r may install it. An install of a package installed
+// at the version asked (any, when none is) needs no candidate: reading
+// candidates re-parses every list apt has (apt-cache policy), the bulk of
+// a no-op plan. A later action of the same resource (action = ["install",
+// "upgrade"]) is planned from this reading, so one that may install
+// counts too. Never for remove and purge, nor for a local file.
+func needsOffer(r *resources.Resource, q pkgRequest, info *PackageInfo, fromFile bool) bool {
+	if fromFile {
+		return false
+	}
+	for _, a := range append([]string{r.EffectiveAction()}, r.Later()...) {
+		switch a {
+		case "upgrade":
+			return true
+		case "install":
+			if info.State != PkgInstalled || (q.version != "" && q.version != info.Installed) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // packageState is the State of one resource's packages: the installed
@@ -472,7 +505,7 @@ func packageState(r *resources.Resource, reqs []pkgRequest, infos map[string]*Pa
 		if info.Held {
 			st.Extra[xHeld+q.name] = "yes"
 		}
-		if action != "install" && action != "upgrade" || file != nil {
+		if action != "install" && action != "upgrade" || !needsOffer(r, q, info, file != nil) {
 			continue
 		}
 		if q.version != "" {
@@ -792,7 +825,8 @@ func (t *packageType) Plan(action string, desired *resources.Resource, current *
 	if current.Exists {
 		kind = resources.Update
 	}
-	return &resources.Step{Kind: kind, Reason: reason, Changes: []resources.Change{ch}, Groups: []string{"version"}}, nil
+	return &resources.Step{Kind: kind, Reason: reason, Changes: []resources.Change{ch}, Groups: []string{"version"},
+		Provides: provides(desired.Address(), debsOf(current))}, nil
 }
 
 // otherChanges words what the simulation does besides the resource's own
@@ -869,7 +903,7 @@ func missingStep(desired *resources.Resource, current *resources.State, d pkgDec
 // repositories offer — the candidates, the repositories searched — and
 // what apt, asked with them, would do.
 func (t *packageType) KnownFrom(property, fact string) bool {
-	return property == "version" && (strings.HasPrefix(fact, xCandidate) || fact == xSearched || fact == xApt || fact == xRefused)
+	return property == "version" && (strings.HasPrefix(fact, xCandidate) || fact == xSearched || fact == xApt || fact == xRefused || strings.HasPrefix(fact, xDeb))
 }
 
 // Steps run the package manager for the step's packages, as decided from
@@ -890,6 +924,14 @@ func (t *packageType) change(ctx context.Context, env *resources.Env, desired *r
 		return fmt.Errorf("%s: no repository offers %s", desired.Address(), strings.Join(missing, ", "))
 	case d.op == nil:
 		return nil
+	}
+	if d.op.Verb == "install" {
+		dir, cleanup, err := t.stageDebs(debsOf(current))
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		d.op.Archives = dir
 	}
 	err = prov.Change(ctx, env, d.op)
 	if err == nil {
@@ -1044,6 +1086,11 @@ func (t *packageType) Predict(desired *resources.Resource, current *resources.St
 	}
 	delete(st.Extra, xApt)
 	delete(st.Extra, xRefused)
+	for k := range st.Extra {
+		if strings.HasPrefix(k, xDeb) {
+			delete(st.Extra, k) // what the step unpacks, not what it leaves
+		}
+	}
 	if !step.Kind.IsWork() {
 		return st, nil
 	}

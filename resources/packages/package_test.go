@@ -48,6 +48,8 @@ type pkgEnv struct {
 	// wrappers first on PATH), one line each: "dpkg-query", "apt-cache
 	// policy", "apt-get -s".
 	calls string
+	// cache is the type's download cache, where it keeps .debs.
+	cache string
 }
 
 func newPkgEnv(t *testing.T) *pkgEnv {
@@ -79,6 +81,8 @@ func newPkgEnv(t *testing.T) *pkgEnv {
 	}
 	e.prov = &aptProvider{env: env, readTimeout: time.Minute}
 	e.typ = newPackageType(func() (PackageProvider, error) { return e.prov, nil })
+	e.cache = filepath.Join(t.TempDir(), "cache")
+	e.typ.cacheDir = func() string { return e.cache }
 	return e
 }
 
@@ -413,19 +417,23 @@ func TestPackageListInOneCall(t *testing.T) {
 	e.mustApply(r)
 	var gets []string
 	for _, c := range e.callLog() {
-		if strings.HasPrefix(c, "apt-get") && !strings.Contains(c, " -s ") {
+		if strings.HasPrefix(c, "apt-get") && !strings.Contains(c, " -s ") && !strings.HasPrefix(c, "apt-get download") {
 			gets = append(gets, c)
 		}
 	}
-	if len(gets) != 1 || !strings.HasSuffix(gets[0], "install toque-fixture=1.0 toque-dep=1.0") {
+	if len(gets) != 1 || !strings.HasSuffix(gets[0], "--no-download install toque-fixture=1.0 toque-dep=1.0") {
 		t.Fatalf("apt-get calls %q, want one installing both exact versions", gets)
 	}
 	e.mustPlan(r, resources.NoOp)
 }
 
 // TestPackageReadsInOneBatch: planning many packages starts one
-// dpkg-query, one apt-cache policy (not for removals), and an apt-get -s
-// only for a resource with work.
+// dpkg-query, an apt-get -s only for a resource with work (whose answer,
+// for packages not installed, names their candidates: no apt-cache
+// policy, which is only for what an action may upgrade, never for what is
+// installed or removed), and, for the .debs those installs unpack, with a
+// cold cache one apt-get download --print-uris, one apt-get download and
+// a dpkg-deb per member of each .deb; with a warm one nothing more.
 func TestPackageReadsInOneBatch(t *testing.T) {
 	e := newPkgEnv(t)
 	e.root.Install(t, "toque-fixture=2.0", "toque-dep")
@@ -433,23 +441,41 @@ func TestPackageReadsInOneBatch(t *testing.T) {
 	for _, n := range []string{"toque-fixture", "toque-dep", "toque-app", "toque-conf"} {
 		rs = append(rs, e.res(n, "install", nil).LoadView())
 	}
+	kindsOf := func(calls []string) string {
+		var kinds []string
+		for _, c := range calls {
+			f := strings.Fields(c)
+			kinds = append(kinds, f[0]+" "+f[1])
+		}
+		return strings.Join(kinds, ",")
+	}
 	e.callLog()
 	states, err := e.typ.LoadAll(context.Background(), rs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	calls := e.callLog()
-	var kinds []string
-	for _, c := range calls {
-		f := strings.Fields(c)
-		kinds = append(kinds, f[0]+" "+f[1])
+	want := "dpkg-query -W,apt-get -q,apt-get -q,apt-get download,apt-get download," +
+		"dpkg-deb --ctrl-tarfile,dpkg-deb --fsys-tarfile,dpkg-deb --ctrl-tarfile,dpkg-deb --fsys-tarfile"
+	if kindsOf(calls) != want {
+		t.Fatalf("commands %q, want %s (two simulations: toque-app and toque-conf have work; their .debs fetched and read once)", calls, want)
 	}
-	want := "dpkg-query -W,apt-cache policy,apt-get -q,apt-get -q"
-	if strings.Join(kinds, ",") != want {
-		t.Fatalf("commands %q, want %s (two simulations: toque-app and toque-conf have work)", calls, want)
+	if states[2].Extra[xCandidate+"toque-app"] != "1.0" || states[3].Extra[xCandidate+"toque-conf"] != "2.0" {
+		t.Errorf("candidates from the simulations: %q, %q", states[2].Extra[xCandidate+"toque-app"], states[3].Extra[xCandidate+"toque-conf"])
 	}
-	if calls[1] != "apt-cache policy toque-fixture toque-dep toque-app toque-conf" {
-		t.Errorf("apt-cache policy asked about %q", calls[1])
+	if _, err := e.typ.LoadAll(context.Background(), rs); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := kindsOf(e.callLog()), "dpkg-query -W,apt-get -q,apt-get -q"; got != want {
+		t.Errorf("with the .debs cached: %s, want %s", got, want)
+	}
+	// An upgrade asks apt-cache policy, for that package alone.
+	e.callLog()
+	if _, err := e.typ.LoadAll(context.Background(), []*resources.Resource{e.res("toque-fixture", "upgrade", nil).LoadView(), rs[1]}); err != nil {
+		t.Fatal(err)
+	}
+	if calls := e.callLog(); len(calls) != 2 || calls[1] != "apt-cache policy toque-fixture" {
+		t.Errorf("upgrade: commands %q, want dpkg-query and apt-cache policy toque-fixture", calls)
 	}
 	if states[0].Extra[xState+"toque-fixture"] != "installed" || states[2].Extra[xApt] != "installs toque-app 1.0" {
 		t.Errorf("states %+v %+v", states[0], states[2])
@@ -648,7 +674,7 @@ func TestPackageSeveralActions(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.actions, "+"), func(t *testing.T) {
-			st, _, err := e.plan(e.res("toque-conf", c.actions[0], nil))
+			st, _, err := e.plan(e.res("toque-conf", c.actions[0], nil).WithLater(c.actions[1:]))
 			if err != nil {
 				t.Fatal(err)
 			}

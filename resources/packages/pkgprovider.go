@@ -111,6 +111,11 @@ type PackageOp struct {
 	LockTimeout time.Duration
 	// Timeout bounds the whole call.
 	Timeout time.Duration
+	// Archives, when set, is a directory holding the exact package files
+	// the plan read (its sha256s), under the package manager's names: the
+	// install takes them from there and downloads nothing (apt-get
+	// --no-download -o Dir::Cache::archives=…). Simulations ignore it.
+	Archives string
 }
 
 // PackageTarget is one package of an op: a name and the exact version to
@@ -131,7 +136,10 @@ type PackageOutcome struct {
 // removed).
 type PackageChange struct {
 	Name, From, To string
-	Purge          bool
+	// Arch is the architecture of the package installed ("amd64", "all"),
+	// "" when the package manager did not say.
+	Arch  string
+	Purge bool
 }
 
 // Words says what the change does: "installs toque-dep 1.0", "upgrades

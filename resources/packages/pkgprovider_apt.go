@@ -308,6 +308,12 @@ func (p *aptProvider) args(op *PackageOp, simulate bool) []string {
 		// the plan shows as such.
 		argv = append(argv, "--allow-downgrades")
 	}
+	if op.Archives != "" && !simulate {
+		// The .debs the plan read, and nothing else: apt takes them from
+		// this directory of toque's (never its own cache) and downloads
+		// nothing.
+		argv = append(argv, "-o", "Dir::Cache::Archives="+strings.TrimSuffix(op.Archives, "/")+"/", "--no-download")
+	}
 	if simulate {
 		argv = append(argv, "-s")
 	}
@@ -326,7 +332,10 @@ func (p *aptProvider) args(op *PackageOp, simulate bool) []string {
 }
 
 var (
-	simInst = regexp.MustCompile(`^Inst (\S+) (?:\[(\S+)\] )?\((\S+)`)
+	simInst = regexp.MustCompile(`^Inst (\S+) (?:\[(\S+)\] )?\((\S+)(.*)`)
+	// simArch is the architecture that ends an Inst line's parentheses:
+	// "(2.0 Debian:12/stable [amd64])".
+	simArch = regexp.MustCompile(`\[([a-z0-9-]+)\]\)`)
 	simRemv = regexp.MustCompile(`^(Remv|Purg) (\S+)(?: \[(\S+)\])?`)
 )
 
@@ -343,7 +352,11 @@ func (p *aptProvider) Simulate(ctx context.Context, op *PackageOp) (*PackageOutc
 	for sc.Scan() {
 		line := sc.Text()
 		if m := simInst.FindStringSubmatch(line); m != nil {
-			out.Changes = append(out.Changes, PackageChange{Name: m[1], From: m[2], To: m[3]})
+			c := PackageChange{Name: m[1], From: m[2], To: m[3]}
+			if a := simArch.FindStringSubmatch(m[4]); a != nil {
+				c.Arch = a[1]
+			}
+			out.Changes = append(out.Changes, c)
 		} else if m := simRemv.FindStringSubmatch(line); m != nil {
 			out.Changes = append(out.Changes, PackageChange{Name: m[2], From: m[3], Purge: m[1] == "Purg"})
 		}

@@ -96,6 +96,10 @@ func (t *serviceType) LoadAll(ctx context.Context, rs []*resources.Resource) ([]
 	}
 	out := make([]*resources.State, len(rs))
 	for i, u := range sts {
+		if st, ok := foreseenStatus(ctx, names[i], u); ok {
+			out[i] = st
+			continue
+		}
 		out[i] = unitState(u)
 	}
 	return out, nil
@@ -119,7 +123,8 @@ func unitState(u unitStatus) *resources.State {
 
 // Plan decides what the action does to the unit. It never does I/O.
 func (t *serviceType) Plan(action string, desired *resources.Resource, current *resources.State) (*resources.Step, error) {
-	return planUnitAction(action, desired.String("service_name"), current)
+	step, err := planUnitAction(action, desired.String("service_name"), current)
+	return withForeseenUnit(step, err, current)
 }
 
 // Predict is the state the action leaves the unit in.
