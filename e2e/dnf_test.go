@@ -316,3 +316,40 @@ func TestE2EExampleBothFamilies(t *testing.T) {
 		}
 	})
 }
+
+// TestE2EDnfWhatAPackageBrings: the plan reads the .rpm a package
+// installs, so a file in a directory the package ships is planned in the
+// same plan (without it: "Missing directory"), and its configuration file
+// is predicted with its content: the plan shows the diff against the
+// file the package ships.
+func TestE2EDnfWhatAPackageBrings(t *testing.T) {
+	t.Parallel()
+	w := newDnfWorld(t, false)
+	rpmtest.Repo(t, w.repo, rpmtest.Pkg{Name: "toque-conf", Version: "1.0", Config: "setting = packaged\n"})
+	w.host.WriteFile(t, "/etc/yum.repos.d/fixture.repo", fmt.Sprintf("[fixture]\nname=fixture\nbaseurl=file://%s\ngpgcheck=0\n", w.repo))
+	w.host.Refresh(t)
+	w.recipe("main.hcl", `
+package "toque-conf" {}
+
+file "/usr/share/toque-conf/extra" {
+  content = "extra\n"
+}
+
+file "/etc/toque-conf.conf" {
+  content = "setting = mine\n"
+}
+`)
+	r := w.toqueNS(0, "plan", "-out="+w.planFile())
+	for _, want := range []string{`+ package "toque-conf"`, `+ file "/usr/share/toque-conf/extra"`, "-setting = packaged", "+setting = mine"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("plan lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	w.toqueNS(0, "apply", w.planFile())
+	if got := w.host.ReadFile("/etc/toque-conf.conf"); got != "setting = mine\n" {
+		t.Errorf("/etc/toque-conf.conf: %q", got)
+	}
+	if r := w.toqueNS(0, "plan", "-detailed-exitcode"); !strings.Contains(r.stdout, "No changes.") {
+		t.Errorf("second plan:\n%s", r.stdout)
+	}
+}

@@ -925,7 +925,7 @@ func (t *packageType) change(ctx context.Context, env *resources.Env, desired *r
 	case d.op == nil:
 		return nil
 	}
-	if d.op.Verb == "install" {
+	if arch, ok := prov.(debArchiver); ok && arch.installsStaged() && d.op.Verb == "install" {
 		dir, cleanup, err := t.stageDebs(debsOf(current))
 		if err != nil {
 			return err

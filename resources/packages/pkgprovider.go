@@ -138,7 +138,10 @@ type PackageChange struct {
 	Name, From, To string
 	// Arch is the architecture of the package installed ("amd64", "all"),
 	// "" when the package manager did not say.
-	Arch  string
+	Arch string
+	// Repo is the repository the package it installs comes from, as the
+	// package manager names it ("" when it did not say: apt).
+	Repo  string
 	Purge bool
 }
 

@@ -424,12 +424,15 @@ func parseDnfTransaction(text string) []PackageChange {
 	var row []string
 	flush := func() {
 		if len(row) >= 3 && kind != "" {
-			name, version := row[0], row[2]
+			name, arch, version, repo := row[0], row[1], row[2], ""
+			if len(row) >= 4 {
+				repo = row[3]
+			}
 			switch kind {
 			case "install":
-				out = append(out, PackageChange{Name: name, To: version})
+				out = append(out, PackageChange{Name: name, To: version, Arch: arch, Repo: repo})
 			case "change":
-				out = append(out, PackageChange{Name: name, From: "?", To: version})
+				out = append(out, PackageChange{Name: name, From: "?", To: version, Arch: arch, Repo: repo})
 			case "remove":
 				out = append(out, PackageChange{Name: name, From: version})
 			}

@@ -56,6 +56,10 @@ func newDnfEnv(t *testing.T, repos ...string) *dnfEnv {
 	h := rpmtest.NewHost(t, repos...)
 	prov := &dnfProvider{env: h.Env, readTimeout: time.Minute, lockPoll: 100 * time.Millisecond}
 	typ := newPackageType(func() (PackageProvider, error) { return prov, nil })
+	// A package cache of the test's own: what a plan fetches is the
+	// test's to count.
+	cache := filepath.Join(t.TempDir(), "cache")
+	typ.cacheDir = func() string { return cache }
 	return &dnfEnv{pkgEnv: &pkgEnv{t: t, typ: typ}, host: h, prov: prov}
 }
 
@@ -64,6 +68,9 @@ func (e *dnfEnv) callKinds() []string {
 	var out []string
 	for _, c := range e.host.CallLog() {
 		f := strings.Fields(c)
+		if len(f) < 2 || f[0] != "rpm" && f[0] != "dnf" {
+			continue // a line of a multi-line argument (rpm -qp's format)
+		}
 		switch {
 		case f[0] == "rpm":
 			out = append(out, "rpm "+f[1])
@@ -99,7 +106,10 @@ func TestDnfPackage(t *testing.T) {
 		if step.Reason != "toque-fixture is not installed; the candidate is 2.0-1" {
 			t.Errorf("reason %q", step.Reason)
 		}
-		if got := strings.Join(e.callKinds(), ", "); got != "rpm -q, dnf -C repoquery, dnf -C --assumeno" {
+		// Not installed, no version: the simulation says the candidate
+		// (no repoquery); then the .rpm it installs is fetched into
+		// toque's cache and read, for what it brings.
+		if got := strings.Join(e.callKinds(), ", "); got != "rpm -q, dnf -C --assumeno, dnf -y, rpm -qp" {
 			t.Errorf("plan ran %s", got)
 		}
 		e.mustApply(r)
@@ -119,7 +129,8 @@ func TestDnfPackage(t *testing.T) {
 		if step.Reason != "toque-fixture 2.0-1 is installed" {
 			t.Errorf("second plan: %q", step.Reason)
 		}
-		if got := strings.Join(e.callKinds(), ", "); got != "rpm -q, dnf -C repoquery" {
+		// Installed, no version: install needs no candidate.
+		if got := strings.Join(e.callKinds(), ", "); got != "rpm -q" {
 			t.Errorf("no-op plan ran %s", got)
 		}
 	})
@@ -391,7 +402,7 @@ func TestDnfPackage(t *testing.T) {
 			{[]string{"upgrade", "upgrade"}, []resources.Kind{resources.Update, resources.NoOp}},
 			{[]string{"upgrade", "remove"}, []resources.Kind{resources.Update, resources.Delete}},
 		} {
-			st, _, err := e.plan(e.res("toque-fixture", c.actions[0], nil))
+			st, _, err := e.plan(e.res("toque-fixture", c.actions[0], nil).WithLater(c.actions[1:]))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -411,6 +422,79 @@ func TestDnfPackage(t *testing.T) {
 		}
 	})
 
+	t.Run("WhatItBrings", func(t *testing.T) {
+		e := newDnfEnv(t, repo)
+		r := e.res("toque-conf", "install", nil)
+		st, step := e.mustPlan(r, resources.Create)
+		var fetch string
+		for _, c := range e.host.CallLog() {
+			if strings.HasPrefix(c, "dnf -y") {
+				fetch = c
+			}
+		}
+		for _, want := range []string{"--downloadonly", "--disablerepo=* --enablerepo=fixture0 ", "--nogpgcheck", "exit_on_lock=True", "-- toque-conf-2.0-1.noarch"} {
+			if !strings.Contains(fetch, want) {
+				t.Errorf("the fetch lacks %q: %s", want, fetch)
+			}
+		}
+		if got := e.host.Status(t, "toque-conf"); got != "" {
+			t.Fatalf("the plan installed: %q", got)
+		}
+		if !strings.HasPrefix(st.Extra[xDeb+"toque-conf"], "2.0-1 noarch sha256:") {
+			t.Errorf("the plan pins the .rpm: %q", st.Extra[xDeb+"toque-conf"])
+		}
+		byPath := map[string]resources.Need{}
+		for _, n := range step.Provides {
+			if n.Namespace == resources.NamespacePath {
+				byPath[n.Value] = n
+			}
+		}
+		conf := byPath["/etc/toque-conf.conf"]
+		if conf.What != "configuration file" || string(conf.Prediction.Content) != "setting = packaged-2\n" ||
+			conf.Prediction.Fact("mode") != "0644" || conf.Prediction.Fact("owner") != "root" || conf.Prediction.Fact("conffile") != "yes" ||
+			!strings.Contains(conf.Prediction.By, "package[toque-conf] (toque-conf 2.0-1)") {
+			t.Errorf("/etc/toque-conf.conf: %+v %+v", conf, conf.Prediction)
+		}
+		if d := byPath["/usr/share/toque-conf"]; d.What != "directory" || d.Prediction.Fact("mode") != "0755" {
+			t.Errorf("/usr/share/toque-conf: %+v", d)
+		}
+		if f := byPath["/usr/share/toque-conf/version"]; f.What != "file" || f.Prediction.Fact("size") != "6" || len(f.Prediction.Fact("sha256")) != 64 {
+			t.Errorf("/usr/share/toque-conf/version: %+v %+v", f, f.Prediction)
+		}
+		// A warm cache reads no archive again.
+		e.host.CallLog()
+		e.mustPlan(r, resources.Create)
+		if got := strings.Join(e.callKinds(), ", "); got != "rpm -q, dnf -C --assumeno" {
+			t.Errorf("second plan ran %s", got)
+		}
+		e.mustApply(r)
+		if got := e.host.ReadFile("/etc/toque-conf.conf"); got != "setting = packaged-2\n" {
+			t.Errorf("installed %q", got)
+		}
+	})
+
+	t.Run("WhatItBringsFromARepositoryTheOptionsEnable", func(t *testing.T) {
+		// fixture1 is cached, then disabled: only the recipe's options
+		// enable it, and the fetch at plan must take it from there too.
+		other := filepath.Join(t.TempDir(), "other")
+		rpmtest.Repo(t, other, rpmtest.Pkg{Name: "toque-other", Version: "1.0", Config: "other = 1\n"})
+		e := newDnfEnv(t, repo, other)
+		e.host.WriteFile(t, "/etc/yum.repos.d/fixture1.repo", "[fixture1]\nname=other\nbaseurl=file://"+other+"\ngpgcheck=0\nenabled=0\n")
+		r := e.res("toque-other", "install", map[string]cty.Value{"options": str("--enablerepo fixture1")})
+		_, step := e.mustPlan(r, resources.Create)
+		found := false
+		for _, n := range step.Provides {
+			found = found || n.Value == "/etc/toque-other.conf"
+		}
+		if !found {
+			t.Errorf("the plan does not provide /etc/toque-other.conf: %+v", step.Provides)
+		}
+		e.mustApply(r)
+		if got := e.host.Status(t, "toque-other"); got != "1.0-1" {
+			t.Errorf("installed %q", got)
+		}
+	})
+
 	t.Run("ReadsInOneBatch", func(t *testing.T) {
 		e := newDnfEnv(t, repo)
 		e.host.Install(t, "toque-fixture-2.0", "toque-dep")
@@ -423,20 +507,28 @@ func TestDnfPackage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := strings.Join(e.callKinds(), ", "); got != "rpm -q, dnf -C repoquery, dnf -C --assumeno, dnf -C --assumeno" {
-			t.Fatalf("commands %s (two simulations: toque-app and toque-conf have work)", got)
+		if got := strings.Join(e.callKinds(), ", "); got != "rpm -q, dnf -C --assumeno, dnf -C --assumeno, dnf -y, rpm -qp, rpm -qp" {
+			t.Fatalf("commands %s (two simulations, which say the candidates: toque-app and toque-conf have work; one fetch of their two .rpms, each read)", got)
 		}
 		if states[0].Extra[xState+"toque-fixture"] != "installed" || states[2].Extra[xApt] != "installs toque-app 1.0-1; installs toque-dep 1.0-1" && states[2].Extra[xApt] != "installs toque-app 1.0-1" {
 			t.Errorf("states %+v %+v", states[0], states[2])
 		}
-		// All installed: the database and the repositories, once each.
+		// All installed: the database once; upgrade reads the
+		// repositories once too.
 		rs = rs[:2]
 		e.host.CallLog()
 		if _, err := e.typ.LoadAll(context.Background(), rs); err != nil {
 			t.Fatal(err)
 		}
-		if got := strings.Join(e.callKinds(), ", "); got != "rpm -q, dnf -C repoquery" {
+		if got := strings.Join(e.callKinds(), ", "); got != "rpm -q" {
 			t.Fatalf("commands %s", got)
+		}
+		rs = []*resources.Resource{e.res("toque-fixture", "upgrade", nil).LoadView(), e.res("toque-dep", "upgrade", nil).LoadView()}
+		if _, err := e.typ.LoadAll(context.Background(), rs); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(e.callKinds(), ", "); got != "rpm -q, dnf -C repoquery" {
+			t.Fatalf("upgrade: commands %s", got)
 		}
 	})
 
@@ -523,6 +615,13 @@ Install  3 Packages
 	want := "installs toque-an-extremely-long-package-name-for-the-wrapping-of-dnf-transaction-tables 1.0-1; installs toque-wrapped-name-that-is-longer-than-a-whole-line-of-eighty-columns-of-the-terminal 2:1.0-1; changes toque-fixture ? → 2.0-1; installs toque-dep 1.0-1; removes toque-app 1.0-1; removes old-thing 0.1-1"
 	if strings.Join(ws, "; ") != want {
 		t.Errorf("parsed\n%s\nwant\n%s", strings.Join(ws, "; "), want)
+	}
+	// What the plan fetches: the architecture and the repository of each.
+	if c := got[1]; c.Arch != "noarch" || c.Repo != "fixture" {
+		t.Errorf("wrapped row: %+v", c)
+	}
+	if c := got[3]; c.Arch != "noarch" || c.Repo != "fixture" {
+		t.Errorf("dependency row: %+v", c)
 	}
 	infos := map[string]*PackageInfo{"a": {Name: "a"}, "k": {Name: "k"}}
 	parseRPMQuery("a\t0\t1.0\t1\tnoarch\npackage b is not installed\nk\t0\t5.14\t2.el9\tx86_64\nk\t0\t5.14\t10.el9\tx86_64\nk\t0\t5.14\t3.el9\tx86_64\n", infos)
