@@ -32,8 +32,7 @@ type StaleResource struct {
 
 func (e *StaleError) Error() string {
 	var b strings.Builder
-	n := len(e.Resources)
-	fmt.Fprintf(&b, "the plan is stale: %d resource%s changed on the host since the plan was made, or may have, so nothing was applied:\n", n, plural(n))
+	fmt.Fprintf(&b, "the plan is stale: %s changed on the host since the plan was made, or may have, so nothing was applied:\n", e.What())
 	for _, r := range e.Resources {
 		for _, d := range r.Differences {
 			fmt.Fprintf(&b, "\n  %s: %s: %s at plan time, now %s", r.Address, d.Property, orNone(d.Then), orNone(d.Now))

@@ -25,6 +25,8 @@ func (r *run) preflight(ctx context.Context) error {
 		r.entries = append(r.entries, e)
 	}
 	r.preload(ctx)
+	// The data blocks are read again beside the resources (data.go).
+	dataChecked := r.preflightData(ctx)
 	// Every check only reads (Load, guards), and checks are independent:
 	// they run like the planner's reads, PreflightParallelism at a time;
 	// their results are taken in plan order.
@@ -35,9 +37,11 @@ func (r *run) preflight(ctx context.Context) error {
 	reads := resources.NewReads()
 	r.preflightAll(resources.WithReads(ctx, reads), results)
 	reads.Close()
+	dataStale, dataErrs := dataChecked()
 	if err := ctx.Err(); err != nil {
 		return &InterruptedError{Aborted: true, NotStarted: countWork(r.p), Err: err}
 	}
+	stale, errs = append(stale, dataStale...), append(errs, dataErrs...)
 	for _, res := range results {
 		if res.err != nil {
 			errs = append(errs, res.err)

@@ -86,7 +86,7 @@ func TestForEachBadInput(t *testing.T) {
 		{"count.index outside count", `file "x" {
   path = "${node.t.root}/${count.index}"
 }`, "Reference to count outside count", "a.hcl:2:28"},
-		{"a dynamic for_each that is no collection", `file "/x" {
+		{"a dynamic for_each that is no collection", `file "x" {
   dynamic "notifies" {
     for_each = 42
     labels   = ["run"]
@@ -94,6 +94,7 @@ func TestForEachBadInput(t *testing.T) {
       resource = "execute[x]"
     }
   }
+  path = "${node.t.root}/x"
 }
 execute "x" {
   command = "true"

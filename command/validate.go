@@ -18,8 +18,9 @@ Usage: toque [-chdir=DIR] validate [options]
 
   Checks the recipes' syntax and every resource against its type's schema:
   unknown types and properties, wrong types, bad actions, missing required
-  properties, references to node attributes that are not written. Host
-  facts are treated as unknown; the host is neither read nor changed.
+  properties, references to node attributes that are not written, and
+  every data block against its data source. Host facts and data blocks'
+  answers are treated as unknown; the host is neither read nor changed.
 
 Options:
 
@@ -48,6 +49,7 @@ func (c *ValidateCommand) Run(args []string) int {
 		reg, tdiags := eval.Types(cfg, c.Registry)
 		diags = diags.Append(tdiags)
 		if !tdiags.HasErrors() {
+			diags = diags.Append(eval.CheckData(cfg, reg, pol.scope))
 			_, ediags := eval.Resources(cfg, reg, pol.scope)
 			diags = diags.Append(ediags)
 		}

@@ -27,6 +27,10 @@ type Config struct {
 	// Groups are the resource_group blocks, in declaration order; their
 	// resources are in Resources.
 	Groups []*GroupBlock
+	// Data are the data blocks, in declaration order: what the planner
+	// reads of the host before it evaluates the resources that read them
+	// (data.TYPE.NAME.result).
+	Data []*DataBlock
 	// Types are the resource_type blocks, in declaration order (in policy
 	// mode, the cookbooks' resources/ files in run-list order).
 	Types []*TypeBlock

@@ -115,7 +115,7 @@ func (c *Config) addGroup(b *hcl.Block, dir string, names *typeNames, seen map[s
 					Detail:   "Resource groups do not nest: a resource_group holds resources. Give the inner resources the outer group's guards and their own, or make two groups.",
 					Subject:  blk.TypeRange.Ptr(),
 				})
-			case blk.Type == LevelDefault || blk.Type == LevelOverride || blk.Type == TypeKeyword:
+			case blk.Type == LevelDefault || blk.Type == LevelOverride || blk.Type == TypeKeyword || blk.Type == DataKeyword:
 				diags = diags.Append(&hcl.Diagnostic{
 					Severity: hcl.DiagError,
 					Summary:  "Unexpected block in a resource group",

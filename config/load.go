@@ -224,7 +224,7 @@ func (c *Config) collect(body hcl.Body, dir string, names *typeNames, seen map[s
 	var blocks []*hcl.Block
 
 	isKnown := func(typ string) bool {
-		return typ == LevelDefault || typ == LevelOverride || typ == GroupKeyword || names.known(typ)
+		return typ == LevelDefault || typ == LevelOverride || typ == GroupKeyword || typ == DataKeyword || names.known(typ)
 	}
 
 	if sb, ok := body.(*hclsyntax.Body); ok {
@@ -255,6 +255,7 @@ func (c *Config) collect(body hcl.Body, dir string, names *typeNames, seen map[s
 			{Type: LevelOverride, LabelNames: []string{"name"}},
 			{Type: TypeKeyword, LabelNames: []string{"name"}},
 			{Type: GroupKeyword, LabelNames: []string{"name"}},
+			{Type: DataKeyword, LabelNames: []string{"type", "name"}},
 		}}
 		for _, n := range names.list() {
 			schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: n, LabelNames: []string{"name"}})
@@ -294,6 +295,10 @@ func (c *Config) collect(body hcl.Body, dir string, names *typeNames, seen map[s
 			diags = append(diags, c.addGroup(b, dir, names, seen)...)
 			continue
 		}
+		if b.Type == DataKeyword {
+			diags = append(diags, c.addData(b, dir)...)
+			continue
+		}
 		diags = append(diags, c.addBlock(b, dir, seen)...)
 	}
 	return diags
@@ -330,7 +335,7 @@ func unknownTypeDiag(typ string, rng hcl.Range, names []string) *hcl.Diagnostic 
 		Severity: hcl.DiagError,
 		Summary:  "Unknown resource type",
 		Detail: fmt.Sprintf("There is no resource type %q.%s The resource types are %s; default and override blocks set node attributes, and resource_group blocks group resources under shared guards.",
-			typ, words.DidYouMean(typ, append(names, LevelDefault, LevelOverride, GroupKeyword)), words.Quoted(names)),
+			typ, words.DidYouMean(typ, append(names, LevelDefault, LevelOverride, GroupKeyword, DataKeyword)), words.Quoted(names)),
 		Subject: rng.Ptr(),
 	}
 }

@@ -266,7 +266,7 @@ func declareType(h *typeHeader, builtin func(string) bool, declared map[string]*
 			Detail:   fmt.Sprintf("%q cannot name a resource type: use letters, digits and underscores, starting with a letter (web_site).%s", h.name, cookbookNameHint(h)),
 			Subject:  rng.Ptr(),
 		})
-	case builtin(h.name) || h.name == LevelDefault || h.name == LevelOverride || h.name == TypeKeyword || h.name == GroupKeyword || h.name == DynamicKeyword:
+	case builtin(h.name) || h.name == LevelDefault || h.name == LevelOverride || h.name == TypeKeyword || h.name == GroupKeyword || h.name == DynamicKeyword || h.name == DataKeyword:
 		what := "a built-in resource type"
 		if !builtin(h.name) {
 			what = "a keyword of recipes"

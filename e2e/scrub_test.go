@@ -50,6 +50,7 @@ var timePatterns = []scrubPattern{
 	{regexp.MustCompile(`\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`), "<time>"},
 	{regexp.MustCompile(`\b\d{8}T\d{6}(\.\d+)?Z`), "<time>"},
 	{regexp.MustCompile(`\b(exit -?\d+) in \d+ ms\b`), "$1 in … ms"},
+	{regexp.MustCompile(`\bread in \d+ ms\b`), "read in … ms"},
 	{regexp.MustCompile(`\b(complete|failed[^:\n]*) after (\d+h)?(\d+m)?\d+s\b`), "$1 after …s"},
 	{regexp.MustCompile(`\[(\d+h)?(\d+m)?\d+s elapsed\]`), "[…s elapsed]"},
 	{regexp.MustCompile(`\bwaiting \d+(\.\d+)?(ms|s)\b`), "waiting …"},

@@ -48,7 +48,9 @@ func NewScope(cfg *config.Config, host cty.Value) (*Scope, *config.Attributes, h
 	if host == cty.NilVal {
 		host = cty.DynamicVal
 	}
-	scope := &Scope{Node: attrs.Node(), Host: host}
+	// The data blocks' answers are not known yet: the planner reads them
+	// (Scope.WithData); validate, graph and the console never do.
+	scope := &Scope{Node: attrs.Node(), Host: host, Data: DataValue(cfg.Data, nil)}
 	for _, l := range attrs.Leaves() {
 		if l.Sensitive {
 			scope.Sensitive = append(scope.Sensitive, l.Path)

@@ -429,6 +429,14 @@ func UnreadAttributes(cfg *config.Config, reg *resources.Registry, scope *Scope)
 		return nil
 	}
 	var reads [][]string
+	for _, b := range cfg.Data {
+		// A data block's arguments read node attributes too.
+		if attrs, _ := b.Attributes(); attrs != nil {
+			for _, a := range attrs {
+				reads = append(reads, nodePaths(a.Expr)...)
+			}
+		}
+	}
 	for _, b := range cfg.Resources {
 		reads = append(reads, NodePathsRead(b)...)
 		t, ok := reg.Lookup(b.Type)

@@ -292,6 +292,11 @@ func TestUnreadAttributes(t *testing.T) {
 			args:    []string{"feature.on=true"},
 		},
 		{
+			name:    "a data block's arguments read too",
+			recipes: map[string]string{"a.hcl": "data \"exec\" \"sites\" {\n  command = \"cat ${node.web.sites_file}\"\n}\n"},
+			args:    []string{"web.sites_file=/etc/sites.json"},
+		},
+		{
 			name: "a template file reads too",
 			recipes: map[string]string{
 				"a.hcl":         `template "/tmp/x" { source = "site.conf.tpl" }`,

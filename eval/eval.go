@@ -36,6 +36,13 @@ type Scope struct {
 	// leaves (["db", "password"]); an expression that reads one makes what
 	// it sets sensitive.
 	Sensitive [][]string
+	// Data is the data blocks' answers, read as data.TYPE.NAME.result
+	// (DataValue); nil reads as an empty object.
+	Data cty.Value
+	// SensitiveData lists the data blocks (TYPE.NAME) whose answer is
+	// sensitive: an expression that reads one makes what it sets
+	// sensitive.
+	SensitiveData []string
 	// ReleaseSyntax has Resources let go of each resource block's body as
 	// soon as the block is evaluated (config.ResourceBlock.ReleaseBody):
 	// the caller plans from the instances and evaluates nothing again.
@@ -102,10 +109,10 @@ func (inst *Instance) NodePathsRead() [][]string {
 	return NodePathsRead(inst.Block)
 }
 
-// EvalContext is the plan-time evaluation context: node and host, and the
-// function library with files resolved against baseDir.
+// EvalContext is the plan-time evaluation context: node, host and data,
+// and the function library with files resolved against baseDir.
 func (s *Scope) EvalContext(baseDir string) *hcl.EvalContext {
-	node, h := cty.EmptyObjectVal, cty.DynamicVal
+	node, h, data := cty.EmptyObjectVal, cty.DynamicVal, cty.EmptyObjectVal
 	if s != nil {
 		if s.Node != cty.NilVal {
 			node = s.Node
@@ -113,9 +120,12 @@ func (s *Scope) EvalContext(baseDir string) *hcl.EvalContext {
 		if s.Host != cty.NilVal {
 			h = s.Host
 		}
+		if s.Data != cty.NilVal {
+			data = s.Data
+		}
 	}
 	return &hcl.EvalContext{
-		Variables: map[string]cty.Value{"node": node, "host": h},
+		Variables: map[string]cty.Value{"node": node, "host": h, DataVar: data},
 		Functions: Functions(baseDir),
 	}
 }
@@ -130,10 +140,11 @@ func unmarkingContext(ctx *hcl.EvalContext) *hcl.EvalContext {
 	}
 	fs["sensitive"] = identityFunc
 	vars, cloned := ctx.Variables, false
-	for _, name := range []string{NewResourceVar, EachVar} {
+	for _, name := range []string{NewResourceVar, EachVar, DataVar} {
 		if v, ok := vars[name]; ok && v.ContainsMarked() {
-			// A child resource's view of its parent, and an instance's
-			// each.value, mark sensitive values.
+			// A child resource's view of its parent, an instance's
+			// each.value and a sensitive data block's answer mark
+			// sensitive values.
 			if !cloned {
 				vars, cloned = maps.Clone(vars), true
 			}
@@ -149,11 +160,11 @@ var identityFunc = function.New(&function.Spec{
 	Impl:   func(args []cty.Value, _ cty.Type) (cty.Value, error) { return args[0], nil },
 })
 
-// ReadsSensitive reports whether expr reads a sensitive node attribute: a
+// ReadsSensitive reports whether expr reads a sensitive node attribute (a
 // traversal of node that leads to a sensitive leaf, or to an object or
-// list holding one.
+// list holding one) or a sensitive data block's answer.
 func (s *Scope) ReadsSensitive(expr hcl.Expression) bool {
-	if s == nil || len(s.Sensitive) == 0 || expr == nil {
+	if s == nil || (len(s.Sensitive) == 0 && len(s.SensitiveData) == 0) || expr == nil {
 		return false
 	}
 	for _, tr := range expr.Variables() {
@@ -165,6 +176,9 @@ func (s *Scope) ReadsSensitive(expr hcl.Expression) bool {
 }
 
 func (s *Scope) sensitiveTraversal(tr hcl.Traversal) bool {
+	if tr.RootName() == DataVar {
+		return s.readsSensitiveData(tr)
+	}
 	if tr.RootName() != "node" {
 		return false
 	}
@@ -197,6 +211,17 @@ func (s *Scope) Covers(path []string) bool {
 // its group's guards and notifications): node.web.port
 // is ["web", "port"]; a read of node itself is the empty path.
 func NodePathsRead(b *config.ResourceBlock) [][]string {
+	var out [][]string
+	for _, e := range blockExprs(b) {
+		out = append(out, nodePaths(e)...)
+	}
+	return out
+}
+
+// blockExprs lists b's expressions: its properties, meta-arguments,
+// notification references, dynamic blocks, and its group's guards,
+// notifications and dynamic blocks.
+func blockExprs(b *config.ResourceBlock) []hcl.Expression {
 	var exprs []hcl.Expression
 	if attrs, _ := b.Attributes(); attrs != nil {
 		for _, a := range attrs {
@@ -216,10 +241,10 @@ func NodePathsRead(b *config.ResourceBlock) [][]string {
 		}
 		exprs = append(exprs, dynamicExprs(g.Dynamic)...)
 	}
-	var out [][]string
+	out := exprs[:0]
 	for _, e := range exprs {
 		if e != nil {
-			out = append(out, nodePaths(e)...)
+			out = append(out, e)
 		}
 	}
 	return out

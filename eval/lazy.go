@@ -138,6 +138,18 @@ func (ev *evaluator) lazyExpr(inner hcl.Expression, dir string, source func(hcl.
 			Subject:  rng.Ptr(),
 		}}
 	}
+	if ev.scope != nil && len(ev.scope.SensitiveData) > 0 {
+		for _, tr := range inner.Variables() {
+			if tr.RootName() == DataVar && ev.scope.readsSensitiveData(tr) {
+				return nil, hcl.Diagnostics{{
+					Severity: hcl.DiagError,
+					Summary:  "lazy reads a sensitive data block",
+					Detail:   "A value known at apply is evaluated from what the plan carries, and the plan does not carry a sensitive data block's answer (only its digest). Read it outside lazy(…).",
+					Subject:  tr.SourceRange().Ptr(),
+				}}
+			}
+		}
+	}
 	e := &lazy.Expr{Source: text, Range: rng}
 	e.Scope = ev.capture(inner, dir, nil)
 	return e, nil
@@ -174,6 +186,14 @@ func (ev *evaluator) capture(expr hcl.Expression, dir string, rd *reader) lazy.S
 	}
 	if v, ok := subtree(ev.scope.Host, rootPaths(expr, "host")); ok {
 		sc.Host = &typedvalue.Value{Value: v}
+	}
+	if ev.scope.Data != cty.NilVal {
+		if v, ok := subtree(ev.scope.Data, rootPaths(expr, DataVar)); ok {
+			v, _ = v.UnmarkDeep()
+			if v.IsWhollyKnown() {
+				sc.Data = &typedvalue.Value{Value: v}
+			}
+		}
 	}
 	// An instance's each and count, whole: they are small, and name it.
 	for _, tr := range lazy.Traversals(expr) {

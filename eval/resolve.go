@@ -156,6 +156,10 @@ func LazyContext(e *lazy.Expr) *hcl.EvalContext {
 	if e.Scope.Count != nil && e.Scope.Count.Value != cty.NilVal {
 		vars[CountVar] = e.Scope.Count.Value
 	}
+	vars[DataVar] = cty.EmptyObjectVal
+	if e.Scope.Data != nil && e.Scope.Data.Value != cty.NilVal {
+		vars[DataVar] = e.Scope.Data.Value
+	}
 	return &hcl.EvalContext{
 		Variables: vars,
 		Functions: functionsWith(e.Scope.Dir, capturedReader(e.Scope)),

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/toquehq/toque/config"
 	"github.com/toquehq/toque/internal/words"
 )
 
@@ -24,6 +25,9 @@ func suggest(diags hcl.Diagnostics) {
 		switch d.Summary {
 		case "Unsupported attribute", "Unknown variable":
 		default:
+			continue
+		}
+		if undeclaredDataRef(d) {
 			continue
 		}
 		for _, tr := range d.Expression.Variables() {
@@ -101,4 +105,42 @@ func traversalHint(tr hcl.Traversal, ctx *hcl.EvalContext) string {
 		}
 	}
 	return ""
+}
+
+// undeclaredDataRef rewords d, hcl's "Unsupported attribute", when it is
+// a reference to a data block that is not declared (data.exec.nope): it
+// names the data blocks there are. It reports whether it did.
+func undeclaredDataRef(d *hcl.Diagnostic) bool {
+	if d.Summary != "Unsupported attribute" {
+		return false
+	}
+	data, ok := d.EvalContext.Variables[DataVar]
+	if !ok || data == cty.NilVal || !data.Type().IsObjectType() {
+		return false
+	}
+	declared := map[string]*config.DataBlock{}
+	for typ, blocks := range data.Type().AttributeTypes() {
+		if !blocks.IsObjectType() {
+			continue
+		}
+		for name := range blocks.AttributeTypes() {
+			declared[typ+"."+name] = &config.DataBlock{Type: typ, Name: name}
+		}
+	}
+	for _, tr := range d.Expression.Variables() {
+		if tr.RootName() != DataVar || len(tr) < 3 {
+			continue
+		}
+		typ, ok1 := tr[1].(hcl.TraverseAttr)
+		name, ok2 := tr[2].(hcl.TraverseAttr)
+		if !ok1 || !ok2 || declared[typ.Name+"."+name.Name] != nil {
+			continue
+		}
+		u := undeclaredData(typ.Name, name.Name, tr.SourceRange(), declared)
+		d.Summary, d.Detail = u.Summary, u.Detail
+		r := tr.SourceRange()
+		d.Subject = &r
+		return true
+	}
+	return false
 }

@@ -40,7 +40,16 @@ import (
 // Count). A format 4 build would refuse an instance's address, or
 // evaluate such a value without its each, so it refuses format 5; this
 // build refuses format 4 plans as it refuses any other: make a new plan.
-const FormatVersion = 5
+//
+// Format 6 adds the data blocks the plan read (Plan.Data: each one's
+// arguments, its answer or, when sensitive, only its HMAC, and the
+// digest apply's pre-flight compares a second reading with) and what a
+// value known at apply reads of their answers (lazy.Scope.Data). A
+// format 5 build would apply such a plan without checking that the data
+// it was made from still holds, or evaluate such a value without data,
+// so it refuses format 6; this build refuses format 5 plans as it
+// refuses any other: make a new plan.
+const FormatVersion = 6
 
 // Plan is the persisted result of `toque plan`: everything apply needs, with
 // no HCL re-read, and everything a reviewer reads.
@@ -65,7 +74,11 @@ type Plan struct {
 	// Attributes are the merged node attributes, one leaf each, with
 	// provenance.
 	Attributes []Attribute `json:"attributes"`
-	Resources  []*Resource `json:"resources"`
+	// Data are the data blocks read at plan, in the order they were
+	// declared (data.go). (Before Resources, which stays the last field:
+	// canonical encodes it apart.)
+	Data      []*DataRead `json:"data,omitempty"`
+	Resources []*Resource `json:"resources"`
 	// Types are the definitions of the resource types written in HCL
 	// (resource_type) that the plan's resources use, so that apply and
 	// show rebuild them from the plan alone (TypeRegistry): the scripts

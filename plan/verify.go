@@ -39,6 +39,9 @@ func (p *Plan) check(types *resources.Registry) error {
 	if err != nil {
 		return err
 	}
+	if err := p.checkData(reg); err != nil {
+		return err
+	}
 	addrs := make(map[string]bool, len(p.Resources))
 	at := make(map[string]int, len(p.Resources))
 	for i, r := range p.Resources {
@@ -379,6 +382,11 @@ func (p *Plan) checkLazyExpr(e *LazyExpr) error {
 		})
 		if bad != nil {
 			return bad
+		}
+	}
+	if d := e.Scope.Data; d != nil {
+		if err := p.checkLazyData(d.Value); err != nil {
+			return err
 		}
 	}
 	if h := e.Scope.Host; h != nil && h.Value != cty.NilVal && h.Value.Type().IsObjectType() {

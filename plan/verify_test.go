@@ -194,6 +194,44 @@ func TestReadRefusesAContradictoryPlan(t *testing.T) {
 			v := true
 			g.Form, g.Source, g.Values, g.ExprValue = guard.Expression, "true", nil, &v
 		}, "holds a value instead of its expression"},
+		{"a data answer that is not its digest", func(p *Plan) {
+			p.Data[0].Answer = &Value{Value: cty.ObjectVal(map[string]cty.Value{"evil.com": cty.ObjectVal(map[string]cty.Value{"port": cty.NumberIntVal(443)})})}
+		}, "data.exec.sites: its answer does not match its digest"},
+		{"a data answer turned sensitive, its answer kept", func(p *Plan) {
+			p.Data[0].Sensitive = true
+		}, "data.exec.sites: a sensitive data block's answer is kept in the plan"},
+		{"a data answer hidden behind a plain digest", func(p *Plan) {
+			p.Data[0].Sensitive, p.Data[0].Answer = true, nil
+		}, "data.exec.sites: a sensitive data block's digest is not an HMAC"},
+		{"a data read without its answer", func(p *Plan) {
+			p.Data[0].Answer = nil
+		}, "data.exec.sites: the plan holds no answer"},
+		{"a data read of a data source this build lacks", func(p *Plan) {
+			p.Data[0].Type, p.Data[0].Address = "ldap", "data.ldap.sites"
+		}, `data source "ldap" is not known to this build`},
+		{"a data read named after another", func(p *Plan) {
+			p.Data[0].Name = "other"
+		}, `is named "data.exec.sites", but its type and name make "data.exec.other"`},
+		{"a data block read twice", func(p *Plan) {
+			p.Data = append(p.Data, p.Data[0])
+		}, "data.exec.sites is read twice"},
+		{"a value known at apply reading another data answer than the plan's", func(p *Plan) {
+			e := resourceNamed(p, lazyAddr).Lazy["content"]
+			e.Source = `data.exec.sites.result["a.com"].port`
+			e.Scope.Data = &Value{Value: cty.ObjectVal(map[string]cty.Value{"exec": cty.ObjectVal(map[string]cty.Value{"sites": cty.ObjectVal(map[string]cty.Value{
+				"result": cty.ObjectVal(map[string]cty.Value{"a.com": cty.ObjectVal(map[string]cty.Value{"port": cty.NumberIntVal(80)})}),
+			})})})}
+		}, "reads data.exec.sites with another answer than the plan's"},
+		{"a value known at apply reading a data block the plan did not read", func(p *Plan) {
+			e := resourceNamed(p, lazyAddr).Lazy["content"]
+			e.Source = `data.exec.other.result`
+			e.Scope.Data = &Value{Value: cty.ObjectVal(map[string]cty.Value{"exec": cty.ObjectVal(map[string]cty.Value{"other": cty.ObjectVal(map[string]cty.Value{
+				"result": cty.StringVal("x"),
+			})})})}
+		}, "reads data.exec.other, which is not one of the plan's data reads"},
+		{"a value known at apply reading data it does not carry", func(p *Plan) {
+			resourceNamed(p, lazyAddr).Lazy["content"].Source = `data.exec.sites.result`
+		}, "reads data, which its scope does not carry"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -209,6 +247,18 @@ func TestReadRefusesAContradictoryPlan(t *testing.T) {
 	t.Run("unedited", func(t *testing.T) {
 		if _, err := Read(writeTemp(t, reseal(t, raw, func(*Plan) {})), builtin.Registry()); err != nil {
 			t.Fatalf("a resealed, unedited plan is refused: %v", err)
+		}
+	})
+	t.Run("a value known at apply reading part of a data answer", func(t *testing.T) {
+		part := reseal(t, raw, func(p *Plan) {
+			e := resourceNamed(p, lazyAddr).Lazy["content"]
+			e.Source = `data.exec.sites.result["a.com"].port`
+			e.Scope.Data = &Value{Value: cty.ObjectVal(map[string]cty.Value{"exec": cty.ObjectVal(map[string]cty.Value{"sites": cty.ObjectVal(map[string]cty.Value{
+				"result": cty.ObjectVal(map[string]cty.Value{"a.com": cty.ObjectVal(map[string]cty.Value{"port": cty.NumberIntVal(443)})}),
+			})})})}
+		})
+		if _, err := Read(writeTemp(t, part), builtin.Registry()); err != nil {
+			t.Fatalf("a value reading the plan's own answer is refused: %v", err)
 		}
 	})
 	t.Run("an argv guard runs the words its source quotes", func(t *testing.T) {

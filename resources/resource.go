@@ -787,7 +787,9 @@ func Differ(names []string) string {
 // (resource_type blocks, which plans carry as TypeDefs) with the function
 // its assembler gives it (WithDefine).
 type Registry struct {
-	types  map[string]Type
+	types map[string]Type
+	// data are the data sources (data blocks), by name (data.go).
+	data   map[string]DataSource
 	define DefineFunc
 }
 
@@ -799,19 +801,22 @@ type DefineFunc func(def *TypeDef, validate map[string]func(cty.Value) error, re
 // NewRegistry makes a registry of the given types, which defines none
 // written in HCL (WithDefine).
 func NewRegistry(types ...Type) *Registry {
-	r := &Registry{types: map[string]Type{}}
+	r := &Registry{types: map[string]Type{}, data: map[string]DataSource{}}
 	for _, t := range types {
 		r.types[t.Schema().Name] = t
 	}
 	return r
 }
 
-// With returns a new registry of r's types and types (which replace r's
-// of the same name).
+// With returns a new registry of r's types and data sources, and types
+// (which replace r's of the same name).
 func (r *Registry) With(types ...Type) *Registry {
-	out := &Registry{types: make(map[string]Type, len(r.types)+len(types)), define: r.define}
+	out := &Registry{types: make(map[string]Type, len(r.types)+len(types)), data: make(map[string]DataSource, len(r.data)), define: r.define}
 	for k, v := range r.types {
 		out.types[k] = v
+	}
+	for k, v := range r.data {
+		out.data[k] = v
 	}
 	for _, t := range types {
 		out.types[t.Schema().Name] = t

@@ -211,16 +211,15 @@ func worded(d *diag.Diagnostic) *diag.Diagnostic {
 }
 
 func staleText(e *apply.StaleError) (summary, detail string) {
-	n := len(e.Resources)
 	var b strings.Builder
 	doubt := false
 	for _, r := range e.Resources {
 		doubt = doubt || !r.StartedEarlier.IsZero()
 	}
 	if doubt {
-		fmt.Fprintf(&b, "%d resource%s changed on the host since the plan was made, or may have been changed by an earlier apply of it, so nothing was applied:\n", n, plural(n))
+		fmt.Fprintf(&b, "%s changed on the host since the plan was made, or may have been changed by an earlier apply of it, so nothing was applied:\n", e.What())
 	} else {
-		fmt.Fprintf(&b, "%d resource%s changed on the host since the plan was made, so nothing was applied:\n", n, plural(n))
+		fmt.Fprintf(&b, "%s changed on the host since the plan was made, so nothing was applied:\n", e.What())
 	}
 	for _, r := range e.Resources {
 		if !r.StartedEarlier.IsZero() {

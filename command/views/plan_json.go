@@ -18,7 +18,7 @@ import (
 // JSONViewVersion is the version of the `toque show -json` format
 // (docs/plan-json.md). The minor version grows when fields are added; the
 // major version changes only when a field changes meaning or is removed.
-const JSONViewVersion = "1.8"
+const JSONViewVersion = "1.9"
 
 // The view types below are the documented machine format. They are kept
 // apart from the plan file model so that either can change without silently
@@ -40,12 +40,14 @@ type jsonView struct {
 	Errored      bool   `json:"errored"`
 	// Diagnostics are the errors and warnings of the command that printed
 	// the plan (plan -json); [] for show -json of a saved plan.
-	Diagnostics  []JSONDiagnostic `json:"diagnostics"`
-	Errors       []string         `json:"errors"`
-	Summary      jsonSummary      `json:"summary"`
-	Attributes   []jsonAttribute  `json:"attributes"`
-	Resources    []jsonResource   `json:"resources"`
-	NotifiedRuns []jsonNotified   `json:"notified_runs"`
+	Diagnostics []JSONDiagnostic `json:"diagnostics"`
+	Errors      []string         `json:"errors"`
+	Summary     jsonSummary      `json:"summary"`
+	Attributes  []jsonAttribute  `json:"attributes"`
+	// Data are the data blocks the plan read, with their answers (1.9).
+	Data         []jsonData     `json:"data"`
+	Resources    []jsonResource `json:"resources"`
+	NotifiedRuns []jsonNotified `json:"notified_runs"`
 	// Types are the resource types written in HCL that the resources use
 	// (1.3).
 	Types []jsonType `json:"types"`
@@ -163,6 +165,45 @@ type jsonTrigger struct {
 	Action    string `json:"action"`
 	Timing    string `json:"timing"`
 	Subscribe bool   `json:"subscribe"`
+}
+
+// jsonData is a data block the plan read (1.9): what it read or ran, and
+// its answer (null when sensitive: the plan keeps only its digest).
+type jsonData struct {
+	Address    string                     `json:"address"`
+	Type       string                     `json:"type"`
+	Name       string                     `json:"name"`
+	Source     plan.Range                 `json:"source"`
+	Arguments  map[string]json.RawMessage `json:"arguments"`
+	Reads      string                     `json:"reads"`
+	Sensitive  bool                       `json:"sensitive"`
+	Answer     json.RawMessage            `json:"answer"`
+	Digest     string                     `json:"digest"`
+	DurationMS int64                      `json:"duration_ms"`
+}
+
+func viewData(p *plan.Plan, reg *resources.Registry) []jsonData {
+	out := make([]jsonData, 0, len(p.Data))
+	for _, d := range p.Data {
+		if d == nil {
+			continue
+		}
+		s := p.ShowData(reg, d)
+		jd := jsonData{
+			Address: d.Address, Type: d.Type, Name: d.Name, Source: d.Source,
+			Arguments: make(map[string]json.RawMessage, len(d.Arguments)),
+			Reads:     s.Reads, Sensitive: d.Sensitive, Answer: json.RawMessage(`null`),
+			Digest: d.Digest, DurationMS: d.DurationMS,
+		}
+		for k, v := range d.Arguments {
+			jd.Arguments[k] = plainJSON(v.Value)
+		}
+		if !d.Sensitive && d.Answer != nil {
+			jd.Answer = plainJSON(d.Answer.Value)
+		}
+		out = append(out, jd)
+	}
+	return out
 }
 
 type jsonHost struct {
@@ -380,6 +421,7 @@ func JSONView(p *plan.Plan, o JSONOptions) ([]byte, error) {
 			DecidedAtApply: c.DecidedAtApply, KnownAtApply: c.KnownAtApply,
 		},
 		Attributes:   make([]jsonAttribute, 0, len(p.Attributes)),
+		Data:         viewData(p, reg),
 		Resources:    make([]jsonResource, 0, len(p.Resources)),
 		NotifiedRuns: make([]jsonNotified, 0, len(p.NotifiedRuns)),
 		Types:        make([]jsonType, 0, len(p.Types)),

@@ -284,6 +284,7 @@ func markdownHead(p *plan.Plan, o MarkdownOptions) string {
 	if listed {
 		b.WriteString("\n")
 	}
+	markdownData(&b, p, o.Registry)
 	fmt.Fprintf(&b, "Plan digest: %s\n", mdCode(o.Digest))
 	if sig := o.Signature; sig != nil {
 		switch {
@@ -711,4 +712,21 @@ func awaitsAny(p *plan.Plan) bool {
 		}
 	}
 	return false
+}
+
+// markdownData lists the data blocks the plan read: what each read or
+// ran, how long it took, its answer's shape and digest.
+func markdownData(b *strings.Builder, p *plan.Plan, reg *resources.Registry) {
+	if len(p.Data) == 0 {
+		return
+	}
+	b.WriteString("Read at plan:\n\n")
+	for _, d := range p.Data {
+		if d == nil {
+			continue
+		}
+		s := p.ShowData(reg, d)
+		fmt.Fprintf(b, "- %s (%d ms): %s; answer: %s, %s\n", mdCode(d.Address), d.DurationMS, mdCode(s.Reads), mdText(s.Answer), mdCode(d.Digest))
+	}
+	b.WriteString("\n")
 }

@@ -126,12 +126,14 @@ func RenderText(w io.Writer, p *plan.Plan, o RenderOptions) error {
 		} else {
 			bw.printf("%s\n", pt.bold(fmt.Sprintf("No changes. %s already matches the recipes%s.", hostName, policyNote(p))))
 		}
+		renderData(bw, pt, p, reg)
 		gv := p.Groups()
 		for _, r := range skipped {
 			renderGrouped(bw, pt, gv, p, reg, r, "")
 		}
 	} else {
 		bw.printf("toque will perform the following actions on %s%s:\n", pt.bold(hostName), policyNote(p))
+		renderData(bw, pt, p, reg)
 		tree := p.Tree()
 		gv := p.Groups()
 		for i, r := range p.Resources {
@@ -663,4 +665,18 @@ func policyNote(p *plan.Plan) string {
 		rev = rev[:10]
 	}
 	return fmt.Sprintf(" (policy %s, lock revision %s)", EscapeLine(p.Policy), EscapeLine(rev))
+}
+
+// renderData lists the data blocks the plan read: what each read or ran,
+// how long it took, and its answer's shape and digest (the answer itself
+// is in show -json).
+func renderData(bw *errWriter, pt painter, p *plan.Plan, reg *resources.Registry) {
+	for _, d := range p.Data {
+		if d == nil {
+			continue
+		}
+		s := p.ShowData(reg, d)
+		bw.printf("\n  %s\n", pt.faint(fmt.Sprintf("# %s read in %d ms: %s", EscapeLine(d.Address), d.DurationMS, EscapeLine(s.Reads))))
+		bw.printf("  %s\n", pt.faint(fmt.Sprintf("#   answer: %s, %s", EscapeLine(s.Answer), EscapeLine(d.Digest))))
+	}
 }

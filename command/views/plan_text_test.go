@@ -204,7 +204,7 @@ func groupsScenario(t testing.TB) *plan.Plan {
 
 // testRegistry holds the fake type the scenarios plan with.
 func testRegistry() *resources.Registry {
-	return resources.NewRegistry(append([]resources.Type{plantest.NewFakeType()}, plantest.FakeRepo{}.Types()...)...)
+	return resources.NewRegistry(append([]resources.Type{plantest.NewFakeType()}, plantest.FakeRepo{}.Types()...)...).WithData(builtin.DataSources()...)
 }
 
 func TestRenderTextGolden(t *testing.T) {
@@ -417,7 +417,7 @@ func collectKeys(prefix string, v any, out map[string]bool) {
 			}
 			out[p] = true
 			switch k {
-			case "desired", "values", "extra", "environment", "reads", "parameters":
+			case "desired", "values", "extra", "environment", "reads", "parameters", "answer", "arguments":
 				continue
 			}
 			collectKeys(p, val, out)

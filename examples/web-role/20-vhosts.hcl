@@ -4,8 +4,14 @@
 # instances from the plan (toque does not delete what it no longer
 # manages: add a delete resource for that, as in Chef).
 #
-# When data blocks land (issue 23, item 4), for_each reads them the same
-# way: anything known when the plan is made can drive it.
+# A site serves TLS when its certificate has been deployed
+# (ROOT/tls/NAME.pem, by another role, or by hand): a data block reads
+# what is there when the plan is made, the plan shows that read and its
+# answer, and apply refuses the plan if a certificate came or went since.
+
+data "files" "certificates" {
+  glob = "${node.web.root}/tls/*.pem"
+}
 
 directory "docroot" {
   for_each = node.web.vhosts
@@ -27,6 +33,8 @@ template "vhost" {
     port    = try(each.value.port, node.web.listen)
     aliases = try(each.value.aliases, [])
     docroot = "${node.web.root}/www/${each.key}"
+    cert    = "${node.web.root}/tls/${each.key}.pem"
+    tls     = contains(keys(data.files.certificates.result), "${node.web.root}/tls/${each.key}.pem")
   }
   # One notifies on a for_each block: one edge per site. The reload runs
   # once however many sites change.

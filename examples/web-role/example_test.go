@@ -51,6 +51,9 @@ func TestWebRole(t *testing.T) {
 		summary string
 		shows   []string
 		files   []string // written by the apply, under the root
+		// certs are the sites whose certificate is deployed (ROOT/tls/NAME.pem)
+		// before the first plan.
+		certs []string
 	}{
 		{
 			name:    "no site",
@@ -90,6 +93,19 @@ func TestWebRole(t *testing.T) {
 			},
 			files: []string{"sites/shop.example.com.conf", "sites/example.org.conf", "www/example.com/index.html"},
 		},
+		{
+			name:  "three sites, one with its certificate deployed",
+			attrs: []string{"-attr-file=envs/three.attrs"},
+			certs: []string{"shop.example.com"},
+			// (The root exists: the certificate is in it.)
+			summary: "Plan: 13 to create, 0 to update, 0 to delete, 1 to run, 2 skipped, 1 unchanged.",
+			shows: []string{
+				"  # data.files.certificates read in ",
+				"#   answer: a map of 1 element, sha256:",
+				"+    listen 443 ssl;",
+			},
+			files: []string{"sites/shop.example.com.conf"},
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -97,6 +113,14 @@ func TestWebRole(t *testing.T) {
 			root := filepath.Join(scratch, "root")
 			attrs := append([]string{"-attr=web.root=" + root}, c.attrs...)
 			planFile := filepath.Join(scratch, "plan.out")
+			for _, site := range c.certs {
+				if err := os.MkdirAll(filepath.Join(root, "tls"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(root, "tls", site+".pem"), []byte("-----BEGIN CERTIFICATE-----\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
 
 			code, out := toque(t, scratch, append(append([]string{"plan"}, attrs...), "-out="+planFile)...)
 			if code != 0 || !strings.Contains(out, "\n"+c.summary+"\n") {
@@ -113,6 +137,12 @@ func TestWebRole(t *testing.T) {
 			for _, f := range c.files {
 				if _, err := os.Stat(filepath.Join(root, f)); err != nil {
 					t.Errorf("apply did not write %s: %v", f, err)
+				}
+			}
+			for _, site := range c.certs {
+				conf, err := os.ReadFile(filepath.Join(root, "sites", site+".conf"))
+				if err != nil || !strings.Contains(string(conf), "ssl_certificate "+filepath.Join(root, "tls", site+".pem")+";") {
+					t.Errorf("%s does not serve TLS (%v):\n%s", site, err, conf)
 				}
 			}
 			code, out = toque(t, scratch, append(append([]string{"plan"}, attrs...), "-detailed-exitcode")...)

@@ -3,7 +3,8 @@
 // memory, as medians over several runs; the plan of guarded executes; the
 // plan of installed packages and of remote files whose checksums match,
 // with the processes each starts; the no-op plan of files made by
-// for_each against written-out blocks. `make bench` runs it.
+// for_each against written-out blocks; the plan of data blocks beside
+// resources, read in parallel. `make bench` runs it.
 //
 // It is a measuring tool, not part of toque.
 package main
@@ -49,6 +50,8 @@ func main() {
 	remoteFiles := flag.Int("remote-files", 0, "instead: time the plan of this many remote_file resources whose checksums match (see packages.go)")
 	custom := flag.Int("customtypes", 0, "instead: time the plan of this many resources of a type written in HCL, with and without batch (see customtypes.go)")
 	forEach := flag.Int("foreach", 0, "instead: time the no-op plan of this many files made by for_each against as many written-out blocks (see foreach.go)")
+	dataN := flag.Int("data", 0, "instead: time the plan of this many data \"exec\" blocks beside as many guarded executes, read one after the other or in parallel (see data.go)")
+	dataSleep := flag.Duration("data-sleep", 200*time.Millisecond, "with -data: how long each data command and each guard sleeps")
 	fresh := flag.Bool("freshhost", false, "instead: time the plan of a web server role on a fresh host (package cache cold and warm) against a converged one (see freshhost.go; root)")
 	flag.Parse()
 
@@ -114,6 +117,10 @@ func main() {
 	}
 	if *forEach > 0 {
 		benchForEach(work, bin, *forEach, *runs, *par)
+		return
+	}
+	if *dataN > 0 {
+		benchData(work, bin, *dataN, *runs, *par, *dataSleep)
 		return
 	}
 	if *packages > 0 || *remoteFiles > 0 {

@@ -56,8 +56,9 @@ type Expr struct {
 }
 
 // Scope is the part of an expression's scope a plan carries: apply
-// evaluates the expression with these, and reads the host only through
-// the functions that read absolute paths (HostReaders).
+// evaluates the expression with these (node, host, data, each, count), and
+// reads the host only through the functions that read absolute paths
+// (HostReaders).
 type Scope struct {
 	// Dir is the directory relative paths resolve against: the recipe's
 	// (a template file's own, for its text).
@@ -71,6 +72,11 @@ type Scope struct {
 	// resource with for_each or count. nil reads none.
 	Each  *typedvalue.Value `json:"each,omitempty"`
 	Count *typedvalue.Value `json:"count,omitempty"`
+	// Data is the part of the data blocks' answers the expression reads
+	// (data.TYPE.NAME.result…), as they were read at plan: an object
+	// holding only those subtrees; nil reads none. A sensitive data
+	// block's answer is never here (eval refuses lazy(…) that reads one).
+	Data *typedvalue.Value `json:"data,omitempty"`
 	// Env holds the environment variables env() reads, as they were at
 	// plan time; nil for one that was not set.
 	Env map[string]*string `json:"env,omitempty"`
@@ -147,8 +153,8 @@ func (e *Expr) Parse() (hclsyntax.Expression, hcl.Diagnostics) {
 }
 
 // Check verifies that e can be what the planner wrote: a source that
-// parses, holds no lazy(…), and reads from node, host, each and count
-// only what its scope carries. It does not evaluate anything.
+// parses, holds no lazy(…), and reads from node, host, data, each and
+// count only what its scope carries. It does not evaluate anything.
 func (e *Expr) Check() error {
 	if e == nil {
 		return fmt.Errorf("is empty")
@@ -179,6 +185,11 @@ func (e *Expr) Check() error {
 			v = e.Scope.Node
 		case "host":
 			v = e.Scope.Host
+		case "data":
+			v = e.Scope.Data
+			if e.Template == TemplateFile && v == nil {
+				continue // a template variable
+			}
 		case "each", "count":
 			if e.Template != "" {
 				continue // an instance's (inline), or a template variable
@@ -191,7 +202,7 @@ func (e *Expr) Check() error {
 			if e.Template != "" {
 				continue // a template variable
 			}
-			return fmt.Errorf("reads %q, which is neither node, host, each nor count", truncate(root, 40))
+			return fmt.Errorf("reads %q, which is neither node, host, data, each nor count", truncate(root, 40))
 		}
 		if v == nil || v.Value == cty.NilVal {
 			return fmt.Errorf("reads %s, which its scope does not carry", root)

@@ -351,5 +351,16 @@ func SamplePlan(t testing.TB) *plan.Plan {
 	}
 	pl.Attributes = []plan.Attribute{{Path: "web.port", Value: []byte(`{"value":9090,"type":"number"}`), Level: "override", Source: "recipes/default.hcl:7"}}
 	pl.InputsDigest = "sha256:" + strings.Repeat("0", 64)
+	sites := cty.ObjectVal(map[string]cty.Value{"a.com": cty.ObjectVal(map[string]cty.Value{"port": cty.NumberIntVal(443)})})
+	digest, err := plan.DataDigest(sites, false, pl.Salt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl.Data = []*plan.DataRead{{
+		Address: "data.exec.sites", Type: "exec", Name: "sites",
+		Source:    plan.Range{Filename: "recipes/default.hcl", Line: 33, Column: 1},
+		Arguments: map[string]plan.Value{"command": {Value: cty.StringVal("cat /etc/sites.json")}},
+		Answer:    &plan.Value{Value: sites}, Digest: digest, DurationMS: 3,
+	}}
 	return pl
 }

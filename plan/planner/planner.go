@@ -155,8 +155,26 @@ func (p *Planner) Plan(ctx context.Context, cfg *config.Config) (*plan.Plan, hcl
 	evalDiags = append(evalDiags, d...)
 	if p.ReleaseSyntax {
 		cfg.ReleaseFiles()
-		scope.ReleaseSyntax = true
 	}
+	// The files of a directory are read through one descriptor of it
+	// (resources.Reads), by the data blocks and the resources alike:
+	// nothing changes the host while a plan reads.
+	reads := resources.NewReads()
+	defer reads.Close()
+	ctx = resources.WithReads(ctx, reads)
+	salt, err := p.salt()
+	if err != nil {
+		return nil, diags.Append(saltDiag(err))
+	}
+	// The data blocks are read (data.go) while the resources that do not
+	// read them are read too; those that do are evaluated once they have.
+	dp, d := p.readData(ctx, cfg, reg, scope, salt)
+	if d.HasErrors() {
+		return nil, append(append(diags, evalDiags...), d...)
+	}
+	evalDiags = append(evalDiags, d...)
+	scope = dp.scope
+	scope.ReleaseSyntax = p.ReleaseSyntax
 	insts, d := eval.Resources(cfg, reg, scope)
 	evalDiags = append(evalDiags, d...)
 	diags = append(diags, evalDiags...)
@@ -172,15 +190,21 @@ func (p *Planner) Plan(ctx context.Context, cfg *config.Config) (*plan.Plan, hcl
 		cfg.ReleaseSyntax()
 	}
 
-	pl, planDiags := p.PlanInstances(ctx, insts)
-	diags = append(diags, planDiags...)
+	pl, planDiags := p.planInstances(ctx, insts, salt, dp.prefetched)
+	dataReads, d := dp.finish()
+	evalDiags = append(evalDiags, d...)
+	diags = append(append(diags, d...), planDiags...)
 	if pl == nil {
 		return nil, diags
 	}
+	pl.Data = dataReads
 	pl.InputsDigest = cfg.InputsDigest()
 	// Sources are recorded relative to the recipe (or policy) directory:
 	// the plan is read on reviewers' machines and in pull requests, where
 	// this host's absolute paths are noise.
+	for _, d := range pl.Data {
+		d.Source.Filename = cfg.DisplayPath(d.Source.Filename)
+	}
 	for _, r := range pl.Resources {
 		r.Source.Filename = cfg.DisplayPath(r.Source.Filename)
 		for _, e := range r.Lazy {
@@ -280,12 +304,25 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 	ctx = resources.WithReads(ctx, reads)
 	salt, err := p.salt()
 	if err != nil {
-		return nil, diags.Append(&hcl.Diagnostic{
-			Severity: hcl.DiagError,
-			Summary:  "Cannot make the plan's salt",
-			Detail:   fmt.Sprintf("Reading random bytes failed: %s.", err),
-		})
+		return nil, diags.Append(saltDiag(err))
 	}
+	return p.planInstances(ctx, insts, salt, nil)
+}
+
+func saltDiag(err error) *hcl.Diagnostic {
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Cannot make the plan's salt",
+		Detail:   fmt.Sprintf("Reading random bytes failed: %s.", err),
+	}
+}
+
+// planInstances is PlanInstances with the plan's salt, in a batch of reads
+// ctx carries; prefetched holds what was planned of top-level resources
+// already (while the data blocks were read), by address: those are not
+// planned again.
+func (p *Planner) planInstances(ctx context.Context, insts []*eval.Instance, salt string, prefetched map[string]prefetch) (*plan.Plan, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
 	now := time.Now
 	if p.Now != nil {
 		now = p.Now
@@ -314,7 +351,11 @@ func (p *Planner) PlanInstances(ctx context.Context, insts []*eval.Instance) (*p
 	results := make(map[*eval.Instance]outcome, len(insts))
 	start := time.Now()
 	for level := insts; len(level) > 0; {
-		p.planLevel(ctx, logger, level, salt, par, results)
+		toPlan := level
+		if len(prefetched) > 0 && level[0].Parent == nil {
+			toPlan = usePrefetched(level, prefetched, results)
+		}
+		p.planLevel(ctx, logger, toPlan, salt, par, results)
 		var next []*eval.Instance
 		for _, inst := range level {
 			if res := results[inst].res; res != nil && res.Kind != resources.Skip && res.Action != "nothing" {

@@ -47,6 +47,9 @@ type shadowEntry struct {
 	passwd   string
 	expire   int64
 	inactive int64
+	// lastChange, minDays, maxDays and warnDays are the password's
+	// ageing (chage -d, -m, -M, -W), read for data "users".
+	lastChange, minDays, maxDays, warnDays int64
 }
 
 // accountsDB is one reading of the account databases under a root ("" is
@@ -124,7 +127,8 @@ func readAccounts(root string, which int) (*accountsDB, error) {
 			if db.shadow[f[0]] != nil {
 				return
 			}
-			db.shadow[f[0]] = &shadowEntry{passwd: f[1], expire: parseDays(f[7]), inactive: parseDays(f[6])}
+			db.shadow[f[0]] = &shadowEntry{passwd: f[1], expire: parseDays(f[7]), inactive: parseDays(f[6]),
+				lastChange: parseDays(f[2]), minDays: parseDays(f[3]), maxDays: parseDays(f[4]), warnDays: parseDays(f[5])}
 		})
 		switch {
 		case errors.Is(err, fs.ErrPermission):

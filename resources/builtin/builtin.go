@@ -19,11 +19,23 @@ import (
 // types, the accounts family (user, group, authorized_keys), the system
 // family (cron_d, sysctl, mount, kernel_module, swap_file, hostname,
 // timezone, locale, alternatives, sudo, ssh_known_hosts_entry), service and
-// systemd_unit — and makes the types written in HCL with hcltype.New.
-// Callers add further types by building their own registry; nothing
-// registers itself.
+// systemd_unit — and of its data sources (DataSources), and makes the
+// types written in HCL with hcltype.New. Callers add further types by
+// building their own registry; nothing registers itself.
 func Registry() *resources.Registry {
-	return resources.NewRegistry(Types()...).WithDefine(hcltype.New)
+	return resources.NewRegistry(Types()...).WithData(DataSources()...).WithDefine(hcltype.New)
+}
+
+// DataSources lists the built-in data sources (data blocks), in the order
+// they are documented: exec, users, groups, packages, mounts, files.
+func DataSources() []resources.DataSource {
+	return []resources.DataSource{
+		commands.ExecData(),
+		accounts.UsersData(), accounts.GroupsData(),
+		packages.PackagesData(),
+		system.MountsData(),
+		files.FilesData(),
+	}
 }
 
 // Types lists the built-in types, in the order they are documented.

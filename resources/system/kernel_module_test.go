@@ -68,6 +68,7 @@ func moduleRoot(t *testing.T) (*kernelModuleType, *[]string) {
 
 // What each action plans, from the module's state and its files.
 func TestKernelModulePlan(t *testing.T) {
+	planAsRoot(t)
 	typ, _ := moduleRoot(t)
 	res := func(action, mod string, vals map[string]any) *resources.Resource {
 		if vals == nil {

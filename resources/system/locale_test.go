@@ -70,6 +70,7 @@ func localeRoot(t *testing.T, archive bool) *localeType {
 // The compiled locales are read from glibc's own archive, and the plan
 // compiles only those missing, checked against glibc's list.
 func TestLocalePlan(t *testing.T) {
+	planAsRoot(t)
 	typ := localeRoot(t, true)
 	names, err := archiveLocales(filepath.Join(typ.root, "usr/lib/locale/locale-archive"))
 	if err != nil || !slices.Equal(names, []string{"en_US.utf8"}) {
@@ -117,13 +118,20 @@ func TestLocalePlan(t *testing.T) {
 // host's: the host's archive and files are not touched.
 func TestLocaleGen(t *testing.T) {
 	testenv.MustHave(t, testenv.Root, testenv.Unshare, testenv.Overlay, testenv.Locales, testenv.Perl)
+	// The host's files are read through a directory opened before the
+	// thread leaves the host's mount namespace: lookups from it stay in the
+	// host's mounts whichever thread reads (/proc/self/root does not: it is
+	// the main thread's root, and the test may run on the main thread).
+	host, err := os.OpenRoot("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close()
 	hostFiles := func() string {
 		var b strings.Builder
-		for _, p := range []string{"/etc/default/locale", "/etc/locale.gen", "/usr/lib/locale/locale-archive"} {
-			// /proc/self/root is seen from the process's first thread,
-			// which stays in the host's mount namespace.
-			data, err := os.ReadFile("/proc/self/root" + p)
-			b.WriteString(p + ": " + resourcetest.SHA256(string(data)) + " " + errString(err) + "\n")
+		for _, p := range []string{"etc/default/locale", "etc/locale.gen", "usr/lib/locale/locale-archive"} {
+			data, err := host.ReadFile(p)
+			b.WriteString("/" + p + ": " + resourcetest.SHA256(string(data)) + " " + errString(err) + "\n")
 		}
 		return b.String()
 	}
@@ -159,7 +167,7 @@ func TestLocaleGen(t *testing.T) {
 		t.Errorf("/etc/default/locale:\n%s", got)
 	}
 	if after := hostFiles(); after != before {
-		t.Errorf("the host's files changed:\n%s\nthen:\n%s", after, before)
+		t.Errorf("the host's files changed: before\n%s\nafter\n%s", before, after)
 	}
 }
 

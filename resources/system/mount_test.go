@@ -211,6 +211,7 @@ func fakeMounts(t *testing.T, mountinfo, fstabText string) (*mountType, string) 
 
 // The plan of each action, from a mount table and an fstab.
 func TestMountPlan(t *testing.T) {
+	planAsRoot(t)
 	srv := mountDir(t, "srv")
 	missing := filepath.Join(filepath.Dir(srv), "missing")
 	mi := fmt.Sprintf("22 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw\n30 22 0:30 / %s rw,nosuid,nodev,relatime - tmpfs tmpfs rw,size=1024k\n", srv)
@@ -321,6 +322,7 @@ func TestMountPointKinds(t *testing.T) {
 // and fstab once each and starts no process (the tool runner fails the
 // test when called).
 func TestMountPlanRunsNoProcess(t *testing.T) {
+	planAsRoot(t)
 	typ, rs, views := fiftyMounts(t, t.TempDir())
 	sts, err := typ.LoadAll(context.Background(), views)
 	if err != nil {

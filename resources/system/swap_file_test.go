@@ -109,6 +109,7 @@ func TestSwapFile(t *testing.T) {
 // a swap file where the kernel cannot swap is refused; a swapon that does
 // not take is an error.
 func TestSwapFileRefuses(t *testing.T) {
+	planAsRoot(t)
 	typ, dir, _ := swapTest(t)
 	data := filepath.Join(dir, "data")
 	resourcetest.WriteFile(t, data, "precious\n", 0o600)
