@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/toquehq/toque/internal/rpmtest"
 	"github.com/toquehq/toque/resources"
@@ -675,5 +676,35 @@ func TestProviderMissingOnHost(t *testing.T) {
 	}
 	if err := validateProviderName(str("yum")); err == nil || !strings.Contains(err.Error(), "it has apt and dnf") {
 		t.Errorf("yum: %v", err)
+	}
+}
+
+// data "packages" on the RHEL family: rpm's database in the namespace,
+// every installed package (an install-only package in two versions reads
+// as its newest) or the named ones.
+func TestDnfPackagesData(t *testing.T) {
+	repo := fixtureRepo(t)
+	e := newDnfEnv(t, repo)
+	e.host.Install(t, "toque-fixture-1.0", "toque-epoch", "toque-app")
+	// A second version beside the first, as dnf keeps a kernel's.
+	e.host.Run(t, "rpm", "-i", "--justdb", "--nodeps", "--replacefiles", filepath.Join(repo, rpmtest.Pkg{Name: "toque-fixture", Version: "2.0"}.File()))
+	d := &packagesData{provider: e.prov}
+	v, err := d.Read(context.Background(), &resources.DataRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := ctyjson.Marshal(v, v.Type())
+	want := `{"toque-app":{"arch":"noarch","held":false,"name":"toque-app","version":"1.0-1"},"toque-dep":{"arch":"noarch","held":false,"name":"toque-dep","version":"1.0-1"},` +
+		`"toque-epoch":{"arch":"noarch","held":false,"name":"toque-epoch","version":"2:0.5-1"},"toque-fixture":{"arch":"noarch","held":false,"name":"toque-fixture","version":"2.0-1"}}`
+	if string(b) != want {
+		t.Errorf("answer\n%s\nwant\n%s", b, want)
+	}
+	names := cty.ListVal([]cty.Value{cty.StringVal("toque-app"), cty.StringVal("toque-conf"), cty.StringVal("toque-fixture-1.0")})
+	v, err = d.Read(context.Background(), &resources.DataRequest{Args: map[string]cty.Value{"names": names}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := ctyjson.Marshal(v, v.Type()); string(b) != `{"toque-app":{"arch":"noarch","held":false,"name":"toque-app","version":"1.0-1"}}` {
+		t.Errorf("names (only installed ones, by the name asked): %s", b)
 	}
 }
