@@ -1,14 +1,15 @@
 // Package rpmtest builds what toque's dnf tests run the real rpm and dnf
 // against, on a Debian machine: fixture .rpm packages made with rpmbuild
 // (a throwaway %_topdir), a local repository indexed with createrepo_c,
-// and a Host: a mount namespace whose /etc, /var, /usr and root's home are
-// overlays of the machine's, with its own rpm database in /var/lib/rpm
+// and a Host: a mount namespace whose /etc, /var, /run, /usr and root's
+// home are overlays of the machine's, with its own rpm database in /var/lib/rpm
 // (Debian's rpm keeps one under root's home by default) and the fixture
 // repositories as its only dnf repositories. Wrappers first on PATH run
 // rpm and dnf inside it (nsenter), so the provider's command lines are the
 // production ones, and everything they write lands in the overlays: the
-// machine's dpkg status and rpm databases are never written (HostDigests
-// proves it).
+// machine's dpkg status and rpm databases, its dnf and rpm configuration,
+// os-release and toque's own state are never written (HostDigests proves
+// it).
 //
 // Only tests import it. It needs root, unshare and overlayfs, and the
 // tools scripts/test-deps installs (testenv.DnfRPM).
@@ -19,6 +20,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,7 +123,9 @@ func Build(t testing.TB, dir string, p Pkg) string {
 	}
 	spec := filepath.Join(top, "SPECS", p.Name+".spec")
 	write(t, spec, p.spec())
-	run(t, "", "rpmbuild", "-bb", "--quiet",
+	// --nodeps: checking build dependencies opens the machine's rpm
+	// database (the fixtures have none).
+	run(t, "", "rpmbuild", "-bb", "--quiet", "--nodeps",
 		"--define", "_topdir "+top, "--define", "_tmppath "+filepath.Join(top, "tmp"),
 		"--define", "_rpmdir "+dir, "--define", "_build_name_fmt %%{NAME}-%%{VERSION}-%%{RELEASE}.%%{ARCH}.rpm",
 		"--define", "_binary_payload w2.gzdio", spec)
@@ -187,8 +191,9 @@ type Host struct {
 	Calls string
 }
 
-// NewHost makes the namespace: overlays over /etc, /var, /usr and root's
-// home, an rpm database in /var/lib/rpm, a fake os-release (Rocky 9), a
+// NewHost makes the namespace: overlays over /etc, /var, /run, /usr and
+// root's home (so toque's default state, /var/lib/toque and /run/toque,
+// is the namespace's too), an rpm database in /var/lib/rpm, a fake os-release (Rocky 9), a
 // dnf release version, and the given repository directories as dnf's only
 // repositories ("fixture0", "fixture1"…, gpgcheck off), whose metadata it
 // caches (dnf makecache): the provider reads with -C.
@@ -200,7 +205,7 @@ func NewHost(t testing.TB, repos ...string) *Host {
 		home = "/root"
 	}
 	var mounts []string
-	for i, d := range []string{"/etc", "/var", "/usr", home} {
+	for i, d := range []string{"/etc", "/var", "/run", "/usr", home} {
 		up, work := filepath.Join(layers, fmt.Sprintf("u%d", i)), filepath.Join(layers, fmt.Sprintf("w%d", i))
 		for _, x := range []string{up, work} {
 			if err := os.MkdirAll(x, 0o755); err != nil {
@@ -349,8 +354,12 @@ func (h *Host) CallLog() []string {
 // HostDigests is the sha256 of each of the machine's package databases
 // that exists: dpkg's status file, and the rpm databases (Debian's rpm
 // keeps one under root's home; /var/lib/rpm and /usr/lib/sysimage/rpm
-// on an rpm distribution), and the listing of dnf's directories on the
-// machine (/etc/yum.repos.d…). Tests take it before and after.
+// on an rpm distribution), /etc/os-release (the namespace writes a fake
+// one), the listing of dnf's and rpm's directories on the machine
+// (/etc/yum.repos.d, /etc/rpm…), and a digest of every path, size and
+// modification time under toque's default state (/var/lib/toque,
+// /run/toque) and the rpm databases' directories (a read touches them).
+// Tests take it before and after.
 func HostDigests(t testing.TB) map[string]string {
 	t.Helper()
 	home, _ := os.UserHomeDir()
@@ -364,7 +373,7 @@ func HostDigests(t testing.TB) map[string]string {
 	}
 	// What the types under test write, which must land in the namespace
 	// or a test directory, never on the machine: their listing.
-	for _, d := range []string{"/etc/yum.repos.d", "/etc/pki/rpm-gpg", "/var/cache/dnf", "/var/lib/dnf"} {
+	for _, d := range []string{"/etc/yum.repos.d", "/etc/pki/rpm-gpg", "/var/cache/dnf", "/var/lib/dnf", "/etc/rpm", "/etc/dnf", "/etc/dnf/vars"} {
 		ents, err := os.ReadDir(d)
 		if err != nil {
 			continue
@@ -375,6 +384,17 @@ func HostDigests(t testing.TB) map[string]string {
 		}
 		out[d+"/"] = strings.Join(names, " ")
 	}
+	// toque's own state on the machine (the defaults, when a test forgot
+	// TOQUE_STATE_DIR or TOQUE_HOST_LOCK), and the rpm databases'
+	// directories, whose files a mere read by rpm or dnf touches (sqlite's
+	// -shm file) though their content stays: every path, its size and
+	// modification time.
+	for _, d := range []string{"/var/lib/toque", "/run/toque", filepath.Join(home, ".rpmdb"), "/var/lib/rpm", "/usr/lib/sysimage/rpm"} {
+		if sum := treeDigest(d); sum != "" {
+			out[d+"/**"] = sum
+		}
+	}
+	paths = append(paths, "/etc/os-release")
 	for _, p := range paths {
 		f, err := os.Open(p)
 		if err != nil {
@@ -391,8 +411,28 @@ func HostDigests(t testing.TB) map[string]string {
 	return out
 }
 
-// KeepHostDigests checks, when the test ends, that none of the machine's
-// package databases changed.
+// treeDigest is the sha256 of every path under dir with its size and
+// modification time, "" when dir does not exist.
+func treeDigest(dir string) string {
+	var b strings.Builder
+	filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if fi, err := e.Info(); err == nil {
+			fmt.Fprintf(&b, "%s %d %d\n", p, fi.Size(), fi.ModTime().UnixNano())
+		}
+		return nil
+	})
+	if b.Len() == 0 {
+		return ""
+	}
+	h := sha256.Sum256([]byte(b.String()))
+	return hex.EncodeToString(h[:])
+}
+
+// KeepHostDigests checks, when the test ends, that none of what
+// HostDigests covers changed.
 func KeepHostDigests(t testing.TB) {
 	t.Helper()
 	before := HostDigests(t)
@@ -400,12 +440,12 @@ func KeepHostDigests(t testing.TB) {
 		after := HostDigests(t)
 		for p, d := range before {
 			if after[p] != d {
-				t.Errorf("the machine's package database %s changed during the test (sha256 %s, now %s)", p, d, after[p])
+				t.Errorf("the machine's %s changed during the test (sha256 %s, now %s; this test, or another process on the machine)", p, d, after[p])
 			}
 		}
 		for p := range after {
 			if _, ok := before[p]; !ok {
-				t.Errorf("the machine has a new package database %s after the test", p)
+				t.Errorf("the machine has a new %s after the test (this test, or another process on the machine)", p)
 			}
 		}
 	})
