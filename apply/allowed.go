@@ -73,6 +73,11 @@ func samePlanned(pr *plan.Resource, step *resources.Step) error {
 				if pr.Sensitive || slices.Contains(pr.SensitiveProperties, c.Property) {
 					return plan.Sensitive
 				}
+				// A file's content is summed up, as a stale plan's is,
+				// rather than quoted whole, twice, on one line.
+				if v.IsKnown() && !v.IsNull() && v.Type() == cty.String && (len(v.AsString()) > 80 || strings.Contains(v.AsString(), "\n")) {
+					return plan.Summary(int64(len(v.AsString())), plan.DigestValue(v, "", false))
+				}
 				return plan.DisplayValue(v)
 			}
 			return fmt.Errorf("refused to %s: %s would now become %s, but the plan showed %s (the host changed during this apply); run toque plan again", step.Kind, c.Property, shown(c.After), shown(want.Value))

@@ -44,6 +44,8 @@ func TestAllowed(t *testing.T) {
 		{"the value the plan showed", planned(resources.Update, pinned("version", "1.2")), step(resources.Update, to("version", "1.2")), ""},
 		{"another value than the plan showed", planned(resources.Update, pinned("version", "1.2")), step(resources.Update, to("version", "1.3")),
 			`version would now become "1.3", but the plan showed "1.2"`},
+		{"another content", planned(resources.Update, pinned("content", "a\nb\n")), step(resources.Update, to("content", "a\nc\n")),
+			"content would now become (4 bytes, sha256:"},
 		{"another sensitive value", &plan.Resource{Kind: resources.Update, Changes: []plan.Change{pinned("version", "1.2")}, SensitiveProperties: []string{"version"}},
 			step(resources.Update, to("version", "1.3")), "version would now become " + plan.Sensitive + ", but the plan showed " + plan.Sensitive},
 	}

@@ -113,6 +113,9 @@ type entry struct {
 	// preloaded is pre-flight's reading from its type's batch read
 	// (resources.BatchLoader), nil when it reads one by one.
 	preloaded *resources.State
+	// foreseenBatch says preloaded was read through the plan's predicted
+	// host, with the others of its batch (preloadForeseen).
+	foreseenBatch bool
 	// idx is the resource's index in the plan; earlier is set when the
 	// journal says an earlier apply of the plan finished it.
 	idx     int

@@ -110,8 +110,18 @@ func (e *entry) things() []string {
 		if ns == "" {
 			ns = p.Shares
 		}
-		if ns != "" && (p.Identity || p.NameProperty) && e.desired.IsSet(p.Name) {
+		if ns == "" || !e.desired.IsSet(p.Name) {
+			continue
+		}
+		if p.Identity || p.NameProperty {
 			out = append(out, ns+"\x00"+e.desired.String(p.Name))
+		} else if v := e.desired.Values[p.Name]; p.Shares != "" && v.IsWhollyKnown() && (v.Type().IsListType() || v.Type().IsSetType() || v.Type().IsTupleType()) {
+			// A list of things it changes too (an execute's writes).
+			for it := v.ElementIterator(); it.Next(); {
+				if _, x := it.Element(); !x.IsNull() && x.Type() == cty.String {
+					out = append(out, ns+"\x00"+x.AsString())
+				}
+			}
 		}
 	}
 	if f, ok := e.typ.(resources.Foreseer); ok {
@@ -326,9 +336,10 @@ func endDifferences(e *entry, salt string, predicted, actual *resources.State) [
 		if p == nil || !p.IsDesiredState() || !ok || want == cty.NilVal || want.IsNull() || !want.IsWhollyKnown() {
 			continue
 		}
-		if p.Content && e.factsSuperseded {
+		if (p.Content || p.Group == "content") && e.factsSuperseded {
 			// A later resource rewrote the thing's content (an editor of
-			// the file this one created): it has the last word on it.
+			// the file this one created, or of the file this editor
+			// edits): it has the last word on it, and on its checksum.
 			continue
 		}
 		have := actual.Values[k]

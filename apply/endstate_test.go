@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/zclconf/go-cty/cty"
 )
 
 // TestApplyEndState: once the plan is carried out, apply reads every
@@ -50,5 +52,21 @@ func TestApplyEndState(t *testing.T) {
 		if !strings.Contains(err.Error(), "1 resource did not end as planned") {
 			t.Errorf("error %q", err)
 		}
+	}
+}
+
+// A run that says it rewrites a file (an execute's writes) has the last
+// word on it: the file's own plan is not held against what it leaves.
+func TestApplyEndStateWrites(t *testing.T) {
+	dir := t.TempDir()
+	same := filepath.Join(dir, "same")
+	writeFile(t, same, "as planned")
+	reg := testRegistry()
+	a, _ := newApplier(t, reg)
+	run := tscript("regenerate", "printf 'changed' > "+same)
+	run.values["writes"] = cty.ListVal([]cty.Value{cty.StringVal(same)})
+	rep, err := a.Apply(context.Background(), makePlan(t, reg, tfile(same, "as planned"), run))
+	if err != nil || !rep.Verified || rep.DidNotEndAsPlanned != 0 {
+		t.Errorf("apply: %v; verified %v, %d did not end as planned", err, rep.Verified, rep.DidNotEndAsPlanned)
 	}
 }

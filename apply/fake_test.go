@@ -42,7 +42,7 @@ func newFileType() *fileType {
 	return &fileType{schema: &resources.Schema{
 		Name: "tfile",
 		Properties: []*resources.Property{
-			{Name: "path", Type: cty.String, NameProperty: true},
+			{Name: "path", Type: cty.String, NameProperty: true, Identity: true, Namespace: resources.NamespacePath},
 			{Name: "content", Type: cty.String, Content: true},
 			{Name: "mode", Type: cty.String, Default: cty.StringVal("0644"), Normalize: normalizeMode},
 		},
@@ -127,6 +127,7 @@ func newScriptType() *scriptType {
 		Properties: []*resources.Property{
 			{Name: "name", Type: cty.String, NameProperty: true},
 			{Name: "command", Type: cty.String, NonState: true},
+			{Name: "writes", Type: cty.List(cty.String), NonState: true, Shares: resources.NamespacePath},
 		},
 		Actions:       []string{"run"},
 		DefaultAction: "run",

@@ -78,6 +78,12 @@ func (r *run) preload(ctx context.Context) {
 		if _, ok := t.(resources.BatchLoader); !ok {
 			continue
 		}
+		if _, ok := t.(resources.BatchSharer); ok && !guard.PassAtPlan(pr.GuardSpecs) {
+			// The planner read it on its own (planner.preload): so
+			// does pre-flight, or it would compare it with a reading
+			// composed with others that it was not planned on.
+			continue
+		}
 		s := &plan.Subject{Address: pr.Address, Type: t, Desired: d}
 		subjects = append(subjects, s)
 		of[s] = e

@@ -15,7 +15,8 @@ package e2e
 // the digest (output_test.go), other users (privilege_test.go,
 // statedir_test.go), policies from servers and links (policy_test.go),
 // packages, services, cron and the CI example in their namespaces and
-// containers.
+// containers, and the hardening example on a fresh Debian 12 booted in a
+// container (hardening_test.go).
 //
 // Every toque a test starts gets the test's own state directory and
 // host-wide lock; TestMain makes anything else fail (tripwire), and as

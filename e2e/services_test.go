@@ -270,6 +270,15 @@ const boxDir = "/toque-e2e"
 func bootBox(t *testing.T) *box {
 	t.Helper()
 	testenv.MustHave(t, testenv.Root, testenv.Nspawn, testenv.Nsenter)
+	return bootNspawn(t, []string{"-D", "/", "--volatile=yes", "--overlay=/etc::/etc"}, []string{"systemd.firstboot=off", "systemd.unit=basic.target"})
+}
+
+// bootNspawn boots a container of the tree image names (nspawn's -D
+// DIR, and how it keeps it: --volatile…), without network, its systemd
+// started with bootArgs, and waits for it to be up. It halts it when the
+// test ends.
+func bootNspawn(t *testing.T, image, bootArgs []string) *box {
+	t.Helper()
 	b := &box{t: t, top: t, dir: t.TempDir(), name: fmt.Sprintf("toque-e2e-%d-%d", os.Getpid(), time.Now().UnixNano()%1e6), done: make(chan struct{}), log: &bytes.Buffer{}}
 	os.Chmod(b.dir, 0o755)
 	copyFile(t, toqueBin, filepath.Join(b.dir, "toque"), 0o755)
@@ -289,9 +298,10 @@ func bootBox(t *testing.T) *box {
 		}
 	}
 	script := `for p in $TOQUE_BOX_CGROUPS; do echo $$ > "$p" || exit 1; done; exec systemd-nspawn "$@"`
-	b.nspawn = exec.Command("sh", "-c", script, "sh", "--quiet", "-D", "/", "--volatile=yes", "--overlay=/etc::/etc",
+	args := append(append([]string{"sh", "-c", script, "sh", "--quiet"}, image...),
 		"--bind="+b.dir+":"+boxDir, "--register=no", "--keep-unit", "--boot", "--console=passive", "--private-network",
-		"-M", b.name, "--", "systemd.firstboot=off", "systemd.unit=basic.target")
+		"-M", b.name, "--")
+	b.nspawn = exec.Command(args[0], append(args[1:], bootArgs...)...)
 	b.nspawn.Env = append(os.Environ(), "TOQUE_BOX_CGROUPS="+strings.Join(procs, " "))
 	b.nspawn.Stdout, b.nspawn.Stderr = b.log, b.log
 	start := time.Now()

@@ -46,12 +46,22 @@ func traversalHint(tr hcl.Traversal, ctx *hcl.EvalContext) string {
 		return ""
 	}
 	root := tr.RootName()
-	v, ok := ctx.Variables[root]
-	if !ok {
-		names := make([]string, 0, len(ctx.Variables))
-		for n := range ctx.Variables {
-			names = append(names, n)
+	// A for expression's or a dynamic block's context is a child of the
+	// block's: node and host are in its parents.
+	var v cty.Value
+	ok := false
+	seen := map[string]bool{}
+	var names []string
+	for c := ctx; c != nil && !ok; c = c.Parent() {
+		v, ok = c.Variables[root]
+		for n := range c.Variables {
+			if !seen[n] {
+				seen[n] = true
+				names = append(names, n)
+			}
 		}
+	}
+	if !ok {
 		sort.Strings(names)
 		if s := words.Closest(root, names); s != "" {
 			return fmt.Sprintf(" Did you mean %s?", s)

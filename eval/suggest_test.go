@@ -14,6 +14,9 @@ func TestSuggestMistypedNames(t *testing.T) {
 		{"file \"/x\" { content = nod.svc.port }", `Did you mean "node"?`},
 		{"default \"b\" { name = host.fdqn }", "Did you mean host.fqdn?"},
 		{"file \"/x\" { content = node.svc.zzzzzz }", ""},
+		// Inside a for expression, whose context holds only its own
+		// names: not "Did you mean name?".
+		{"file \"/x\" { content = join(\",\", [for name in [\"a\"] : node.svc.prot]) }", "Did you mean node.svc.port?"},
 	}
 	for _, c := range cases {
 		dir := writeDir(t, map[string]string{"a.hcl": "default \"svc\" {\n  port = 80\n}\n" + c.src + "\n"})

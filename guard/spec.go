@@ -88,6 +88,21 @@ type Spec struct {
 	Group string `json:"group,omitempty"`
 }
 
+// PassAtPlan reports whether every guard of specs is an expression whose
+// value, known when the plan was made, lets its resource run (an only_if
+// that is true, a not_if that is false): a resource_group's
+// `only_if = node.web.enabled`. Such guards cannot decide otherwise at
+// apply, so what the resource is planned on does not depend on them. A
+// script guard, and one decided at apply, decide only when they run.
+func PassAtPlan(specs []*Spec) bool {
+	for _, s := range specs {
+		if s == nil || s.Form != Expression || s.ExprValue == nil || s.AtApply || s.Lazy != nil || *s.ExprValue != (s.Kind == OnlyIf) {
+			return false
+		}
+	}
+	return true
+}
+
 // NowWord words what a guard decided at apply says now: a script only_if
 // "passes now" or "fails now"; a not_if or an expression guard "true now"
 // or "false now".

@@ -106,7 +106,7 @@ func writer(reg *resources.Registry, r *Resource, reads lazy.Reads) (Writer, boo
 	}
 	var managed []string
 	for _, p := range s.Properties {
-		if p.Namespace != resources.NamespacePath || !(p.Identity || p.NameProperty) {
+		if p.Shares != resources.NamespacePath && (p.Namespace != resources.NamespacePath || !(p.Identity || p.NameProperty)) {
 			continue
 		}
 		if v, ok := stringOf(desiredValue(r, p.Name)); ok {

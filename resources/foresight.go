@@ -28,7 +28,9 @@ type Prediction struct {
 	// "conffile" ("yes" for a configuration file, which dpkg keeps when
 	// the administrator changed it), "size" and "sha256" (a regular
 	// file's), "package" (the binary package that ships it) and
-	// "replaces" (the packages it may take files from, space-separated).
+	// "replaces" (the packages it may take files from, space-separated)
+	// and "diverts" ("yes" when its package diverts the path with
+	// dpkg-divert: another package's file there goes aside).
 	//
 	// NamespaceUnit: "can_reload" (yes/no: the unit has ExecReload=),
 	// "install" (yes/no: it has an [Install] section), "path" (its file),
@@ -39,6 +41,11 @@ type Prediction struct {
 	// configuration file's, a unit file's); nil when only its size and
 	// digest are known.
 	Content []byte
+	// ReadContent, when Content is nil, reads the thing's exact content on
+	// demand (a regular file of an archive the plan pins by sha256, read
+	// from it only when a resource of the plan manages that file); nil
+	// when the plan knows only its size and digest.
+	ReadContent func() ([]byte, error)
 }
 
 // Fact returns one fact of p, "" when p is nil or says nothing of it.

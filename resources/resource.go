@@ -600,7 +600,8 @@ type Property struct {
 	// the plan (the editors of one file, and the file that creates it):
 	// no duplicate, but apply's end-state check knows that a later
 	// resource on the same thing may leave it otherwise than this one's
-	// steps predict.
+	// steps predict, and plan.Writers bounds what the resource could change
+	// to that path, as it does a path identity's.
 	Shares string
 	// SensitiveWhen, when set, hides a set value for which it returns true
 	// as if the recipe had written it with sensitive(): a URL that carries

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/user"
@@ -98,6 +99,8 @@ func probe(r Requirement) result {
 		return program("update-alternatives", debianHint("dpkg"), "sh", "-c", `d=$(mktemp -d) && update-alternatives --altdir "$d" --admindir "$d" --query toque-probe >/dev/null 2>&1; rm -rf "$d"; update-alternatives --version >/dev/null && echo ok`)
 	case SSHKeygen:
 		return program("ssh-keygen and ssh-keyscan", debianHint("openssh-client"), "sh", "-c", `command -v ssh-keyscan >/dev/null && d=$(mktemp -d) && ssh-keygen -q -t ed25519 -N "" -f "$d/k" && ssh-keygen -l -f "$d/k.pub" >/dev/null; r=$?; rm -rf "$d"; [ $r = 0 ] && echo ok`)
+	case DebianRootfs:
+		return result{known: true, err: debianRootfs(), hint: "scripts/debian-rootfs makes it once, in " + DebianRootfsDir() + " (" + RootfsEnv + "), with root, debootstrap (" + debianHint("debootstrap") + ") and a Debian mirror (DEBIAN_MIRROR)"}
 	case LoopDev:
 		return result{known: true, err: loopDevice(), hint: "needs root, loop devices (/dev/loop-control) and mkfs.ext4 (" + debianHint("e2fsprogs") + ")"}
 	case Systemctl:
@@ -308,6 +311,39 @@ func loopDevice() error {
 	}
 	if err != nil {
 		return fmt.Errorf("cannot mount an ext4 image through a loop device: %w", err)
+	}
+	return nil
+}
+
+// debianRootfs checks that scripts/debian-rootfs has made the root file
+// system, or could: root, debootstrap, and a mirror that answers.
+func debianRootfs() error {
+	if os.Geteuid() != 0 {
+		return errors.New("not root")
+	}
+	if _, err := os.Stat(filepath.Join(DebianRootfsDir(), ".toque-rootfs")); err == nil {
+		return nil
+	}
+	if !inSbin("debootstrap") {
+		return errors.New("debootstrap is not installed, and no root file system was made before")
+	}
+	mirror := os.Getenv("DEBIAN_MIRROR")
+	if mirror == "" {
+		mirror = "http://deb.debian.org/debian"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, strings.TrimSuffix(mirror, "/")+"/dists/bookworm/Release", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("the Debian mirror %s does not answer: %w", mirror, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("the Debian mirror %s answers %s for bookworm's Release file", mirror, resp.Status)
 	}
 	return nil
 }

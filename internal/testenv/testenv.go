@@ -20,13 +20,16 @@
 //	bash, dash-sh, csh, python3, perl, git, jq, script, userns, overlay,
 //	fhs-dirs, nobody, dev-full, machine-id, systemctl, dpkg-dev, locales,
 //	visudo, update-alternatives, ssh-keygen, dnf-rpm: both tiers
-//	root, unshare, nsenter, shadow-tools, cron, systemd-nspawn, loop-device: the root tier
+//	root, unshare, nsenter, shadow-tools, cron, systemd-nspawn, loop-device,
+//	debian-rootfs: the root tier
 //	non-root: the nonroot tier
 //	pwsh: neither — it stays a skip, with its message
 //
 // pwsh is not packaged by Debian and cannot be installed from the registries
 // CI reaches. systemd-nspawn comes from systemd-container, which
-// scripts/test-deps installs at the installed systemd's version.
+// scripts/test-deps installs at the installed systemd's version;
+// debian-rootfs needs debootstrap, which it installs, and the Debian
+// mirror CI installs packages from.
 //
 // A test that checks one behaviour as root and another otherwise asks Has
 // and asserts something on each branch.
@@ -95,7 +98,27 @@ const (
 	// SSHKeygen is OpenSSH's ssh-keygen and ssh-keyscan (the known hosts
 	// and authorized keys tests make keys and scan a server on loopback).
 	SSHKeygen Requirement = "ssh-keygen"
+	// DebianRootfs is a fresh Debian 12's root file system for booted
+	// containers (the hardening example's test): made once by
+	// scripts/debian-rootfs in DebianRootfsDir, which needs root,
+	// debootstrap and a Debian mirror, or made already.
+	DebianRootfs Requirement = "debian-rootfs"
 )
+
+// RootfsEnv names the directory of the Debian root file system the
+// container tests boot (DebianRootfsDir).
+const RootfsEnv = "TOQUE_TEST_ROOTFS"
+
+// DebianRootfsDir is where scripts/debian-rootfs keeps the Debian 12 root
+// file system the container tests boot copies of: $TOQUE_TEST_ROOTFS, or
+// /var/cache/toque-test/debian-bookworm (outside the repository, kept
+// from one run to the next).
+func DebianRootfsDir() string {
+	if d := os.Getenv(RootfsEnv); d != "" {
+		return d
+	}
+	return "/var/cache/toque-test/debian-bookworm"
+}
 
 // StrictEnv is the variable that makes unmet promised requirements fail.
 const StrictEnv = "TOQUE_TEST_STRICT"
@@ -141,6 +164,7 @@ var promised = map[Requirement][]tier{
 	Visudo:             {rootT, nonroot},
 	UpdateAlternatives: {rootT, nonroot},
 	SSHKeygen:          {rootT, nonroot},
+	DebianRootfs:       {rootT},
 }
 
 // MustHave lets the test go on when the machine meets every requirement.

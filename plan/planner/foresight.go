@@ -48,6 +48,9 @@ func (p *Planner) foresee(ctx context.Context, logger hclog.Logger, order []*eva
 		return nil, nil
 	}
 	diags := shippedTwice(fs, order)
+	reads := resources.NewReads()
+	defer reads.Close()
+	pre := p.preloadForeseen(resources.WithReads(ctx, reads), logger, fs, order, results, current)
 	for i, inst := range order {
 		o, ok := results[inst]
 		if !ok || o.res == nil {
@@ -58,7 +61,7 @@ func (p *Planner) foresee(ctx context.Context, logger hclog.Logger, order []*eva
 		if f, ok := inst.Type.(resources.Foreseer); ok && inst.Resource != nil && o.res.Kind != resources.Skip && inst.Resource.Action != "nothing" {
 			if n, _ := resources.ForeseenBy(view, f.Foresees(current(inst).Resource)); n != nil {
 				logger.Debug("planning again from what an earlier step predicts", "resource", o.res.Address, "thing", n.Value)
-				res, steps, d := p.planOne(resources.WithForesight(ctx, view), logger, current(inst), salt, nil)
+				res, steps, d := p.planOne(resources.WithForesight(ctx, view), logger, current(inst), salt, pre[current(inst)])
 				o = outcome{res, steps, d}
 				if res != nil && inst.Parent != nil {
 					res.Parent, res.ParentStep = inst.Parent.Address(), inst.ParentStep
@@ -71,6 +74,49 @@ func (p *Planner) foresee(ctx context.Context, logger hclog.Logger, order []*eva
 		}
 	}
 	return fs, diags
+}
+
+// preloadForeseen reads again, together, the resources of a type that
+// reads in batches shared with others (resources.BatchSharer: the file
+// editors) whose thing an earlier step predicts, one batch per thing,
+// through the view of the first of them: the editors of a configuration
+// file a package ships are planned, each on what those before it leave,
+// from the file the package ships. (Read one by one, each would be
+// planned on the shipped file alone.)
+func (p *Planner) preloadForeseen(ctx context.Context, logger hclog.Logger, fs *resources.Foresight, order []*eval.Instance, results map[*eval.Instance]outcome, current func(*eval.Instance) *eval.Instance) map[*eval.Instance]*resources.State {
+	groups := map[string][]int{}
+	var keys []string
+	for i, inst := range order {
+		o, ok := results[inst]
+		if !ok || o.res == nil || o.res.Kind == resources.Skip || inst.Resource == nil || inst.Resource.Action == "nothing" {
+			continue
+		}
+		f, ok := inst.Type.(resources.Foreseer)
+		if _, shares := inst.Type.(resources.BatchSharer); !ok || !shares {
+			continue
+		}
+		n, _ := resources.ForeseenBy(fs.Before(i), f.Foresees(current(inst).Resource))
+		if n == nil {
+			continue
+		}
+		k := needKey(*n)
+		if _, seen := groups[k]; !seen {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], i)
+	}
+	out := map[*eval.Instance]*resources.State{}
+	for _, k := range keys {
+		idx := groups[k]
+		insts := make([]*eval.Instance, len(idx))
+		for j, i := range idx {
+			insts[j] = current(order[i])
+		}
+		for inst, st := range p.preload(resources.WithForesight(ctx, fs.Before(idx[0])), logger, insts) {
+			out[inst] = st
+		}
+	}
+	return out
 }
 
 // providedWords says where the needs of steps that earlier predictions
@@ -101,7 +147,8 @@ func providedWords(view *resources.Foresight, steps []*resources.Step) []string 
 
 // shippedTwice refuses each path (not a directory) that two steps predict,
 // unless one's package replaces the other's (Debian's Replaces, which lets
-// dpkg move the file).
+// dpkg move the file), or diverts the path (its preinst's dpkg-divert
+// moves the other's file aside).
 func shippedTwice(fs *resources.Foresight, order []*eval.Instance) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, k := range fs.Keys() {
@@ -118,7 +165,8 @@ func shippedTwice(fs *resources.Foresight, order []*eval.Instance) hcl.Diagnosti
 				if pa.Fact("kind") == "directory" && pb.Fact("kind") == "directory" {
 					continue
 				}
-				if pa.By == pb.By || pa.Fact("package") == pb.Fact("package") || replaces(pa, pb) || replaces(pb, pa) {
+				if pa.By == pb.By || pa.Fact("package") == pb.Fact("package") || replaces(pa, pb) || replaces(pb, pa) ||
+					pa.Fact("diverts") == "yes" || pb.Fact("diverts") == "yes" {
 					continue
 				}
 				diags = diags.Append(&hcl.Diagnostic{

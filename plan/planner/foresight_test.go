@@ -14,6 +14,7 @@ import (
 	"github.com/toquehq/toque/internal/plantest"
 	"github.com/toquehq/toque/plan"
 	"github.com/toquehq/toque/resources"
+	"github.com/toquehq/toque/resources/builtin"
 )
 
 // shipperType installs a package: its step provides, with a prediction,
@@ -28,6 +29,7 @@ func newShipper() *shipperType {
 			{Name: "name", Type: cty.String, NameProperty: true},
 			{Name: "ships", Type: cty.List(cty.String), NonState: true},
 			{Name: "replaces", Type: cty.String, NonState: true},
+			{Name: "diverts", Type: cty.Bool, NonState: true},
 		},
 		Actions: []string{"install"}, DefaultAction: "install",
 	}}
@@ -51,6 +53,9 @@ func (t *shipperType) Plan(_ string, d *resources.Resource, _ *resources.State) 
 		}
 		if r := d.String("replaces"); r != "" {
 			facts["replaces"] = r
+		}
+		if d.Bool("diverts") {
+			facts["diverts"] = "yes"
 		}
 		step.Provides = append(step.Provides, resources.Need{Namespace: resources.NamespacePath, Value: p, What: facts["kind"],
 			Prediction: &resources.Prediction{By: "shipper[" + d.Name + "] (" + d.Name + " 1.0)", Facts: facts, Content: content}})
@@ -174,5 +179,55 @@ func TestTwoPackagesShipOnePath(t *testing.T) {
 	)
 	if len(diags) != 0 {
 		t.Errorf("b replaces a: %v", diags)
+	}
+	_, diags = foreseePlan(t,
+		foreseeInst(sh, "a", 1, map[string]cty.Value{"ships": ships("/usr/bin/tool"), "diverts": cty.True}),
+		foreseeInst(sh, "b", 2, map[string]cty.Value{"ships": ships("/usr/bin/tool")}),
+	)
+	if len(diags) != 0 {
+		t.Errorf("a diverts the path: %v", diags)
+	}
+}
+
+// The editors of a file an earlier step ships are planned, together and
+// each on what those before it leave, from the shipped file: the plan
+// shows each edit as a diff of it, not an edit "known at apply" of a
+// file that does not exist yet.
+func TestEditorsOfAShippedFile(t *testing.T) {
+	dir := t.TempDir()
+	conf := dir + "/app/app.conf"
+	reg := builtin.Registry().With(newShipper())
+	lookup := func(name string) resources.Type { typ, _ := reg.Lookup(name); return typ }
+	sh := newShipper()
+	p := plantest.FixedPlanner(plantest.NewFakeType(), 4)
+	p.Registry = reg
+	pl, diags := p.PlanInstances(context.Background(), []*eval.Instance{
+		foreseeInst(sh, "app", 1, map[string]cty.Value{"ships": ships(dir+"/app/", conf)}),
+		foreseeInst(lookup("file_line"), "one", 2, map[string]cty.Value{"path": cty.StringVal(conf), "line": cty.StringVal("one = 1")}),
+		foreseeInst(lookup("file_line"), "two", 3, map[string]cty.Value{"path": cty.StringVal(conf), "line": cty.StringVal("two = 2")}),
+	})
+	if len(diags) != 0 {
+		t.Fatalf("diagnostics %v", diags)
+	}
+	shipped := "shipped " + conf + "\n"
+	for i, want := range []struct{ before, after string }{
+		{shipped, shipped + "one = 1\n"},
+		{shipped + "one = 1\n", shipped + "one = 1\ntwo = 2\n"},
+	} {
+		r := pl.Resources[i+1]
+		if r.Kind != resources.Update || len(r.Changes) != 1 || r.Changes[0].Property != "content" {
+			t.Fatalf("%s: %s %v", r.Address, r.Kind, r.Changes)
+		}
+		before, _ := r.Current.Values["content"].Text()
+		var after string
+		if pv := r.Changes[0].Planned; pv != nil && pv.Value.Type() == cty.String {
+			after = pv.Value.AsString()
+		}
+		if before != want.before || after != want.after {
+			t.Errorf("%s: %q -> %q, want %q -> %q", r.Address, before, after, want.before, want.after)
+		}
+		if !strings.Contains(r.StepReason, "shipped by shipper[app] (app 1.0)") {
+			t.Errorf("%s: reason %q", r.Address, r.StepReason)
+		}
 	}
 }

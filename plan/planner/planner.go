@@ -846,9 +846,11 @@ func (p *Planner) preload(ctx context.Context, logger hclog.Logger, insts []*eva
 		if _, ok := inst.Type.(resources.BatchLoader); !ok {
 			continue
 		}
-		if _, ok := inst.Type.(resources.BatchSharer); ok && len(inst.Guards) > 0 {
+		if _, ok := inst.Type.(resources.BatchSharer); ok && !guard.PassAtPlan(inst.Guards) {
 			// What the others of its batch are planned on must not
-			// depend on a guard: it is read on its own.
+			// depend on a guard: it is read on its own, unless its
+			// guards are expressions that let it run, decided now for
+			// good (a resource_group's only_if = node.…).
 			continue
 		}
 		desired := inst.Resource

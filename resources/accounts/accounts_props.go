@@ -335,6 +335,21 @@ func expireDate(days int64) string {
 	return time.Unix(days*86400, 0).UTC().Format("2006-01-02")
 }
 
+// validateDays is the Validate of the password ageing properties: a
+// whole number of days from 0 to 99999, or -1 for none.
+func validateDays(name string) func(cty.Value) error {
+	return func(v cty.Value) error {
+		if !v.IsKnown() || v.IsNull() || v.Type() != cty.Number {
+			return nil
+		}
+		bf := v.AsBigFloat()
+		if !bf.IsInt() || bf.Cmp(big.NewFloat(-1)) < 0 || bf.Cmp(big.NewFloat(99999)) > 0 {
+			return fmt.Errorf("%s %s is out of range: it must be a whole number of days from 0 to 99999, or -1 for none", name, bf.Text('f', -1))
+		}
+		return nil
+	}
+}
+
 // validateInactive is the Validate of inactive: a whole number of days,
 // -1 for "never disabled".
 func validateInactive(v cty.Value) error {

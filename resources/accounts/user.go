@@ -3,6 +3,7 @@ package accounts
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -27,6 +28,7 @@ func UserType() resources.Type { return newUserType("") }
 // host's; tests use a throwaway root).
 func newUserType(root string) *userType {
 	acct := func(p *resources.Property) *resources.Property { p.Group = "account"; return p }
+	ageing := func(p *resources.Property) *resources.Property { p.Group = "ageing"; return p }
 	return &userType{tools: hostexec.Tools{Root: root}, schema: &resources.Schema{
 		Name:        "user",
 		Description: "Manages a local user account: its ids, comment, home, shell, password and expiry.",
@@ -50,6 +52,12 @@ func newUserType(root string) *userType {
 				Description: "The day the account expires, \"YYYY-MM-DD\", or \"never\"."}),
 			acct(&resources.Property{Name: "inactive", Type: cty.Number, Validate: validateInactive,
 				Description: "Days after the password expires until the account is disabled; -1 for never."}),
+			ageing(&resources.Property{Name: "min_days", Type: cty.Number, Validate: validateDays("min_days"),
+				Description: "Days after a password change before the password may be changed again (chage -m); -1 for none."}),
+			ageing(&resources.Property{Name: "max_days", Type: cty.Number, Validate: validateDays("max_days"),
+				Description: "Days a password stays valid (chage -M); -1 for no limit."}),
+			ageing(&resources.Property{Name: "warn_days", Type: cty.Number, Validate: validateDays("warn_days"),
+				Description: "Days before the password expires that the user is warned (chage -W); -1 for none."}),
 			{Name: "system", Type: cty.Bool, NonState: true, Default: cty.False,
 				Description: "Create a system account (useradd --system: a uid below UID_MIN, no aging). Used only on create."},
 			{Name: "manage_home", Type: cty.Bool, NonState: true, Default: cty.False,
@@ -150,10 +158,16 @@ func userState(db *accountsDB, r *resources.Resource) *resources.State {
 		st.Values["password"] = cty.StringVal(hash)
 		st.Values["expire_date"] = cty.StringVal(expireDate(sh.expire))
 		st.Values["inactive"] = cty.NumberIntVal(sh.inactive)
+		st.Values["min_days"] = cty.NumberIntVal(sh.minDays)
+		st.Values["max_days"] = cty.NumberIntVal(sh.maxDays)
+		st.Values["warn_days"] = cty.NumberIntVal(sh.warnDays)
 		st.Extra["locked"] = strconv.FormatBool(hash != sh.passwd)
 	}
 	return st
 }
+
+// shadowProps are the properties read from /etc/shadow.
+var shadowProps = []string{"password", "expire_date", "inactive", "min_days", "max_days", "warn_days"}
 
 // Plan decides what the user's action does. It never does I/O.
 func (t *userType) Plan(action string, desired *resources.Resource, current *resources.State) (*resources.Step, error) {
@@ -200,7 +214,7 @@ func (t *userType) planConverge(desired *resources.Resource, current *resources.
 			return &resources.Step{Kind: resources.NoOp, Reason: "does not exist; manage changes an existing user only"}, nil
 		}
 	}
-	if why := current.Extra["shadow"]; why != "" && (desired.IsSet("password") || desired.IsSet("expire_date") || desired.IsSet("inactive")) {
+	if why := current.Extra["shadow"]; why != "" && slices.ContainsFunc(shadowProps, desired.IsSet) {
 		return nil, hostexec.NeedsRoot(fmt.Sprintf("reading the password and expiry of user %s (%s)", name, why))
 	}
 	step := resources.ConvergeIfChanged(desired, current)
@@ -242,11 +256,21 @@ func planLock(desired *resources.Resource, current *resources.State, action stri
 		return nil, hostexec.NeedsRoot(fmt.Sprintf("reading whether user %s is locked (%s)", name, why))
 	}
 	locked := current.Extra["locked"] == "true"
+	// A password field that starts with "*" (Debian's system accounts)
+	// is no crypt hash: no password matches it, and passwd -S calls it
+	// locked, as it does "!".
+	star := strings.HasPrefix(props.StringOr(current.Values["password"]), "*")
 	if action == "lock" {
-		if locked {
+		switch {
+		case locked:
 			return &resources.Step{Kind: resources.NoOp, Reason: "the password is already locked"}, nil
+		case star:
+			return &resources.Step{Kind: resources.NoOp, Reason: "the password field is \"*\", which no password matches: the account is locked already (passwd -S says L)"}, nil
 		}
 		return &resources.Step{Kind: resources.Update, Reason: "the password is not locked; lock puts \"!\" in front of its hash", Groups: []string{"lock"}}, nil
+	}
+	if star {
+		return nil, fmt.Errorf("user %s's password field is \"*\", which no password matches: unlock removes a \"!\" and cannot change that; set password (a crypt hash) to give it one", name)
 	}
 	if !locked {
 		return &resources.Step{Kind: resources.NoOp, Reason: "the password is not locked"}, nil
@@ -353,10 +377,11 @@ func (t *userType) create(ctx context.Context, env *resources.Env, desired *reso
 	if err := t.tools.Run(ctx, env, "useradd", args, nil, ""); err != nil {
 		return err
 	}
-	if !step.HasGroup("password") {
-		return nil
+	err := t.setAgeing(ctx, env, desired, step)
+	if err == nil && step.HasGroup("password") {
+		err = t.setPassword(ctx, env, name, desired.String("password"), false)
 	}
-	if err := t.setPassword(ctx, env, name, desired.String("password"), false); err != nil {
+	if err != nil {
 		undo := []string{name}
 		if desired.Bool("manage_home") {
 			undo = []string{"--remove", name}
@@ -384,15 +409,40 @@ func (t *userType) update(ctx context.Context, env *resources.Env, desired *reso
 			}
 		}
 	}
+	if err := t.setAgeing(ctx, env, desired, step); err != nil {
+		if step.HasGroup("account") {
+			return fmt.Errorf("%w (the other properties of user %s were changed)", err, name)
+		}
+		return err
+	}
 	if step.HasGroup("password") {
 		if err := t.setPassword(ctx, env, name, desired.String("password"), current.Extra["locked"] == "true"); err != nil {
-			if step.HasGroup("account") {
+			if step.HasGroup("account") || step.HasGroup("ageing") {
 				return fmt.Errorf("%w (the other properties of user %s were changed)", err, name)
 			}
 			return err
 		}
 	}
 	return nil
+}
+
+// setAgeing sets the password ageing step changes with chage (usermod
+// has no options for it).
+func (t *userType) setAgeing(ctx context.Context, env *resources.Env, desired *resources.Resource, step *resources.Step) error {
+	if !step.HasGroup("ageing") {
+		return nil
+	}
+	var args []string
+	for _, c := range step.Changes {
+		flag := map[string]string{"min_days": "--mindays", "max_days": "--maxdays", "warn_days": "--warndays"}[c.Property]
+		if flag != "" {
+			args = append(args, flag, desired.Get(c.Property).AsBigFloat().Text('f', 0))
+		}
+	}
+	if len(args) == 0 {
+		return nil
+	}
+	return t.tools.Run(ctx, env, "chage", append(args, desired.String("username")), nil, "")
 }
 
 // setPassword writes hash as name's password with chpasswd --encrypted,

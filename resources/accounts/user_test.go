@@ -34,9 +34,10 @@ func TestUserLifecycle(t *testing.T) {
 		"username": "toq", "uid": 4242, "gid": "toqgrp", "comment": "Toque Test",
 		"home": "/home/toq", "shell": "/bin/sh", "password": hashSecret,
 		"expire_date": "2031-02-03", "inactive": 7, "manage_home": true,
+		"min_days": 1, "max_days": 90, "warn_days": 14,
 	}
 	step := resourcetest.Apply(t, typ, env, resourcetest.NewRes(t, typ, "create", props), resources.Create)
-	if got := strings.Join(resourcetest.ChangedProps(step), ","); got != "uid,gid,comment,home,shell,password,expire_date,inactive" {
+	if got := strings.Join(resourcetest.ChangedProps(step), ","); got != "uid,gid,comment,home,shell,password,expire_date,inactive,min_days,max_days,warn_days" {
 		t.Errorf("create changes %s", got)
 	}
 	if len(step.Provides) != 1 || step.Provides[0] != (resources.Need{Namespace: resources.NamespaceUser, Value: "toq", What: "user"}) {
@@ -47,6 +48,9 @@ func TestUserLifecycle(t *testing.T) {
 	}
 	if got := dbLine(t, root, "shadow", "toq"); !strings.HasPrefix(got, "toq:"+hashSecret+":") || !strings.HasSuffix(got, ":7:22313:") {
 		t.Errorf("shadow: %q", got)
+	}
+	if f := strings.Split(dbLine(t, root, "shadow", "toq"), ":"); len(f) != 9 || f[3] != "1" || f[4] != "90" || f[5] != "14" {
+		t.Errorf("ageing on create: %q", f)
 	}
 	if fi, err := os.Stat(filepath.Join(root, "home/toq")); err != nil || !fi.IsDir() {
 		t.Errorf("manage_home made no home: %v", err)
@@ -83,9 +87,19 @@ func TestUserLifecycle(t *testing.T) {
 		t.Errorf("unlock: %q", got)
 	}
 
+	// Ageing alone is chage's: the account's other fields stay.
+	props["max_days"], props["warn_days"] = 60, -1
+	step = resourcetest.Apply(t, typ, env, resourcetest.NewRes(t, typ, "create", props), resources.Update)
+	if got := strings.Join(resourcetest.ChangedProps(step), ","); got != "max_days,warn_days" || !step.HasGroup("ageing") || step.HasGroup("account") {
+		t.Errorf("ageing: changes %s groups %v", got, step.Groups)
+	}
+	if f := strings.Split(dbLine(t, root, "shadow", "toq"), ":"); len(f) != 9 || f[3] != "1" || f[4] != "60" || f[5] != "" || f[6] != "7" {
+		t.Errorf("ageing on update: %q", f)
+	}
+
 	props["expire_date"], props["inactive"] = "never", -1
 	resourcetest.Apply(t, typ, env, resourcetest.NewRes(t, typ, "create", props), resources.Update)
-	if got := dbLine(t, root, "shadow", "toq"); !strings.HasSuffix(got, ":7:::") {
+	if got := dbLine(t, root, "shadow", "toq"); !strings.HasSuffix(got, ":1:60::::") {
 		t.Errorf("never expires: %q", got)
 	}
 
@@ -125,6 +139,16 @@ func TestUserActionsPlan(t *testing.T) {
 		t.Errorf("lock: %s %s", s.Kind, s.Reason)
 	}
 	resourcetest.PlanErr(t, typ, resourcetest.NewRes(t, typ, "unlock", map[string]any{"username": "nopw"}), "user nopw has no password: unlocking would leave an account anyone could log in to")
+	// A password field of "*" (Debian's system accounts) is locked
+	// already: no password matches it. unlock cannot give it one.
+	before := dbDigest(t, root)
+	if _, s := resourcetest.Plan(t, typ, resourcetest.NewRes(t, typ, "lock", map[string]any{"username": "daemon"})); s.Kind != resources.NoOp || !strings.Contains(s.Reason, "locked already") {
+		t.Errorf("lock of *: %s %s", s.Kind, s.Reason)
+	}
+	resourcetest.PlanErr(t, typ, resourcetest.NewRes(t, typ, "unlock", map[string]any{"username": "daemon"}), `user daemon's password field is "*"`)
+	if dbDigest(t, root) != before {
+		t.Error("the databases changed")
+	}
 	// manage and modify change only what is set.
 	resourcetest.Apply(t, typ, env, resourcetest.NewRes(t, typ, "manage", map[string]any{"username": "nopw", "comment": "No Password"}), resources.Update)
 	resourcetest.Apply(t, typ, env, resourcetest.NewRes(t, typ, "modify", map[string]any{"username": "nopw", "comment": "Still None"}), resources.Update)
@@ -305,6 +329,8 @@ func TestUserPropertyValidation(t *testing.T) {
 		{"password", cty.StringVal("$9$x$y"), "scheme toque does not know"},
 		{"inactive", cty.NumberIntVal(-1), ""},
 		{"inactive", cty.NumberIntVal(-2), "out of range"},
+		{"max_days", cty.NumberFloatVal(1.5), "max_days 1.5 is out of range"},
+		{"warn_days", cty.NumberIntVal(100000), "out of range"},
 	}
 	for _, c := range cases {
 		p := s.Property(c.prop)

@@ -136,6 +136,8 @@ func runProperties() []*resources.Property {
 			Description: "The exit code, or list of exit codes, that mean success; each 0 to 255."},
 		{Name: "timeout", Type: cty.Number, NonState: true, Default: cty.NumberIntVal(DefaultCommandTimeout), Validate: props.ValidateTimeout,
 			Description: "Seconds the process may run before its process group is killed."},
+		{Name: "writes", Type: cty.List(cty.String), NonState: true, Shares: resources.NamespacePath, Validate: validateWrites,
+			Description: "Absolute paths of the files the command rewrites that other resources of the plan manage too (pam-auth-update's /etc/pam.d/common-*): when it runs, they end as it leaves them, and apply's end-state check does not expect an earlier resource's planned content there."},
 		{Name: "live_stream", Type: cty.Bool, NonState: true, Default: cty.False,
 			Description: "Show each output line on the console as the process prints it, prefixed with the resource; never for a sensitive resource."},
 	}
@@ -322,6 +324,22 @@ func validatePathDirs(v cty.Value) error {
 			return fmt.Errorf("path: %q is not a usable directory (it must be non-empty, without ':')", d)
 		case !filepath.IsAbs(d):
 			return fmt.Errorf("path: %q is not an absolute path; relative PATH entries are ignored", d)
+		}
+	}
+	return nil
+}
+
+func validateWrites(v cty.Value) error {
+	if !v.IsWhollyKnown() || v.IsNull() {
+		return nil
+	}
+	for it := v.ElementIterator(); it.Next(); {
+		_, e := it.Element()
+		if e.IsNull() {
+			return errors.New("writes: an entry is null")
+		}
+		if _, err := props.CanonicalPath(e.AsString()); err != nil {
+			return fmt.Errorf("writes: %w", err)
 		}
 	}
 	return nil

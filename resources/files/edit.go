@@ -130,11 +130,14 @@ func (t *editType) Load(ctx context.Context, r *resources.Resource) (*resources.
 	if err := props.CtxErr(ctx, "reading "+path); err != nil {
 		return nil, err
 	}
-	st, err := readEdited(dirCacheOf(ctx), path)
+	st, err := readEdited(ctx, dirCacheOf(ctx), path)
 	if err != nil {
 		return nil, err
 	}
-	if others := editClaimsOf(ctx).othersOf(path, r.Address()); len(others) > 0 {
+	claims := editClaimsOf(ctx)
+	if others := claims.othersOf(path, r.Address()); len(others) > 0 {
+		fsw(st).outside = others
+	} else if others := claims.alone(path, r.Address()); len(others) > 0 {
 		fsw(st).outside = others
 	}
 	return st, nil
@@ -169,7 +172,7 @@ func (t *editType) LoadAll(ctx context.Context, rs []*resources.Resource) ([]*re
 		if !claims.claim(p, batch, addrs) {
 			continue // another batch edits it: each Load says so
 		}
-		base, err := readEdited(c, p)
+		base, err := readEdited(ctx, c, p)
 		if err != nil {
 			continue // each Load reports it
 		}
@@ -258,13 +261,33 @@ func editableText(st *resources.State) (string, bool) {
 
 // readEdited reads the file at path as the file type reads one, holding
 // its directory from c when set. A regular file's content is read when it
-// is text an editor can edit; otherwise Extra "text" says why not.
-func readEdited(c *DirCache, path string) (*resources.State, error) {
+// is text an editor can edit; otherwise Extra "text" says why not. When
+// the host lacks the file and an earlier step of the plan ships it (a
+// package's configuration file: resources.ForesightOf), the editor reads
+// the file that step ships, as a template over it does (foreseen).
+func readEdited(ctx context.Context, c *DirCache, path string) (*resources.State, error) {
 	f, err := lookupPathIn(c, path, false)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	defer f.close()
+	if pst, err := foreseen(ctx, path, f); err != nil {
+		return nil, err
+	} else if pst != nil {
+		if pst.Extra["kind"] == "file" {
+			text := pst.Values["content"].AsString()
+			if why := notText([]byte(text)); why != "" || pst.Extra["content_bytes"] != "" {
+				if why == "" {
+					why = "its text is not in Unicode normal form C (NFC)"
+				}
+				delete(pst.Values, "content")
+				pst.Extra["text"] = why
+				return pst, nil
+			}
+			setEditValues(pst, text)
+		}
+		return pst, nil
+	}
 	st := stateOf(f)
 	if !f.exists || f.link != "" || f.st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return st, nil
@@ -330,6 +353,10 @@ type editClaims struct {
 	mu      sync.Mutex
 	batches int
 	byPath  map[string]editClaim
+	// solo lists, by path, the editors the planner read on their own:
+	// two of one file would each be planned on the file as it is, and
+	// the second to converge would find the first's edit.
+	solo map[string][]string
 }
 
 type editClaim struct {
@@ -388,10 +415,36 @@ func (c *editClaims) othersOf(path, addr string) []string {
 	return slices.Clone(cl.addrs)
 }
 
+// alone records that the editor addr of path was read on its own, and
+// lists the editors of path read on their own before it (none the first
+// time: which of two is refused depends on the order the planner reads
+// them in; one is).
+func (c *editClaims) alone(path, addr string) []string {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.solo == nil {
+		c.solo = map[string][]string{}
+	}
+	var others []string
+	for _, a := range c.solo[path] {
+		if a != addr {
+			others = append(others, a)
+		}
+	}
+	if !slices.Contains(c.solo[path], addr) {
+		c.solo[path] = append(c.solo[path], addr)
+	}
+	return others
+}
+
 // Plan decides what the editor's action does to the content it was read
 // with. It never does I/O.
 func (t *editType) Plan(action string, desired *resources.Resource, current *resources.State) (*resources.Step, error) {
 	step, err := t.plan(action, desired, current)
+	step, err = withForeseen(step, err, current)
 	return withPathNeeds(step, err, current, desired.String("path"), false, false)
 }
 
@@ -401,7 +454,7 @@ func (t *editType) plan(action string, desired *resources.Resource, current *res
 		return nil, resources.UnknownAction(t.schema, action)
 	}
 	if others := fsr(current).outside; len(others) > 0 {
-		return nil, fmt.Errorf("%s edits %s, which %s edit%s too: toque plans the editors of one file together, each on the content those declared before it leave, and %s cannot be planned with them, as it has only_if or not_if guards, runs only when notified, or is a child resource planned apart: edit the file with editors that have none of these, or leave this one alone on its file",
+		return nil, fmt.Errorf("%s edits %s, which %s edit%s too: toque plans the editors of one file together, each on the content those declared before it leave, and %s cannot be planned with them, as it has guards decided when they run (commands, or guards decided at apply; expressions known when the plan is made are fine), runs only when notified, or is a child resource planned apart: edit the file with editors that have none of these, or leave this one alone on its file",
 			desired.Address(), path, joinAddrs(others), plural1(len(others)), desired.Address())
 	}
 	if undone := fsr(current).undoneBy; len(undone) == 0 && undone != nil {

@@ -25,6 +25,8 @@ func FileLineType() resources.Type {
 			Description: "The whole line, without its newline; required by create, and by delete when match is unset."},
 		{Name: "match", Type: cty.String, NonState: true, Validate: validatePattern(typ, "match", ""),
 			Description: "A regular expression (RE2) matched against each line: create replaces the last line it matches with line; delete removes every line it matches."},
+		{Name: "backrefs", Type: cty.Bool, NonState: true, Default: cty.False,
+			Description: "With match, create replaces the last line match matches with line, in which $1 stands for match's first group ($${name} in HCL for a named one; Ansible's backrefs), and changes nothing when no line matches; delete does not take it."},
 		{Name: "insert_after", Type: cty.String, NonState: true, Validate: validatePattern(typ, "insert_after", "EOF"),
 			Description: "Where create adds a line no line matches: after the last line this regular expression matches, or at the end (also \"EOF\", the default, and when no line matches)."},
 		{Name: "insert_before", Type: cty.String, NonState: true, Validate: validatePattern(typ, "insert_before", "BOF"),
@@ -43,12 +45,22 @@ func FileLineType() resources.Type {
 type lineEditor struct{}
 
 func (lineEditor) inputs() []string {
-	return []string{"line", "match", "insert_after", "insert_before"}
+	return []string{"line", "match", "backrefs", "insert_after", "insert_before"}
 }
 
 func (lineEditor) check(action string, r *resources.Resource) error {
 	if err := checkInsert(r); err != nil {
 		return err
+	}
+	if r.Bool("backrefs") {
+		switch {
+		case action != "create":
+			return &resources.PropertyError{Property: "backrefs", Err: fmt.Errorf("backrefs is for create, which rewrites the line match matches; %s does not take it", action)}
+		case !r.IsSet("match"):
+			return &resources.PropertyError{Property: "backrefs", Err: errors.New("backrefs needs match: its groups are what $1… in line stand for")}
+		case r.IsSet("insert_after") || r.IsSet("insert_before"):
+			return &resources.PropertyError{Property: "backrefs", Err: errors.New("with backrefs, create adds no line when match matches none, so insert_after and insert_before would do nothing: leave them out")}
+		}
 	}
 	switch {
 	case action == "create" && !r.IsSet("line"):
@@ -103,6 +115,15 @@ func (lineEditor) edit(action string, r *resources.Resource, text string) (strin
 			what += fmt.Sprintf(", which %s %q", verb, match)
 		}
 		return t.String(), what, nil
+	}
+	if r.Bool("backrefs") {
+		i := t.lastMatch(re)
+		if i < 0 {
+			return text, fmt.Sprintf("no line matches %q (with backrefs, no line is added)", match), nil
+		}
+		// The groups of a match within one line hold no line break.
+		bare := t.bare(i)
+		line = string(re.ExpandString(nil, line, bare, re.FindStringSubmatchIndex(bare)))
 	}
 	if re != nil {
 		if i := t.lastMatch(re); i >= 0 {

@@ -22,6 +22,12 @@ func (t *templateType) Foresees(desired *resources.Resource) []resources.Need {
 	return pathNeed(desired)
 }
 
+// Foresees: an editor of a file a package of the plan ships edits the
+// file the package ships.
+func (t *editType) Foresees(desired *resources.Resource) []resources.Need {
+	return pathNeed(desired)
+}
+
 func (t *directoryType) Foresees(desired *resources.Resource) []resources.Need {
 	return pathNeed(desired)
 }
@@ -73,13 +79,21 @@ func foreseen(ctx context.Context, path string, f *found) (*resources.State, err
 	if p.Fact("kind") == "directory" {
 		return st, nil
 	}
-	if p.Content == nil {
+	data := p.Content
+	if data == nil && p.ReadContent != nil {
+		b, err := p.ReadContent()
+		if err != nil {
+			return nil, fmt.Errorf("%s is shipped by %s: %w", path, p.By, err)
+		}
+		data = b
+	}
+	if data == nil {
 		return nil, fmt.Errorf("%s is shipped by %s, which the plan knows only by size and digest (%s bytes, sha256 %s): toque keeps the content of a package's configuration files and units only. Manage it once the package is installed (a later apply), or manage a configuration file instead",
 			path, p.By, p.Fact("size"), p.Fact("sha256"))
 	}
-	content := cty.StringVal(string(p.Content))
+	content := cty.StringVal(string(data))
 	st.Values["content"] = content
-	if !utf8.Valid(p.Content) || content.AsString() != string(p.Content) {
+	if !utf8.Valid(data) || content.AsString() != string(data) {
 		st.Extra["content_bytes"] = "not normalised UTF-8"
 	}
 	if mode&0o004 == 0 {

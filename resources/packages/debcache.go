@@ -1,6 +1,7 @@
 package packages
 
 import (
+	"archive/tar"
 	"bufio"
 	"context"
 	"crypto/sha256"
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -411,6 +413,55 @@ func (p *aptProvider) manifestOf(ctx context.Context, cache *debCache, d *debRef
 	cache.saveManifest(m)
 	d.Manifest = m
 	return nil
+}
+
+// memberContent reads the content of the regular file at want in d's
+// data member (dpkg-deb --fsys-tarfile, stopped once it is read), at most
+// maxKeptContent bytes, checked against the sha256 d's manifest gives it.
+func (p *aptProvider) memberContent(ctx context.Context, cache *debCache, d *debRef, want string) ([]byte, error) {
+	if d.Manifest == nil {
+		return nil, fmt.Errorf("%s: no manifest (a bug in toque)", d.label())
+	}
+	var entry *debEntry
+	for i := range d.Manifest.Entries {
+		if e := &d.Manifest.Entries[i]; e.Path == want && e.Kind == "file" {
+			entry = e
+		}
+	}
+	if entry == nil {
+		return nil, fmt.Errorf("%s does not ship the file %s", d.label(), want)
+	}
+	if entry.Size > maxKeptContent {
+		return nil, fmt.Errorf("%s ships %s with %d bytes, more than a plan shows (%d)", d.label(), want, entry.Size, maxKeptContent)
+	}
+	file := d.File
+	if file == "" {
+		file = cache.blob(d.SHA256)
+	}
+	var out []byte
+	errRead := errors.New("read")
+	err := p.eachMemberEntry(ctx, file, "--fsys-tarfile", func(h *tar.Header, r io.Reader) error {
+		if path.Clean("/"+h.Name) != want || (h.Typeflag != tar.TypeReg && h.Typeflag != tar.TypeRegA) {
+			return nil
+		}
+		b, err := io.ReadAll(io.LimitReader(r, maxKeptContent+1))
+		if err != nil {
+			return err
+		}
+		out = b
+		return errRead
+	})
+	switch {
+	case errors.Is(err, errRead):
+	case err != nil:
+		return nil, fmt.Errorf("reading %s from %s: %w", want, d.label(), err)
+	default:
+		return nil, fmt.Errorf("%s's archive holds no file %s, which its manifest lists", d.label(), want)
+	}
+	if sum := sha256.Sum256(out); hex.EncodeToString(sum[:]) != entry.SHA256 {
+		return nil, fmt.Errorf("%s in %s's archive is not the file its manifest read (sha256 differs): the cache was changed", want, d.label())
+	}
+	return out, nil
 }
 
 // stage fills a fresh directory of the cache with ds, under apt's names,

@@ -12,6 +12,7 @@ import (
 	"io"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -48,6 +49,10 @@ type debManifest struct {
 	// a sysusers.d file it ships, or made by adduser, useradd, addgroup
 	// or groupadd in a maintainer script.
 	Accounts []debAccount `json:"accounts,omitempty"`
+	// Diverts are the paths its preinst diverts with dpkg-divert: another
+	// package's file there is moved aside (postgresql-common's
+	// /usr/bin/pg_config, libpq-dev's going to pg_config.libpq-dev).
+	Diverts []string `json:"diverts,omitempty"`
 }
 
 // debAccount is a user or group a package creates.
@@ -58,7 +63,7 @@ type debAccount struct {
 }
 
 // debManifestFormat is the manifest format this build writes.
-const debManifestFormat = 2
+const debManifestFormat = 3
 
 // debEntry is one path of the archive's data member.
 type debEntry struct {
@@ -192,7 +197,35 @@ func (p *aptProvider) readManifest(ctx context.Context, file, digest string) (*d
 	for _, name := range []string{"preinst", "postinst"} {
 		m.Accounts = append(m.Accounts, scriptAccounts(name, scripts[name])...)
 	}
+	m.Diverts = scriptDiversions(scripts["preinst"])
 	return m, nil
+}
+
+// scriptDiversions are the paths a preinst diverts: on a line that runs
+// dpkg-divert to add a diversion (not --remove, --list…), the absolute
+// path that is not the --divert target. A path given through a shell
+// variable is not seen.
+func scriptDiversions(script string) []string {
+	var out []string
+	for _, l := range strings.Split(script, "\n") {
+		f := strings.Fields(l)
+		i := slices.Index(f, "dpkg-divert")
+		if i < 0 || slices.ContainsFunc(f[i:], func(w string) bool {
+			return w == "--remove" || w == "--list" || w == "--listpackage" || w == "--truename"
+		}) {
+			continue
+		}
+		for j := i + 1; j < len(f); j++ {
+			w := strings.Trim(f[j], `"'`)
+			switch {
+			case w == "--divert" || w == "--package" || w == "--admindir" || w == "--instdir" || w == "--root":
+				j++ // its argument
+			case strings.HasPrefix(w, "/") && !strings.ContainsAny(w, "$`*?"):
+				out = append(out, path.Clean(w))
+			}
+		}
+	}
+	return out
 }
 
 // sysusersPath reports a systemd-sysusers file: what it declares is

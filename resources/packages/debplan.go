@@ -3,6 +3,7 @@ package packages
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -28,6 +29,10 @@ type debArchiver interface {
 	// plan read, staged for it (PackageOp.Archives: apt), or fetches them
 	// again from the repositories (dnf).
 	installsStaged() bool
+	// memberContent reads the content of the regular file at path in d,
+	// which its manifest keeps only by size and digest, checked against
+	// that digest.
+	memberContent(ctx context.Context, cache *debCache, d *debRef, path string) ([]byte, error)
 }
 
 // pkgReading is what the package type's Load hands its Plan and steps
@@ -35,6 +40,16 @@ type debArchiver interface {
 // The plan records only their sha256 (Extra "deb:NAME").
 type pkgReading struct {
 	debs []*debRef
+	// content reads a file of one of debs that its manifest keeps only by
+	// size and digest (debArchiver.memberContent), for a later resource
+	// of the plan that manages it (resources.Prediction.ReadContent).
+	content func(d *debRef, path string) ([]byte, error)
+}
+
+// readingOf is the package reading of st, nil when it has none.
+func readingOf(st *resources.State) *pkgReading {
+	r, _ := st.Local.(*pkgReading)
+	return r
 }
 
 // debsOf is the .debs of a reading, nil when it has none.
@@ -121,7 +136,9 @@ func (t *packageType) readArchives(ctx context.Context, arch debArchiver, rs []*
 		for _, d := range debs {
 			st.Extra[xDeb+d.Name] = d.fact()
 		}
-		st.Local = &pkgReading{debs: debs}
+		st.Local = &pkgReading{debs: debs, content: func(d *debRef, path string) ([]byte, error) {
+			return arch.memberContent(ctx, cache, d, path)
+		}}
 	}
 }
 
@@ -131,9 +148,12 @@ func (t *packageType) readArchives(ctx context.Context, arch debArchiver, rs []*
 // prediction — mode, owner, the content of configuration and unit files
 // — named by the resource and the .deb ("package[nginx] (nginx-common
 // 1.22.1-9+deb12u9)").
-func provides(addr string, debs []*debRef) []resources.Need {
+func provides(addr string, rd *pkgReading) []resources.Need {
+	if rd == nil {
+		return nil
+	}
 	var out []resources.Need
-	for _, d := range debs {
+	for _, d := range rd.debs {
 		m := d.Manifest
 		if m == nil {
 			continue
@@ -145,8 +165,14 @@ func provides(addr string, debs []*debRef) []resources.Need {
 				continue
 			}
 			p := &resources.Prediction{By: by, Facts: m.entryFacts(e)}
+			if slices.Contains(m.Diverts, e.Path) {
+				p.Facts["diverts"] = "yes"
+			}
 			if e.HasContent {
 				p.Content = e.ContentBytes
+			} else if e.Kind == "file" && rd.content != nil {
+				d, path := d, e.Path
+				p.ReadContent = func() ([]byte, error) { return rd.content(d, path) }
 			}
 			what := e.Kind
 			if e.Conffile {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -68,8 +69,28 @@ func TestPackagePlanReadsDebs(t *testing.T) {
 		u.Prediction.Fact("scripts") != "its postinst enables and starts it" {
 		t.Errorf("the unit's prediction: %+v", u)
 	}
-	if got["path /usr/share/toque-srv/README"].Prediction.Content != nil {
-		t.Errorf("the content of a file that is neither a conffile nor a unit is kept")
+	// A file that is neither a conffile nor a unit is kept by size and
+	// digest; its content is read from the cached .deb when a resource
+	// asks (one over it), checked against the digest.
+	readme := got["path /usr/share/toque-srv/README"].Prediction
+	if readme.Content != nil || readme.ReadContent == nil {
+		t.Errorf("the README's prediction: content %q, on demand %v", readme.Content, readme.ReadContent != nil)
+	} else if b, err := readme.ReadContent(); err != nil || string(b) != "hi\n" {
+		t.Errorf("the README read on demand: %q, %v", b, err)
+	}
+	blob := filepath.Join(e.cache, "sha256", fileSHA(t, filepath.Join(e.repo, "toque-srv-common_1.0_all.deb")))
+	orig, err := os.ReadFile(blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(blob, []byte("junk"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := readme.ReadContent(); err == nil {
+		t.Errorf("the README read from a cached .deb that was replaced: %q", b)
+	}
+	if err := os.WriteFile(blob, orig, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	e.callLog()
 	e.mustApply(r)
@@ -88,6 +109,15 @@ func TestPackagePlanReadsDebs(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(e.cache, "debs", "stage-*")); len(left) > 0 {
 		t.Errorf("apply left its staging directories: %v", left)
 	}
+}
+
+func fileSHA(t *testing.T, p string) string {
+	t.Helper()
+	sum, err := fileSHA256(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum
 }
 
 // TestPackageDebFaults: a .deb that cannot be fetched, or read, or whose
@@ -200,4 +230,14 @@ func writeJunkIndex(t *testing.T, repo, deb string) {
 		"\nSize: " + strconv.FormatInt(fi.Size(), 10) + "\nSHA256: " + sum + "\nDescription: junk\n\n"
 	os.WriteFile(filepath.Join(repo, "Packages"), []byte(idx), 0o644)
 	os.Remove(filepath.Join(repo, "Packages.gz"))
+}
+
+// A preinst's dpkg-divert lines: the paths they divert, not the divert
+// targets, nor what --remove undoes.
+func TestScriptDiversions(t *testing.T) {
+	script := "#!/bin/sh\nset -e\nif [ \"$1\" = install ]; then\n\tdpkg-divert --package postgresql-common --rename --divert /usr/bin/pg_config.libpq-dev --add /usr/bin/pg_config\nfi\n" +
+		"dpkg-divert --remove --rename /usr/bin/old\ndpkg-divert --add \"$f\"\n"
+	if got := scriptDiversions(script); !slices.Equal(got, []string{"/usr/bin/pg_config"}) {
+		t.Errorf("diversions %q", got)
+	}
 }

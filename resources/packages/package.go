@@ -826,7 +826,7 @@ func (t *packageType) Plan(action string, desired *resources.Resource, current *
 		kind = resources.Update
 	}
 	return &resources.Step{Kind: kind, Reason: reason, Changes: []resources.Change{ch}, Groups: []string{"version"},
-		Provides: provides(desired.Address(), debsOf(current))}, nil
+		Provides: provides(desired.Address(), readingOf(current))}, nil
 }
 
 // otherChanges words what the simulation does besides the resource's own

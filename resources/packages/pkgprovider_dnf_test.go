@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -49,6 +50,8 @@ type dnfEnv struct {
 	*pkgEnv
 	host *rpmtest.Host
 	prov *dnfProvider
+	// cacheDir is the package type's download cache.
+	cacheDir string
 }
 
 // newDnfEnv makes a host reading the given repositories.
@@ -61,7 +64,7 @@ func newDnfEnv(t *testing.T, repos ...string) *dnfEnv {
 	// test's to count.
 	cache := filepath.Join(t.TempDir(), "cache")
 	typ.cacheDir = func() string { return cache }
-	return &dnfEnv{pkgEnv: &pkgEnv{t: t, typ: typ}, host: h, prov: prov}
+	return &dnfEnv{pkgEnv: &pkgEnv{t: t, typ: typ}, host: h, prov: prov, cacheDir: cache}
 }
 
 // callKinds is each logged call's first words, up to the verb.
@@ -461,6 +464,29 @@ func TestDnfPackage(t *testing.T) {
 		}
 		if f := byPath["/usr/share/toque-conf/version"]; f.What != "file" || f.Prediction.Fact("size") != "6" || len(f.Prediction.Fact("sha256")) != 64 {
 			t.Errorf("/usr/share/toque-conf/version: %+v %+v", f, f.Prediction)
+		}
+		// Neither a %config file nor a unit: kept by size and digest, its
+		// content read from the cached .rpm on demand, checked against
+		// the digest.
+		version := byPath["/usr/share/toque-conf/version"].Prediction
+		if version.Content != nil || version.ReadContent == nil {
+			t.Errorf("the version file's prediction: content %q, on demand %v", version.Content, version.ReadContent != nil)
+		} else if b, err := version.ReadContent(); err != nil || string(b) != "2.0-1\n" {
+			t.Errorf("the version file read on demand: %q, %v", b, err)
+		}
+		blob := filepath.Join(e.cacheDir, "sha256", strings.TrimPrefix(strings.Fields(st.Extra[xDeb+"toque-conf"])[2], "sha256:"))
+		orig, err := os.ReadFile(blob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(blob, []byte("junk"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := version.ReadContent(); err == nil {
+			t.Errorf("the version file read from a cached .rpm that was replaced: %q", b)
+		}
+		if err := os.WriteFile(blob, orig, 0o600); err != nil {
+			t.Fatal(err)
 		}
 		// A warm cache reads no archive again.
 		e.host.CallLog()

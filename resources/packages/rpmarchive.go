@@ -281,10 +281,92 @@ func rpmEntry(f []string) (*debEntry, error) {
 	return e, nil
 }
 
-// readPayload reads the package's cpio payload (rpm2cpio, which
-// decompresses it) for each regular file's sha256, and the content of
-// the files keptContent keeps.
+// readPayload reads the package's cpio payload for each regular file's
+// sha256, and the content of the files keptContent keeps.
 func (p *dnfProvider) readPayload(ctx context.Context, file string, m *debManifest, byPath map[string]int) error {
+	return p.eachPayloadEntry(ctx, file, func(name string, mode uint32, r io.Reader) error {
+		i, ok := byPath[name]
+		if !ok || mode&0o170000 != 0o100000 {
+			return nil
+		}
+		e := &m.Entries[i]
+		keep := keptContent(e.Path, e.Conffile) || sysusersPath(e.Path)
+		h := sha256.New()
+		var buf strings.Builder
+		w := io.Writer(h)
+		if keep {
+			if e.Size > maxKeptContent {
+				return fmt.Errorf("%s is %d bytes, more than toque keeps of a configuration or unit file (%d)", e.Path, e.Size, maxKeptContent)
+			}
+			w = io.MultiWriter(h, &buf)
+		}
+		if _, err := io.Copy(w, r); err != nil {
+			return err
+		}
+		e.SHA256 = hex.EncodeToString(h.Sum(nil))
+		if keep {
+			e.HasContent, e.ContentBytes = true, []byte(buf.String())
+		}
+		return nil
+	})
+}
+
+// memberContent reads the content of the regular file at want in d's
+// payload (rpm2cpio, stopped once it is read), at most maxKeptContent
+// bytes, checked against the sha256 d's manifest gives it.
+func (p *dnfProvider) memberContent(ctx context.Context, cache *debCache, d *debRef, want string) ([]byte, error) {
+	if d.Manifest == nil {
+		return nil, fmt.Errorf("%s: no manifest (a bug in toque)", d.label())
+	}
+	var entry *debEntry
+	for i := range d.Manifest.Entries {
+		if e := &d.Manifest.Entries[i]; e.Path == want && e.Kind == "file" {
+			entry = e
+		}
+	}
+	if entry == nil {
+		return nil, fmt.Errorf("%s does not ship the file %s", d.label(), want)
+	}
+	if entry.Size > maxKeptContent {
+		return nil, fmt.Errorf("%s ships %s with %d bytes, more than a plan shows (%d)", d.label(), want, entry.Size, maxKeptContent)
+	}
+	file := d.File
+	if file == "" {
+		file = cache.blob(d.SHA256)
+	}
+	var out []byte
+	errRead := errors.New("read")
+	err := p.eachPayloadEntry(ctx, file, func(name string, mode uint32, r io.Reader) error {
+		if name != want || mode&0o170000 != 0o100000 {
+			return nil
+		}
+		b, err := io.ReadAll(io.LimitReader(r, maxKeptContent+1))
+		if err != nil {
+			return err
+		}
+		out = b
+		return errRead
+	})
+	switch {
+	case errors.Is(err, errRead):
+	case err != nil:
+		return nil, fmt.Errorf("reading %s from %s: %w", want, d.label(), err)
+	default:
+		return nil, fmt.Errorf("%s's payload holds no file %s, which its manifest lists", d.label(), want)
+	}
+	if sum := sha256.Sum256(out); hex.EncodeToString(sum[:]) != entry.SHA256 {
+		return nil, fmt.Errorf("%s in %s's payload is not the file its manifest read (sha256 differs): the cache was changed", want, d.label())
+	}
+	return out, nil
+}
+
+// eachPayloadEntry streams the package's cpio payload (rpm2cpio, which
+// decompresses it), calling f with each entry's absolute path, mode and
+// data; what f leaves unread is skipped. An error f returns stops the
+// reading (and rpm2cpio) and is returned.
+func (p *dnfProvider) eachPayloadEntry(ctx context.Context, file string, f func(name string, mode uint32, r io.Reader) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var perr error
 	s := p.spec([]string{"rpm2cpio", file}, p.readTimeout, nil)
 	s.OutputLimit = 0
@@ -294,40 +376,23 @@ func (p *dnfProvider) readPayload(ctx context.Context, file string, m *debManife
 	go func() {
 		defer close(done)
 		perr = eachCpioEntry(bufio.NewReader(pr), func(name string, mode uint32, r io.Reader) error {
-			i, ok := byPath[path.Clean("/"+strings.TrimPrefix(name, "."))]
-			if !ok || mode&0o170000 != 0o100000 {
-				_, err := io.Copy(io.Discard, r)
-				return err
-			}
-			e := &m.Entries[i]
-			keep := keptContent(e.Path, e.Conffile) || sysusersPath(e.Path)
-			h := sha256.New()
-			var buf strings.Builder
-			w := io.Writer(h)
-			if keep {
-				if e.Size > maxKeptContent {
-					return fmt.Errorf("%s is %d bytes, more than toque keeps of a configuration or unit file (%d)", e.Path, e.Size, maxKeptContent)
-				}
-				w = io.MultiWriter(h, &buf)
-			}
-			if _, err := io.Copy(w, r); err != nil {
-				return err
-			}
-			e.SHA256 = hex.EncodeToString(h.Sum(nil))
-			if keep {
-				e.HasContent, e.ContentBytes = true, []byte(buf.String())
-			}
-			return nil
+			return f(path.Clean("/"+strings.TrimPrefix(name, ".")), mode, r)
 		})
+		if perr != nil {
+			cancel() // stop rpm2cpio: nothing more is read
+		}
 		io.Copy(io.Discard, pr)
 	}()
 	_, err := shellexec.Run(ctx, s)
 	pw.Close()
 	<-done
+	if perr != nil {
+		return perr
+	}
 	if err != nil {
 		return fmt.Errorf("rpm2cpio: %w", err)
 	}
-	return perr
+	return nil
 }
 
 // eachCpioEntry reads a cpio archive in the "newc" format rpm2cpio writes

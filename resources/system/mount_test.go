@@ -116,6 +116,23 @@ func TestMountOptions(t *testing.T) {
 			t.Errorf("%v: after %s, want %s", c.opts, got, c.after)
 		}
 	}
+	// hidepid is shown by name: the number is the same option.
+	proc := &mountInfo{mountPoint: "/proc", source: "proc", fstype: "proc", mountOpts: []string{"rw", "nosuid", "nodev", "noexec", "relatime"}, superOpts: []string{"rw"}}
+	if got := notInEffect([]string{"nosuid", "hidepid=2"}, proc); !slices.Equal(got, []string{"hidepid=2"}) {
+		t.Errorf("hidepid not set: %v", got)
+	}
+	if _, mo, so := remountOf([]string{"hidepid=2"}, proc); !slices.Equal((&mountInfo{mountOpts: mo, superOpts: so}).options(), []string{"rw", "nosuid", "nodev", "noexec", "relatime", "hidepid=invisible"}) {
+		t.Errorf("after a remount with hidepid=2: %v", so)
+	}
+	proc.superOpts = []string{"rw", "hidepid=invisible"}
+	for _, opts := range [][]string{{"hidepid=2"}, {"hidepid=invisible"}} {
+		if got := notInEffect(opts, proc); len(got) != 0 {
+			t.Errorf("%v on hidepid=invisible: %v not in effect", opts, got)
+		}
+	}
+	if got := notInEffect([]string{"hidepid=1"}, proc); !slices.Equal(got, []string{"hidepid=1"}) {
+		t.Errorf("hidepid=1 on hidepid=invisible: %v", got)
+	}
 	my, _ := topMount(ms, "/srv/my data")
 	if got := notInEffect([]string{"size=2048k", "rw", "atime"}, my); !slices.Equal(got, []string{"rw"}) {
 		t.Errorf("ro mount: %v", got)

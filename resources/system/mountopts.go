@@ -19,9 +19,11 @@ import (
 //     the whole set, the mount's as it is with the recipe's over it.
 //   - Options only mount(8), fsck or systemd read (defaults, auto, nofail,
 //     _netdev, x-*, user, loop…) never show, and are not compared.
-//   - Anything else is the file system's own, and is compared as written:
-//     the kernel may print it otherwise (tmpfs's size=1m is size=1024k),
-//     which apply's read-back turns into an error naming what it shows.
+//   - Anything else is the file system's own, and is compared as written,
+//     but for the few the kernel is known to print in other words
+//     (spellings: hidepid=2 is hidepid=invisible); it may print others
+//     otherwise (tmpfs's size=1m is size=1024k), which apply's read-back
+//     turns into an error naming what it shows.
 
 // mountFlag is an option that sets one of the kernel's flags of a mount
 // or of its file system: the option the kernel shows when the flag is on,
@@ -102,6 +104,26 @@ func wantedOf(opts []string) wantedOpts {
 	return w
 }
 
+// spellings are file system options the kernel shows in other words than
+// the ones a recipe may write: procfs's hidepid, which Linux 5.8 and later
+// print by name (hidepid=2 is hidepid=invisible), where fstab and the
+// roles that write it use the number.
+var spellings = map[string]string{
+	"hidepid=0": "hidepid=off", "hidepid=1": "hidepid=noaccess",
+	"hidepid=2": "hidepid=invisible", "hidepid=4": "hidepid=ptraceable",
+}
+
+// kernelSpelling is o as the kernel shows it.
+func kernelSpelling(o string) string {
+	if k, ok := spellings[o]; ok {
+		return k
+	}
+	return o
+}
+
+// sameOption reports whether a and b are one option, however written.
+func sameOption(a, b string) bool { return a == b || kernelSpelling(a) == kernelSpelling(b) }
+
 // optKey is the name of an option, without its value (size of size=1m).
 func optKey(o string) string {
 	k, _, _ := strings.Cut(o, "=")
@@ -168,7 +190,7 @@ func notInEffect(opts []string, m *mountInfo) []string {
 	}
 	live := m.options()
 	for _, l := range w.literal {
-		if !slices.Contains(live, l) {
+		if !slices.ContainsFunc(live, func(o string) bool { return sameOption(l, o) }) {
 			out = append(out, l)
 		}
 	}
@@ -233,9 +255,11 @@ func remountOf(opts []string, m *mountInfo) (args, mountOpts, superOpts []string
 	rest = slices.DeleteFunc(rest, func(o string) bool { return slices.Contains(superOrder, o) })
 	for _, l := range w.literal {
 		if i := slices.IndexFunc(rest, func(o string) bool { return optKey(o) == optKey(l) }); i >= 0 {
-			rest[i] = l
+			if !sameOption(l, rest[i]) {
+				rest[i] = kernelSpelling(l)
+			}
 		} else {
-			rest = append(rest, l)
+			rest = append(rest, kernelSpelling(l))
 		}
 		args = append(args, l)
 	}

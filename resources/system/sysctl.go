@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/zclconf/go-cty/cty"
+	"golang.org/x/sys/unix"
 
 	"github.com/toquehq/toque/resources"
 	"github.com/toquehq/toque/resources/files"
@@ -225,6 +226,13 @@ func (t *sysctlType) Load(ctx context.Context, r *resources.Resource) (*resource
 	}
 	st.Exists = true
 	st.Extra["writable"] = fmt.Sprint(fi.Mode().Perm()&0o222 != 0)
+	// A container's /proc/sys is mounted read-only (but for its own
+	// network namespace's keys): its mode says writable, and sysctl -w
+	// fails there.
+	var sfs unix.Statfs_t
+	if err := unix.Statfs(path, &sfs); err == nil && sfs.Flags&unix.ST_RDONLY != 0 {
+		st.Extra["mount"] = "read-only"
+	}
 	if fi.Mode().Perm()&0o444 == 0 {
 		st.Extra["readable"] = "false"
 		return st, nil
@@ -270,6 +278,9 @@ func (t *sysctlType) Plan(action string, desired *resources.Resource, current *r
 			changes, groups = append(changes, resources.Change{Property: "value", Before: cty.NilVal, After: desired.Get("value")}), append(groups, "value")
 			why = append(why, "the kernel does not let its value be read, so it is set every time")
 		} else if have := current.Values["value"]; have == cty.NilVal || have.AsString() != want {
+			if current.Extra["mount"] == "read-only" {
+				return nil, &resources.PropertyError{Property: "value", Err: fmt.Errorf("%s is %s and cannot be set here: %s is on a read-only mount, as a container's kernel parameters are (but for its own network's): set it on the host whose kernel it is, or leave it out here", key, have.AsString(), t.procPath(key))}
+			}
 			changes, groups = append(changes, resources.Change{Property: "value", Before: have, After: desired.Get("value")}), append(groups, "value")
 			why = append(why, "value differs")
 		}

@@ -78,6 +78,33 @@ func TestSysctlPlanReadsTheKernel(t *testing.T) {
 	}
 }
 
+// A container's /proc/sys is a read-only mount: a value that differs is a
+// plan error saying so (sysctl -w would fail at apply); one that does not
+// is persisted as anywhere.
+func TestSysctlReadOnlyMount(t *testing.T) {
+	threadNS(t, syscall.CLONE_NEWNS)
+	defer func(f func() int) { hostexec.EffectiveUID = f }(hostexec.EffectiveUID)
+	hostexec.EffectiveUID = func() int { return 0 }
+	proc := mountDir(t, "sys")
+	if err := syscall.Mount("toque-sys", proc, "tmpfs", 0, "mode=0755"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(proc, "kernel"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	resourcetest.WriteFile(t, filepath.Join(proc, "kernel/kptr_restrict"), "0\n", 0o644)
+	if err := syscall.Mount("", proc, "", syscall.MS_REMOUNT|syscall.MS_RDONLY, ""); err != nil {
+		t.Fatal(err)
+	}
+	typ := newSysctlType(proc, t.TempDir())
+	resourcetest.PlanErr(t, typ, resourcetest.NewRes(t, typ, "apply", map[string]any{"key": "kernel.kptr_restrict", "value": "2"}),
+		"kernel.kptr_restrict is 0 and cannot be set here: "+proc+"/kernel/kptr_restrict is on a read-only mount")
+	_, step := resourcetest.Plan(t, typ, resourcetest.NewRes(t, typ, "apply", map[string]any{"key": "kernel.kptr_restrict", "value": "0"}))
+	if step.Kind != resources.Update || strings.Join(step.Groups, ",") != "persist" {
+		t.Errorf("the same value: %s %v (%s)", step.Kind, step.Groups, step.Reason)
+	}
+}
+
 // Persisting a value the kernel already has writes 99-toque-KEY.conf and
 // nothing else; remove deletes it. (Setting values is tested inside a
 // network namespace, end to end.)

@@ -15,11 +15,11 @@ import (
 
 // hostTools runs the programs host resources converge with (sysctl, and
 // the shadow tools: useradd, usermod, userdel, groupadd, groupmod,
-// groupdel, gpasswd, chpasswd). The shadow tools lock the databases,
+// groupdel, gpasswd, chpasswd, chage). The shadow tools lock the databases,
 // write them atomically, keep /etc/gshadow and /etc/shadow in step, and
 // leave nothing behind when they fail. root, when set, points them at the databases under another
 // root instead of the host's (tests): --prefix for the tools that have
-// it, --root (a chroot) for gpasswd and chpasswd, which do not.
+// it, --root (a chroot) for gpasswd, chpasswd and chage, which do not.
 type Tools struct {
 	Root string
 }
@@ -40,7 +40,7 @@ func (a Tools) Run(ctx context.Context, env *resources.Env, tool string, args []
 		switch tool {
 		case "gpasswd":
 			argv = append(argv, "-Q", a.Root)
-		case "chpasswd":
+		case "chpasswd", "chage":
 			argv = append(argv, "-R", a.Root)
 		default:
 			argv = append(argv, "-P", a.Root)
