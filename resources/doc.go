@@ -9,8 +9,9 @@
 // the file editors file_line, file_block and ini_setting, archive_file,
 // with the held-directory file system code and backups),
 // resources/accounts (user, group, authorized_keys and the shadow
-// databases), resources/packages (package on apt/dpkg, apt_repository,
-// apt_update), resources/commands (execute and the script types),
+// databases), resources/packages (package on apt/dpkg and dnf/rpm,
+// apt_repository, apt_update, yum_repository, dnf_makecache),
+// resources/commands (execute and the script types),
 // resources/systemd (service, systemd_unit), resources/system (cron_d,
 // sysctl, mount, kernel_module, swap_file, hostname, timezone, locale,
 // alternatives, sudo, ssh_known_hosts_entry), resources/vcs (git) and

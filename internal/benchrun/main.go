@@ -126,6 +126,7 @@ func main() {
 	if *packages > 0 || *remoteFiles > 0 {
 		if *packages > 0 {
 			benchPackages(work, bin, *packages, *runs)
+			benchRPMPackages(work, bin, *packages, *runs)
 		}
 		if *remoteFiles > 0 {
 			benchRemoteFiles(work, bin, *remoteFiles, *runs)

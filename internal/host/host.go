@@ -29,9 +29,15 @@ type Facts struct {
 	FQDN string
 	// OS is runtime.GOOS: "linux".
 	OS string
-	// Platform, PlatformVersion and PlatformFamily come from os-release:
-	// ID ("ubuntu"), VERSION_ID ("22.04") and the first word of ID_LIKE
-	// ("debian"), or ID when ID_LIKE is absent.
+	// Platform, PlatformVersion and PlatformFamily come from os-release,
+	// named as Chef's Ohai names them, so that a recipe ported from Chef
+	// reads the same values: Platform is ID ("ubuntu", "rocky"), but
+	// "redhat" for rhel, "amazon" for amzn, "oracle" for ol (platformName);
+	// PlatformVersion is VERSION_ID ("22.04", "9.3"); PlatformFamily is
+	// Ohai's family of the platform — debian, rhel, fedora, amazon, suse,
+	// arch, alpine, gentoo… (platformFamily) — or, for a distribution Ohai
+	// does not know, the family of the first word of ID_LIKE that has one,
+	// else ID.
 	Platform        string
 	PlatformVersion string
 	PlatformFamily  string
@@ -68,18 +74,61 @@ func detect(ctx context.Context, root string) (*Facts, error) {
 	}
 	f.FQDN = fqdn(ctx, root, hn)
 	osr := osRelease(root)
-	f.Platform = osr["ID"]
+	f.Platform = platformName(osr["ID"])
 	f.PlatformVersion = osr["VERSION_ID"]
-	if like := strings.Fields(osr["ID_LIKE"]); len(like) > 0 {
-		f.PlatformFamily = like[0]
-	} else {
-		f.PlatformFamily = f.Platform
-	}
+	f.PlatformFamily = platformFamily(osr["ID"], strings.Fields(osr["ID_LIKE"]))
 	if f.Platform == "" {
 		f.Platform = f.OS
 		f.PlatformFamily = f.OS
 	}
 	return f, nil
+}
+
+// ohaiPlatforms are the os-release IDs Ohai renames.
+var ohaiPlatforms = map[string]string{
+	"rhel": "redhat", "amzn": "amazon", "ol": "oracle", "alinux": "alibabalinux", "archarm": "arch",
+	"cumulus-linux": "cumulus", "opensuse-leap": "opensuseleap", "sles": "suse", "sles_sap": "suse",
+	"xenenterprise": "xenserver",
+}
+
+// ohaiFamilies maps Ohai's platform names to their family.
+var ohaiFamilies = map[string]string{
+	"debian": "debian", "ubuntu": "debian", "linuxmint": "debian", "raspbian": "debian", "cumulus": "debian",
+	"kali": "debian", "pop": "debian",
+	"redhat": "rhel", "centos": "rhel", "rocky": "rhel", "almalinux": "rhel", "oracle": "rhel",
+	"scientific": "rhel", "cloudlinux": "rhel", "alibabalinux": "rhel", "xenserver": "rhel", "xcp-ng": "rhel",
+	"virtuozzo": "rhel", "clearos": "rhel", "eurolinux": "rhel", "circle": "rhel", "navylinux": "rhel",
+	"amazon": "amazon",
+	"fedora": "fedora", "arista_eos": "fedora",
+	"suse": "suse", "opensuse": "suse", "opensuseleap": "suse", "opensuse-tumbleweed": "suse", "sled": "suse",
+	"arch": "arch", "manjaro": "arch", "alpine": "alpine", "gentoo": "gentoo", "clearlinux": "clearlinux",
+	"slackware": "slackware", "exherbo": "exherbo",
+}
+
+// platformName is Ohai's name for the os-release ID: the ID, lower-case,
+// but for the few Ohai renames (rhel is "redhat", amzn "amazon").
+func platformName(id string) string {
+	id = strings.ToLower(id)
+	if p, ok := ohaiPlatforms[id]; ok {
+		return p
+	}
+	return id
+}
+
+// platformFamily is Ohai's platform_family: the family of the platform
+// (Amazon Linux is "amazon", not "fedora", though its ID_LIKE says
+// fedora; RHEL is "rhel", though its ID_LIKE says fedora), else that of
+// the first word of ID_LIKE Ohai knows, else the ID itself.
+func platformFamily(id string, like []string) string {
+	if f, ok := ohaiFamilies[platformName(id)]; ok {
+		return f
+	}
+	for _, l := range like {
+		if f, ok := ohaiFamilies[platformName(l)]; ok {
+			return f
+		}
+	}
+	return platformName(id)
 }
 
 // Type is the cty object type of Value.

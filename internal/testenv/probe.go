@@ -60,6 +60,16 @@ func probe(r Requirement) result {
 			}
 		}
 		return program("dpkg-scanpackages", debianHint("dpkg-dev"), "sh", "-c", "dpkg-scanpackages --version >/dev/null && echo ok")
+	case DnfRPM:
+		for tool, pkg := range map[string]string{"rpm": "rpm", "rpmbuild": "rpm", "dnf": "dnf", "createrepo_c": "createrepo-c"} {
+			if _, err := exec.LookPath(tool); err != nil {
+				return result{known: true, err: fmt.Errorf("%s is not installed", tool), hint: debianHint(pkg)}
+			}
+		}
+		// dnf --version opens the rpm database: Debian's rpm keeps it
+		// under $HOME, so a throwaway HOME keeps the probe off the
+		// machine's (a read alone rewrites its sqlite -shm file).
+		return program("rpm", debianHint("rpm"), "sh", "-c", `rpm --eval '%{lua: print(rpm.vercmp("1.0", "1.0"))}' | grep -qx 0 && d=$(mktemp -d) && HOME="$d" dnf --version >/dev/null 2>&1; r=$?; rm -rf "$d"; [ $r = 0 ] && echo ok`)
 	case Script:
 		return program("script", debianHint("bsdutils"), "script", "-qec", "echo ok", "/dev/null")
 	case Unshare:

@@ -19,7 +19,7 @@
 //
 //	bash, dash-sh, csh, python3, perl, git, jq, script, userns, overlay,
 //	fhs-dirs, nobody, dev-full, machine-id, systemctl, dpkg-dev, locales,
-//	visudo, update-alternatives, ssh-keygen: both tiers
+//	visudo, update-alternatives, ssh-keygen, dnf-rpm: both tiers
 //	root, unshare, nsenter, shadow-tools, cron, systemd-nspawn, loop-device,
 //	debian-rootfs, sshd, netns: the root tier
 //	non-root: the nonroot tier
@@ -77,6 +77,11 @@ const (
 	// DpkgDev is apt and dpkg, with dpkg-dev's dpkg-scanpackages: the
 	// package tests build fixture packages and a local repository.
 	DpkgDev Requirement = "dpkg-dev"
+	// DnfRPM is rpm with rpmbuild, dnf and createrepo_c (Debian packages
+	// rpm, dnf and createrepo-c): the dnf provider's tests build fixture
+	// .rpm packages and a local repository, and run dnf in a mount
+	// namespace, never against the machine's own rpm database.
+	DnfRPM Requirement = "dnf-rpm"
 	// LoopDev is an ext4 image made with mkfs.ext4 and mounted through a
 	// loop device in a private mount namespace (root; the mount tests).
 	LoopDev Requirement = "loop-device"
@@ -159,6 +164,7 @@ var promised = map[Requirement][]tier{
 	Shadow:             {rootT},
 	Cron:               {rootT},
 	DpkgDev:            {rootT, nonroot},
+	DnfRPM:             {rootT, nonroot},
 	LoopDev:            {rootT},
 	Locales:            {rootT, nonroot},
 	Visudo:             {rootT, nonroot},

@@ -46,6 +46,7 @@ func Types() []resources.Type {
 		files.ArchiveFileType(),
 		vcs.GitType(),
 		packages.PackageType(), packages.AptRepositoryType(), packages.AptUpdateType(),
+		packages.YumRepositoryType(), packages.DnfMakecacheType(),
 		commands.ExecuteType(), commands.ScriptType(), commands.BashType(), commands.ShType(), commands.CshType(), commands.PythonType(), commands.PerlType(), commands.PowerShellScriptType(),
 		accounts.UserType(), accounts.GroupType(), accounts.AuthorizedKeysType(), system.CronDType(), system.SysctlType(),
 		system.MountType(),

@@ -11,7 +11,7 @@ import (
 
 func TestBuiltin(t *testing.T) {
 	reg := Registry()
-	if got := strings.Join(reg.Names(), ","); got != "alternatives,apt_repository,apt_update,archive_file,authorized_keys,bash,cron_d,csh,directory,execute,file,file_block,file_line,git,group,hostname,ini_setting,kernel_module,link,locale,mount,package,perl,powershell_script,python,remote_file,script,service,sh,ssh_known_hosts_entry,sudo,swap_file,sysctl,systemd_unit,template,timezone,user" {
+	if got := strings.Join(reg.Names(), ","); got != "alternatives,apt_repository,apt_update,archive_file,authorized_keys,bash,cron_d,csh,directory,dnf_makecache,execute,file,file_block,file_line,git,group,hostname,ini_setting,kernel_module,link,locale,mount,package,perl,powershell_script,python,remote_file,script,service,sh,ssh_known_hosts_entry,sudo,swap_file,sysctl,systemd_unit,template,timezone,user,yum_repository" {
 		t.Fatalf("Registry().Names() = %s", got)
 	}
 	for _, n := range reg.Names() {

@@ -120,7 +120,7 @@ func (t *aptUpdateType) Plan(action string, desired *resources.Resource, current
 // (resources.NeedMeeter).
 func (t *aptUpdateType) Meets(desired *resources.Resource, n resources.Need) bool {
 	a := desired.EffectiveAction()
-	return n.Namespace == resources.NamespaceAptSource && (a == "update" || a == "periodic")
+	return n.Namespace == resources.NamespaceAptSource && n.Value == "apt" && (a == "update" || a == "periodic")
 }
 
 // listsUpdated words when the lists were last updated.

@@ -8,12 +8,13 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/resources"
+	"github.com/toquehq/toque/resources/internal/hostexec"
 	"github.com/toquehq/toque/resources/internal/props"
 )
 
 // PackagesData is data "packages": the installed packages, with their
 // versions, as the host's package provider reads them (on Debian,
-// dpkg-query: one process).
+// dpkg-query; on the RHEL family, rpm: one process).
 //
 //	data "packages" "all" {}                       # every installed package
 //	data "packages" "web" { names = ["nginx"] }    # those of names that are installed
@@ -137,6 +138,56 @@ func (p *aptProvider) InstalledPackages(ctx context.Context, names []string) ([]
 			continue
 		}
 		out = append(out, InstalledPackage{Name: f[1], Arch: f[2], Version: f[3], Held: f[4] == "hold"})
+	}
+	return out, nil
+}
+
+// InstalledPackages asks rpm about every package (rpm -qa, names nil) or
+// the named ones (rpm -q), in one process. rpm lists only installed
+// packages; one installed in several versions of one architecture (an
+// install-only package, a kernel) is there once, at its newest, as
+// Installed reads it. rpm has no holds (dnf versionlock is not read):
+// held is false.
+func (p *dnfProvider) InstalledPackages(ctx context.Context, names []string) ([]InstalledPackage, error) {
+	argv := []string{"rpm", "-qa", "--qf", rpmQueryFormat}
+	if names != nil {
+		argv = append([]string{"rpm", "-q", "--qf", rpmQueryFormat, "--"}, names...)
+	}
+	// rpm -q exits with the number of names it did not find.
+	res, err := p.read(ctx, argv, anyExit...)
+	if err != nil {
+		return nil, err
+	}
+	if msg := rpmErrors(res.Stderr); msg != "" || res.ExitCode != 0 && names == nil {
+		if msg == "" {
+			msg = hostexec.Tail(res, 3)
+		}
+		return nil, fmt.Errorf("%s: %s", strings.Join(argv[:2], " "), msg)
+	}
+	// rpm -q NAME-VERSION reports package NAME: only the names asked
+	// count. rpm -qa lists the imported keys as gpg-pubkey packages:
+	// they are not packages.
+	asked := map[string]bool{}
+	for _, n := range names {
+		asked[n] = true
+	}
+	newest := map[string]int{}
+	var out []InstalledPackage
+	for _, line := range strings.Split(res.Stdout, "\n") {
+		f := strings.Split(line, "\t")
+		if len(f) != 5 || names == nil && f[0] == "gpg-pubkey" || names != nil && !asked[f[0]] {
+			continue
+		}
+		pk := InstalledPackage{Name: f[0], Version: evrString(f[1], f[2], f[3]), Arch: f[4]}
+		key := pk.Name + "." + pk.Arch
+		if i, ok := newest[key]; ok {
+			if compareRPMVersions(pk.Version, out[i].Version) > 0 {
+				out[i] = pk
+			}
+			continue
+		}
+		newest[key] = len(out)
+		out = append(out, pk)
 	}
 	return out, nil
 }

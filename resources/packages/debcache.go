@@ -187,6 +187,9 @@ type debRef struct {
 	// File is a local .deb the recipe names (source), installed by path.
 	File     string
 	Manifest *debManifest
+	// repo is the repository it comes from, where the package manager
+	// says (dnf's transaction table).
+	repo string
 }
 
 // label names the .deb for reviewers: "nginx-common 1.22.1-9+deb12u9".
@@ -196,6 +199,9 @@ func (d *debRef) label() string { return d.Name + " " + d.Version }
 // version, architecture and sha256. A repository that serves other bytes
 // under the same version makes the plan stale.
 func (d *debRef) fact() string { return d.Version + " " + d.Arch + " sha256:" + d.SHA256 }
+
+// installsStaged: apt-get install takes the staged .debs (--no-download).
+func (p *aptProvider) installsStaged() bool { return true }
 
 // printURI is one line of apt-get --print-uris: 'URL' FILE SIZE HASH.
 var printURI = regexp.MustCompile(`^'([^']+)' (\S+) (\d+) (\S+)$`)

@@ -18,12 +18,17 @@ import (
 // STATE_DIR/cache/downloads).
 func defaultDebCacheDir() string { return files.DefaultCacheDir() }
 
-// debArchiver is a provider whose packages are .debs it can fetch and read
-// before installing them (apt): the package type then plans what each
-// install brings (docs/packages.md, "What a package brings").
+// debArchiver is a provider whose package files (.debs, .rpms) it can
+// fetch and read before installing them (apt, dnf): the package type then
+// plans what each install brings (docs/packages.md, "What a package
+// brings").
 type debArchiver interface {
 	Archives(ctx context.Context, cache *debCache, changes []PackageChange) ([]*debRef, error)
 	manifestOf(ctx context.Context, cache *debCache, d *debRef) error
+	// installsStaged says whether the install takes the very files the
+	// plan read, staged for it (PackageOp.Archives: apt), or fetches them
+	// again from the repositories (dnf).
+	installsStaged() bool
 	// memberContent reads the content of the regular file at path in d,
 	// which its manifest keeps only by size and digest, checked against
 	// that digest.

@@ -22,11 +22,16 @@ import (
 // (PackageProvider); the provider runs the package manager.
 type packageType struct {
 	schema *resources.Schema
-	// provider returns the provider to use; it is called once.
+	// provider returns the host's provider; it is called once.
 	provider func() (PackageProvider, error)
 	once     sync.Once
 	prov     PackageProvider
 	provErr  error
+	// named returns the provider a resource's provider property names
+	// (nil: newNamedProvider); each is made once (providerOf).
+	named      func(name string) (PackageProvider, error)
+	namedMu    sync.Mutex
+	namedProvs map[string]PackageProvider
 	// cacheDir returns the download cache the .debs a plan installs are
 	// kept in (debCache).
 	cacheDir func() string
@@ -43,7 +48,9 @@ const (
 
 // PackageType returns the built-in "package" type, whose provider is
 // chosen from the host's os-release when it is first needed (apt and dpkg
-// on Debian, Ubuntu and their derivatives).
+// on Debian, Ubuntu and their derivatives; dnf and rpm on RHEL, its
+// rebuilds, Fedora and Amazon Linux), or named by a resource's provider
+// property.
 func PackageType() resources.Type { return newPackageType(hostPackageProvider) }
 
 func newPackageType(provider func() (PackageProvider, error)) *packageType {
@@ -58,15 +65,17 @@ func newPackageType(provider func() (PackageProvider, error)) *packageType {
 				Normalize:   normalizePackageVersions,
 				Description: "The exact version to install (a list, with package_name a list: one per package, null for any). Unset: the candidate when the package is not installed (install), or whenever it is newer (upgrade)."},
 			{Name: "source", Type: cty.String, NonState: true, Validate: props.ValidateAbsPath,
-				Description: "Absolute path of a local package file (.deb) to install instead of a repository's package; its dependencies still come from the repositories."},
+				Description: "Absolute path of a local package file (.deb, or .rpm with dnf) to install instead of a repository's package; its dependencies still come from the repositories."},
 			{Name: "options", Type: cty.DynamicPseudoType, NonState: true, Normalize: normalizeOptions,
-				Description: "Extra arguments for the package manager (apt-get), a string split at spaces or a list; used for the plan's simulation too. Options that set apt's configuration (-o, -c) are refused but for APT::Install-Recommends, APT::Install-Suggests and Acquire::Retries."},
+				Description: "Extra arguments for the package manager (apt-get, dnf), a string split at spaces or a list; used for the plan's simulation too. Options that set apt's configuration (-o, -c) are refused but for APT::Install-Recommends, APT::Install-Suggests and Acquire::Retries; dnf takes only the options that change what it resolves (--enablerepo, --nobest, --setopt=install_weak_deps=…; docs/packages.md lists them)."},
 			{Name: "overwrite_config_files", Type: cty.Bool, NonState: true, Default: cty.False,
 				Description: "Replace configuration files the administrator changed with the package's (dpkg --force-confnew); by default they are kept (--force-confdef --force-confold)."},
 			{Name: "lock_timeout", Type: cty.Number, NonState: true, Default: cty.NumberIntVal(defaultLockTimeout), Validate: props.ValidateTimeout,
 				Description: "Seconds to wait for the package database's lock when another process (an unattended upgrade) holds it."},
 			{Name: "timeout", Type: cty.Number, NonState: true, Default: cty.NumberIntVal(defaultPackageTimeout), Validate: props.ValidateTimeout,
 				Description: "Seconds the package manager may take."},
+			{Name: "provider", Type: cty.String, NonState: true, Validate: validateProviderName, HostCheck: checkProviderOnHost,
+				Description: `The package manager: "apt" or "dnf". Unset: the host's, from os-release (apt on Debian and Ubuntu, dnf on RHEL, CentOS, Rocky, AlmaLinux, Fedora and Amazon Linux).`},
 		},
 		Actions:       []string{"install", "upgrade", "remove", "purge"},
 		DefaultAction: "install",
@@ -147,11 +156,19 @@ func normalizePackageVersions(v cty.Value) (cty.Value, error) {
 }
 
 // validPackageVersion checks a version's syntax with no I/O, before the
-// provider is known: Debian's rules (the only provider so far). A
-// provider for another family that accepts other characters relaxes
-// this, and checks its own syntax in ValidVersion.
+// provider is known: Debian's rules or rpm's (parseRPMVersion), never
+// "..". The provider, once known, checks its own syntax (ValidVersion,
+// in checkForProvider).
 func validPackageVersion(s string) error {
 	_, err := parseDebVersion(s)
+	if err != nil {
+		if _, rerr := parseRPMVersion(s); rerr == nil {
+			err = nil
+		}
+	}
+	if err == nil && strings.Contains(s, "..") {
+		err = fmt.Errorf("version %q: \"..\" is not allowed in a version", s)
+	}
 	return err
 }
 
@@ -175,7 +192,9 @@ func normalizeOptions(v cty.Value) (cty.Value, error) {
 	default:
 		return cty.NilVal, fmt.Errorf("options must be a string or a list of strings, not %s", v.Type().FriendlyName())
 	}
-	if err := checkAptOptions(xs); err != nil {
+	// Valid for apt or for dnf: the provider, known at plan, checks its
+	// own (checkForProvider).
+	if err := checkAptOptions(xs); err != nil && checkDnfOptions(xs) != nil {
 		return cty.NilVal, err
 	}
 	return props.StringListVal(xs), nil
@@ -277,11 +296,44 @@ func (t *packageType) LoadAll(ctx context.Context, rs []*resources.Resource) ([]
 	return states, nil
 }
 
+// loadAll reads rs in one batch per provider (resources that name
+// another provider than the host's with the provider property are read
+// with it, in a batch of their own).
 func (t *packageType) loadAll(ctx context.Context, rs []*resources.Resource) ([]*resources.State, []error, error) {
-	prov, err := t.providerFor()
-	if err != nil {
-		return nil, nil, err
+	groups := map[PackageProvider][]int{}
+	var order []PackageProvider
+	for i, r := range rs {
+		prov, err := t.providerOf(r)
+		if err != nil {
+			return nil, nil, err
+		}
+		if groups[prov] == nil {
+			order = append(order, prov)
+		}
+		groups[prov] = append(groups[prov], i)
 	}
+	states := make([]*resources.State, len(rs))
+	errs := make([]error, len(rs))
+	for _, prov := range order {
+		idx := groups[prov]
+		sub := make([]*resources.Resource, len(idx))
+		for j, i := range idx {
+			sub[j] = rs[i]
+		}
+		st, es, err := t.loadWith(ctx, prov, sub)
+		if err != nil {
+			return nil, nil, err
+		}
+		for j, i := range idx {
+			states[i], errs[i] = st[j], es[j]
+		}
+	}
+	return states, errs, nil
+}
+
+// loadWith reads rs, all of one provider: its Installed and Offered once
+// each, then a simulation per resource with work.
+func (t *packageType) loadWith(ctx context.Context, prov PackageProvider, rs []*resources.Resource) ([]*resources.State, []error, error) {
 	states := make([]*resources.State, len(rs))
 	errs := make([]error, len(rs))
 	reqs := make([][]pkgRequest, len(rs))
@@ -292,6 +344,9 @@ func (t *packageType) loadAll(ctx context.Context, rs []*resources.Resource) ([]
 			return nil, nil, err
 		}
 		rq, _, err := requests(r)
+		if err == nil {
+			err = checkForProvider(prov, r, rq)
+		}
 		if err != nil {
 			errs[i] = err
 			continue
@@ -335,7 +390,7 @@ func (t *packageType) loadAll(ctx context.Context, rs []*resources.Resource) ([]
 		if errs[i] != nil {
 			continue
 		}
-		st := packageState(r, reqs[i], infos, files[i])
+		st := packageState(r, reqs[i], infos, files[i], prov)
 		states[i] = st
 		if _, missing := t.decide(r, st, prov); len(missing) > 0 && searched == "" {
 			srcs, err := prov.Sources(ctx)
@@ -428,7 +483,7 @@ func needsOffer(r *resources.Resource, q pkgRequest, info *PackageInfo, fromFile
 // packageState is the State of one resource's packages: the installed
 // version(s) as the version property, and the facts its action depends on
 // in Extra.
-func packageState(r *resources.Resource, reqs []pkgRequest, infos map[string]*PackageInfo, file *PackageFile) *resources.State {
+func packageState(r *resources.Resource, reqs []pkgRequest, infos map[string]*PackageInfo, file *PackageFile, prov PackageProvider) *resources.State {
 	st := &resources.State{Values: map[string]cty.Value{}, Extra: map[string]string{}}
 	action := r.EffectiveAction()
 	versions := make([]cty.Value, len(reqs))
@@ -458,6 +513,14 @@ func packageState(r *resources.Resource, reqs []pkgRequest, infos map[string]*Pa
 			for _, v := range info.Versions {
 				if v == q.version {
 					offered = "yes"
+					break
+				}
+				// A pin that leaves part of the version out (dnf's
+				// "2.0") is the newest version it matches: the one
+				// apply installs.
+				if pinMatches(prov, q.version, v) {
+					offered = "yes " + v
+					break
 				}
 			}
 			st.Extra[xOffered+q.name] = offered
@@ -592,13 +655,18 @@ func decideOne(action string, q pkgRequest, inst string, state PackageState, sta
 			return &PackageTarget{Name: n, Version: file.version, File: src}, fmt.Sprintf("%s %s from %s", n, file.version, filepath.Base(src)), nil
 		}
 		if q.version != "" {
-			if inst == q.version {
+			if inst != "" && pinMatches(prov, q.version, inst) {
 				return nil, fmt.Sprintf("%s %s is installed", n, inst), nil
 			}
-			if off := extra[xOffered+n]; off != "yes" {
+			off := extra[xOffered+n]
+			if off != "yes" && !strings.HasPrefix(off, "yes ") {
 				return nil, "", fmt.Errorf("version %s of %s is not available from the configured repositories (they offer: %s)", q.version, n, strings.TrimPrefix(off, "no: "))
 			}
-			return &PackageTarget{Name: n, Version: q.version}, pinWords(n, inst, q.version, prov), nil
+			want := q.version
+			if v, ok := strings.CutPrefix(off, "yes "); ok {
+				want = v
+			}
+			return &PackageTarget{Name: n, Version: want}, pinWords(n, inst, want, prov), nil
 		}
 		cand := extra[xCandidate+n]
 		if inst != "" && action == "install" {
@@ -623,7 +691,7 @@ func decideOne(action string, q pkgRequest, inst string, state PackageState, sta
 			return nil, fmt.Sprintf("%s is not installed", n), nil
 		}
 		v := orNone(inst, stateVer)
-		if q.version != "" && v != q.version {
+		if q.version != "" && !pinMatches(prov, q.version, v) {
 			return nil, fmt.Sprintf("%s %s is installed, not %s: %s removes only the version it names", n, v, q.version, action), nil
 		}
 		why := fmt.Sprintf("%s %s is installed", n, v)
@@ -708,7 +776,7 @@ func parseFileFact(s string) *fileFact {
 
 // Plan decides what the action does, from the reading alone.
 func (t *packageType) Plan(action string, desired *resources.Resource, current *resources.State) (*resources.Step, error) {
-	prov, err := t.providerFor()
+	prov, err := t.providerOf(desired)
 	if err != nil {
 		return nil, err
 	}
@@ -717,7 +785,7 @@ func (t *packageType) Plan(action string, desired *resources.Resource, current *
 		return nil, d.err
 	}
 	if len(missing) > 0 {
-		return missingStep(desired, current, d, missing, current.Extra[xSearched]), nil
+		return missingStep(desired, current, d, missing, current.Extra[xSearched], prov), nil
 	}
 	if d.op == nil {
 		return &resources.Step{Kind: resources.NoOp, Reason: strings.Join(d.why, "; ")}, nil
@@ -731,7 +799,10 @@ func (t *packageType) Plan(action string, desired *resources.Resource, current *
 	switch action {
 	case "remove", "purge":
 		if others := otherChanges(apt, reqs); others != "" {
-			reason += "; apt also " + others
+			reason += "; " + prov.Name() + " also " + others
+		}
+		if w := wordsFor(prov); action == "purge" && w.purge != "" {
+			reason += "; " + w.purge
 		}
 		return &resources.Step{Kind: resources.Delete, Reason: reason}, nil
 	}
@@ -748,7 +819,7 @@ func (t *packageType) Plan(action string, desired *resources.Resource, current *
 		ch.After = d.after[0]
 	}
 	if others := otherChanges(apt, reqs); others != "" {
-		ch.Note = "apt also " + others
+		ch.Note = prov.Name() + " also " + others
 	}
 	kind := resources.Create
 	if current.Exists {
@@ -788,23 +859,24 @@ func otherChanges(apt string, reqs []pkgRequest) string {
 // and otherwise refuses it with Missing, naming the repositories
 // searched. A resource that pins versions (a list with a version for
 // some packages) is not deferred: its need is plainly Missing.
-func missingStep(desired *resources.Resource, current *resources.State, d pkgDecision, missing []string, searched string) *resources.Step {
+func missingStep(desired *resources.Resource, current *resources.State, d pkgDecision, missing []string, searched string, prov PackageProvider) *resources.Step {
+	w := wordsFor(prov)
 	what := "package " + missing[0]
 	if len(missing) > 1 {
 		what = "packages " + words.Join(missing, "")
 	}
 	addr := desired.Address()
-	msg := fmt.Sprintf("%s: %s is not available from any configured repository (searched: %s). Check the name; or add the repository that has it (apt_repository) and update apt's lists before %s in the plan, with an apt_update that runs (notified immediately by the apt_repository, or action update): the version is then known at apply, in one apply.",
-		addr, what, searched, addr)
-	need := resources.Need{Namespace: resources.NamespaceAptSource, Value: "apt", What: "a repository that offers " + what, Missing: msg}
+	msg := fmt.Sprintf("%s: %s is not available from any configured repository (searched: %s). Check the name; or add the repository that has it (%s) and update %s before %s in the plan, with an %s that runs (notified immediately by the %s, or action update): the version is then known at apply, in one apply.",
+		addr, what, searched, w.repoType, w.lists, addr, w.updateType, w.repoType)
+	need := resources.Need{Namespace: resources.NamespaceAptSource, Value: prov.Name(), What: "a repository that offers " + what, Missing: msg}
 	if desired.IsSet("version") {
-		need.Missing = fmt.Sprintf("%s: %s is not available from any configured repository (searched: %s). Check the name; or add the repository that has it (apt_repository) and update apt's lists (apt_update) in an earlier apply: with version set, toque does not defer what apt installs to apply.",
-			addr, what, searched)
+		need.Missing = fmt.Sprintf("%s: %s is not available from any configured repository (searched: %s). Check the name; or add the repository that has it (%s) and update %s (%s) in an earlier apply: with version set, toque does not defer what %s installs to apply.",
+			addr, what, searched, w.repoType, w.lists, w.updateType, prov.Name())
 		return &resources.Step{Kind: resources.Create, Reason: what + " (not available)", Needs: []resources.Need{need}}
 	}
 	need.AtApply, need.Property = true, "version"
-	need.StillMissing = fmt.Sprintf("%s is still not available from any configured repository now that the earlier resources of this apply have updated apt's lists (searched: %s): check the name, and that the repository offers it for this host's architecture",
-		what, searched)
+	need.StillMissing = fmt.Sprintf("%s is still not available from any configured repository now that the earlier resources of this apply have updated %s (searched: %s): check the name, and that the repository offers it for this host's architecture",
+		what, w.lists, searched)
 	_, multi, _ := requests(desired)
 	ch := resources.Change{Property: "version", Before: cty.NilVal, After: cty.UnknownVal(cty.String)}
 	if multi {
@@ -819,7 +891,7 @@ func missingStep(desired *resources.Resource, current *resources.State, d pkgDec
 	if current.Exists {
 		kind = resources.Update
 	}
-	reason := what + " (not available now: no configured repository offers it, so what apt installs is known at apply)"
+	reason := what + " (not available now: no configured repository offers it, so what " + prov.Name() + " installs is known at apply)"
 	if len(d.why) > 0 {
 		reason = strings.Join(d.why, "; ") + "; " + reason
 	}
@@ -840,7 +912,7 @@ func (t *packageType) KnownFrom(property, fact string) bool {
 func (t *packageType) Steps() resources.Steps { return resources.Same(t.change) }
 
 func (t *packageType) change(ctx context.Context, env *resources.Env, desired *resources.Resource, current *resources.State, _ *resources.Step) error {
-	prov, err := t.providerFor()
+	prov, err := t.providerOf(desired)
 	if err != nil {
 		return err
 	}
@@ -853,7 +925,7 @@ func (t *packageType) change(ctx context.Context, env *resources.Env, desired *r
 	case d.op == nil:
 		return nil
 	}
-	if d.op.Verb == "install" {
+	if arch, ok := prov.(debArchiver); ok && arch.installsStaged() && d.op.Verb == "install" {
 		dir, cleanup, err := t.stageDebs(debsOf(current))
 		if err != nil {
 			return err
@@ -1022,7 +1094,7 @@ func (t *packageType) Predict(desired *resources.Resource, current *resources.St
 	if !step.Kind.IsWork() {
 		return st, nil
 	}
-	prov, err := t.providerFor()
+	prov, err := t.providerOf(desired)
 	if err != nil {
 		return nil, err
 	}
@@ -1047,7 +1119,11 @@ func (t *packageType) Predict(desired *resources.Resource, current *resources.St
 				v = d.after[i].AsString()
 				st.Extra[xState+q.name] = string(PkgInstalled)
 			case "remove":
-				st.Extra[xState+q.name] = string(PkgConfigFiles) + " " + orNone(v, was)
+				if removeLeavesConfig(prov) {
+					st.Extra[xState+q.name] = string(PkgConfigFiles) + " " + orNone(v, was)
+				} else {
+					delete(st.Extra, xState+q.name)
+				}
 				v = ""
 			case "purge":
 				delete(st.Extra, xState+q.name)

@@ -576,12 +576,27 @@ func TestPackageBadInput(t *testing.T) {
 		{"version", str("1.0$x"), `"$" is not allowed`},
 		{"version", str("latest"), "does not start with a digit"},
 		{"package_name", str("-o"), "is not allowed"},
-		{"package_name", str("Nginx"), "is not allowed"},
+		{"package_name", str("nginx*"), "is not allowed"},
+		{"package_name", str("a/../b"), "is not allowed"},
+		{"package_name", str("foo..bar"), `".." is not allowed`},
+		{"package_name", str("--installroot=/tmp"), "is not allowed"},
+		{"package_name", str("foo\nbar"), "is not allowed"},
+		{"package_name", str("foo[1]"), "is not allowed"},
+		{"version", str("1.0..2"), `".." is not allowed`},
+		{"version", str("1.0-1\n"), "has embedded spaces"},
+		{"version", str("1.0*"), "is not allowed"},
+		{"provider", str("yum"), `no such package provider`},
 		{"package_name", cty.TupleVal([]cty.Value{str("a1"), str("a1")}), `lists "a1" twice`},
 		{"options", str("--no-install-recommends nginx"), `"nginx" is not an option`},
 		{"options", str("-s"), "would make apply do nothing"},
 	} {
-		_, err := typ.schema.Property(c.prop).Normalize(c.v)
+		p := typ.schema.Property(c.prop)
+		var err error
+		if p.Normalize != nil {
+			_, err = p.Normalize(c.v)
+		} else {
+			err = p.Validate(c.v)
+		}
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s = %#v: %v, want %q", c.prop, c.v, err, c.want)
 		}

@@ -11,7 +11,8 @@ import (
 )
 
 // PackageProvider is the package type's seam to one package manager: apt
-// and dpkg on Debian and its derivatives (pkgprovider_apt.go). The package
+// and dpkg on Debian and its derivatives (pkgprovider_apt.go), dnf and
+// rpm on RHEL and Fedora's family (pkgprovider_dnf.go). The package
 // type decides what an action means (Chef's semantics, the plan, the
 // staleness rules) and asks its provider only for facts and for the
 // commands that change the host, so another family (dnf and rpm, apk) is a
@@ -137,7 +138,10 @@ type PackageChange struct {
 	Name, From, To string
 	// Arch is the architecture of the package installed ("amd64", "all"),
 	// "" when the package manager did not say.
-	Arch  string
+	Arch string
+	// Repo is the repository the package it installs comes from, as the
+	// package manager names it ("" when it did not say: apt).
+	Repo  string
 	Purge bool
 }
 
@@ -164,6 +168,8 @@ func choosePackageProvider(lineage []string) (PackageProvider, error) {
 		switch id {
 		case "debian", "ubuntu":
 			return newAptProvider(), nil
+		case "rhel", "centos", "fedora", "rocky", "almalinux", "amzn":
+			return newDnfProvider(), nil
 		}
 	}
 	what := "os-release could not be read"
@@ -173,7 +179,7 @@ func choosePackageProvider(lineage []string) (PackageProvider, error) {
 			what += ", ID_LIKE=" + strings.Join(lineage[1:], " ")
 		}
 	}
-	return nil, fmt.Errorf("toque has no package provider for this host (%s): it manages packages with apt and dpkg, on Debian, Ubuntu and the distributions derived from them", what)
+	return nil, fmt.Errorf("toque has no package provider for this host (%s): it manages packages with apt and dpkg, on Debian, Ubuntu and the distributions derived from them, and with dnf and rpm, on RHEL, CentOS, Rocky, AlmaLinux, Fedora and Amazon Linux", what)
 }
 
 // hostPackageProvider is the provider for this host, from its os-release.
@@ -181,12 +187,17 @@ func hostPackageProvider() (PackageProvider, error) {
 	return choosePackageProvider(host.Lineage())
 }
 
-// validPackageName checks a package name without I/O: Debian's rule
-// (lower-case letters, digits, + - ., at least two characters, starting
-// with a letter or digit), optionally followed by :ARCH. It is also what
-// keeps a name from reading as an option or a pattern on apt's command
-// line.
+// validPackageName checks a package name without I/O, before the provider
+// is known: Debian's rule (lower-case letters, digits, + - ., at least two
+// characters, starting with a letter or digit), optionally followed by
+// :ARCH, or rpm's (validRPMName: upper-case letters and _ too, one
+// character is enough). It is also what keeps a name from reading as an
+// option, a path or a pattern on apt's or dnf's command line: no leading
+// -, no / * ? [ ] or spaces, no "..".
 func validPackageName(s string) error {
+	if validRPMName(s) {
+		return nil
+	}
 	name, arch, hasArch := strings.Cut(s, ":")
 	if len(name) < 2 {
 		return fmt.Errorf("package name %q is too short: a package name has at least two characters", s)
@@ -194,8 +205,11 @@ func validPackageName(s string) error {
 	for i, c := range name {
 		ok := c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || (i > 0 && strings.ContainsRune("+-.", c))
 		if !ok {
-			return fmt.Errorf("package name %q: %q is not allowed (lower-case letters, digits, and + - . after the first character)", s, string(c))
+			return fmt.Errorf("package name %q: %q is not allowed (letters, digits, and + - . _ after the first character)", s, string(c))
 		}
+	}
+	if strings.Contains(name, "..") {
+		return fmt.Errorf("package name %q: \"..\" is not allowed", s)
 	}
 	if hasArch {
 		if arch == "" || strings.ContainsFunc(arch, func(c rune) bool { return !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') }) {

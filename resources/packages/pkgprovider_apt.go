@@ -406,6 +406,9 @@ var (
 // LockError is a package manager that could not get its lock in time:
 // nothing was changed.
 type LockError struct {
+	// Lock names the lock with its file ("the dnf lock /var/lib/dnf/…");
+	// "" is dpkg's, with Path.
+	Lock   string
 	Path   string // the lock file
 	Holder string // "process 1234 (apt-get)", or "another process"
 	Waited time.Duration
@@ -415,6 +418,9 @@ func (e *LockError) Error() string {
 	lock := "the dpkg lock"
 	if e.Path != "" {
 		lock += " " + e.Path
+	}
+	if e.Lock != "" {
+		lock = e.Lock
 	}
 	return fmt.Sprintf("%s is held by %s: toque waited %s (lock_timeout) and changed nothing; let it finish, or raise lock_timeout", lock, e.Holder, e.Waited)
 }
