@@ -56,6 +56,7 @@ func FileType() resources.Type {
 			{Name: "atomic_update", Type: cty.Bool, NonState: true, Default: cty.True,
 				Description: "Write a temporary file and rename it over the path (true), or rewrite the file in place (false)."},
 			ManageSymlinkSourceProperty("file"),
+			VerifyProperty(),
 		},
 		Actions:       []string{"create", "create_if_missing", "delete", "touch"},
 		DefaultAction: "create",
@@ -309,10 +310,14 @@ func parentError(path, hint string, err error) error {
 	return fmt.Errorf("reaching the parent directory of %s: %w", path, err)
 }
 
-func (t *fileType) create(_ context.Context, _ *resources.Env, desired *resources.Resource, _ *resources.State, _ *resources.Step) error {
+func (t *fileType) create(ctx context.Context, env *resources.Env, desired *resources.Resource, _ *resources.State, _ *resources.Step) error {
 	path := desired.String("path")
 	nf, err := newFileOf(desired, path)
 	if err != nil {
+		return err
+	}
+	if err := verifyContent(ctx, env, desired, path, nf.content); err != nil {
+		nf.dir.close()
 		return err
 	}
 	defer nf.dir.close()
@@ -363,6 +368,10 @@ func (t *fileType) Stage(ctx context.Context, env *resources.Env, desired *resou
 	if err != nil {
 		return nil, err
 	}
+	if err := verifyContent(ctx, env, desired, path, nf.content); err != nil {
+		nf.dir.close()
+		return nil, err
+	}
 	s, err := stageNew(nf.dir, nf.name, nf.content, nf.mode, nf.own)
 	if err != nil {
 		nf.dir.close()
@@ -371,8 +380,13 @@ func (t *fileType) Stage(ctx context.Context, env *resources.Env, desired *resou
 	return s, nil
 }
 
-func (t *fileType) update(_ context.Context, env *resources.Env, desired *resources.Resource, current *resources.State, step *resources.Step) error {
+func (t *fileType) update(ctx context.Context, env *resources.Env, desired *resources.Resource, current *resources.State, step *resources.Step) error {
 	path := desired.String("path")
+	if step.HasGroup("content") {
+		if err := verifyContent(ctx, env, desired, path, []byte(desired.String("content"))); err != nil {
+			return err
+		}
+	}
 	f, err := lookupPath(path, desired.Bool("manage_symlink_source"))
 	if err != nil {
 		return fmt.Errorf("updating %s: %w", path, err)
