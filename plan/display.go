@@ -522,7 +522,7 @@ func (s *Shown) context() []ShownValue {
 	var ids, rest []ShownValue
 	for _, prop := range s.schema.Properties {
 		isID := prop.Identity || prop.NameProperty
-		if !isID && !acting && !(working && prop.NonState) {
+		if !isID && !acting && !(working && prop.NonState) && !(prop.Runs && r.Kind.IsWork()) {
 			continue
 		}
 		dv, ok := r.Desired[prop.Name]

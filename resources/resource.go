@@ -603,6 +603,10 @@ type Property struct {
 	// steps predict, and plan.Writers bounds what the resource could change
 	// to that path, as it does a path identity's.
 	Shares string
+	// Runs marks a setting whose value is a command apply runs (a file's
+	// verify): the plan shows it whenever the resource has work, not only
+	// when it creates or deletes, so that a reviewer sees every command.
+	Runs bool
 	// SensitiveWhen, when set, hides a set value for which it returns true
 	// as if the recipe had written it with sensitive(): a URL that carries
 	// a password (https://user:secret@host/…) is shown as "(sensitive)" in

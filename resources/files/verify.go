@@ -22,7 +22,7 @@ import (
 // holds the new content (Chef's %{path} would open a template directive
 // in an HCL string).
 func VerifyProperty() *resources.Property {
-	return &resources.Property{Name: "verify", Type: cty.List(cty.String), NonState: true, Validate: validateVerify,
+	return &resources.Property{Name: "verify", Type: cty.List(cty.String), NonState: true, Runs: true, Validate: validateVerify,
 		Description: "Commands run by /bin/sh on the new content before it is written, as Ansible's validate: %s is a private temporary file holding it (\"sshd -t -f %s\", \"nginx -t -c %s\"). A command that fails fails the resource, and the file is left as it is."}
 }
 
