@@ -226,6 +226,9 @@ func TestEditorsOfAShippedFile(t *testing.T) {
 		if before != want.before || after != want.after {
 			t.Errorf("%s: %q -> %q, want %q -> %q", r.Address, before, after, want.before, want.after)
 		}
+		if _, ok := r.Current.Values["mode"]; ok {
+			t.Errorf("%s: an editor's reading holds the shipped file's mode, which a reading of the installed file does not", r.Address)
+		}
 		if !strings.Contains(r.StepReason, "shipped by shipper[app] (app 1.0)") {
 			t.Errorf("%s: reason %q", r.Address, r.StepReason)
 		}

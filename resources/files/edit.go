@@ -274,8 +274,14 @@ func readEdited(ctx context.Context, c *DirCache, path string) (*resources.State
 	if pst, err := foreseen(ctx, path, f); err != nil {
 		return nil, err
 	} else if pst != nil {
-		if pst.Extra["kind"] == "file" {
-			text := pst.Values["content"].AsString()
+		// An editor reads a file's text, not its owner or mode (which a
+		// reading of the installed file does not hold either).
+		content, hasContent := pst.Values["content"]
+		for k := range pst.Values {
+			delete(pst.Values, k)
+		}
+		if pst.Extra["kind"] == "file" && hasContent {
+			text := content.AsString()
 			if why := notText([]byte(text)); why != "" || pst.Extra["content_bytes"] != "" {
 				if why == "" {
 					why = "its text is not in Unicode normal form C (NFC)"
