@@ -20,7 +20,7 @@ import (
 // The speed of toque fleet on a lab of 20 hosts (make bench): the
 // quickstart example planned by one host's toque plan, by toque fleet
 // plan over 1 and over 20 hosts (warm: the agent and the recipes are on
-// the hosts; every run starts and closes its masters), and the
+// the hosts, and the masters of the previous run are up), and the
 // equivalent playbook run by ansible-playbook --check --diff (warm: its
 // ControlPersist masters stay up between runs). Each reports the median
 // wall time of its runs (-benchtime Nx: N runs, after one run to warm

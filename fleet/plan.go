@@ -172,9 +172,27 @@ func open(ctx context.Context, s *SSH, h *Host, agents *Agents) (*session, error
 // detect runs detectScript (and then, when the host has everything);
 // stdin goes to what then runs. It returns what was detected and the
 // output after its line.
+//
+// It is each command's first round trip: a master an earlier command left
+// up that turns out to be gone is replaced by a new one, once, and the
+// script runs again (it changes nothing on the host unless the new master
+// presents another host key, when it fails).
 func (s *session) detect(ctx context.Context, recipes, then string, stdin []byte, max int) (*detected, []byte, *Exec, error) {
 	script := detectScript(s.agents, recipes, then)
 	out, ex, err := runScript(ctx, s.conn, become(s.h, script), stdin, max)
+	var le *LostError
+	if errors.As(err, &le) && s.conn.Reused {
+		var c *Conn
+		if c, err = s.conn.ssh.connect(ctx, s.conn.Route, false); err != nil {
+			return nil, nil, nil, err
+		}
+		if c.HostKey != s.conn.HostKey {
+			c.Close()
+			return nil, nil, nil, &LostError{Alias: s.h.Alias, Detail: fmt.Sprintf("the master connection of an earlier command ended, and the host now presents host key %s, not %s: run the command again", c.HostKey, s.conn.HostKey)}
+		}
+		s.conn = c
+		out, ex, err = runScript(ctx, s.conn, become(s.h, script), stdin, max)
+	}
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -271,7 +289,7 @@ func (pl *Planner) planHost(ctx context.Context, h *Host, r *packedRecipes) (Hos
 	if err != nil {
 		return fail(err)
 	}
-	defer s.conn.Close()
+	defer func() { s.conn.Close() }()
 	e.HostKey = s.conn.HostKey
 	req, err := json.Marshal(agentRequest{Format: AgentFormat, Recipes: r.Digest, Layers: h.Layers})
 	if err != nil {
