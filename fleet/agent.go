@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"debug/buildinfo"
 	"debug/elf"
@@ -38,6 +39,10 @@ type Agent struct {
 	// Version is the toque version the binary was built as, "" when it
 	// does not say.
 	Version string
+	// Detects is set when the binary's fleet agent takes -detect (it
+	// holds detectMarker): fleet plan then runs it at once on a host
+	// known to have it.
+	Detects bool
 
 	once sync.Once
 	data []byte
@@ -177,12 +182,40 @@ func inspectAgent(path, platform string, static bool) (*Agent, error) {
 		return nil, err
 	}
 	h := sha256.New()
-	n, err := io.Copy(h, f)
+	m := &markerScan{marker: []byte(detectMarker)}
+	n, err := io.Copy(io.MultiWriter(h, m), f)
 	if err != nil {
 		return nil, err
 	}
-	a.Size, a.Digest = n, hex.EncodeToString(h.Sum(nil))
+	a.Size, a.Digest, a.Detects = n, hex.EncodeToString(h.Sum(nil)), m.found
 	return a, nil
+}
+
+// markerScan looks for marker in what is written to it.
+type markerScan struct {
+	marker []byte
+	tail   []byte // the end of what came before, shorter than marker
+	found  bool
+}
+
+func (m *markerScan) Write(p []byte) (int, error) {
+	if m.found {
+		return len(p), nil
+	}
+	n := len(m.marker) - 1
+	// A marker across the boundary starts in tail and ends in p's first
+	// n bytes.
+	joined := append(m.tail, p[:min(len(p), n)]...)
+	if bytes.Contains(joined, m.marker) || bytes.Contains(p, m.marker) {
+		m.found = true
+		return len(p), nil
+	}
+	if len(p) >= n {
+		m.tail = append(m.tail[:0], p[len(p)-n:]...)
+	} else {
+		m.tail = append([]byte(nil), joined[max(0, len(joined)-n):]...)
+	}
+	return len(p), nil
 }
 
 // versionOf finds -X …/command.Version=V in the build's flags.

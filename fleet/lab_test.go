@@ -151,6 +151,8 @@ type scenario struct {
 	dir string
 	run string // XDG_RUNTIME_DIR
 	env []string
+	// last is the last run a test kept.
+	last run
 }
 
 func (f *labFixture) scenario(t *testing.T) *scenario {

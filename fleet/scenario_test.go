@@ -680,6 +680,7 @@ file "/srv/persist.txt" {
 		t.Helper()
 		r := s.toque("fleet", "plan", "-out=fleet.plan")
 		s.want(r, 0, "2 hosts with changes")
+		s.last = r
 		return strings.Count(r.stderr, "ssh ran: op=master"), strings.Count(r.stderr, "ssh ran: op=command")
 	}
 	pids := func() map[string]string {
@@ -699,6 +700,11 @@ file "/srv/persist.txt" {
 	}
 	if started, commands := plan(); started != 0 || commands != 2 {
 		t.Fatalf("a warm plan started %d masters and ran %d commands, want 0 and 2 (one round trip a host)", started, commands)
+	}
+	// The hosts' platforms are known from the first plan over these
+	// masters: each host's agent ran at once and detected the host itself.
+	if n := strings.Count(s.last.stderr, "reused_master=true detected_by_agent=true"); n != 2 {
+		t.Fatalf("want both hosts planned over a reused master by an agent run at once, got %d:\n%s", n, s.last.stderr)
 	}
 	if after := pids(); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatalf("the warm plan did not reuse the masters: %v, then %v", before, after)

@@ -384,6 +384,13 @@ type Conn struct {
 	// Reused is set when the master was up already, started by an
 	// earlier command.
 	Reused bool
+	// Platform is the host's platform (GOOS/GOARCH) as a command over
+	// this master found it (Remember), "" when none did: a host cannot
+	// change under a live connection.
+	Platform string
+	// stamp is the trust stamp the master was verified under, "" when it
+	// does not persist.
+	stamp string
 
 	mu     sync.Mutex
 	closed bool
@@ -425,7 +432,8 @@ func (s *SSH) connect(ctx context.Context, r *Route, reuse bool) (*Conn, error) 
 		return nil, err
 	}
 	if stamp != "" {
-		if err := writeKnown(c.known, stamp, c.HostKey); err != nil && s.Logger != nil {
+		c.stamp = stamp
+		if err := writeKnown(c.known, stamp, c.HostKey, ""); err != nil && s.Logger != nil {
 			s.Logger.Warn("the master cannot be reused: cannot write what toque knows of it", "host", r.Alias, "error", err)
 		}
 	}
@@ -488,7 +496,10 @@ func (c *Conn) reuse(stamp string) bool {
 	if !masterAnswers(c.socket) {
 		return false
 	}
-	c.HostKey, c.Reused = lines[1], true
+	c.HostKey, c.Reused, c.stamp = lines[1], true, stamp
+	if len(lines) > 2 {
+		c.Platform = lines[2]
+	}
 	if st, err := os.Stat(c.log); err == nil && st.Size() > 1<<20 {
 		os.Truncate(c.log, 0)
 	}
@@ -543,11 +554,32 @@ func trustStamp(r *Route) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// writeKnown records, beside a master, the stamp it was verified under
-// and the host key.
-func writeKnown(path, stamp, hostKey string) error {
+// Remember records, beside a master that persists, the host's platform a
+// command over it found, for the next commands to use it: unless the
+// master was replaced meanwhile (another stamp or host key).
+func (c *Conn) Remember(platform string) {
+	if c.stamp == "" || c.Platform == platform {
+		return
+	}
+	unlock, err := lockFile(c.socket + ".lock")
+	if err != nil {
+		return
+	}
+	defer unlock()
+	data, err := os.ReadFile(c.known)
+	if err != nil || !strings.HasPrefix(string(data), c.stamp+"\n"+c.HostKey+"\n") {
+		return
+	}
+	if writeKnown(c.known, c.stamp, c.HostKey, platform) == nil {
+		c.Platform = platform
+	}
+}
+
+// writeKnown records, beside a master, the stamp it was verified under,
+// the host key and the host's platform when known.
+func writeKnown(path, stamp, hostKey, platform string) error {
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(stamp+"\n"+hostKey+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(tmp, []byte(stamp+"\n"+hostKey+"\n"+platform+"\n"), 0o600); err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)
