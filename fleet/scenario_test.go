@@ -649,7 +649,7 @@ file "/srv/full.txt" {
 }
 
 // A master outlives the command that started it: the next command reuses
-// it and opens no connection, until what it was trusted under changes
+// it (and what ssh -G said of the alias) and opens no connection, until what it was trusted under changes
 // (known_hosts) or the inventory says ControlPersist = "no".
 func TestFleetMastersPersist(t *testing.T) {
 	f := lab(t)
@@ -703,6 +703,9 @@ file "/srv/persist.txt" {
 	}
 	// The hosts' platforms are known from the first plan over these
 	// masters: each host's agent ran at once and detected the host itself.
+	if n := strings.Count(s.last.stderr, "ssh ran: op=resolve"); n != 0 {
+		t.Fatalf("a warm plan ran ssh -G %d times, want none (the configuration did not change)", n)
+	}
 	if n := strings.Count(s.last.stderr, "reused_master=true detected_by_agent=true"); n != 2 {
 		t.Fatalf("want both hosts planned over a reused master by an agent run at once, got %d:\n%s", n, s.last.stderr)
 	}

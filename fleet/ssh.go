@@ -48,6 +48,9 @@ type SSH struct {
 	// the inventory's options set it); 0 is 10 seconds.
 	ConnectTimeout time.Duration
 	Logger         hclog.Logger
+
+	inputsOnce sync.Once
+	inputs     string // resolveInputs
 }
 
 // maxSocketPath is below the smallest limit of a Unix socket's path
@@ -249,23 +252,28 @@ func (r *Route) persists() bool {
 // connection is noticed within a minute.
 func (s *SSH) Resolve(ctx context.Context, alias string, opts []Option) (*Route, error) {
 	r := &Route{Alias: alias, Options: opts, Settings: map[string][]string{}}
-	argv := append(s.base(), optionArgs(r.options())...)
-	argv = append(argv, "-G", "--", alias)
-	res, err := s.run(ctx, shellexec.Spec{Argv: argv, Timeout: 30 * time.Second})
-	if err != nil {
-		return nil, &ConnectError{Alias: alias, Class: FailOther, Detail: "cannot run ssh: " + err.Error()}
-	}
-	if res.ExitCode != 0 {
-		return nil, &ConnectError{Alias: alias, Class: FailConfig, Detail: lastLines(res.Stderr, 4)}
+	out, ok := s.cachedResolve(alias, r.options())
+	if !ok {
+		argv := append(s.base(), optionArgs(r.options())...)
+		argv = append(argv, "-G", "--", alias)
+		res, err := s.run(ctx, shellexec.Spec{Argv: argv, Timeout: 30 * time.Second})
+		if err != nil {
+			return nil, &ConnectError{Alias: alias, Class: FailOther, Detail: "cannot run ssh: " + err.Error()}
+		}
+		if res.ExitCode != 0 {
+			return nil, &ConnectError{Alias: alias, Class: FailConfig, Detail: lastLines(res.Stderr, 4)}
+		}
+		out = res.Stdout
+		s.keepResolve(alias, r.options(), out)
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00", alias)
 	for _, o := range opts {
 		fmt.Fprintf(h, "%s=%s\x00", o.Name, o.Value)
 	}
-	h.Write([]byte(res.Stdout))
+	h.Write([]byte(out))
 	r.Key = hex.EncodeToString(h.Sum(nil))[:16]
-	sc := bufio.NewScanner(strings.NewReader(res.Stdout))
+	sc := bufio.NewScanner(strings.NewReader(out))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		k, v, _ := strings.Cut(sc.Text(), " ")
