@@ -15,6 +15,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/toquehq/toque/internal/shellexec"
 )
 
 // What ssh -G prints for an alias is kept beside the masters and used
@@ -49,7 +51,12 @@ func (s *SSH) digestInputs() string {
 		return ""
 	}
 	fmt.Fprintf(h, "bin %s %d %d %d %d %d\x00", bin, sys.Dev, sys.Ino, st.Size(), st.ModTime().UnixNano(), sys.Ctim.Nano())
-	env := os.Environ()
+	// The environment ssh gets (toque's own variables, TOQUE_*, are not
+	// passed on).
+	env, err := shellexec.Environ(shellexec.Spec{Argv: []string{bin}})
+	if err != nil {
+		return ""
+	}
 	sort.Strings(env)
 	for _, e := range env {
 		fmt.Fprintf(h, "env %s\x00", e)

@@ -76,6 +76,20 @@ func TestResolveCache(t *testing.T) {
 			}
 		})
 	}
+	// The environment ssh gets is an input; toque's own variables are not
+	// passed to ssh, so they are not.
+	resolve("Host web\n")
+	n := runs()
+	t.Setenv("TOQUE_LOG", "debug")
+	resolve("Host web\n")
+	if runs() != n {
+		t.Fatal("ssh -G ran again when only TOQUE_LOG changed")
+	}
+	t.Setenv("SSH_AUTH_SOCK", "/elsewhere")
+	resolve("Host web\n")
+	if runs() == n {
+		t.Fatal("ssh -G did not run again when the environment changed")
+	}
 	// The route's key is the same, cached or not.
 	resolve("Host web\n")
 	a := resolve("Host web\n")

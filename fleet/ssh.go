@@ -498,7 +498,7 @@ func (c *Conn) reuse(stamp string) bool {
 		return false
 	}
 	lines := strings.Split(string(data), "\n")
-	if len(lines) < 2 || lines[0] != stamp || !strings.HasPrefix(lines[1], "ssh-") {
+	if len(lines) < 2 || lines[0] != stamp || lines[1] == "" {
 		return false
 	}
 	if !masterAnswers(c.socket) {
