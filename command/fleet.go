@@ -118,7 +118,10 @@ func (b *Base) fleetAgents() (*fleet.Agents, error) {
 	if dir != "" {
 		dir = b.Env.abs(dir)
 	}
-	as, err := fleet.FindAgents(dir, self, runtime.GOOS+"/"+runtime.GOARCH)
+	// The agents' digests are kept beside the masters (none when that
+	// directory cannot be had: fleetSSH says why).
+	cache, _ := fleet.ControlDir(b.Env.Getenv("XDG_RUNTIME_DIR"))
+	as, err := fleet.FindAgents(dir, self, runtime.GOOS+"/"+runtime.GOARCH, cache)
 	if err != nil {
 		return nil, err
 	}
