@@ -100,15 +100,14 @@ func (b *Base) loadFleet(f *fleetFlags) (*fleet.Inventory, []string, diag.Diagno
 	return inv, hosts, diags
 }
 
-// fleetSSH makes the ssh transport: a control directory of this run's,
-// removed by the returned function once every master is closed.
-func (b *Base) fleetSSH(inv *fleet.Inventory) (*fleet.SSH, func(), error) {
-	dir, err := fleet.NewControlDir(b.Env.Getenv("XDG_RUNTIME_DIR"))
+// fleetSSH makes the ssh transport, on toque's own directory of control
+// sockets (the masters persist between commands).
+func (b *Base) fleetSSH(inv *fleet.Inventory) (*fleet.SSH, error) {
+	dir, err := fleet.ControlDir(b.Env.Getenv("XDG_RUNTIME_DIR"))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	s := &fleet.SSH{ConfigFile: inv.SSHConfig, ControlDir: dir, Logger: b.Logger.Named("ssh")}
-	return s, func() { os.RemoveAll(dir) }, nil
+	return &fleet.SSH{ConfigFile: inv.SSHConfig, ControlDir: dir, Logger: b.Logger.Named("ssh")}, nil
 }
 
 // fleetAgents finds the agents to ship (TOQUE_AGENT_DIR, beside this
@@ -119,7 +118,10 @@ func (b *Base) fleetAgents() (*fleet.Agents, error) {
 	if dir != "" {
 		dir = b.Env.abs(dir)
 	}
-	as, err := fleet.FindAgents(dir, self, runtime.GOOS+"/"+runtime.GOARCH)
+	// The agents' digests are kept beside the masters (none when that
+	// directory cannot be had: fleetSSH says why).
+	cache, _ := fleet.ControlDir(b.Env.Getenv("XDG_RUNTIME_DIR"))
+	as, err := fleet.FindAgents(dir, self, runtime.GOOS+"/"+runtime.GOARCH, cache)
 	if err != nil {
 		return nil, err
 	}

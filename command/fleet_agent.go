@@ -22,9 +22,11 @@ func (c *FleetAgentCommand) Synopsis() string { return "What toque fleet runs on
 
 func (c *FleetAgentCommand) Help() string {
 	return `
-Usage: toque fleet agent -cache=DIR plan
+Usage: toque fleet agent -cache=DIR [-detect=DIGEST] plan
 
-  Run by toque fleet plan on each host, through ssh: reads a request on
+  Run by toque fleet plan on each host, through ssh: with -detect, first
+  prints the host's platform and identity as the detection script does
+  (DIGEST: this agent's, as the cache names it); then reads a request on
   standard input (the recipe bundle's digest and the host's attribute
   files), unpacks the recipes from the cache DIR into a fresh directory,
   runs toque plan there, and prints the outcome and the plan file on
@@ -33,14 +35,23 @@ Usage: toque fleet agent -cache=DIR plan
 }
 
 func (c *FleetAgentCommand) Run(args []string) int {
-	var cache string
+	var cache, detect string
 	fs := c.newFlagSet("fleet agent", c.Help)
 	fs.StringVar(&cache, "cache", "", "")
+	fs.StringVar(&detect, "detect", "", "")
 	if st := c.parseFlags(fs, args, c.Help); st >= 0 {
 		return st
 	}
-	if fs.NArg() != 1 || fs.Arg(0) != "plan" || cache == "" {
-		return c.fail(true, "usage: toque fleet agent -cache=DIR plan (run by toque fleet plan, not by hand)")
+	if fs.NArg() != 1 || fs.Arg(0) != "plan" || cache == "" || detect != "" && !isHex64(detect) {
+		return c.fail(true, "usage: toque fleet agent -cache=DIR [-detect=DIGEST] plan (run by toque fleet plan, not by hand)")
+	}
+	if detect != "" {
+		// What the detection script would have printed, had it run.
+		line, err := fleet.AgentDetect(cache, detect)
+		io.WriteString(c.Streams.Stdout, line)
+		if err != nil {
+			return 3
+		}
 	}
 	status, stderr, dir, file := c.agentPlan(cache)
 	if err := fleet.WriteAgentResponse(c.Streams.Stdout, fleet.AgentResponse{Version: Version, Status: status, Stderr: stderr, Dir: dir}, file); err != nil {

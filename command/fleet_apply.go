@@ -154,12 +154,11 @@ func (c *FleetApplyCommand) Run(args []string) int {
 		diags = diags.Append(err)
 		return finish()
 	}
-	ssh, cleanup, err := c.fleetSSH(inv)
+	ssh, err := c.fleetSSH(inv)
 	if err != nil {
 		diags = diags.Append(err)
 		return finish()
 	}
-	defer cleanup()
 	resultFile := a.result
 	if resultFile == "" {
 		resultFile = strings.TrimSuffix(name, filepath.Ext(name)) + ".result"

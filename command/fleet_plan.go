@@ -127,11 +127,10 @@ func (c *FleetPlanCommand) Run(args []string) int {
 		view.Show(views.FleetPlanData{}, diags)
 		return views.ExitStatus(diags)
 	}
-	ssh, cleanup, err := c.fleetSSH(inv)
+	ssh, err := c.fleetSSH(inv)
 	if err != nil {
 		return c.fail(nc, "%s", err)
 	}
-	defer cleanup()
 	parallel := a.parallel
 	if parallel == 0 {
 		parallel = inv.Rollout.Parallel

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"debug/buildinfo"
 	"debug/elf"
@@ -13,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // The agent is toque itself: the same toque, built static for the host's
@@ -38,6 +40,10 @@ type Agent struct {
 	// Version is the toque version the binary was built as, "" when it
 	// does not say.
 	Version string
+	// Detects is set when the binary's fleet agent takes -detect (it
+	// holds detectMarker): fleet plan then runs it at once on a host
+	// known to have it.
+	Detects bool
 
 	once sync.Once
 	data []byte
@@ -73,8 +79,12 @@ const AgentDirEnv = "TOQUE_AGENT_DIR"
 // FindAgents finds the agent for each platform: toque-GOOS-GOARCH in dir
 // (TOQUE_AGENT_DIR) when given, else beside this toque (self), else this
 // toque itself for its own platform when it is a static Linux build.
-// Every binary is checked to be a toque build for its platform.
-func FindAgents(dir, self, selfPlatform string) (*Agents, error) {
+// Every binary is checked to be a toque build for its platform. With
+// cache set (a private directory: the ssh control directory), each
+// binary's digest is kept there and used again while the file's identity,
+// size, modification and change times are the same; Agent.Bytes checks
+// it again before the binary is shipped.
+func FindAgents(dir, self, selfPlatform, cache string) (*Agents, error) {
 	as := &Agents{ByPlatform: map[string]*Agent{}}
 	var where []string
 	if dir != "" {
@@ -88,7 +98,7 @@ func FindAgents(dir, self, selfPlatform string) (*Agents, error) {
 			if _, err := os.Stat(path); err != nil {
 				continue
 			}
-			a, err := inspectAgent(path, p, false)
+			a, err := inspectAgent(path, p, false, cache)
 			if err != nil {
 				return nil, err
 			}
@@ -97,7 +107,7 @@ func FindAgents(dir, self, selfPlatform string) (*Agents, error) {
 	}
 	searched := strings.Join(where, ", ")
 	if dir == "" && self != "" && as.ByPlatform[selfPlatform] == nil {
-		if a, err := inspectAgent(self, selfPlatform, true); err == nil {
+		if a, err := inspectAgent(self, selfPlatform, true, cache); err == nil {
 			as.ByPlatform[selfPlatform] = a
 		} else {
 			searched += fmt.Sprintf(" (this toque, %s, cannot be shipped: %v)", self, err)
@@ -147,7 +157,7 @@ func Platform(sysname, machine string) (string, bool) {
 // inspectAgent checks that path is a toque build for platform (an ELF
 // for its machine, whose build info names toque's module) and, with
 // static set, that it needs no dynamic loader; and digests it.
-func inspectAgent(path, platform string, static bool) (*Agent, error) {
+func inspectAgent(path, platform string, static bool, cache string) (*Agent, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -173,16 +183,118 @@ func inspectAgent(path, platform string, static bool) (*Agent, error) {
 		return nil, fmt.Errorf("%s is not a build of toque", path)
 	}
 	a := &Agent{Platform: platform, Path: path, Version: versionOf(bi)}
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	kept, id := digestCache(cache, path, st)
+	if kept != nil {
+		a.Size, a.Digest, a.Detects = st.Size(), kept.digest, kept.detects
+		return a, nil
+	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, err
 	}
 	h := sha256.New()
-	n, err := io.Copy(h, f)
+	m := &markerScan{marker: []byte(detectMarker)}
+	n, err := io.Copy(io.MultiWriter(h, m), f)
 	if err != nil {
 		return nil, err
 	}
-	a.Size, a.Digest = n, hex.EncodeToString(h.Sum(nil))
+	a.Size, a.Digest, a.Detects = n, hex.EncodeToString(h.Sum(nil)), m.found
+	if st2, err := f.Stat(); err == nil && id != "" && n == st.Size() {
+		// Kept only when the file did not change while it was read.
+		if fileID(path, st2) == id {
+			keepDigest(cache, path, id, a)
+		}
+	}
 	return a, nil
+}
+
+// keptDigest is an agent's digest as kept in the cache.
+type keptDigest struct {
+	digest  string
+	detects bool
+}
+
+// digestCache is the digest kept for the file at path, when the file is
+// the one it was computed from, and the file's identity (device, inode,
+// size, modification and change times) to keep it under; "" when the
+// file's identity cannot be known.
+func digestCache(cache, path string, st os.FileInfo) (*keptDigest, string) {
+	id := fileID(path, st)
+	if cache == "" || id == "" {
+		return nil, id
+	}
+	data, err := os.ReadFile(digestCachePath(cache, path))
+	if err != nil {
+		return nil, id
+	}
+	lines := strings.Split(string(data), "\n")
+	if len(lines) < 3 || lines[0] != id || len(lines[1]) != 64 {
+		return nil, id
+	}
+	return &keptDigest{digest: lines[1], detects: lines[2] == "detects"}, id
+}
+
+// fileID is what identifies a file's content without reading it: its
+// path, device, inode, size, modification and change times ("" when they
+// cannot be known). Writing to a file changes its change time, which no
+// one can set.
+func fileID(path string, st os.FileInfo) string {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("%s %d %d %d %d %d", path, sys.Dev, sys.Ino, st.Size(), st.ModTime().UnixNano(), sys.Ctim.Nano())
+}
+
+func digestCachePath(cache, path string) string {
+	sum := sha256.Sum256([]byte(path))
+	return filepath.Join(cache, "agent-"+hex.EncodeToString(sum[:8]))
+}
+
+// keepDigest keeps an agent's digest for digestCache.
+func keepDigest(cache, path, id string, a *Agent) {
+	detects := "-"
+	if a.Detects {
+		detects = "detects"
+	}
+	p := digestCachePath(cache, path)
+	tmp := fmt.Sprintf("%s.%d.tmp", p, os.Getpid())
+	if os.WriteFile(tmp, []byte(id+"\n"+a.Digest+"\n"+detects+"\n"), 0o600) != nil {
+		return
+	}
+	if os.Rename(tmp, p) != nil {
+		os.Remove(tmp)
+	}
+}
+
+// markerScan looks for marker in what is written to it.
+type markerScan struct {
+	marker []byte
+	tail   []byte // the end of what came before, shorter than marker
+	found  bool
+}
+
+func (m *markerScan) Write(p []byte) (int, error) {
+	if m.found {
+		return len(p), nil
+	}
+	n := len(m.marker) - 1
+	// A marker across the boundary starts in tail and ends in p's first
+	// n bytes.
+	joined := append(m.tail, p[:min(len(p), n)]...)
+	if bytes.Contains(joined, m.marker) || bytes.Contains(p, m.marker) {
+		m.found = true
+		return len(p), nil
+	}
+	if len(p) >= n {
+		m.tail = append(m.tail[:0], p[len(p)-n:]...)
+	} else {
+		m.tail = append([]byte(nil), joined[max(0, len(joined)-n):]...)
+	}
+	return len(p), nil
 }
 
 // versionOf finds -X …/command.Version=V in the build's flags.

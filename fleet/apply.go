@@ -227,12 +227,12 @@ func (ap *Applier) applyHost(ctx context.Context, alias string, batch int) HostR
 	if err != nil {
 		return failed(err)
 	}
-	defer s.conn.Close()
+	defer func() { s.conn.Close() }()
 	if s.conn.HostKey != e.HostKey {
 		return failed(&HostError{Alias: alias, Class: ClassIdentity, Detail: fmt.Sprintf(
 			"%s answers with host key %s, but its plan was made on a host whose key was %s: this is not the host the plan is for (or its key changed since), so nothing was sent. Plan it again", alias, s.conn.HostKey, e.HostKey)})
 	}
-	d, _, _, err := s.detect(ctx, "", "", nil, 64<<10)
+	d, _, _, err := s.detect(ctx, "", "", "", nil, 64<<10)
 	if err != nil {
 		return failed(err)
 	}

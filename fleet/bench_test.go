@@ -20,11 +20,12 @@ import (
 // The speed of toque fleet on a lab of 20 hosts (make bench): the
 // quickstart example planned by one host's toque plan, by toque fleet
 // plan over 1 and over 20 hosts (warm: the agent and the recipes are on
-// the hosts; every run starts and closes its masters), and the
+// the hosts, and the masters of the previous run are up), and the
 // equivalent playbook run by ansible-playbook --check --diff (warm: its
 // ControlPersist masters stay up between runs). Each reports the median
-// wall time of its runs (-benchtime Nx: N runs, after one run to warm
-// up). ansible-playbook is Debian's ansible-core; without it, that
+// wall time and CPU time of its runs (-benchtime Nx: N runs, after one run
+// to warm up); the fleet plans also how many ssh processes a warm run
+// starts, and how many of them are masters. ansible-playbook is Debian's ansible-core; without it, that
 // benchmark skips.
 
 const benchHosts = 20
@@ -129,9 +130,12 @@ func median(ds []time.Duration) float64 {
 }
 
 // timeRuns runs cmd once to warm up, then b.N times, and reports the
-// median.
+// median wall time and the median CPU time of the command with the
+// processes it waited for (ssh clients; not the hosts, nor the masters
+// once in the background), steadier than wall time on a shared machine.
 func timeRuns(b *testing.B, mk func() *exec.Cmd, okCodes ...int) {
 	b.Helper()
+	var cpus []time.Duration
 	once := func() time.Duration {
 		cmd := mk()
 		var out bytes.Buffer
@@ -152,9 +156,11 @@ func timeRuns(b *testing.B, mk func() *exec.Cmd, okCodes ...int) {
 		if !ok {
 			b.Fatalf("%v: exit %d\n%s", cmd.Args, code, out.String())
 		}
+		cpus = append(cpus, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
 		return d
 	}
 	once()
+	cpus = nil
 	var ds []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -162,7 +168,22 @@ func timeRuns(b *testing.B, mk func() *exec.Cmd, okCodes ...int) {
 	}
 	b.StopTimer()
 	b.ReportMetric(median(ds), "ms-median")
+	b.ReportMetric(median(cpus), "cpu-ms-median")
 	b.ReportMetric(0, "ns/op")
+}
+
+// countSSH runs a warm fleet command once more with a debug log and
+// reports how many ssh processes it ran and how many masters it started
+// (per run, whatever the load).
+func countSSH(b *testing.B, cmd *exec.Cmd) {
+	b.Helper()
+	cmd.Env = append(cmd.Env, "TOQUE_LOG=debug")
+	out, err := cmd.CombinedOutput()
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(strings.Count(string(out), "ssh ran:")), "ssh-procs/run")
+	b.ReportMetric(float64(strings.Count(string(out), "ssh ran: op=master")), "masters/run")
 }
 
 func (bl *benchLab) toque(args ...string) *exec.Cmd {
@@ -192,6 +213,7 @@ func BenchmarkQuickstartPlanOneHost(b *testing.B) {
 func BenchmarkQuickstartFleetPlan1(b *testing.B) {
 	bl := benchFixture(b)
 	timeRuns(b, func() *exec.Cmd { return bl.toque("fleet", "plan", "-limit=node-01", "-out=one.plan") })
+	countSSH(b, bl.toque("fleet", "plan", "-limit=node-01", "-out=one.plan"))
 }
 
 // kexes are the key exchanges the 20-host benchmarks run with: OpenSSH
@@ -219,6 +241,7 @@ func BenchmarkQuickstartFleetPlan20(b *testing.B) {
 		b.Run("kex="+kex, func(b *testing.B) {
 			withKex(b, bl, kex)
 			timeRuns(b, func() *exec.Cmd { return bl.toque("fleet", "plan", "-out=fleet.plan") })
+			countSSH(b, bl.toque("fleet", "plan", "-out=fleet.plan"))
 		})
 	}
 }

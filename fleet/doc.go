@@ -11,8 +11,11 @@
 //     become = "sudo", ssh options and the rollout (inventory.go, limit.go).
 //   - The transport: the system ssh client, with one ControlMaster per
 //     host started explicitly on a socket of toque's own, failures
-//     classified from the master's log (ssh.go). Every process is started
-//     through internal/shellexec.
+//     classified from the master's log (ssh.go). The masters persist
+//     (ControlPersist) and the next command reuses them while what they
+//     were trusted under is unchanged; what ssh -G said of each alias is
+//     kept while its inputs are (resolvecache.go). Every process is
+//     started through internal/shellexec.
 //   - The agent: toque itself, a static binary for the host's OS and
 //     architecture, shipped content-addressed into a per-user cache and
 //     verified when it arrives (agent.go, remote.go).
@@ -26,7 +29,10 @@
 // What it is not: it prints nothing (command/views renders everything),
 // it evaluates no recipe (each host plans with its own toque), it keeps no
 // state between runs but the files the user names (the bundle and the
-// result file), and it is not an ssh implementation: whatever the user's
+// result file) and, in its private control directory, what only saves
+// time (the masters, ssh -G's outputs, the agents' digests: each used
+// only while what it came from is unchanged, and each safe to remove),
+// and it is not an ssh implementation: whatever the user's
 // ssh client and its configuration do (Match, Include, ProxyJump,
 // certificates, agents) is what toque gets.
 package fleet

@@ -189,7 +189,6 @@ var (
 var toqueOptions = map[string]string{
 	"controlpath":             "toque keeps a master connection of its own per host",
 	"controlmaster":           "toque keeps a master connection of its own per host",
-	"controlpersist":          "toque closes its master connections when it ends",
 	"batchmode":               "toque never prompts: a host that asks for a password fails",
 	"remotecommand":           "toque runs its own commands",
 	"requesttty":              "toque's commands run without a terminal",

@@ -149,26 +149,59 @@ type scenario struct {
 	t   *testing.T
 	f   *labFixture
 	dir string
+	run string // XDG_RUNTIME_DIR
 	env []string
+	// last is the last run a test kept.
+	last run
 }
 
 func (f *labFixture) scenario(t *testing.T) *scenario {
 	t.Helper()
 	dir := t.TempDir()
-	for _, d := range []string{"home", "run", "state"} {
+	for _, d := range []string{"home", "state"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return &scenario{t: t, f: f, dir: dir, env: []string{
+	// The test's own masters, which persist between its commands: under a
+	// path short enough for their sockets (t.TempDir's is not), closed
+	// when the test ends.
+	run, err := os.MkdirTemp("/tmp", "tqrun")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		closeMasters(filepath.Join(run, "toque-fleet"))
+		os.RemoveAll(run)
+	})
+	return &scenario{t: t, f: f, dir: dir, run: run, env: []string{
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"HOME=" + filepath.Join(dir, "home"),
-		"XDG_RUNTIME_DIR=" + filepath.Join(dir, "run"),
+		"XDG_RUNTIME_DIR=" + run,
 		"TOQUE_AGENT_DIR=" + f.agents,
 		"TOQUE_STATE_DIR=" + filepath.Join(dir, "state"),
-		"TOQUE_HOST_LOCK=" + filepath.Join(dir, "run", "apply.lock"),
+		"TOQUE_HOST_LOCK=" + filepath.Join(run, "apply.lock"),
 		"NO_COLOR=1",
 	}}
+}
+
+// masters lists the control sockets of the masters in dir.
+func masters(dir string) []string {
+	entries, _ := os.ReadDir(dir)
+	var out []string
+	for _, e := range entries {
+		if e.Type()&os.ModeSocket != 0 {
+			out = append(out, filepath.Join(dir, e.Name()))
+		}
+	}
+	return out
+}
+
+// closeMasters asks the masters in dir to exit.
+func closeMasters(dir string) {
+	for _, sock := range masters(dir) {
+		exec.Command("ssh", "-o", "ControlPath="+sock, "-O", "exit", "x").Run()
+	}
 }
 
 // write writes a file of the scenario; @LAB@ is the lab's directory.

@@ -172,15 +172,41 @@ func open(ctx context.Context, s *SSH, h *Host, agents *Agents) (*session, error
 // detect runs detectScript (and then, when the host has everything);
 // stdin goes to what then runs. It returns what was detected and the
 // output after its line.
-func (s *session) detect(ctx context.Context, recipes, then string, stdin []byte, max int) (*detected, []byte, *Exec, error) {
-	script := detectScript(s.agents, recipes, then)
+//
+// It is each command's first round trip: a master an earlier command left
+// up that turns out to be gone is replaced by a new one, once, and the
+// script runs again (it changes nothing on the host unless the new master
+// presents another host key, when it fails).
+func (s *session) detect(ctx context.Context, recipes, then, agentThen string, stdin []byte, max int) (*detected, []byte, *Exec, error) {
+	known := s.agents.ByPlatform[s.conn.Platform]
+	if known != nil && !known.Detects {
+		known = nil
+	}
+	script := detectScript(s.agents, recipes, then, known, agentThen)
 	out, ex, err := runScript(ctx, s.conn, become(s.h, script), stdin, max)
+	var le *LostError
+	if errors.As(err, &le) && s.conn.Reused {
+		var c *Conn
+		if c, err = s.conn.ssh.connect(ctx, s.conn.Route, false); err != nil {
+			return nil, nil, nil, err
+		}
+		if c.HostKey != s.conn.HostKey {
+			c.Close()
+			return nil, nil, nil, &LostError{Alias: s.h.Alias, Detail: fmt.Sprintf("the master connection of an earlier command ended, and the host now presents host key %s, not %s: run the command again", c.HostKey, s.conn.HostKey)}
+		}
+		s.conn = c
+		script = detectScript(s.agents, recipes, then, nil, "")
+		out, ex, err = runScript(ctx, s.conn, become(s.h, script), stdin, max)
+	}
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	d, rest, ok := parseDetect(out)
 	if !ok {
 		return nil, nil, ex, s.scriptFailed(out, ex, "could not look at the host")
+	}
+	if p, ok := Platform(d.platform()); ok {
+		s.conn.Remember(p)
 	}
 	return d, rest, ex, nil
 }
@@ -271,18 +297,19 @@ func (pl *Planner) planHost(ctx context.Context, h *Host, r *packedRecipes) (Hos
 	if err != nil {
 		return fail(err)
 	}
-	defer s.conn.Close()
+	defer func() { s.conn.Close() }()
 	e.HostKey = s.conn.HostKey
 	req, err := json.Marshal(agentRequest{Format: AgentFormat, Recipes: r.Digest, Layers: h.Layers})
 	if err != nil {
 		return fail(err)
 	}
 	then := `exec ` + envArgs(h.Environment) + `"$A" fleet agent -cache="$C" plan`
+	agentThen := `exec ` + envArgs(h.Environment) + `"$A" fleet agent -cache="$C" -detect="$a" plan`
 	var out []byte
 	var ex *Exec
 	var d *detected
 	for attempt := 0; ; attempt++ {
-		d, out, ex, err = s.detect(ctx, r.Digest, then, req, plan.MaxFileSize+(1<<20))
+		d, out, ex, err = s.detect(ctx, r.Digest, then, agentThen, req, plan.MaxFileSize+(1<<20))
 		if err != nil {
 			return fail(err)
 		}
@@ -307,7 +334,13 @@ func (pl *Planner) planHost(ctx context.Context, h *Host, r *packedRecipes) (Hos
 	if err != nil {
 		return fail(err)
 	}
+	if d.Ran != "" && d.Ran != a.Digest {
+		return fail(&HostError{Alias: h.Alias, Class: ClassAgent, Detail: fmt.Sprintf("the host ran agent %s, not %s, the one for its platform (%s)", d.Ran, a.Digest, a.Platform)})
+	}
 	e.Platform, e.Agent = a.Platform, a.Digest
+	if pl.Logger != nil {
+		pl.Logger.Debug("planned on the host", "host", h.Alias, "reused_master", s.conn.Reused, "detected_by_agent", d.Ran != "")
+	}
 	resp, file, err := parseAgentResponse(out)
 	if err != nil {
 		if why, ok := sudoTrouble(ex.Stderr); ok {

@@ -7,9 +7,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // What runs on a host: short POSIX sh scripts that find (or make) the
@@ -28,12 +32,19 @@ import (
 // A binary is verified (sha256sum) before it is moved to its name, and
 // only its owner can write the cache: a later run trusts the name.
 
-// cacheSetup is the scripts' common start.
-const cacheSetup = `set -u
+// cacheFind is the scripts' common start: it names the cache, $C.
+const cacheFind = `set -u
 umask 077
 export LC_ALL=C
 if [ "$(id -u)" = 0 ]; then C=/var/cache/toque/fleet; else C="${XDG_CACHE_HOME:-$HOME/.cache}/toque/fleet"; fi
-mkdir -p "$C/agents" "$C/recipes" "$C/runs" "$C/applies" || { echo "toque-error cache cannot make the cache $C"; exit 3; }
+`
+
+// cacheDirs are the cache's directories, which every script makes (0700)
+// when missing; CacheDirs is the agent's own way.
+var cacheDirs = []string{"agents", "recipes", "runs", "applies"}
+
+// cacheSetup is cacheFind, then the cache's directories made.
+const cacheSetup = cacheFind + `mkdir -p "$C/agents" "$C/recipes" "$C/runs" "$C/applies" || { echo "toque-error cache cannot make the cache $C"; exit 3; }
 chmod 700 "$C" "$C/agents" "$C/recipes" "$C/runs" "$C/applies" 2>/dev/null
 `
 
@@ -67,9 +78,21 @@ func envArgs(env map[string]string) string {
 // holds of the agents (one per platform) and, with recipes set, of that
 // recipe bundle; with then set (a command using "$A", the agent), it runs
 // it when everything is there, in the same round trip.
-func detectScript(agents *Agents, recipes, then string) string {
+//
+// With known set too (the agent for the platform this connection found
+// earlier) and agentThen (a command using "$A" and "$a", whose agent
+// prints the detection line itself: fleet agent -detect), a cache holding
+// that agent and the recipes runs agentThen at once: the warm case then
+// costs the host one process besides the agent (id), not seven.
+func detectScript(agents *Agents, recipes, then string, known *Agent, agentThen string) string {
 	var b strings.Builder
-	b.WriteString(cacheSetup)
+	b.WriteString(cacheFind)
+	if recipes != "" && then != "" && known != nil && agentThen != "" {
+		fmt.Fprintf(&b, `a=%s; A="$C/agents/$a"
+if [ -x "$A" ] && [ ! -L "$A" ] && [ -f "$C/recipes/%s.tar" ]; then %s; fi
+`, known.Digest, recipes, agentThen)
+	}
+	b.WriteString(strings.TrimPrefix(cacheSetup, cacheFind))
 	b.WriteString("u=$(uname -sm)\ncase \"$u\" in\n")
 	for _, p := range agents.Platforms() {
 		for _, m := range unameMachines[p] {
@@ -94,6 +117,34 @@ printf 'toque-detect\tuname=%%s\tuid=%%s\thostname=%%s\tmachine_id=%%s\tagent=%%
 	return b.String()
 }
 
+// detectMarker is in every binary whose fleet agent takes -detect
+// (Agent.Detects): an older agent must be run by the detection script.
+const detectMarker = "toque-fleet-agent-detect/1"
+
+// AgentDetect is what fleet agent -detect prints first: detectScript's
+// line, for the host the agent runs on, whose cache (made 0700 where
+// missing, as the scripts do) is cache and which holds the recipes and
+// this agent, digest ran. A cache it cannot make is a toque-error line
+// and an error.
+func AgentDetect(cache, ran string) (string, error) {
+	for _, d := range append([]string{""}, cacheDirs...) {
+		p := filepath.Join(cache, d)
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			return "toque-error cache cannot make the cache " + cache + "\n", err
+		}
+		os.Chmod(p, 0o700)
+	}
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return "", err
+	}
+	m, _ := os.ReadFile("/etc/machine-id")
+	field := func(s string) string { return strings.NewReplacer("\t", " ", "\n", " ").Replace(s) }
+	return fmt.Sprintf("toque-detect\tuname=%s %s\tuid=%d\thostname=%s\tmachine_id=%s\tagent=yes\trecipes=yes\tcache=%s\tran=%s\n",
+		field(unix.ByteSliceToString(u.Sysname[:])), field(unix.ByteSliceToString(u.Machine[:])), os.Getuid(),
+		field(unix.ByteSliceToString(u.Nodename[:])), field(strings.TrimSpace(string(m))), field(cache), field(ran)), nil
+}
+
 // unameMachines are uname -m's names of each platform.
 var unameMachines = map[string][]string{
 	"linux/amd64": {"x86_64"},
@@ -105,6 +156,9 @@ type detected struct {
 	Uname, Hostname, MachineID, Cache string
 	UID                               int
 	HaveAgent, HaveRecipes            bool
+	// Ran is the digest of the agent that printed the line (fleet agent
+	// -detect), "" when the script did.
+	Ran string
 }
 
 // parseDetect reads detectScript's line from the start of out, and
@@ -133,6 +187,8 @@ func parseDetect(out []byte) (*detected, []byte, bool) {
 			d.HaveRecipes = v == "yes"
 		case "cache":
 			d.Cache = v
+		case "ran":
+			d.Ran = v
 		}
 	}
 	return d, rest, true

@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -644,5 +645,97 @@ file "/srv/full.txt" {
 	s.want(r, 1, "web-05: planning failed (cache): cannot store the toque agent in its cache: cannot write to /var/cache/toque/fleet/agents", "No space left on device")
 	if out, _ := h.Exec("ls -A /var/cache/toque/fleet/agents"); strings.TrimSpace(out) != "" {
 		t.Fatalf("left in the cache: %s", out)
+	}
+}
+
+// A master outlives the command that started it: the next command reuses
+// it (and what ssh -G said of the alias) and opens no connection, until what it was trusted under changes
+// (known_hosts) or the inventory says ControlPersist = "no".
+func TestFleetMastersPersist(t *testing.T) {
+	f := lab(t)
+	s := f.scenario(t)
+	s.env = append(s.env, "TOQUE_LOG=debug")
+	inventory := func(web02 string) {
+		s.write("fleet.hcl", `
+ssh_config = "@SSHCONFIG@"
+recipes    = "site"
+`+hostEnv+`
+hosts = ["web-01"]
+
+host "web-02" {
+`+web02+`
+}
+`)
+	}
+	inventory("")
+	s.write("site/a.hcl", `
+file "/srv/persist.txt" {
+  content = "x\n"
+}
+`)
+	controlDir := filepath.Join(s.run, "toque-fleet")
+	// plan runs it and says how many masters it started and how many
+	// commands it ran.
+	plan := func() (started, commands int) {
+		t.Helper()
+		r := s.toque("fleet", "plan", "-out=fleet.plan")
+		s.want(r, 0, "2 hosts with changes")
+		s.last = r
+		return strings.Count(r.stderr, "ssh ran: op=master"), strings.Count(r.stderr, "ssh ran: op=command")
+	}
+	pids := func() map[string]string {
+		out := map[string]string{}
+		for _, sock := range masters(controlDir) {
+			b, _ := exec.Command("ssh", "-o", "ControlPath="+sock, "-O", "check", "x").CombinedOutput()
+			out[filepath.Base(sock)] = strings.TrimSpace(string(b))
+		}
+		return out
+	}
+	if started, _ := plan(); started != 2 {
+		t.Fatalf("the first plan started %d masters, want 2", started)
+	}
+	before := pids()
+	if len(before) != 2 {
+		t.Fatalf("want the 2 masters up after the plan, got %v", before)
+	}
+	if started, commands := plan(); started != 0 || commands != 2 {
+		t.Fatalf("a warm plan started %d masters and ran %d commands, want 0 and 2 (one round trip a host)", started, commands)
+	}
+	// The hosts' platforms are known from the first plan over these
+	// masters: each host's agent ran at once and detected the host itself.
+	if n := strings.Count(s.last.stderr, "ssh ran: op=resolve"); n != 0 {
+		t.Fatalf("a warm plan ran ssh -G %d times, want none (the configuration did not change)", n)
+	}
+	if n := strings.Count(s.last.stderr, "reused_master=true detected_by_agent=true"); n != 2 {
+		t.Fatalf("want both hosts planned over a reused master by an agent run at once, got %d:\n%s", n, s.last.stderr)
+	}
+	if after := pids(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("the warm plan did not reuse the masters: %v, then %v", before, after)
+	}
+
+	// known_hosts changes: every master is verified again.
+	kh := readFile(t, f.lab.KnownHosts)
+	if err := os.WriteFile(f.lab.KnownHosts, []byte(kh+"# edited\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer f.lab.RememberHostKeys()
+	if started, _ := plan(); started != 2 {
+		t.Fatalf("after known_hosts changed, the plan started %d masters, want 2", started)
+	}
+	after := pids()
+	for sock, pid := range before {
+		if after[sock] == "" || after[sock] == pid {
+			t.Fatalf("the masters verified under the old known_hosts should have been replaced: %v, then %v", before, after)
+		}
+	}
+
+	// ControlPersist = "no": web-02's master is started and closed.
+	inventory(`  options = { ControlPersist = "no" }`)
+	before = pids()
+	if started, _ := plan(); started != 1 {
+		t.Fatalf("with ControlPersist = no for web-02, the plan started %d masters, want 1", started)
+	}
+	if after := pids(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("web-02's master should be closed at the end and web-01's reused: %v, then %v", before, after)
 	}
 }

@@ -9,12 +9,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -23,8 +25,13 @@ import (
 )
 
 // SSH is the system ssh client, run with toque's own master connections:
-// one per host, started explicitly (ssh -M -N -f) on a socket in a
-// directory of this run's, and closed (ssh -O exit) when the run ends.
+// one per host and route, started explicitly (ssh -M -N -f) on a socket in
+// toque's own private directory (ControlDir). A master stays up after the
+// command for ControlPersist (DefaultPersist unless the inventory's
+// options say otherwise), and the next command reuses it while nothing
+// that decided whether to trust it has changed: the route (ssh -G), the
+// inventory's options and the known_hosts files. With ControlPersist=no
+// it is closed (ssh -O exit) when the command ends.
 // Everything the user's ssh configuration says (Match, Include, ProxyJump,
 // certificates, agents) applies, except what toque must own: the master
 // and its socket, batch mode (no prompt, ever) and strict host key
@@ -34,12 +41,16 @@ type SSH struct {
 	Binary string
 	// ConfigFile is given to ssh as -F; "" for the user's configuration.
 	ConfigFile string
-	// ControlDir holds the masters' sockets and logs (NewControlDir).
+	// ControlDir holds the masters' sockets, logs and what toque knows
+	// of each (ControlDir).
 	ControlDir string
 	// ConnectTimeout bounds connecting to a host (ConnectTimeout, unless
 	// the inventory's options set it); 0 is 10 seconds.
 	ConnectTimeout time.Duration
 	Logger         hclog.Logger
+
+	inputsOnce sync.Once
+	inputs     string // resolveInputs
 }
 
 // maxSocketPath is below the smallest limit of a Unix socket's path
@@ -47,30 +58,72 @@ type SSH struct {
 // while it binds (".XXXXXXXXXXXXXXXX", 17 bytes).
 const maxSocketPath = 104 - 18
 
-// NewControlDir makes a private directory (0700) for this run's master
-// sockets: under $XDG_RUNTIME_DIR when it is set, else the temporary
-// directory, else /tmp when that path would be too long for a socket.
-// Removing it is the caller's, once the masters are closed.
-func NewControlDir(runtimeDir string) (string, error) {
-	var bases []string
+// DefaultPersist is how long a master toque started stays up after the
+// last command that used it (ssh's ControlPersist), unless the
+// inventory's options set ControlPersist: a plan, its review and its
+// apply, or a run of plans, connect to each host once.
+const DefaultPersist = "10m"
+
+// ControlDir is toque's private directory (0700) for the masters'
+// sockets: $XDG_RUNTIME_DIR/toque-fleet when $XDG_RUNTIME_DIR is set, else
+// toque-fleet-UID in the temporary directory, else in /tmp, the first
+// whose path is short enough for a socket. It is made when missing, and
+// refused when it is not a directory of this user's that only this user
+// may open: another user could reach the hosts through its masters.
+func ControlDir(runtimeDir string) (string, error) {
+	var dirs []string
 	if filepath.IsAbs(runtimeDir) {
-		bases = append(bases, runtimeDir)
+		dirs = append(dirs, filepath.Join(runtimeDir, "toque-fleet"))
 	}
-	bases = append(bases, os.TempDir(), "/tmp")
-	for _, base := range bases {
-		if len(base)+len("/toque-fleet-1234567890/")+16 > maxSocketPath {
+	own := fmt.Sprintf("toque-fleet-%d", os.Getuid())
+	dirs = append(dirs, filepath.Join(os.TempDir(), own), filepath.Join("/tmp", own))
+	var whys []string
+	for _, d := range dirs {
+		if len(d)+1+16 > maxSocketPath {
 			continue
 		}
-		if st, err := os.Stat(base); err != nil || !st.IsDir() {
+		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			whys = append(whys, err.Error())
 			continue
 		}
-		d, err := os.MkdirTemp(base, "toque-fleet-")
-		if err != nil {
+		if err := checkPrivateDir(d); err != nil {
+			whys = append(whys, err.Error())
 			continue
 		}
 		return d, nil
 	}
-	return "", errors.New("found no directory with a path short enough for ssh's control sockets ($XDG_RUNTIME_DIR, $TMPDIR, /tmp)")
+	why := ""
+	if len(whys) > 0 {
+		why = ": " + strings.Join(whys, "; ")
+	}
+	return "", fmt.Errorf("found no private directory with a path short enough for ssh's control sockets ($XDG_RUNTIME_DIR, $TMPDIR, /tmp)%s", why)
+}
+
+// checkPrivateDir checks that d is a directory (not a link to one) of
+// this user's, with no permission for anyone else.
+func checkPrivateDir(d string) error {
+	st, err := os.Lstat(d)
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s is not a directory", d)
+	}
+	if uid, ok := fileOwner(st); ok && uid != os.Getuid() {
+		return fmt.Errorf("%s belongs to user %d, not to this user (%d)", d, uid, os.Getuid())
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("%s may be opened by other users (mode %04o): make it 0700", d, st.Mode().Perm())
+	}
+	return nil
+}
+
+// fileOwner is the user owning a file.
+func fileOwner(st os.FileInfo) (int, bool) {
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		return int(sys.Uid), true
+	}
+	return 0, false
 }
 
 // Route is how ssh reaches one host: the alias, the options toque gives
@@ -166,7 +219,6 @@ func (s *SSH) run(ctx context.Context, spec shellexec.Spec) (*shellexec.Result, 
 // given for each).
 var fixedOptions = []Option{
 	{"BatchMode", "yes"},
-	{"ControlPersist", "no"},
 	{"RequestTTY", "no"},
 	{"RemoteCommand", "none"},
 	{"PermitLocalCommand", "no"},
@@ -174,14 +226,23 @@ var fixedOptions = []Option{
 }
 
 // options is what toque gives ssh for a route, after ControlPath: its
-// fixed options, the inventory's, strict host key checking unless the
-// inventory says otherwise, and the defaults the configuration leaves
-// unset.
+// fixed options, the inventory's, then strict host key checking and
+// DefaultPersist unless the inventory says otherwise, and the defaults
+// the configuration leaves unset.
 func (r *Route) options() []Option {
 	out := append([]Option(nil), fixedOptions...)
 	out = append(out, r.Options...)
-	out = append(out, Option{"StrictHostKeyChecking", "yes"})
+	out = append(out, Option{"StrictHostKeyChecking", "yes"}, Option{"ControlPersist", DefaultPersist})
 	return append(out, r.Defaults...)
+}
+
+// persists says whether the route's master outlives the command.
+func (r *Route) persists() bool {
+	switch strings.ToLower(r.Get("controlpersist")) {
+	case "", "no", "false":
+		return false
+	}
+	return true
 }
 
 // Resolve asks ssh for the alias's effective settings (ssh -G, with the
@@ -191,23 +252,28 @@ func (r *Route) options() []Option {
 // connection is noticed within a minute.
 func (s *SSH) Resolve(ctx context.Context, alias string, opts []Option) (*Route, error) {
 	r := &Route{Alias: alias, Options: opts, Settings: map[string][]string{}}
-	argv := append(s.base(), optionArgs(r.options())...)
-	argv = append(argv, "-G", "--", alias)
-	res, err := s.run(ctx, shellexec.Spec{Argv: argv, Timeout: 30 * time.Second})
-	if err != nil {
-		return nil, &ConnectError{Alias: alias, Class: FailOther, Detail: "cannot run ssh: " + err.Error()}
-	}
-	if res.ExitCode != 0 {
-		return nil, &ConnectError{Alias: alias, Class: FailConfig, Detail: lastLines(res.Stderr, 4)}
+	out, ok := s.cachedResolve(alias, r.options())
+	if !ok {
+		argv := append(s.base(), optionArgs(r.options())...)
+		argv = append(argv, "-G", "--", alias)
+		res, err := s.run(ctx, shellexec.Spec{Argv: argv, Timeout: 30 * time.Second})
+		if err != nil {
+			return nil, &ConnectError{Alias: alias, Class: FailOther, Detail: "cannot run ssh: " + err.Error()}
+		}
+		if res.ExitCode != 0 {
+			return nil, &ConnectError{Alias: alias, Class: FailConfig, Detail: lastLines(res.Stderr, 4)}
+		}
+		out = res.Stdout
+		s.keepResolve(alias, r.options(), out)
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00", alias)
 	for _, o := range opts {
 		fmt.Fprintf(h, "%s=%s\x00", o.Name, o.Value)
 	}
-	h.Write([]byte(res.Stdout))
+	h.Write([]byte(out))
 	r.Key = hex.EncodeToString(h.Sum(nil))[:16]
-	sc := bufio.NewScanner(strings.NewReader(res.Stdout))
+	sc := bufio.NewScanner(strings.NewReader(out))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		k, v, _ := strings.Cut(sc.Text(), " ")
@@ -317,23 +383,74 @@ type Conn struct {
 	Route  *Route
 	socket string
 	log    string
+	// known is where toque keeps, beside a master that persists, the key
+	// it verified and the trust stamp it was verified under.
+	known string
 	// HostKey is the key the host presented and ssh verified, as ssh
 	// names it: "ssh-ed25519 SHA256:…".
 	HostKey string
+	// Reused is set when the master was up already, started by an
+	// earlier command.
+	Reused bool
+	// Platform is the host's platform (GOOS/GOARCH) as a command over
+	// this master found it (Remember), "" when none did: a host cannot
+	// change under a live connection.
+	Platform string
+	// stamp is the trust stamp the master was verified under, "" when it
+	// does not persist.
+	stamp string
 
 	mu     sync.Mutex
 	closed bool
 }
 
-// Connect starts the host's master connection and waits until it is up
-// (ssh -f returns once authenticated). Its failure is a *ConnectError.
+// Connect gives the host's master connection: the one an earlier command
+// left up when it may be reused (see SSH), else a new one, started and
+// waited for (ssh -f returns once authenticated). Its failure is a
+// *ConnectError.
 func (s *SSH) Connect(ctx context.Context, r *Route) (*Conn, error) {
-	c := &Conn{ssh: s, Route: r, socket: filepath.Join(s.ControlDir, r.Key), log: filepath.Join(s.ControlDir, r.Key+".log")}
-	if _, err := os.Lstat(c.socket); err == nil {
-		// ssh would go on without a master rather than fail: refuse
-		// (this run made the directory, so it connected twice).
-		return nil, &ConnectError{Alias: r.Alias, Class: FailOther, Detail: "a master connection is open already on " + c.socket}
+	return s.connect(ctx, r, true)
+}
+
+func (s *SSH) connect(ctx context.Context, r *Route, reuse bool) (*Conn, error) {
+	base := filepath.Join(s.ControlDir, r.Key)
+	c := &Conn{ssh: s, Route: r, socket: base, log: base + ".log", known: base + ".known"}
+	// One toque at a time looks at, or starts, a route's master.
+	unlock, err := lockFile(base + ".lock")
+	if err != nil {
+		return nil, &ConnectError{Alias: r.Alias, Class: FailOther, Detail: err.Error()}
 	}
+	defer unlock()
+	stamp := ""
+	if r.persists() {
+		stamp = trustStamp(r)
+	}
+	if reuse && stamp != "" && c.reuse(stamp) {
+		return c, nil
+	}
+	if _, err := os.Lstat(c.socket); err == nil {
+		// A master that may not be reused (another trust stamp, or
+		// gone): end it, so that ssh cannot go on without one.
+		c.exit()
+		os.Remove(c.socket)
+	}
+	os.Remove(c.known)
+	os.Remove(c.log)
+	if err := s.start(ctx, c); err != nil {
+		return nil, err
+	}
+	if stamp != "" {
+		c.stamp = stamp
+		if err := writeKnown(c.known, stamp, c.HostKey, ""); err != nil && s.Logger != nil {
+			s.Logger.Warn("the master cannot be reused: cannot write what toque knows of it", "host", r.Alias, "error", err)
+		}
+	}
+	return c, nil
+}
+
+// start starts the master and reads which host key ssh verified.
+func (s *SSH) start(ctx context.Context, c *Conn) error {
+	r := c.Route
 	argv := append(s.base(), "-o", "ControlPath="+c.socket)
 	argv = append(argv, optionArgs(r.options())...)
 	// -v: the log says which host key was verified (and why connecting
@@ -344,18 +461,18 @@ func (s *SSH) Connect(ctx context.Context, r *Route) (*Conn, error) {
 	if err != nil {
 		os.Remove(c.log)
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 		class, detail := classify(string(logText))
 		if class == FailOther {
 			detail = err.Error()
 		}
-		return nil, &ConnectError{Alias: r.Alias, Class: class, Detail: detail}
+		return &ConnectError{Alias: r.Alias, Class: class, Detail: detail}
 	}
 	if res.ExitCode != 0 {
 		os.Remove(c.log)
 		class, detail := classify(string(logText) + "\n" + res.Stderr)
-		return nil, &ConnectError{Alias: r.Alias, Class: class, Detail: detail}
+		return &ConnectError{Alias: r.Alias, Class: class, Detail: detail}
 	}
 	for _, l := range strings.Split(string(logText), "\n") {
 		if k, ok := strings.CutPrefix(l, "debug1: Server host key: "); ok {
@@ -363,10 +480,131 @@ func (s *SSH) Connect(ctx context.Context, r *Route) (*Conn, error) {
 		}
 	}
 	if c.HostKey == "" {
-		c.Close()
-		return nil, &ConnectError{Alias: r.Alias, Class: FailOther, Detail: "ssh connected but its log does not say which host key it verified"}
+		c.exit()
+		os.Remove(c.log)
+		return &ConnectError{Alias: r.Alias, Class: FailOther, Detail: "ssh connected but its log does not say which host key it verified"}
 	}
-	return c, nil
+	// The master logs each session (-v) for as long as it persists, and
+	// appends: what it logged while connecting is read.
+	os.Truncate(c.log, 0)
+	return nil
+}
+
+// reuse takes up the master an earlier command left, when it was
+// verified under stamp and answers on its socket.
+func (c *Conn) reuse(stamp string) bool {
+	data, err := os.ReadFile(c.known)
+	if err != nil {
+		return false
+	}
+	lines := strings.Split(string(data), "\n")
+	if len(lines) < 2 || lines[0] != stamp || lines[1] == "" {
+		return false
+	}
+	if !masterAnswers(c.socket) {
+		return false
+	}
+	c.HostKey, c.Reused, c.stamp = lines[1], true, stamp
+	if len(lines) > 2 {
+		c.Platform = lines[2]
+	}
+	if st, err := os.Stat(c.log); err == nil && st.Size() > 1<<20 {
+		os.Truncate(c.log, 0)
+	}
+	return true
+}
+
+// masterAnswers says whether an ssh master listens on socket: it greets
+// each client first with a hello message (PROTOCOL.mux: a length, then
+// MUX_MSG_HELLO, 0x00000001).
+func masterAnswers(socket string) bool {
+	conn, err := net.DialTimeout("unix", socket, time.Second)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(2 * time.Second))
+	var hello [8]byte
+	if _, err := io.ReadFull(conn, hello[:]); err != nil {
+		return false
+	}
+	return bytes.Equal(hello[4:], []byte{0, 0, 0, 1})
+}
+
+// trustStamp digests what ssh verified the host key against: the
+// known_hosts files and the revoked keys, as ssh -G names them. "" when
+// it cannot be known (a KnownHostsCommand, a file that cannot be read):
+// then no master is reused.
+func trustStamp(r *Route) string {
+	if v := r.Get("knownhostscommand"); v != "" && v != "none" {
+		return ""
+	}
+	h := sha256.New()
+	for _, name := range []string{"userknownhostsfile", "globalknownhostsfile", "revokedhostkeys"} {
+		for _, v := range r.Settings[name] {
+			for _, path := range strings.Fields(v) {
+				if path == "none" {
+					continue
+				}
+				data, err := os.ReadFile(path)
+				switch {
+				case errors.Is(err, os.ErrNotExist):
+					fmt.Fprintf(h, "%s\x00absent\x00", path)
+				case err != nil:
+					return ""
+				default:
+					fmt.Fprintf(h, "%s\x00%d\x00", path, len(data))
+					h.Write(data)
+				}
+			}
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Remember records, beside a master that persists, the host's platform a
+// command over it found, for the next commands to use it: unless the
+// master was replaced meanwhile (another stamp or host key).
+func (c *Conn) Remember(platform string) {
+	if c.stamp == "" || c.Platform == platform {
+		return
+	}
+	unlock, err := lockFile(c.socket + ".lock")
+	if err != nil {
+		return
+	}
+	defer unlock()
+	data, err := os.ReadFile(c.known)
+	if err != nil || !strings.HasPrefix(string(data), c.stamp+"\n"+c.HostKey+"\n") {
+		return
+	}
+	if writeKnown(c.known, c.stamp, c.HostKey, platform) == nil {
+		c.Platform = platform
+	}
+}
+
+// writeKnown records, beside a master, the stamp it was verified under,
+// the host key and the host's platform when known.
+func writeKnown(path, stamp, hostKey, platform string) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(stamp+"\n"+hostKey+"\n"+platform+"\n"), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// lockFile takes an exclusive lock on path (made when missing) until the
+// function it returns is called.
+func lockFile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("cannot lock the master's socket: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cannot lock the master's socket: %w", err)
+	}
+	return func() { f.Close() }, nil
 }
 
 // Exec is one remote command's outcome.
@@ -446,12 +684,19 @@ func (c *Conn) lostWhy(stderr string) string {
 
 // Kill ends the master at once, as a dropped connection would (tests).
 func (c *Conn) Kill() error {
+	return c.exit()
+}
+
+// exit asks the master to exit (ssh -O exit).
+func (c *Conn) exit() error {
 	argv := append(c.ssh.base(), "-o", "ControlPath="+c.socket, "-O", "exit", "--", c.Route.Alias)
 	_, err := c.ssh.run(context.Background(), shellexec.Spec{Argv: argv, Timeout: 10 * time.Second})
 	return err
 }
 
-// Close closes the master (ssh -O exit) and removes its log.
+// Close is the end of the command's use of the master: one that persists
+// stays up for the next command; one that does not is closed (ssh -O
+// exit), and its log removed.
 func (c *Conn) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -459,10 +704,19 @@ func (c *Conn) Close() {
 		return
 	}
 	c.closed = true
-	argv := append(c.ssh.base(), "-o", "ControlPath="+c.socket, "-O", "exit", "--", c.Route.Alias)
-	if _, err := c.ssh.run(context.Background(), shellexec.Spec{Argv: argv, Timeout: 10 * time.Second}); err != nil && c.ssh.Logger != nil {
+	if c.Route.persists() {
+		return
+	}
+	unlock, err := lockFile(c.socket + ".lock")
+	if err == nil {
+		defer unlock()
+	}
+	if err := c.exit(); err != nil && c.ssh.Logger != nil {
 		c.ssh.Logger.Warn("closing the master connection", "host", c.Route.Alias, "error", err)
 	}
+	// The master removes its socket as it exits, which may be after ssh
+	// -O exit returns.
+	os.Remove(c.socket)
 	os.Remove(c.log)
 }
 
