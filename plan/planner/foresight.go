@@ -165,6 +165,9 @@ func shippedTwice(fs *resources.Foresight, order []*eval.Instance) hcl.Diagnosti
 				if pa.Fact("kind") == "directory" && pb.Fact("kind") == "directory" {
 					continue
 				}
+				if pa.Fact("package") == "" || pb.Fact("package") == "" {
+					continue // not two packages (the keys of one sysctl conf_file)
+				}
 				if pa.By == pb.By || pa.Fact("package") == pb.Fact("package") || replaces(pa, pb) || replaces(pb, pa) ||
 					pa.Fact("diverts") == "yes" || pb.Fact("diverts") == "yes" {
 					continue
@@ -211,16 +214,19 @@ func overwrittenLater(fs *resources.Foresight, order []*eval.Instance, i int, in
 			if pr.Pos <= i || pr.Need.Prediction.Fact("kind") == "directory" {
 				continue
 			}
-			what := "ships it"
+			what, summary, who := "ships it", "A later package overwrites a managed path", "the package"
 			if pr.Need.Prediction.Fact("conffile") == "yes" {
 				what = "ships it as a configuration file (dpkg then keeps the file as changed, or asks)"
+			}
+			if pr.Need.Prediction.Fact("package") == "" {
+				what, summary, who = "writes it", "A later resource rewrites a managed path", "it"
 			}
 			addr := instAddress(inst)
 			diags = diags.Append(&hcl.Diagnostic{
 				Severity: hcl.DiagError,
-				Summary:  "A later package overwrites a managed path",
-				Detail: fmt.Sprintf("%s manages %s, and %s, declared after it, %s: the package would replace what %s writes. Resources converge in the order they are declared: declare %s after %s, so that it changes the file the package installs.",
-					addr, path, pr.Need.Prediction.By, what, addr, addr, instAddress(order[pr.Pos])),
+				Summary:  summary,
+				Detail: fmt.Sprintf("%s manages %s, and %s, declared after it, %s: %s would replace what %s writes. Resources converge in the order they are declared: declare %s after %s, so that it changes the file %s leaves.",
+					addr, path, pr.Need.Prediction.By, what, who, addr, addr, instAddress(order[pr.Pos]), who),
 				Subject: declRange(inst),
 			})
 			break

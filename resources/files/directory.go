@@ -56,7 +56,7 @@ func (t *directoryType) Load(ctx context.Context, r *resources.Resource) (*resou
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	defer f.close()
-	if st, err := foreseen(ctx, path, f); st != nil || err != nil {
+	if st, err := foreseen(ctx, path, f, false); st != nil || err != nil {
 		return st, err
 	}
 	st := stateOf(f)

@@ -271,7 +271,7 @@ func readEdited(ctx context.Context, c *DirCache, path string) (*resources.State
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	defer f.close()
-	if pst, err := foreseen(ctx, path, f); err != nil {
+	if pst, err := foreseen(ctx, path, f, true); err != nil {
 		return nil, err
 	} else if pst != nil {
 		// An editor reads a file's text, not its owner or mode (which a

@@ -98,7 +98,7 @@ func (t *fileType) load(ctx context.Context, r *resources.Resource, withContent 
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	defer f.close()
-	if st, err := foreseen(ctx, path, f); st != nil || err != nil {
+	if st, err := foreseen(ctx, path, f, withContent); st != nil || err != nil {
 		return st, err
 	}
 	st := stateOf(f)

@@ -46,7 +46,7 @@ func pathNeed(desired *resources.Resource) []resources.Need {
 // A regular file whose content the plan does not know (a package keeps
 // only its configuration and unit files' content) is an error naming it:
 // the plan would have to guess.
-func foreseen(ctx context.Context, path string, f *found) (*resources.State, error) {
+func foreseen(ctx context.Context, path string, f *found, needContent bool) (*resources.State, error) {
 	if f.exists || f.link != "" {
 		return nil, nil
 	}
@@ -79,6 +79,11 @@ func foreseen(ctx context.Context, path string, f *found) (*resources.State, err
 	if p.Fact("kind") == "directory" {
 		return st, nil
 	}
+	if !needContent {
+		// Its owner and mode are all the resource reads (a file whose
+		// recipe sets no content).
+		return st, nil
+	}
 	data := p.Content
 	if data == nil && p.ReadContent != nil {
 		b, err := p.ReadContent()
@@ -86,6 +91,9 @@ func foreseen(ctx context.Context, path string, f *found) (*resources.State, err
 			return nil, fmt.Errorf("%s is shipped by %s: %w", path, p.By, err)
 		}
 		data = b
+	}
+	if data == nil && p.Fact("sha256") == "" {
+		return nil, fmt.Errorf("%s is made by %s, whose content the plan does not know: a resource that reads it cannot be planned before it has run. Manage its owner and mode only, or its content in a later apply", path, p.By)
 	}
 	if data == nil {
 		return nil, fmt.Errorf("%s is shipped by %s, which the plan knows only by size and digest (%s bytes, sha256 %s): toque keeps the content of a package's configuration files and units only. Manage it once the package is installed (a later apply), or manage a configuration file instead",

@@ -164,6 +164,7 @@ func (t *sysctlType) loadPersisted(r *resources.Resource, st *resources.State) e
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		st.Extra["persisted"] = "absent"
+		st.Local = confMissing{} // for Plan's Provides; never compared
 	case err != nil:
 		return fmt.Errorf("reading %s: %w", path, err)
 	}
@@ -333,7 +334,30 @@ func (t *sysctlType) Plan(action string, desired *resources.Resource, current *r
 	default:
 		return nil, resources.UnknownAction(t.schema, action)
 	}
+	if step.Kind == resources.Update && step.HasGroup("persist") && desired.IsSet("conf_file") && isConfMissing(current) {
+		step.Provides = append(step.Provides, confFileMade(desired.Address(), path))
+	}
 	return needsRoot(step, fmt.Sprintf("setting kernel parameters (%s)", key))
+}
+
+// confMissing, as a reading's Local, says its conf_file did not exist.
+type confMissing struct{}
+
+func isConfMissing(st *resources.State) bool {
+	_, ok := st.Local.(confMissing)
+	return ok
+}
+
+// confFileMade is what a step that persists a key in a conf_file the
+// host lacks provides: the file, root's and 0644 (rootFile), for a later
+// resource of the plan that sets its mode or owner (resources.Foresight).
+// Its content is the keys' blocks, which the plan does not compose: a
+// resource that reads it finds no content in the prediction.
+func confFileMade(addr, path string) resources.Need {
+	return resources.Need{Namespace: resources.NamespacePath, Value: path, What: "file",
+		Prediction: &resources.Prediction{By: addr, Facts: map[string]string{
+			"kind": "file", "mode": "0644", "owner": "root", "group": "root", "uid": "0", "gid": "0",
+		}}}
 }
 
 // Predict is the sysctl's: the value a step sets, and what it persists

@@ -185,12 +185,19 @@ func TestSysctlConfFile(t *testing.T) {
 	if strings.Join(step.Groups, ",") != "persist,unpersist_old" || step.Change("conf").After.AsString() != "# No routing.\nnet.ipv4.ip_forward = "+fwd+"\n" || !strings.Contains(step.Reason, old) {
 		t.Errorf("step %v %+v: %s", step.Groups, step.Changes, step.Reason)
 	}
+	// The conf_file the host lacks is provided, root's and 0644, for a
+	// later resource that sets its mode (a file planned from it).
+	if len(step.Provides) != 1 || step.Provides[0].Value != path || step.Provides[0].Prediction.Fact("mode") != "0644" || step.Provides[0].Prediction.By != r1.Address() {
+		t.Errorf("provides %+v", step.Provides)
+	}
 	resourcetest.Apply(t, typ, env, r1, resources.Update)
 	if _, err := os.Stat(old); !os.IsNotExist(err) {
 		t.Errorf("the key's own file is still there: %v", err)
 	}
 	r2 := resourcetest.NewRes(t, typ, "apply", map[string]any{"key": "net/ipv4/ip_local_port_range", "value": ports, "conf_file": "90-hardening.conf", "comment": []string{"Ports", "for clients."}})
-	resourcetest.Apply(t, typ, env, r2, resources.Update)
+	if step := resourcetest.Apply(t, typ, env, r2, resources.Update); len(step.Provides) != 0 {
+		t.Errorf("a conf_file that exists is provided: %+v", step.Provides)
+	}
 	want := confHeader("90-hardening.conf") + "# No routing.\nnet.ipv4.ip_forward = " + fwd + "\n# Ports\n# for clients.\nnet.ipv4.ip_local_port_range = " + ports + "\n"
 	if got := resourcetest.ReadFile(t, path); got != want {
 		t.Fatalf("file:\n%s\nwant:\n%s", got, want)
