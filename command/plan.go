@@ -253,6 +253,7 @@ func (b *Base) makePlan(parallelism int, attrs *attrFlags, printOnly bool) (*pla
 		Host:        facts,
 		Version:     Version,
 		PrintOnly:   printOnly,
+		Unhosted:    pol.unhosted,
 		// Nothing reads the recipes' syntax trees after evaluation but
 		// diagnostics, which get what they need from the files' bytes.
 		ReleaseSyntax: true,

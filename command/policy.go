@@ -109,6 +109,9 @@ type loaded struct {
 	// attributes written with host facts unknown), as validate and graph
 	// evaluate; nil when loading failed.
 	scope *eval.Scope
+	// unhosted is scope with the attributes it was written from, for the
+	// planner (eval.WithHost).
+	unhosted *eval.Unhosted
 }
 
 // stamp records the lock's revision in a plan made in policy mode.
@@ -136,12 +139,13 @@ func (b *Base) loadConfig(attrs *attrFlags) (*config.Config, *loaded, diag.Diagn
 		cfg.CommandLine = cli
 	}
 	if cfg != nil && !diags.HasErrors() {
-		scope, _, d := eval.NewScope(cfg, host.Unknown())
+		scope, attrs, d := eval.NewScope(cfg, host.Unknown())
 		diags = diags.Append(d)
 		if !d.HasErrors() {
 			diags = diags.Append(eval.UnreadAttributes(cfg, b.Registry, scope))
 		}
 		l.scope = scope
+		l.unhosted = &eval.Unhosted{Scope: scope, Attrs: attrs, Diags: d}
 	}
 	return cfg, l, cliDiags.Append(diags)
 }

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -57,6 +58,49 @@ func NewScope(cfg *config.Config, host cty.Value) (*Scope, *config.Attributes, h
 		}
 	}
 	return scope, attrs, diags
+}
+
+// Unhosted is cfg's scope written without the host facts (NewScope with
+// host unknown: what validate evaluates in, and what the commands write
+// first, to stop on a bad attribute before the host is read), for
+// WithHost.
+type Unhosted struct {
+	Scope *Scope
+	Attrs *config.Attributes
+	Diags hcl.Diagnostics
+}
+
+// WithHost is NewScope(cfg, host). When no attribute block of cfg reads
+// host, the attributes u wrote without it are the ones host would write,
+// and they are not written again (a role's large map of attributes is
+// merged through the levels once); otherwise, or without u, they are.
+func WithHost(cfg *config.Config, u *Unhosted, host cty.Value) (*Scope, *config.Attributes, hcl.Diagnostics) {
+	if u == nil || u.Scope == nil || u.Attrs == nil || attributesReadHost(cfg) {
+		return NewScope(cfg, host)
+	}
+	if host == cty.NilVal {
+		host = cty.DynamicVal
+	}
+	s := *u.Scope
+	s.Host = host
+	s.Sensitive = slices.Clone(s.Sensitive)
+	return &s, u.Attrs, u.Diags
+}
+
+// attributesReadHost reports whether an expression of cfg's attribute
+// blocks names host. (templatefile sees only the variables it is given.)
+func attributesReadHost(cfg *config.Config) bool {
+	for _, b := range cfg.AttributeBlocks {
+		as, _ := b.Body.JustAttributes()
+		for _, a := range as {
+			for _, tr := range a.Expr.Variables() {
+				if tr.RootName() == "host" {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 func compileAttributes(blocks []*config.AttributeBlock, host cty.Value) (*config.Attributes, hcl.Diagnostics) {

@@ -110,3 +110,40 @@ func TestAttributeErrors(t *testing.T) {
 		})
 	}
 }
+
+// WithHost reuses the attributes written without the host when none
+// reads host, and writes them again when one does: the node is then the
+// host's.
+func TestWithHost(t *testing.T) {
+	for _, c := range []struct {
+		src    string
+		reused bool
+		want   string
+	}{
+		{`default "app" { port = 80 }`, true, "80"},
+		{`default "app" { port = "${host.hostname}:80" }`, false, "web-01:80"},
+	} {
+		cfg, diags := config.LoadDir(writeDir(t, map[string]string{"a.hcl": c.src}), dataRegistry())
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		s, attrs, d := NewScope(cfg, host.Unknown())
+		if d.HasErrors() {
+			t.Fatal(d)
+		}
+		hs, hattrs, d := WithHost(cfg, &Unhosted{Scope: s, Attrs: attrs, Diags: d}, testHost())
+		if d.HasErrors() {
+			t.Fatal(d)
+		}
+		if (hattrs == attrs) != c.reused {
+			t.Errorf("%s: reused %v, want %v", c.src, hattrs == attrs, c.reused)
+		}
+		if !hs.Host.RawEquals(testHost()) || hs == s {
+			t.Errorf("%s: the scope's host is not the host's", c.src)
+		}
+		port := hs.Node.GetAttr("app").GetAttr("port")
+		if got := port.GoString(); !port.IsKnown() || !strings.Contains(got, c.want) {
+			t.Errorf("%s: node.app.port is %s, want %s", c.src, got, c.want)
+		}
+	}
+}

@@ -93,6 +93,10 @@ type Planner struct {
 	Host *host.Facts
 	// Version is toque's version, recorded in the plan.
 	Version string
+	// Unhosted, when set, is the recipes' scope the command wrote
+	// without the host facts: Plan reuses its attributes when none reads
+	// host (eval.WithHost).
+	Unhosted *eval.Unhosted
 	// Now returns the creation time; nil means time.Now.
 	Now func() time.Time
 	// Guards evaluates only_if / not_if; nil means guard.EvaluateAll on
@@ -151,7 +155,7 @@ func (p *Planner) Plan(ctx context.Context, cfg *config.Config) (*plan.Plan, hcl
 	if evalDiags.HasErrors() {
 		return nil, append(diags, evalDiags...)
 	}
-	scope, attrs, d := eval.NewScope(cfg, p.Host.Value())
+	scope, attrs, d := eval.WithHost(cfg, p.Unhosted, p.Host.Value())
 	evalDiags = append(evalDiags, d...)
 	if p.ReleaseSyntax {
 		cfg.ReleaseFiles()
