@@ -6,9 +6,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/toquehq/toque/plan"
 	"github.com/toquehq/toque/resources"
-	"github.com/zclconf/go-cty/cty"
 )
 
 // allowed checks that step, planned from a reading taken in this run, does
@@ -95,6 +96,17 @@ func describeDifferences(t resources.Type, pr *plan.Resource, now *plan.Current)
 		return "not read at plan time"
 	}
 	ds := exactDifferences(t, pr, then, now)
+	if u := then.Extra[resources.ExtraUnknownAtPlan]; u != "" {
+		// Read from a prediction: what it could not know is not a
+		// difference (nor the mark itself).
+		unknown := strings.Split(u, ",")
+		ds = slices.DeleteFunc(ds, func(d plan.Difference) bool {
+			return d.Property == resources.ExtraUnknownAtPlan || (d.Then == "" || d.Then == "(none)") && slices.Contains(unknown, d.Property)
+		})
+		if len(ds) == 0 {
+			return ""
+		}
+	}
 	switch {
 	case len(ds) == 0 && (len(pr.Awaits) > 0 || len(pr.Lazy) > 0):
 		return ""

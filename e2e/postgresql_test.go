@@ -43,6 +43,12 @@ func TestE2EPostgreSQLExample(t *testing.T) {
 	if !strings.Contains(apply, "Apply complete!") || !strings.Contains(apply, " 0 failed") {
 		t.Fatalf("apply:\n%s", apply)
 	}
+	// Every resource is as the plan said right before it converges: the
+	// unit's states its package's scripts set were known only at apply,
+	// and the plan said so.
+	if strings.Contains(apply, "differs from plan") {
+		t.Errorf("a resource differed from the plan at apply:\n%s", apply)
+	}
 	applied := time.Now()
 	if again := toque(0, "plan", "-detailed-exitcode"); !strings.HasPrefix(again, "No changes.") {
 		t.Fatalf("the second plan is not empty:\n%s", again)

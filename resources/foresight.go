@@ -205,3 +205,11 @@ func ForeseenBy(f *Foresight, needs []Need) (*Need, *Prediction) {
 	}
 	return nil, nil
 }
+
+// ExtraUnknownAtPlan is the Extra key of a reading taken from a
+// prediction that lists, comma-separated, the Extra keys and Values it
+// could not know because what decides them runs only at apply (a unit's
+// active and enablement states, which its package's maintainer scripts
+// set). Apply does not note those as differences from the plan when the
+// reading right before the resource converges has them.
+const ExtraUnknownAtPlan = "unknown_at_plan"

@@ -2,6 +2,7 @@ package systemd
 
 import (
 	"context"
+	"strings"
 
 	"github.com/zclconf/go-cty/cty"
 
@@ -53,6 +54,11 @@ func foreseenStatus(ctx context.Context, name string, u unitStatus) (*resources.
 	}
 	st := &resources.State{Exists: true, Values: map[string]cty.Value{}, Extra: map[string]string{}}
 	u.put(st.Extra)
+	unknown := []string{extraActive, extraSub}
+	if u.File == "" {
+		unknown = append(unknown, extraFileState)
+	}
+	st.Extra[resources.ExtraUnknownAtPlan] = strings.Join(unknown, ",")
 	st.Local = &foreseenUnit{by: p.By, scripts: p.Fact("scripts")}
 	return st, true
 }
