@@ -58,8 +58,10 @@ func (p *Planner) foresee(ctx context.Context, logger hclog.Logger, order []*eva
 		}
 		diags = append(diags, overwrittenLater(fs, order, i, current(inst))...)
 		view := fs.Before(i)
+		var itself string // where the resource's own thing comes from
 		if f, ok := inst.Type.(resources.Foreseer); ok && inst.Resource != nil && o.res.Kind != resources.Skip && inst.Resource.Action != "nothing" {
-			if n, _ := resources.ForeseenBy(view, f.Foresees(current(inst).Resource)); n != nil {
+			if n, pred := resources.ForeseenBy(view, f.Foresees(current(inst).Resource)); n != nil {
+				absent := o.res.Current != nil && !o.res.Current.Exists
 				logger.Debug("planning again from what an earlier step predicts", "resource", o.res.Address, "thing", n.Value)
 				res, steps, d := p.planOne(resources.WithForesight(ctx, view), logger, current(inst), salt, pre[current(inst)])
 				o = outcome{res, steps, d}
@@ -67,10 +69,22 @@ func (p *Planner) foresee(ctx context.Context, logger hclog.Logger, order []*eva
 					res.Parent, res.ParentStep = inst.Parent.Address(), inst.ParentStep
 				}
 				results[inst] = o
+				if res != nil && absent && res.Current != nil && res.Current.Exists && n.Namespace == resources.NamespacePath {
+					// The host lacks it; the plan read it from the
+					// step that makes it.
+					verb := "created"
+					if pred.Fact("package") != "" && pred.Fact("kind") != "directory" {
+						verb = "shipped"
+					}
+					itself = fmt.Sprintf("%s: %s by %s", n.Value, verb, pred.By)
+				}
 			}
 		}
 		if o.res != nil {
 			o.res.Provided = providedWords(view, o.steps)
+			if itself != "" {
+				o.res.Provided = append([]string{itself}, o.res.Provided...)
+			}
 		}
 	}
 	return fs, diags

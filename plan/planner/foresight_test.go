@@ -144,6 +144,9 @@ func TestPlanFromWhatEarlierStepsBring(t *testing.T) {
 	if conf.Kind != resources.Update || conf.Current == nil || !conf.Current.Exists || conf.Current.Extra["by"] != "shipper[web] (web 1.0)" {
 		t.Errorf("the shipped file: %s, read %+v; want an update from the file shipper[web] ships", conf.Kind, conf.Current)
 	}
+	if len(conf.Provided) == 0 || conf.Provided[0] != "/etc/web/web.conf: shipped by shipper[web] (web 1.0)" {
+		t.Errorf("the shipped file's provenance: %q", conf.Provided)
+	}
 	if before, _ := conf.Current.Values["content"].Text(); before != "shipped /etc/web/web.conf\n" {
 		t.Errorf("the shipped file was read as %q", before)
 	}
