@@ -2,15 +2,10 @@ package packages
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/internal/shellexec"
 	"github.com/toquehq/toque/resources"
@@ -24,10 +19,7 @@ import (
 type aptUpdateType struct {
 	schema *resources.Schema
 	apt    *aptProvider
-	// root prefixes the stamp's path ("" in production).
-	root string
-	// now is the clock Load reads; nil means time.Now.
-	now func() time.Time
+	refresh
 }
 
 // updateStamp is the file whose time says when apt's lists were last
@@ -39,88 +31,27 @@ const updateStamp = "/var/lib/apt/periodic/update-success-stamp"
 func AptUpdateType() resources.Type { return newAptUpdateType(newAptProvider(), "") }
 
 func newAptUpdateType(apt *aptProvider, root string) *aptUpdateType {
-	return &aptUpdateType{apt: apt, root: root, schema: &resources.Schema{
-		Name:        "apt_update",
-		Description: "Updates apt's package lists (apt-get update), periodically or every time.",
-		Properties: []*resources.Property{
-			{Name: "name", Type: cty.String, NameProperty: true,
-				Description: "A name for the resource; defaults to the block label."},
-			{Name: "frequency", Type: cty.Number, NonState: true, Default: cty.NumberIntVal(86400), Validate: props.PositiveInt("frequency"),
-				Description: "Seconds: periodic updates the lists only when they are older than this (a day by default)."},
-			{Name: "lock_timeout", Type: cty.Number, NonState: true, Default: cty.NumberIntVal(defaultLockTimeout), Validate: props.ValidateTimeout,
-				Description: "Seconds to wait for apt's lock when another process holds it."},
-			{Name: "timeout", Type: cty.Number, NonState: true, Default: cty.NumberIntVal(defaultPackageTimeout), Validate: props.ValidateTimeout,
-				Description: "Seconds apt-get update may take."},
-		},
-		Actions:       []string{"periodic", "update"},
-		DefaultAction: "periodic",
-	}}
+	return &aptUpdateType{apt: apt,
+		schema:  refreshSchema("apt_update", "Updates apt's package lists (apt-get update), periodically or every time.", "the lists", "apt's", "apt-get update"),
+		refresh: refresh{stamp: updateStamp, root: root, source: "apt", what: "apt package lists", words: listsUpdated}}
 }
 
 func (t *aptUpdateType) Schema() *resources.Schema { return t.schema }
 
-// Load reads when the lists were last updated (the stamp's time) and,
-// for periodic, whether that is longer ago than frequency. Both are in
-// the reading: a plan that said "not due" goes stale once it is due.
+// Load reads the stamp (refresh.load).
 func (t *aptUpdateType) Load(ctx context.Context, r *resources.Resource) (*resources.State, error) {
-	if err := props.CtxErr(ctx, "reading "+updateStamp); err != nil {
-		return nil, err
-	}
-	st := &resources.State{Exists: true, Values: map[string]cty.Value{}, Extra: map[string]string{}}
-	fi, err := os.Stat(t.root + updateStamp)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		st.Extra["updated"] = "never"
-		if r.EffectiveAction() == "periodic" {
-			st.Extra["due"] = "yes"
-		}
-	case err != nil:
-		return nil, fmt.Errorf("reading %s: %w", updateStamp, err)
-	default:
-		st.Extra["updated"] = fi.ModTime().UTC().Format(time.RFC3339)
-		if r.EffectiveAction() != "periodic" {
-			break
-		}
-		now := time.Now
-		if t.now != nil {
-			now = t.now
-		}
-		freq := time.Duration(r.Int("frequency")) * time.Second
-		st.Extra["due"] = "no"
-		if now().Sub(fi.ModTime()) >= freq {
-			st.Extra["due"] = "yes"
-		}
-	}
-	return st, nil
+	return t.load(ctx, r)
 }
 
 // Plan: update always runs; periodic runs when the lists are due.
 func (t *aptUpdateType) Plan(action string, desired *resources.Resource, current *resources.State) (*resources.Step, error) {
-	provides := []resources.Need{{Namespace: resources.NamespaceAptSource, Value: "apt", What: "apt package lists"}}
-	switch action {
-	case "update":
-		return &resources.Step{Kind: resources.Run, Reason: "update runs every time; " + listsUpdated(current.Extra["updated"]), Provides: provides}, nil
-	case "periodic":
-		freq := strconv.Itoa(desired.Int("frequency"))
-		if current.Extra["due"] != "yes" {
-			return &resources.Step{Kind: resources.NoOp, Reason: listsUpdated(current.Extra["updated"]) + ", less than frequency (" + freq + " s) ago"}, nil
-		}
-		if current.Extra["updated"] == "never" {
-			return &resources.Step{Kind: resources.Run, Reason: listsUpdated("never"), Provides: provides}, nil
-		}
-		return &resources.Step{Kind: resources.Run, Reason: listsUpdated(current.Extra["updated"]) + ", frequency (" + freq + " s) ago or more", Provides: provides}, nil
-	default:
-		return nil, resources.UnknownAction(t.schema, action)
-	}
+	return t.plan(t.schema, action, desired, current)
 }
 
-// Meets says that an apt_update that runs (update, or periodic when
-// due) meets a package's need for a repository that offers it, at apply:
-// the package's version is known once the lists it reads are
-// (resources.NeedMeeter).
+// Meets says that an apt_update that runs meets an apt package's need for
+// a repository that offers it, at apply (resources.NeedMeeter).
 func (t *aptUpdateType) Meets(desired *resources.Resource, n resources.Need) bool {
-	a := desired.EffectiveAction()
-	return n.Namespace == resources.NamespaceAptSource && n.Value == "apt" && (a == "update" || a == "periodic")
+	return t.meets(desired, n)
 }
 
 // listsUpdated words when the lists were last updated.
@@ -167,17 +98,7 @@ func (t *aptUpdateType) update(ctx context.Context, env *resources.Env, desired 
 	if len(others) > 0 {
 		env.Log().Warn("apt-get update warned", "warnings", strings.Join(others, "\n"))
 	}
-	stamp := t.root + updateStamp
-	if err := os.MkdirAll(filepath.Dir(stamp), 0o755); err != nil {
-		return fmt.Errorf("apt-get update succeeded, but the stamp cannot be written: %w", err)
-	}
-	f, err := os.OpenFile(stamp, os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return fmt.Errorf("apt-get update succeeded, but the stamp cannot be written: %w", err)
-	}
-	f.Close()
-	now := time.Now()
-	return os.Chtimes(stamp, now, now)
+	return t.touch("apt-get update")
 }
 
 // failedFetches sorts apt-get update's W: and E: lines (in the C locale):

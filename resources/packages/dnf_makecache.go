@@ -2,14 +2,7 @@ package packages
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
-	"time"
-
-	"github.com/zclconf/go-cty/cty"
 
 	"github.com/toquehq/toque/resources"
 	"github.com/toquehq/toque/resources/internal/props"
@@ -31,9 +24,7 @@ import (
 type dnfMakecacheType struct {
 	schema *resources.Schema
 	dnf    *dnfProvider
-	// root prefixes the stamp's path ("" in production).
-	root string
-	now  func() time.Time
+	refresh
 }
 
 // makecacheStamp is dnf's own record of its last timed makecache (dnf
@@ -45,84 +36,27 @@ const makecacheStamp = "/var/cache/dnf/last_makecache"
 func DnfMakecacheType() resources.Type { return newDnfMakecacheType(newDnfProvider(), "") }
 
 func newDnfMakecacheType(dnf *dnfProvider, root string) *dnfMakecacheType {
-	return &dnfMakecacheType{dnf: dnf, root: root, schema: &resources.Schema{
-		Name:        "dnf_makecache",
-		Description: "Refreshes dnf's metadata cache (dnf makecache --refresh), periodically or every time: apt_update's equivalent on RHEL and Fedora.",
-		Properties: []*resources.Property{
-			{Name: "name", Type: cty.String, NameProperty: true,
-				Description: "A name for the resource; defaults to the block label."},
-			{Name: "frequency", Type: cty.Number, NonState: true, Default: cty.NumberIntVal(86400), Validate: props.PositiveInt("frequency"),
-				Description: "Seconds: periodic refreshes the cache only when it is older than this (a day by default)."},
-			{Name: "lock_timeout", Type: cty.Number, NonState: true, Default: cty.NumberIntVal(defaultLockTimeout), Validate: props.ValidateTimeout,
-				Description: "Seconds to wait for dnf's lock when another process holds it."},
-			{Name: "timeout", Type: cty.Number, NonState: true, Default: cty.NumberIntVal(defaultPackageTimeout), Validate: props.ValidateTimeout,
-				Description: "Seconds dnf makecache may take."},
-		},
-		Actions:       []string{"periodic", "update"},
-		DefaultAction: "periodic",
-	}}
+	return &dnfMakecacheType{dnf: dnf,
+		schema:  refreshSchema("dnf_makecache", "Refreshes dnf's metadata cache (dnf makecache --refresh), periodically or every time: apt_update's equivalent on RHEL and Fedora.", "the cache", "dnf's", "dnf makecache"),
+		refresh: refresh{stamp: makecacheStamp, root: root, source: "dnf", what: "dnf metadata cache", words: cacheRefreshed}}
 }
 
 func (t *dnfMakecacheType) Schema() *resources.Schema { return t.schema }
 
-// Load reads when the cache was last refreshed (the stamp's time) and,
-// for periodic, whether that is longer ago than frequency.
+// Load reads the stamp (refresh.load).
 func (t *dnfMakecacheType) Load(ctx context.Context, r *resources.Resource) (*resources.State, error) {
-	if err := props.CtxErr(ctx, "reading "+makecacheStamp); err != nil {
-		return nil, err
-	}
-	st := &resources.State{Exists: true, Values: map[string]cty.Value{}, Extra: map[string]string{}}
-	fi, err := os.Stat(t.root + makecacheStamp)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		st.Extra["updated"] = "never"
-		if r.EffectiveAction() == "periodic" {
-			st.Extra["due"] = "yes"
-		}
-	case err != nil:
-		return nil, fmt.Errorf("reading %s: %w", makecacheStamp, err)
-	default:
-		st.Extra["updated"] = fi.ModTime().UTC().Format(time.RFC3339)
-		if r.EffectiveAction() != "periodic" {
-			break
-		}
-		now := time.Now
-		if t.now != nil {
-			now = t.now
-		}
-		st.Extra["due"] = "no"
-		if now().Sub(fi.ModTime()) >= time.Duration(r.Int("frequency"))*time.Second {
-			st.Extra["due"] = "yes"
-		}
-	}
-	return st, nil
+	return t.load(ctx, r)
 }
 
 // Plan: update always runs; periodic runs when the cache is due.
 func (t *dnfMakecacheType) Plan(action string, desired *resources.Resource, current *resources.State) (*resources.Step, error) {
-	provides := []resources.Need{{Namespace: resources.NamespaceAptSource, Value: "dnf", What: "dnf metadata cache"}}
-	updated := cacheRefreshed(current.Extra["updated"])
-	switch action {
-	case "update":
-		return &resources.Step{Kind: resources.Run, Reason: "update runs every time; " + updated, Provides: provides}, nil
-	case "periodic":
-		freq := strconv.Itoa(desired.Int("frequency"))
-		switch {
-		case current.Extra["due"] != "yes":
-			return &resources.Step{Kind: resources.NoOp, Reason: updated + ", less than frequency (" + freq + " s) ago"}, nil
-		case current.Extra["updated"] == "never":
-			return &resources.Step{Kind: resources.Run, Reason: updated, Provides: provides}, nil
-		}
-		return &resources.Step{Kind: resources.Run, Reason: updated + ", frequency (" + freq + " s) ago or more", Provides: provides}, nil
-	}
-	return nil, resources.UnknownAction(t.schema, action)
+	return t.plan(t.schema, action, desired, current)
 }
 
 // Meets says that a dnf_makecache that runs meets a dnf package's need
 // for a repository that offers it, at apply (resources.NeedMeeter).
 func (t *dnfMakecacheType) Meets(desired *resources.Resource, n resources.Need) bool {
-	a := desired.EffectiveAction()
-	return n.Namespace == resources.NamespaceAptSource && n.Value == "dnf" && (a == "update" || a == "periodic")
+	return t.meets(desired, n)
 }
 
 func cacheRefreshed(updated string) string {
@@ -133,28 +67,18 @@ func cacheRefreshed(updated string) string {
 }
 
 // Steps run dnf makecache --refresh, then touch the stamp.
-func (t *dnfMakecacheType) Steps() resources.Steps { return resources.Steps{Run: t.refresh} }
+func (t *dnfMakecacheType) Steps() resources.Steps { return resources.Steps{Run: t.makecache} }
 
-// refresh runs dnf makecache with every repository's
+// makecache runs dnf makecache with every repository's
 // skip_if_unavailable off, so that a repository dnf cannot reach fails
 // the resource (with it on, the default of some distributions, dnf would
 // warn and exit 0, keeping the old metadata); the stamp is written only
 // when every repository was refreshed.
-func (t *dnfMakecacheType) refresh(ctx context.Context, env *resources.Env, desired *resources.Resource, _ *resources.State, _ *resources.Step) error {
+func (t *dnfMakecacheType) makecache(ctx context.Context, env *resources.Env, desired *resources.Resource, _ *resources.State, _ *resources.Step) error {
 	argv := []string{"dnf", "-y", "--setopt=*.skip_if_unavailable=False", "--setopt=exit_on_lock=True", "makecache", "--refresh"}
 	env.Log().Info("running dnf makecache")
 	if err := t.dnf.runLocked(ctx, env.Log(), argv, props.Seconds(desired.Get("timeout")), props.Seconds(desired.Get("lock_timeout"))); err != nil {
 		return fmt.Errorf("%w\nThe metadata cache is not up to date, and the stamp is not written: fix the repository (or disable it), then apply again", err)
 	}
-	stamp := t.root + makecacheStamp
-	if err := os.MkdirAll(filepath.Dir(stamp), 0o755); err != nil {
-		return fmt.Errorf("dnf makecache succeeded, but the stamp cannot be written: %w", err)
-	}
-	f, err := os.OpenFile(stamp, os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return fmt.Errorf("dnf makecache succeeded, but the stamp cannot be written: %w", err)
-	}
-	f.Close()
-	now := time.Now()
-	return os.Chtimes(stamp, now, now)
+	return t.touch("dnf makecache")
 }
