@@ -194,10 +194,10 @@ func mountRunToque() error {
 // real apply with the default lock is refused, naming it.
 func TestE2EHostLockIsHeldByARealApply(t *testing.T) {
 	t.Parallel()
-	testenv.MustHave(t, testenv.Root)
+	testenv.MustHave(t, testenv.Root, testenv.Unshare)
 	holder := os.Getenv(holderEnv)
 	if holder == "" {
-		t.Skip("no real apply holds the host-wide lock: TestMain could not make a mount namespace (it says why)")
+		t.Fatal("no real apply holds the host-wide lock: TestMain could not make a mount namespace here, which root with unshare can (its log says why)")
 	}
 	e := newEnv(t)
 	e.recipe("a.hcl", `file "ROOT/a" { content = "a\n" }`)
