@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"time"
 
 	"github.com/toquehq/toque/plan"
@@ -277,6 +278,9 @@ func ReadBundle(path string, trusted []plan.PublicKey, trustedFrom string) (*Bun
 		if hexSum(data) != h.PlanSHA256 {
 			return nil, fmt.Errorf("%w: %s: the plan of %s does not match the manifest (sha256 %s, manifest %s)", ErrBundleEdited, path, h.Alias, hexSum(data), h.PlanSHA256)
 		}
+		if d, err := PlanFileDigest(data); err != nil || d != h.PlanDigest {
+			return nil, fmt.Errorf("%w: %s: the plan of %s has digest %q, the manifest says %s", ErrBundleEdited, path, h.Alias, d, h.PlanDigest)
+		}
 		b.Plans[h.Alias] = data
 	}
 	for name, h := range want {
@@ -346,8 +350,48 @@ func decodeManifest(path string, data []byte, trusted []plan.PublicKey, trustedF
 		if h.Plan != "" && h.Plan != PlanEntry(h.Alias) {
 			return nil, fmt.Errorf("%w: %s puts the plan of %s at %q", ErrBundleEdited, path, h.Alias, h.Plan)
 		}
+		if err := checkEntry(&h); err != nil {
+			return nil, fmt.Errorf("%w: %s: host %s: %v", ErrBundleEdited, path, h.Alias, err)
+		}
 	}
 	return b, nil
+}
+
+// sha256Hex and planDigestSyntax are the only shapes of a manifest's
+// digests: they reach the hosts' shell scripts (fleet apply).
+var (
+	sha256Hex        = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	planDigestSyntax = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+)
+
+// checkEntry refuses a host entry whose fields are not what fleet plan
+// writes: a status it does not know, a plan missing for a status that has
+// one, digests of another shape. A manifest's checksum covers only its
+// bytes; an unsigned bundle can be edited whole, so nothing of it reaches
+// a host unchecked.
+func checkEntry(h *HostEntry) error {
+	switch h.Status {
+	case StatusChanges:
+		if h.Plan == "" {
+			return errors.New("changes without a plan")
+		}
+	case StatusNoChanges, StatusError, StatusUnreachable:
+	default:
+		return fmt.Errorf("unknown status %q", h.Status)
+	}
+	if h.Plan == "" {
+		if h.PlanSHA256 != "" || h.PlanDigest != "" {
+			return errors.New("plan digests without a plan")
+		}
+		return nil
+	}
+	if !sha256Hex.MatchString(h.PlanSHA256) {
+		return fmt.Errorf("plan_sha256 %q is not a sha256", h.PlanSHA256)
+	}
+	if !planDigestSyntax.MatchString(h.PlanDigest) {
+		return fmt.Errorf("plan_digest %q is not a plan digest", h.PlanDigest)
+	}
+	return nil
 }
 
 func verifyBundleSignature(path string, raw json.RawMessage, digest string) (*plan.PublicKey, error) {

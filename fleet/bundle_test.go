@@ -252,3 +252,39 @@ func TestRecipesArchiveIsReproducible(t *testing.T) {
 		t.Error("unpacked a bundle that does not match its digest")
 	}
 }
+
+// A manifest's fields reach the hosts' shell scripts: a bundle whose
+// checksum is right (an unsigned bundle can be rewritten whole) but
+// whose digests are not digests, whose plan digest is not its plan's, or
+// whose status lacks its plan, is refused before any host is contacted.
+func TestBundleManifestFieldsChecked(t *testing.T) {
+	dir := t.TempDir()
+	plans := map[string][]byte{"web-01": planFile(t, "web-01")}
+	good, _ := PlanFileDigest(plans["web-01"])
+	for name, edit := range map[string]func(h *HostEntry){
+		"shell in plan_digest": func(h *HostEntry) { h.PlanDigest = "x; touch /tmp/pwned" },
+		"another plan digest":  func(h *HostEntry) { h.PlanDigest = "sha256:" + strings.Repeat("0", 64) },
+		"unknown status":       func(h *HostEntry) { h.Status = "$(reboot)" },
+	} {
+		m := testManifest("web-01")
+		m.Hosts[0].PlanDigest = good
+		edit(&m.Hosts[0])
+		p := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".plan")
+		if _, err := WriteBundle(p, m, plans, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadBundle(p, nil, ""); !errors.Is(err, ErrBundleEdited) {
+			t.Errorf("%s: %v, want ErrBundleEdited", name, err)
+		}
+	}
+	for _, h := range []HostEntry{
+		{Alias: "a", Status: StatusChanges, Plan: "hosts/a/plan.out", PlanSHA256: "$(id)", PlanDigest: good},
+		{Alias: "a", Status: StatusChanges},
+		{Alias: "a", Status: StatusUnreachable, PlanSHA256: strings.Repeat("a", 64)},
+		{Alias: "a", Status: "$(reboot)"},
+	} {
+		if err := checkEntry(&h); err == nil {
+			t.Errorf("%+v accepted", h)
+		}
+	}
+}

@@ -333,12 +333,12 @@ func applyScript(agentDigest, planSHA, digest string, h *Host) string {
 		verify = " -verify-key=" + shQuote(h.VerifyKey)
 	}
 	return cacheSetup + fmt.Sprintf(`find "$C/applies" "$C/runs" -mindepth 1 -maxdepth 1 -mtime +30 -exec rm -rf {} + 2>/dev/null
-D="$C/applies/%s"; mkdir -p "$D" || { echo "toque-error cache cannot make $D"; exit 3; }
+D="$C/applies/"%s; mkdir -p "$D" || { echo "toque-error cache cannot make $D"; exit 3; }
 if ! cat > "$D/plan.out.tmp"; then rm -f "$D/plan.out.tmp"; echo "toque-error cache cannot write the plan to $D"; exit 3; fi
 mv -f "$D/plan.out.tmp" "$D/plan.out" || exit 3
 echo "toque-apply-pid $$"
-exec %s"$C/agents/%s" apply -json -no-color -expect-digest=%s%s "$D/plan.out"
-`, planSHA, envArgs(h.Environment), agentDigest, digest, verify)
+exec %s"$C/agents/"%s apply -json -no-color -expect-digest=%s%s "$D/plan.out"
+`, shQuote(planSHA), envArgs(h.Environment), shQuote(agentDigest), shQuote(digest), verify)
 }
 
 // interruptScript sends SIGINT to the apply whose pid applyScript

@@ -223,6 +223,12 @@ var fixedOptions = []Option{
 	{"RemoteCommand", "none"},
 	{"PermitLocalCommand", "no"},
 	{"ClearAllForwardings", "yes"},
+	// A user's "Host * ForwardAgent yes" must not hand their agent (or
+	// X display) to every host of a fleet: one compromised host would
+	// reach the others.
+	{"ForwardAgent", "no"},
+	{"ForwardX11", "no"},
+	{"ForwardX11Trusted", "no"},
 }
 
 // options is what toque gives ssh for a route, after ControlPath: its
@@ -704,7 +710,10 @@ func (c *Conn) Close() {
 		return
 	}
 	c.closed = true
-	if c.Route.persists() {
+	// A master persists only when a later command could reuse it: with
+	// no trust stamp (a KnownHostsCommand, an unreadable known_hosts) it
+	// never will, and an authenticated connection would idle for nothing.
+	if c.Route.persists() && c.stamp != "" {
 		return
 	}
 	unlock, err := lockFile(c.socket + ".lock")
