@@ -152,14 +152,17 @@ func sudoLine(what, s string) error {
 }
 
 // bare reports the first of chars in s that is neither escaped with a
-// backslash nor inside double quotes, and its byte offset.
-func bare(s, chars string) (rune, int) {
+// backslash nor, when quotes is set, inside double quotes, and its byte
+// offset. sudoers honours double quotes in Defaults values only: in a
+// command's arguments a " is a character like any other
+// (cvtsudoers reads `/usr/bin/printf "x, ALL` as two commands).
+func bare(s, chars string, quotes bool) (rune, int) {
 	quoted := false
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case c == '\\':
 			i++
-		case c == '"':
+		case quotes && c == '"':
 			quoted = !quoted
 		case !quoted && strings.IndexByte(chars, c) >= 0:
 			return rune(c), i
@@ -228,7 +231,7 @@ func checkSudoCommand(what, s string) error {
 	if err := sudoLine(what, s); err != nil {
 		return err
 	}
-	if c, i := bare(s, ",#"); i >= 0 {
+	if c, i := bare(s, ",#", false); i >= 0 {
 		if c == ',' {
 			return fmt.Errorf("%s %q has a bare comma at byte %d, which sudoers reads as the start of another command (so /bin/a x, /bin/sh would grant a shell); give each command as its own element, and write \\, for a comma in an argument (in HCL: \"\\\\,\")", what, s, i+1)
 		}
@@ -302,7 +305,7 @@ func checkSudoDefault(what, s string) error {
 	if err := sudoLine(what, s); err != nil {
 		return err
 	}
-	if c, i := bare(s, ",#"); i >= 0 {
+	if c, i := bare(s, ",#", true); i >= 0 {
 		if c == ',' {
 			return fmt.Errorf("%s %q has a comma at byte %d outside quotes, which sudoers reads as the start of another setting: give each setting as its own element", what, s, i+1)
 		}

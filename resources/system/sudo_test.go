@@ -119,6 +119,10 @@ func TestSudoValidation(t *testing.T) {
 		{"groups", list("sysadmins, superusers"), "holds a comma"},
 		{"commands", list("ALL", "WEB_CMDS", "/usr/bin/systemctl restart nginx", "!/bin/su", "sudoedit /etc/motd", `/bin/echo a\,b`, `/bin/echo \#1`), ""},
 		{"commands", list("/bin/ls /tmp, /bin/sh"), "bare comma at byte 13"},
+		// A double quote is not quoting in a command (cvtsudoers reads
+		// this as /usr/bin/printf "x and ALL).
+		{"commands", list(`/usr/bin/printf "x, ALL`), "bare comma at byte 19"},
+		{"commands", list(`/usr/bin/printf "a # b"`), "bare # at byte 20"},
 		{"commands", list("/usr/bin/less /var/log/syslog # read-only"), "bare # at byte 31"},
 		{"commands", list(`/bin/foo \`), "ends with a backslash"},
 		{"commands", list("/bin/foo\n/bin/sh"), "must be one line"},
