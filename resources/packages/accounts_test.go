@@ -1,7 +1,9 @@
 package packages
 
 import (
+	"archive/tar"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -27,5 +29,16 @@ addgroup --system toque-extra
 	want = []debAccount{{"user", "toque-svc", "postinst"}, {"group", "toque-svc", "postinst"}, {"group", "toque_web", "postinst"}, {"group", "toque-extra", "postinst"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("scripts: %+v", got)
+	}
+}
+
+// A .deb's sysusers.d file is kept, so the accounts it declares are read
+// (its content was dropped as neither conffile nor unit).
+func TestDebSysusersKept(t *testing.T) {
+	text := "u toqsvc - \"toque service\" /var/lib/toqsvc\n"
+	h := &tar.Header{Name: "./usr/lib/sysusers.d/toqsvc.conf", Typeflag: tar.TypeReg, Size: int64(len(text)), Mode: 0o644}
+	e, err := debEntryOf(h, strings.NewReader(text), nil)
+	if err != nil || e == nil || !e.HasContent || string(e.ContentBytes) != text {
+		t.Fatalf("entry %+v, %v", e, err)
 	}
 }

@@ -63,7 +63,7 @@ type debAccount struct {
 }
 
 // debManifestFormat is the manifest format this build writes.
-const debManifestFormat = 3
+const debManifestFormat = 4
 
 // debEntry is one path of the archive's data member.
 type debEntry struct {
@@ -108,9 +108,10 @@ const (
 )
 
 // keptContent reports whether the content of the regular file at p is
-// kept in the manifest: a configuration file, or a systemd unit file.
+// kept in the manifest: a configuration file, a systemd unit file, or a
+// sysusers.d file (the accounts the package creates are read from it).
 func keptContent(p string, conffile bool) bool {
-	return conffile || unitPath(p) != ""
+	return conffile || unitPath(p) != "" || sysusersPath(p)
 }
 
 // unitDirs are where packages ship systemd units.

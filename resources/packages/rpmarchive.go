@@ -290,7 +290,7 @@ func (p *dnfProvider) readPayload(ctx context.Context, file string, m *debManife
 			return nil
 		}
 		e := &m.Entries[i]
-		keep := keptContent(e.Path, e.Conffile) || sysusersPath(e.Path)
+		keep := keptContent(e.Path, e.Conffile)
 		h := sha256.New()
 		var buf strings.Builder
 		w := io.Writer(h)
