@@ -96,19 +96,8 @@ func describeDifferences(t resources.Type, pr *plan.Resource, now *plan.Current)
 		return "not read at plan time"
 	}
 	ds := exactDifferences(t, pr, then, now)
-	if u := then.Extra[resources.ExtraUnknownAtPlan]; u != "" {
-		// Read from a prediction: what it could not know is not a
-		// difference (nor the mark itself).
-		unknown := strings.Split(u, ",")
-		ds = slices.DeleteFunc(ds, func(d plan.Difference) bool {
-			return d.Property == resources.ExtraUnknownAtPlan || (d.Then == "" || d.Then == "(none)") && slices.Contains(unknown, d.Property)
-		})
-		if len(ds) == 0 {
-			return ""
-		}
-	}
 	switch {
-	case len(ds) == 0 && (len(pr.Awaits) > 0 || len(pr.Lazy) > 0):
+	case len(ds) == 0 && (len(pr.Awaits) > 0 || len(pr.Lazy) > 0 || then.Extra[resources.ExtraUnknownAtPlan] != ""):
 		return ""
 	case len(ds) == 0:
 		return "the live state's fingerprint differs from the plan's"

@@ -18,6 +18,11 @@ func TestDescribeDifferencesUnknownAtPlan(t *testing.T) {
 	if got := describeDifferences(typ, pr, now); got != "" {
 		t.Errorf("known only at apply, noted: %q", got)
 	}
+	// Pre-flight's staleness rule sets them aside too (a resumed apply
+	// reads the unit the package installed).
+	if ds := exactDifferences(typ, pr, then, now); len(ds) != 0 {
+		t.Errorf("known only at apply, stale: %+v", ds)
+	}
 	now.Extra["load_state"] = "masked"
 	if got := describeDifferences(typ, pr, now); got != "load_state: loaded at plan time, now masked" {
 		t.Errorf("a real difference: %q", got)

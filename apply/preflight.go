@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/toquehq/toque/guard"
@@ -230,6 +232,15 @@ func plannedFingerprint(r *plan.Resource) string {
 // with it: a file's content).
 func exactDifferences(t resources.Type, pr *plan.Resource, then, now *plan.Current) []plan.Difference {
 	ds := plan.CompareCurrent(then, now)
+	if u := then.Extra[resources.ExtraUnknownAtPlan]; u != "" {
+		// Read from a prediction: what it could not know is set aside
+		// (nor is the mark itself a difference), here as for Awaits.
+		unknown := strings.Split(u, ",")
+		ds = slices.DeleteFunc(ds, func(d plan.Difference) bool {
+			_, had := then.Extra[d.Property]
+			return d.Property == resources.ExtraUnknownAtPlan || !had && slices.Contains(unknown, d.Property)
+		})
+	}
 	if len(pr.Awaits) == 0 && len(pr.Lazy) == 0 {
 		return ds
 	}
