@@ -382,11 +382,6 @@ func (t *fileType) Stage(ctx context.Context, env *resources.Env, desired *resou
 
 func (t *fileType) update(ctx context.Context, env *resources.Env, desired *resources.Resource, current *resources.State, step *resources.Step) error {
 	path := desired.String("path")
-	if step.HasGroup("content") {
-		if err := verifyContent(ctx, env, desired, path, []byte(desired.String("content"))); err != nil {
-			return err
-		}
-	}
 	f, err := lookupPath(path, desired.Bool("manage_symlink_source"))
 	if err != nil {
 		return fmt.Errorf("updating %s: %w", path, err)
@@ -399,6 +394,13 @@ func (t *fileType) update(ctx context.Context, env *resources.Env, desired *reso
 		return fmt.Errorf("updating %s: it is a symbolic link now: %w", path, ErrChanged)
 	case f.followed && f.path() != current.Extra["resolved_path"]:
 		return fmt.Errorf("updating %s: the link leads to %s now, not %s: %w", path, f.path(), current.Extra["resolved_path"], ErrChanged)
+	}
+	if step.HasGroup("content") {
+		// Once the file is known to be the one planned on, before
+		// anything is written.
+		if err := verifyContent(ctx, env, desired, path, []byte(desired.String("content"))); err != nil {
+			return err
+		}
 	}
 	real := f.path()
 	u, err := openToUpdate(f, desired, current, real)

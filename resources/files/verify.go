@@ -23,7 +23,7 @@ import (
 // in an HCL string).
 func VerifyProperty() *resources.Property {
 	return &resources.Property{Name: "verify", Type: cty.List(cty.String), NonState: true, Runs: true, Validate: validateVerify,
-		Description: "Commands run by /bin/sh on the new content before it is written, as Ansible's validate: %s is a private temporary file holding it (\"sshd -t -f %s\", \"nginx -t -c %s\"). A command that fails fails the resource, and the file is left as it is."}
+		Description: "Commands run by /bin/sh on the new content before it is written, as Ansible's validate: %s is a private temporary file holding it (\"sshd -t -f %s\", \"nginx -t -c %s\"). A command that fails fails the resource, and the file is left as it is. A check reads and changes nothing: the plan does not treat it as a writer of anything."}
 }
 
 // verifyTimeout bounds one verify command.
@@ -49,6 +49,13 @@ func validateVerify(v cty.Value) error {
 	return nil
 }
 
+// verifyScript is cmd with each %s, bare or already quoted ("%s",
+// '%s'), made "$1": the temporary file's path is an argument of the
+// shell, never text of the command, and a quoted %s stays one word.
+func verifyScript(cmd string) string {
+	return strings.NewReplacer(`"%s"`, `"$1"`, `'%s'`, `"$1"`, "%s", `"$1"`).Replace(cmd)
+}
+
 // verifyContent runs desired's verify commands on content, written to a
 // private temporary file (the base name of path, in a directory only
 // toque's user can enter), before anything at path changes. The path
@@ -72,7 +79,7 @@ func verifyContent(ctx context.Context, env *resources.Env, desired *resources.R
 	for it := v.ElementIterator(); it.Next(); {
 		_, e := it.Element()
 		cmd := e.AsString()
-		script := strings.ReplaceAll(cmd, "%s", `"$1"`)
+		script := verifyScript(cmd)
 		res, err := shellexec.Run(ctx, shellexec.Spec{
 			Argv: []string{"/bin/sh", "-c", script, "sh", tmp}, Timeout: verifyTimeout,
 			Logger: logger, Sensitive: env.Sensitive,

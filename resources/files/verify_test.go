@@ -47,6 +47,11 @@ func TestFileVerify(t *testing.T) {
 		t.Errorf("a refused update changed the file: %q", b)
 	}
 
+	// A %s the recipe quoted stays one word, spaces and all.
+	spaced := filepath.Join(dir, "with space.conf")
+	quoted := resourcetest.NewRes(t, ft, "create", map[string]any{"path": spaced, "content": "good\n", "verify": []string{`grep -qx good "%s"`, `test -f '%s'`}})
+	resourcetest.Apply(t, ft, env, quoted, resources.Create)
+
 	odd := filepath.Join(dir, "a$(touch pwned)`touch pwned2`;b.conf")
 	resourcetest.Apply(t, ft, env, res(odd, "good\n"), resources.Create)
 	cwd, _ := os.Getwd()
