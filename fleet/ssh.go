@@ -22,6 +22,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/toquehq/toque/internal/shellexec"
+	"github.com/toquehq/toque/internal/trust"
 )
 
 // SSH is the system ssh client, run with toque's own master connections:
@@ -80,6 +81,13 @@ func ControlDir(runtimeDir string) (string, error) {
 	var whys []string
 	for _, d := range dirs {
 		if len(d)+1+16 > maxSocketPath {
+			continue
+		}
+		// The directories above it too: in a parent another user may
+		// write (a TMPDIR without the sticky bit), the directory could be
+		// swapped after it was checked, with sockets that answer.
+		if err := trust.Ancestors(filepath.Dir(d)); err != nil {
+			whys = append(whys, err.Error())
 			continue
 		}
 		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {

@@ -1,6 +1,11 @@
 package fleet
 
-import "testing"
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
 
 // toque's own options come first (ssh keeps the first value of each), so
 // a user's or inventory's ForwardAgent yes cannot hand the agent to every
@@ -17,5 +22,27 @@ func TestRouteOptionsForwardNothing(t *testing.T) {
 		if first[k] != "no" {
 			t.Errorf("%s is %q first, want no", k, first[k])
 		}
+	}
+}
+
+// A control directory under a parent other users may write (no sticky
+// bit) is refused: it could be swapped for one whose sockets answer. The
+// next candidate, $TMPDIR's, is taken.
+func TestControlDirAncestors(t *testing.T) {
+	open := filepath.Join(t.TempDir(), "open")
+	if err := os.Mkdir(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	safe := t.TempDir()
+	t.Setenv("TMPDIR", safe)
+	d, err := ControlDir(open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(safe, fmt.Sprintf("toque-fleet-%d", os.Getuid())); d != want {
+		t.Errorf("control directory %s, want %s (not under the world-writable %s)", d, want, open)
 	}
 }
