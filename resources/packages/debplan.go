@@ -112,9 +112,23 @@ func (t *packageType) readArchives(ctx context.Context, arch debArchiver, rs []*
 		fail(err)
 		return
 	}
-	byKey := map[string]*debRef{}
+	// One name and version may come for several architectures
+	// (libc6:amd64 and libc6:i386): each change takes its own.
+	byKey := map[string][]*debRef{}
 	for _, d := range refs {
-		byKey[d.Name+"="+d.Version] = d
+		byKey[d.Name+"="+d.Version] = append(byKey[d.Name+"="+d.Version], d)
+	}
+	refOf := func(c PackageChange) *debRef {
+		ds := byKey[c.Name+"="+c.To]
+		for _, d := range ds {
+			if d.Arch == c.Arch {
+				return d
+			}
+		}
+		if len(ds) == 1 {
+			return ds[0] // an Architecture: all package, or an arch apt did not say
+		}
+		return nil
 	}
 	for _, i := range need {
 		var debs []*debRef
@@ -128,13 +142,17 @@ func (t *packageType) readArchives(ctx context.Context, arch debArchiver, rs []*
 			debs = append(debs, d)
 		}
 		for _, c := range changes[i] {
-			if d := byKey[c.Name+"="+c.To]; d != nil {
+			if d := refOf(c); d != nil && !slices.Contains(debs, d) {
 				debs = append(debs, d)
 			}
 		}
 		st := states[i]
 		for _, d := range debs {
-			st.Extra[xDeb+d.Name] = d.fact()
+			k := xDeb + d.Name
+			if _, taken := st.Extra[k]; taken {
+				k += ":" + d.Arch // another architecture of the same package
+			}
+			st.Extra[k] = d.fact()
 		}
 		st.Local = &pkgReading{debs: debs, content: func(d *debRef, path string) ([]byte, error) {
 			return arch.memberContent(ctx, cache, d, path)
