@@ -105,24 +105,8 @@ func (e *entry) things() []string {
 	if e.desired == nil {
 		return nil
 	}
-	for _, p := range e.typ.Schema().Properties {
-		ns := p.Namespace
-		if ns == "" {
-			ns = p.Shares
-		}
-		if ns == "" || !e.desired.IsSet(p.Name) {
-			continue
-		}
-		if p.Identity || p.NameProperty {
-			out = append(out, ns+"\x00"+e.desired.String(p.Name))
-		} else if v := e.desired.Values[p.Name]; p.Shares != "" && v.IsWhollyKnown() && (v.Type().IsListType() || v.Type().IsSetType() || v.Type().IsTupleType()) {
-			// A list of things it changes too (an execute's writes).
-			for it := v.ElementIterator(); it.Next(); {
-				if _, x := it.Element(); !x.IsNull() && x.Type() == cty.String {
-					out = append(out, ns+"\x00"+x.AsString())
-				}
-			}
-		}
+	for _, n := range e.desired.Things() {
+		out = append(out, n.Namespace+"\x00"+n.Value)
 	}
 	if f, ok := e.typ.(resources.Foreseer); ok {
 		for _, n := range f.Foresees(e.desired) {

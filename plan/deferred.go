@@ -106,7 +106,10 @@ func writer(reg *resources.Registry, r *Resource, reads lazy.Reads) (Writer, boo
 	}
 	var managed []string
 	for _, p := range s.Properties {
-		if p.Shares != resources.NamespacePath && (p.Namespace != resources.NamespacePath || !(p.Identity || p.NameProperty)) {
+		if p.Namespace != resources.NamespacePath && p.Shares != resources.NamespacePath {
+			continue
+		}
+		if !p.Identity && !p.NameProperty && p.Shares == "" {
 			continue
 		}
 		if v, ok := stringOf(desiredValue(r, p.Name)); ok {

@@ -384,6 +384,38 @@ func (r *Resource) Address() string { return InstanceAddress(r.Type, r.Name, r.K
 func Address(typ, name string) string { return fmt.Sprintf("%s[%s]", typ, name) }
 
 // IsSet reports whether the recipe set property name.
+// Things lists the things r changes, as needs (Namespace and Value): the
+// value of each identity or name property of a namespace, and of each
+// property that shares one (Property.Shares: an editor's path, and each
+// element of a list such as an execute's writes).
+func (r *Resource) Things() []Need {
+	var out []Need
+	for _, p := range r.Schema().Properties {
+		ns := p.Namespace
+		if ns == "" {
+			ns = p.Shares
+		}
+		if ns == "" || !r.IsSet(p.Name) {
+			continue
+		}
+		v := r.Values[p.Name]
+		switch {
+		case v == cty.NilVal || !v.IsWhollyKnown() || v.IsNull():
+		case v.Type() == cty.String && (p.Identity || p.NameProperty || p.Shares != ""):
+			if s := v.AsString(); s != "" {
+				out = append(out, Need{Namespace: ns, Value: s})
+			}
+		case p.Shares != "" && (v.Type().IsListType() || v.Type().IsSetType() || v.Type().IsTupleType()):
+			for it := v.ElementIterator(); it.Next(); {
+				if _, x := it.Element(); !x.IsNull() && x.Type() == cty.String && x.AsString() != "" {
+					out = append(out, Need{Namespace: ns, Value: x.AsString()})
+				}
+			}
+		}
+	}
+	return out
+}
+
 func (r *Resource) IsSet(name string) bool {
 	v, ok := r.Values[name]
 	return ok && v != cty.NilVal && !v.IsNull()
@@ -595,9 +627,10 @@ type Property struct {
 	// error. "" means the value identifies nothing shared (execute's
 	// command may run twice).
 	Namespace string
-	// Shares, on an identity property without a Namespace, names the
-	// namespace of a thing the resource changes together with others of
-	// the plan (the editors of one file, and the file that creates it):
+	// Shares, on a property without a Namespace, names the namespace of a
+	// thing the resource changes together with others of the plan (the
+	// editors of one file, and the file that creates it; each path of an
+	// execute's writes), read through Resource.Things:
 	// no duplicate, but apply's end-state check knows that a later
 	// resource on the same thing may leave it otherwise than this one's
 	// steps predict, and plan.Writers bounds what the resource could change

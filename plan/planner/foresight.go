@@ -253,12 +253,9 @@ func overwrittenLater(fs *resources.Foresight, order []*eval.Instance, i int, in
 // namespace (a file's path).
 func managedPaths(r *resources.Resource) []string {
 	var out []string
-	for _, p := range r.Schema().Properties {
-		if p.Namespace != resources.NamespacePath || !(p.Identity || p.NameProperty) || !r.IsSet(p.Name) {
-			continue
-		}
-		if v := r.String(p.Name); v != "" {
-			out = append(out, v)
+	for _, n := range r.Things() {
+		if n.Namespace == resources.NamespacePath {
+			out = append(out, n.Value)
 		}
 	}
 	sort.Strings(out)

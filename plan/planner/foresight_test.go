@@ -212,6 +212,17 @@ func TestEditorsOfAShippedFile(t *testing.T) {
 	if len(diags) != 0 {
 		t.Fatalf("diagnostics %v", diags)
 	}
+	// An editor declared before the package that ships its file would
+	// have its edit overwritten: refused, as a file resource is.
+	p2 := plantest.FixedPlanner(plantest.NewFakeType(), 4)
+	p2.Registry = reg
+	_, diags = p2.PlanInstances(context.Background(), []*eval.Instance{
+		foreseeInst(lookup("file_line"), "early", 1, map[string]cty.Value{"path": cty.StringVal(conf), "line": cty.StringVal("one = 1")}),
+		foreseeInst(sh, "app", 2, map[string]cty.Value{"ships": ships(dir+"/app/", conf)}),
+	})
+	if len(diags) == 0 || diags[0].Summary != "A later package overwrites a managed path" {
+		t.Errorf("an editor before the package that ships its file: %v", diags)
+	}
 	shipped := "shipped " + conf + "\n"
 	for i, want := range []struct{ before, after string }{
 		{shipped, shipped + "one = 1\n"},
