@@ -66,9 +66,11 @@ func (c *FleetShowCommand) Run(args []string) int {
 		return c.fail(col.noColor, "%s", err)
 	}
 	name := fs.Arg(0)
-	b, plans, sig, diags := c.readBundle(name, verify, true)
+	// One host's plan is decoded on its own: another host's broken plan
+	// does not stand in its way.
+	b, plans, sig, diags := c.readBundle(name, verify, fs.NArg() == 1)
 	if fs.NArg() == 2 {
-		return c.showFleetHost(b, name, fs.Arg(1), sig, diags, asJSON, md)
+		return c.showFleetHost(b, name, fs.Arg(1), sig, diags, asJSON, md, col.noColor)
 	}
 	view := views.NewFleetPlan(c.view(col.noColor), asJSON, md.markdown, false)
 	data := views.FleetPlanData{MaxBytes: md.maxBytes, SavedTo: ""}
@@ -83,8 +85,8 @@ func (c *FleetShowCommand) Run(args []string) int {
 }
 
 // showFleetHost shows one host's plan of a bundle, as toque show would.
-func (c *FleetShowCommand) showFleetHost(b *fleet.Bundle, name, alias string, sig *views.SignatureInfo, diags diag.Diagnostics, asJSON bool, md markdownFlags) int {
-	view := views.NewPlan(c.view(false), asJSON, md.markdown)
+func (c *FleetShowCommand) showFleetHost(b *fleet.Bundle, name, alias string, sig *views.SignatureInfo, diags diag.Diagnostics, asJSON bool, md markdownFlags, noColor bool) int {
+	view := views.NewPlan(c.view(noColor), asJSON, md.markdown)
 	o := views.PlanOptions{Markdown: md.options(name)}
 	var p *plan.Plan
 	if b != nil {
@@ -104,7 +106,7 @@ func (c *FleetShowCommand) showFleetHost(b *fleet.Bundle, name, alias string, si
 	}
 	if err := view.Show(p, diags, o); err != nil && !readerGone(err) {
 		diags = diags.Append(err)
-		c.view(false).Diagnostics(diag.Diagnostics{}.Append(err))
+		c.view(noColor).Diagnostics(diag.Diagnostics{}.Append(err))
 	}
 	return views.ExitStatus(diags)
 }

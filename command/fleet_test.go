@@ -189,3 +189,29 @@ host "web-01" {}
 		}
 	}
 }
+
+// fleet show BUNDLE HOST decodes that host's plan alone: another host's
+// broken plan does not stand in its way.
+func TestFleetShowOneHostOfABrokenBundle(t *testing.T) {
+	dir, bundle := simulatedBundle(t, 2)
+	b, err := fleet.ReadBundle(bundle, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, plans := b.Manifest, b.Plans
+	plans["web-0001"] = []byte(`{"toque_plan":5,"checksum":"sha256:` + strings.Repeat("0", 64) + `","plan":{}}`)
+	for i := range m.Hosts {
+		m.Hosts[i].PlanDigest = ""
+	}
+	broken := filepath.Join(dir, "broken.plan")
+	if _, err := fleet.WriteBundle(broken, m, plans, nil); err != nil {
+		t.Fatal(err)
+	}
+	env := fleetEnv(t, dir, t.TempDir())
+	if code, out, errs := runWithEnv(env, []string{"fleet", "show", broken, "web-0000"}); code != 0 || !strings.Contains(out, "on web-0000:") {
+		t.Errorf("fleet show BUNDLE web-0000: %d\n%s%s", code, out, errs)
+	}
+	if code, _, _ := runWithEnv(env, []string{"fleet", "show", broken, "web-0001"}); code != 1 {
+		t.Errorf("the broken host's plan shown: exit %d", code)
+	}
+}
