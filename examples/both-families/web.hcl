@@ -80,7 +80,7 @@ file "site" {
       root /srv/www;
     }
   CONF
-  mode = "0644"
+  mode    = "0644"
   notifies "restart" {
     resource = "service[web]"
   }

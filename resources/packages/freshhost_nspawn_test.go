@@ -463,15 +463,3 @@ func (c *container) cleanup() {
 		}
 	}
 }
-
-// TestWebserverExampleValidates: examples/webserver, which needs Debian's
-// mirror to plan, is at least a valid recipe (toque validate reads no
-// host).
-func TestWebserverExampleValidates(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "toque")
-	buildToque(t, bin)
-	out, err := exec.Command(bin, "-chdir=../../examples/webserver", "validate").CombinedOutput()
-	if err != nil {
-		t.Fatalf("toque validate examples/webserver: %v\n%s", err, out)
-	}
-}
