@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/toquehq/toque/internal/shellexec"
 )
 
 // What runs on a host: short POSIX sh scripts that find (or make) the
@@ -352,7 +354,7 @@ if grep -q %s /proc/$p/cmdline 2>/dev/null; then kill -INT $p && echo toque-sign
 // runScript runs a script on conn, collecting its standard output up to
 // max bytes.
 func runScript(ctx context.Context, c *Conn, script string, stdin []byte, max int) ([]byte, *Exec, error) {
-	out := &limitedBuffer{max: max}
+	out := &shellexec.LimitedBuffer{Max: max}
 	ex, err := c.Run(ctx, script, stdin, out)
 	return out.Bytes(), ex, err
 }

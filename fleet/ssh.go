@@ -764,18 +764,3 @@ func (r *Route) SettingNames() []string {
 	sort.Strings(names)
 	return names
 }
-
-// limitedBuffer keeps what is written up to max bytes and fails beyond.
-type limitedBuffer struct {
-	bytes.Buffer
-	max int
-}
-
-var errTooMuch = errors.New("the host sent more than toque expected")
-
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	if b.Len()+len(p) > b.max {
-		return 0, errTooMuch
-	}
-	return b.Buffer.Write(p)
-}
