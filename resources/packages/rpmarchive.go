@@ -78,6 +78,26 @@ func rpmFileName(d *debRef) string {
 	return d.Name + "-" + v.version + "-" + v.release + "." + d.Arch + ".rpm"
 }
 
+// fetchedRPM is the file dnf fetched into dir for d, whose architecture
+// the transaction did not say: NAME-VERSION-RELEASE.ARCH.rpm, whatever
+// ARCH — not a glob of the name, which foo-libs-… matches too.
+func fetchedRPM(dir string, d *debRef) (string, error) {
+	v, _ := splitEVR(d.Version)
+	prefix := d.Name + "-" + v.version + "-" + v.release + "."
+	var ms []string
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		arch, ok := strings.CutPrefix(e.Name(), prefix)
+		if arch, isRPM := strings.CutSuffix(arch, ".rpm"); ok && isRPM && arch != "" && !strings.ContainsAny(arch, ".-/") {
+			ms = append(ms, e.Name())
+		}
+	}
+	if len(ms) != 1 {
+		return "", fmt.Errorf("dnf fetched no single .rpm for %s", d.label())
+	}
+	return ms[0], nil
+}
+
 // download fetches ds with one dnf --downloadonly into a fresh directory
 // of the cache, then moves each into the blob store under its sha256.
 // dnf checks each against the repository's metadata; the metadata is not
@@ -107,11 +127,11 @@ func (p *dnfProvider) download(ctx context.Context, cache *debCache, ds []*debRe
 	for _, d := range ds {
 		name := rpmFileName(d)
 		if d.Arch == "" {
-			ms, _ := filepath.Glob(filepath.Join(dir, d.Name+"-*.rpm"))
-			if len(ms) != 1 {
-				return fmt.Errorf("dnf fetched no single .rpm for %s", d.label())
+			n, err := fetchedRPM(dir, d)
+			if err != nil {
+				return err
 			}
-			name = filepath.Base(ms[0])
+			name = n
 		}
 		tmp := filepath.Join(dir, name)
 		sha, err := fileSHA256(tmp)
